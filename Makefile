@@ -1,0 +1,83 @@
+# delta-downgrade: local build, test and demo. Needs Python >= 3.10 and Java 17+ (PySpark 4).
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := test
+
+VENV    := .venv
+PY      := $(VENV)/bin/python
+STAMP   := $(VENV)/.installed
+# Interpreters tried in order for a new venv; override with `make venv PYTHON=/path/to/python3.x`.
+PYTHON_CANDIDATES := python3 python3.13 python3.12 python3.11 python3.10
+PYTEST_ARGS ?=
+# PySpark honours $JAVA_HOME before PATH; check the java it will actually use.
+JAVA := $(if $(JAVA_HOME),$(JAVA_HOME)/bin/java,java)
+# pip on some machines prints one "WARNING: Location '...' is ignored" per index; drop those lines
+# (the `|| true` keeps grep's "nothing left" status from failing; pipefail keeps pip's status).
+QUIET_PIP := { grep -v "WARNING: Location" || true; }
+
+.PHONY: venv check-java test demo wheel clean distclean
+
+venv: $(STAMP)
+
+$(PY):
+	@py=""; \
+	for c in $(or $(PYTHON),$(PYTHON_CANDIDATES)); do \
+	  if command -v "$$c" >/dev/null 2>&1 && \
+	     "$$c" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 10) else 1)' >/dev/null 2>&1; then \
+	    py="$$c"; break; \
+	  fi; \
+	done; \
+	if [ -z "$$py" ]; then \
+	  echo "ERROR: no Python >= 3.10 found (tried: $(or $(PYTHON),$(PYTHON_CANDIDATES))); set PYTHON=/path/to/python3.x" >&2; \
+	  exit 1; \
+	fi; \
+	echo "Creating $(VENV) with $$py ($$("$$py" -c 'import sys; print(sys.version.split()[0])'))"; \
+	"$$py" -m venv $(VENV) || { \
+	  echo "ERROR: '$$py -m venv' failed; on Debian/Ubuntu install the python3-venv package" >&2; \
+	  rm -rf $(VENV); exit 1; }
+
+# Re-install only when pyproject.toml is newer than the stamp (or the venv is new).
+$(STAMP): pyproject.toml | $(PY)
+	@echo "$(PY) -m pip install --upgrade pip"
+	@$(PY) -m pip install --upgrade pip 2>&1 | $(QUIET_PIP)
+	@echo "$(PY) -m pip install -e '.[dev]'"
+	@$(PY) -m pip install -e '.[dev]' 2>&1 | $(QUIET_PIP)
+	@touch $(STAMP)
+
+check-java:
+	@if ! command -v "$(JAVA)" >/dev/null 2>&1; then \
+	  echo "ERROR: Java not found ($(JAVA)). PySpark 4 needs Java 17+:" \
+	       "install it (e.g. apt-get install openjdk-17-jdk-headless) or set JAVA_HOME." >&2; \
+	  exit 1; \
+	fi; \
+	raw=$$("$(JAVA)" -version 2>&1 | sed -n 's/.*version "\([^"]*\)".*/\1/p' | head -n 1); \
+	major="$${raw%%[.+-]*}"; \
+	if [ "$$major" = "1" ]; then major=$$(echo "$$raw" | cut -d. -f2); fi; \
+	major="$${major%%[!0-9]*}"; \
+	if [ -z "$$major" ]; then \
+	  echo "ERROR: cannot parse the Java version from '$(JAVA) -version':" >&2; \
+	  "$(JAVA)" -version >&2 || true; exit 1; \
+	fi; \
+	if [ "$$major" -lt 17 ]; then \
+	  echo "ERROR: Java $$raw found ($(JAVA)), but PySpark 4 needs Java 17+:" \
+	       "install a newer JDK and put it first on PATH or set JAVA_HOME." >&2; \
+	  exit 1; \
+	fi; \
+	echo "Java $$raw OK ($(JAVA))"
+
+test: venv check-java
+	$(VENV)/bin/pytest -q $(PYTEST_ARGS)
+
+demo: venv check-java
+	$(PY) -m delta_downgrade.demo
+
+wheel: venv
+	$(PY) -m build --wheel
+
+clean:
+	rm -rf build dist .pytest_cache spark-warehouse metastore_db derby.log
+	find . -path ./$(VENV) -prune -o \( -name __pycache__ -o -name '*.egg-info' \) -type d -print0 \
+	  | xargs -0 rm -rf
+
+distclean: clean
+	rm -rf $(VENV)
