@@ -1,0 +1,10 @@
+"""The Delta protocol as code: table features and the protocol algebra. No I/O here."""
+
+from delta_downgrade.protocol.features import (  # noqa: F401
+    CHECKPOINT_PROTECTION,
+    FEATURES,
+    FeatureKind,
+    TableFeature,
+    lookup_feature,
+)
+from delta_downgrade.protocol.protocol import Protocol  # noqa: F401

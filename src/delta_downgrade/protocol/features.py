@@ -1,0 +1,335 @@
+"""Table features: what each one is, what it needs, and whether this package can handle it.
+
+The registry mirrors the feature catalog of the reference (drop-feature-semantics.md §1.3), which
+follows Spark's registry and PROTOCOL.md's "Valid Feature Names" appendix. It is data, not logic:
+the protocol algebra in :mod:`delta_downgrade.protocol.protocol` reads it.
+
+Tests reproduce Spark's suites with test-only features (``testRemovableWriter`` …) that must never
+reach the production registry. :func:`with_registry` swaps the *active* registry for a block, and
+everything that resolves a feature name (:func:`lookup_feature`, :func:`get_feature`, the protocol
+algebra) consults :func:`active_registry`, so code under test sees the test features without an
+extra parameter threaded through every call. Code outside tests should therefore look features up
+through these functions rather than indexing :data:`FEATURES` directly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from enum import Enum
+from types import MappingProxyType
+
+__all__ = [
+    "CHECKPOINT_PROTECTION",
+    "DELTA_TABLE_PROPERTIES",
+    "FEATURES",
+    "FeatureKind",
+    "TableFeature",
+    "active_registry",
+    "get_feature",
+    "is_delta_table_property",
+    "lookup_feature",
+    "registry_with",
+    "with_registry",
+]
+
+CHECKPOINT_PROTECTION = "checkpointProtection"
+
+# Legacy protocol versions: below these, features are implied by the versions (§1.2).
+TABLE_FEATURES_READER_VERSION = 3
+TABLE_FEATURES_WRITER_VERSION = 7
+
+
+class FeatureKind(str, Enum):
+    """Writer-only features are listed in ``writerFeatures`` only; reader-writer ones in both
+    lists (PROTOCOL.md "Table Features"; reference §1.1)."""
+
+    WRITER = "writer"
+    READER_WRITER = "readerWriter"
+
+
+@dataclass(frozen=True)
+class TableFeature:
+    """One table feature (reference §1.3).
+
+    ``min_reader_version`` is 1 for writer-only features; Spark says 0, and §1.4's minimum versions
+    clamp to 1 anyway, so 0 is accepted and means the same. ``requires_history_protection`` is
+    Spark's ``requiresHistoryProtection``: meaningful for removable features; for the others (“–”
+    in §1.3) it holds Spark's default, true for reader-writer and false for writer features.
+    ``properties`` are the ``delta.*`` table properties that enable or trace the feature; an entry
+    ending in ``.*`` stands for every key with that prefix (see :meth:`traces_property`).
+    """
+
+    name: str
+    kind: FeatureKind
+    min_reader_version: int
+    min_writer_version: int
+    is_legacy: bool = False
+    removable: bool = False
+    requires_history_protection: bool = False
+    required_features: frozenset[str] = field(default_factory=frozenset)
+    package_reads: bool = True
+    package_writes: bool = True
+    properties: tuple[str, ...] = ()
+    in_spec: bool = False
+
+    def __post_init__(self) -> None:
+        # Accept any iterable for convenience but store the immutable shape the type promises.
+        object.__setattr__(self, "required_features", frozenset(self.required_features))
+        object.__setattr__(self, "properties", tuple(self.properties))
+        object.__setattr__(self, "kind", FeatureKind(self.kind))
+        problems = _feature_problems(self)
+        if problems:
+            raise ValueError(f"invalid table feature {self.name!r}: " + "; ".join(problems))
+
+    @property
+    def is_reader_writer(self) -> bool:
+        return self.kind is FeatureKind.READER_WRITER
+
+    @property
+    def is_writer_only(self) -> bool:
+        return self.kind is FeatureKind.WRITER
+
+    def traces_property(self, key: str) -> bool:
+        """Whether table property ``key`` enables or traces this feature (exact, or ``prefix.*``)."""
+        for prop in self.properties:
+            if prop.endswith(".*"):
+                if key.startswith(prop[:-1]) and len(key) > len(prop) - 1:
+                    return True
+            elif key == prop:
+                return True
+        return False
+
+
+def _feature_problems(f: TableFeature) -> list[str]:
+    """Consistency of a feature definition with the version rules of §1.1/§1.2."""
+    out: list[str] = []
+    if not f.name or f.name != f.name.strip():
+        out.append("the name must be non-empty and carry no surrounding blanks")
+    if f.is_writer_only and f.min_reader_version not in (0, 1):
+        out.append("a writer-only feature has min reader version 0 or 1")
+    if f.is_reader_writer and f.min_reader_version < 2:
+        out.append("a reader-writer feature needs min reader version >= 2")
+    if f.is_legacy:
+        if not 2 <= f.min_writer_version < TABLE_FEATURES_WRITER_VERSION:
+            out.append("a legacy feature has min writer version 2..6")
+        if f.min_reader_version >= TABLE_FEATURES_READER_VERSION:
+            out.append("a legacy feature has min reader version <= 2")
+    else:
+        # Non-legacy features exist only in table-features protocols (§1.1).
+        if f.min_writer_version != TABLE_FEATURES_WRITER_VERSION:
+            out.append("a table feature has min writer version 7")
+        if f.is_reader_writer and f.min_reader_version != TABLE_FEATURES_READER_VERSION:
+            out.append("a reader-writer table feature has min reader version 3")
+    if f.name in f.required_features:
+        out.append("a feature cannot require itself")
+    return out
+
+
+def _w(name: str, writer: int = TABLE_FEATURES_WRITER_VERSION, **kw: object) -> TableFeature:
+    """A writer-only feature; legacy iff its writer version is below 7."""
+    return TableFeature(name, FeatureKind.WRITER, 1, writer,
+                        is_legacy=writer < TABLE_FEATURES_WRITER_VERSION, **kw)  # type: ignore[arg-type]
+
+
+def _rw(name: str, reader: int = TABLE_FEATURES_READER_VERSION,
+        writer: int = TABLE_FEATURES_WRITER_VERSION, **kw: object) -> TableFeature:
+    """A reader-writer feature; legacy iff its writer version is below 7. Spark's default
+    ``requiresHistoryProtection`` for reader-writer features is true (§1.3 note)."""
+    kw.setdefault("requires_history_protection", True)
+    return TableFeature(name, FeatureKind.READER_WRITER, reader, writer,
+                        is_legacy=writer < TABLE_FEATURES_WRITER_VERSION, **kw)  # type: ignore[arg-type]
+
+
+# Features whose commits may live outside ``_delta_log`` or whose log is governed by a catalog or a
+# redirect: this package can neither read nor write such tables' logs faithfully.
+_UNSUPPORTED = {"package_reads": False, "package_writes": False}
+
+_TYPE_WIDENING_PROPS = ("delta.enableTypeWidening",)
+_ICT_PROPS = ("delta.enableInCommitTimestamps", "delta.inCommitTimestampEnablementVersion",
+              "delta.inCommitTimestampEnablementTimestamp")
+_ROW_TRACKING_PROPS = ("delta.enableRowTracking", "delta.rowTrackingSuspended",
+                       "delta.rowTracking.materializedRowIdColumnName",
+                       "delta.rowTracking.materializedRowCommitVersionColumnName")
+_COORDINATED_COMMITS_PROPS = ("delta.coordinatedCommits.commitCoordinator-preview",
+                              "delta.coordinatedCommits.commitCoordinatorConf-preview",
+                              "delta.coordinatedCommits.tableConf-preview")
+
+# §1.3, row by row. Order follows the table.
+_CATALOG: tuple[TableFeature, ...] = (
+    _w("appendOnly", 2, properties=("delta.appendOnly",), in_spec=True),
+    # invariants, generated and identity columns live in column metadata, not table properties.
+    _w("invariants", 2, in_spec=True),
+    _w("checkConstraints", 3, removable=True, properties=("delta.constraints.*",), in_spec=True),
+    _w("changeDataFeed", 4, properties=("delta.enableChangeDataFeed",), in_spec=True),
+    _w("generatedColumns", 4, in_spec=True),
+    _rw("columnMapping", 2, 5, removable=True,
+        properties=("delta.columnMapping.mode", "delta.columnMapping.maxColumnId"), in_spec=True),
+    _w("identityColumns", 6, in_spec=True),
+    _w("allowColumnDefaults", in_spec=True),
+    _rw("deletionVectors", removable=True, properties=("delta.enableDeletionVectors",),
+        in_spec=True),
+    # rowTracking overrides the writer default explicitly (§1.3): false.
+    _w("rowTracking", removable=True, required_features={"domainMetadata"},
+       properties=_ROW_TRACKING_PROPS, in_spec=True),
+    _w("domainMetadata", removable=True, in_spec=True),
+    _rw("timestampNtz", in_spec=True),
+    _rw("v2Checkpoint", removable=True, properties=("delta.checkpointPolicy",), in_spec=True),
+    _w("icebergCompatV1", required_features={"columnMapping"},
+       properties=("delta.enableIcebergCompatV1",), in_spec=True),
+    _w("icebergCompatV2", required_features={"columnMapping"},
+       properties=("delta.enableIcebergCompatV2",), in_spec=True),
+    _w("icebergCompatV3", required_features={"columnMapping", "rowTracking"},
+       properties=("delta.enableIcebergCompatV3",)),
+    _w("clustering", required_features={"domainMetadata"}, in_spec=True),
+    _rw("vacuumProtocolCheck", removable=True, in_spec=True),
+    _w("inCommitTimestamp", removable=True, properties=_ICT_PROPS, in_spec=True),
+    _rw("typeWidening", removable=True, properties=_TYPE_WIDENING_PROPS),
+    _rw("typeWidening-preview", removable=True, properties=_TYPE_WIDENING_PROPS),
+    _rw("variantType"),
+    _rw("variantType-preview"),
+    # Only the stable shredding feature depends on the stable variant feature (§1.3).
+    _rw("variantShredding", required_features={"variantType"}),
+    _rw("variantShredding-preview"),
+    _rw("catalogManaged", removable=True,
+        required_features={"inCommitTimestamp", "vacuumProtocolCheck"}, in_spec=True,
+        **_UNSUPPORTED),
+    _w("coordinatedCommits-preview", removable=True,
+       required_features={"inCommitTimestamp", "vacuumProtocolCheck"},
+       properties=_COORDINATED_COMMITS_PROPS, **_UNSUPPORTED),
+    _rw("geospatial", removable=True),
+    _rw("geospatial-dev", removable=True),
+    _w("materializePartitionColumns", removable=True,
+       properties=("delta.enableMaterializePartitionColumnsFeature",)),
+    # The reader-writer redirect feature overrides the default: no history protection (§1.3).
+    _rw("redirectReaderWriter-preview", removable=True, requires_history_protection=False,
+        properties=("delta.redirectReaderWriter-preview",), **_UNSUPPORTED),
+    _w("redirectWriterOnly-preview", removable=True,
+       properties=("delta.redirectWriterOnly-preview",), **_UNSUPPORTED),
+    # Removable only with TRUNCATE HISTORY (§5); HistProt false is Spark's special case.
+    _w(CHECKPOINT_PROTECTION, removable=True,
+       properties=("delta.requireCheckpointProtectionBeforeVersion",)),
+    _rw("adaptiveMetadata-preview",
+        required_features={"catalogManaged", "rowTracking", "domainMetadata", "deletionVectors",
+                           "columnMapping"}, **_UNSUPPORTED),
+)
+
+FEATURES: Mapping[str, TableFeature] = MappingProxyType({f.name: f for f in _CATALOG})
+"""The production registry, keyed by the exact name used in protocol actions."""
+
+_ACTIVE: ContextVar[Mapping[str, TableFeature]] = ContextVar("delta_downgrade_feature_registry",
+                                                             default=FEATURES)
+
+
+def active_registry() -> Mapping[str, TableFeature]:
+    """The registry in force: :data:`FEATURES` unless a :func:`with_registry` block is active."""
+    return _ACTIVE.get()
+
+
+@contextmanager
+def with_registry(registry: Mapping[str, TableFeature]) -> Iterator[Mapping[str, TableFeature]]:
+    """Use ``registry`` instead of :data:`FEATURES` inside the block (for tests: §1.3's test-only
+    features). The previous registry is restored on exit, also on error."""
+    for key, feature in registry.items():
+        if key != feature.name:
+            raise ValueError(f"registry key {key!r} does not match feature name {feature.name!r}")
+    token = _ACTIVE.set(MappingProxyType(dict(registry)))
+    try:
+        yield _ACTIVE.get()
+    finally:
+        _ACTIVE.reset(token)
+
+
+def registry_with(*extra: TableFeature,
+                  base: Mapping[str, TableFeature] | None = None) -> Mapping[str, TableFeature]:
+    """``base`` (default :data:`FEATURES`) plus ``extra``; a name clash, even differing only in
+    case, is an error because lookups are case-insensitive."""
+    out = dict(FEATURES if base is None else base)
+    lower = {name.lower() for name in out}
+    for feature in extra:
+        if feature.name.lower() in lower:
+            raise ValueError(f"feature {feature.name!r} is already registered")
+        out[feature.name] = feature
+        lower.add(feature.name.lower())
+    return MappingProxyType(out)
+
+
+def get_feature(name: str) -> TableFeature | None:
+    """Exact-name lookup in the active registry, as protocol actions spell names."""
+    return active_registry().get(name)
+
+
+def lookup_feature(name: str) -> TableFeature | None:
+    """Case-insensitive lookup in the active registry; None for an unknown name.
+
+    Spark resolves user-typed names this way (``featureNameToFeature``), §2.2 step 1.
+    """
+    registry = active_registry()
+    exact = registry.get(name)
+    if exact is not None:
+        return exact
+    wanted = name.lower()
+    for feature in registry.values():
+        if feature.name.lower() == wanted:
+            return feature
+    return None
+
+
+# Known ``delta.*`` table configuration keys (Spark's DeltaConfigs). Used by DROP FEATURE
+# validation step 2 (§2.2): a name that is one of these is a property, not a feature.
+_KNOWN_PROPERTIES: tuple[str, ...] = (
+    # §7
+    "delta.requireCheckpointProtectionBeforeVersion",
+    "delta.dropFeatureTruncateHistory.retentionDuration",
+    "delta.logRetentionDuration",
+    "delta.deletedFileRetentionDuration",
+    "delta.checkpointRetentionDuration",
+    "delta.enableExpiredLogCleanup",
+    "delta.checkpointInterval",
+    "delta.checkpointPolicy",
+    "delta.enableDeletionVectors",
+    "delta.enableTypeWidening",
+    "delta.enableRowTracking",
+    "delta.rowTrackingSuspended",
+    "delta.enableInCommitTimestamps",
+    "delta.columnMapping.mode",
+    "delta.columnMapping.maxColumnId",
+    # general table configuration
+    "delta.appendOnly",
+    "delta.autoOptimize.autoCompact",
+    "delta.autoOptimize.optimizeWrite",
+    "delta.checkpoint.writeStatsAsJson",
+    "delta.checkpoint.writeStatsAsStruct",
+    "delta.compatibility.symlinkFormatManifest.enabled",
+    "delta.dataSkippingNumIndexedCols",
+    "delta.dataSkippingStatsColumns",
+    "delta.enableChangeDataFeed",
+    "delta.enableIcebergCompatV1",
+    "delta.enableIcebergCompatV2",
+    "delta.isolationLevel",
+    "delta.minReaderVersion",
+    "delta.minWriterVersion",
+    "delta.randomizeFilePrefixes",
+    "delta.randomPrefixLength",
+    "delta.setTransactionRetentionDuration",
+    "delta.targetFileSize",
+    "delta.tuneFileSizesForRewrites",
+    "delta.universalFormat.enabledFormats",
+)
+
+DELTA_TABLE_PROPERTIES: frozenset[str] = frozenset(
+    _KNOWN_PROPERTIES
+    + tuple(p for f in _CATALOG for p in f.properties if not p.endswith(".*"))
+)
+"""Known ``delta.*`` configuration keys, exact spelling. ``delta.feature.<name>`` and
+``delta.constraints.<name>`` are not configs (they are per-name families) and are not listed."""
+
+_DELTA_TABLE_PROPERTIES_LOWER = frozenset(p.lower() for p in DELTA_TABLE_PROPERTIES)
+
+
+def is_delta_table_property(name: str) -> bool:
+    """Whether ``name`` is a known ``delta.*`` table property, case-insensitively (§2.2 step 2;
+    e.g. ``DELTA.ENABLEROWTRACKING``)."""
+    return name.lower() in _DELTA_TABLE_PROPERTIES_LOWER
