@@ -1,0 +1,233 @@
+"""A table at one version: protocol, metadata, domain metadata and — only when asked — its files.
+
+Protocol and metadata are found without materialising the file list: commits are read newest
+first and only until both are known, and a checkpoint is read with a ``protocol``/``metaData``
+column projection. The full state (live files, tombstones, app transactions, domains) is a
+separate, explicit :meth:`Snapshot.state` call.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any, Iterator
+
+from delta_downgrade.actions import (
+    Action, AddFile, AnyAction, CommitInfo, DomainMetadata, Metadata, ProtocolAction, RemoveFile, Txn,
+    parse_action, parse_commit,
+)
+from delta_downgrade.errors import CorruptLogError
+from delta_downgrade.log.checkpoint_reader import CheckpointReader
+from delta_downgrade.log.listing import CheckpointInstance
+from delta_downgrade.protocol import Protocol
+from delta_downgrade.storage import FileStatus, Storage
+
+# A table's boundary property (Checkpoint Protection RFC).
+BOUNDARY_PROPERTY = "delta.requireCheckpointProtectionBeforeVersion"
+
+FileKey = tuple[str, str | None]
+
+
+def file_key(action: AddFile | RemoveFile) -> FileKey:
+    """A logical file is identified by its path and its deletion vector (PROTOCOL.md, "Reconciliation")."""
+    dv = action.dv
+    return (action.decoded_path, dv.unique_id if dv else None)
+
+
+@dataclass(frozen=True)
+class LogSegment:
+    """What must be read to build version ``version``: a checkpoint (or none) and the commits after it."""
+
+    version: int
+    checkpoint: CheckpointInstance | None
+    commits: tuple[FileStatus, ...]  # ascending, checkpoint.version + 1 .. version
+
+    @property
+    def start_version(self) -> int:
+        return self.checkpoint.version + 1 if self.checkpoint else 0
+
+
+@dataclass
+class TableState:
+    """The reconciled state of a version (PROTOCOL.md, "Action Reconciliation")."""
+
+    version: int
+    protocol_action: ProtocolAction
+    metadata: Metadata
+    files: dict[FileKey, AddFile] = field(default_factory=dict)
+    tombstones: dict[FileKey, RemoveFile] = field(default_factory=dict)
+    txns: dict[str, Txn] = field(default_factory=dict)
+    domains: dict[str, DomainMetadata] = field(default_factory=dict)  # removed ones included
+
+    @property
+    def live_domains(self) -> dict[str, DomainMetadata]:
+        return {k: d for k, d in self.domains.items() if not d.removed}
+
+    def apply(self, action: AnyAction) -> None:
+        if isinstance(action, AddFile):
+            key = file_key(action)
+            self.files[key] = action
+            self.tombstones.pop(key, None)
+        elif isinstance(action, RemoveFile):
+            key = file_key(action)
+            if key not in self.files and key[1] is None:
+                # Lenient writers omit the DV of the file they remove: match on the path alone
+                # when exactly one live file has it.
+                matches = [k for k in self.files if k[0] == key[0]]
+                if len(matches) == 1:
+                    key = matches[0]
+            self.files.pop(key, None)
+            self.tombstones[key] = action
+        elif isinstance(action, Txn):
+            self.txns[action.appId] = action
+        elif isinstance(action, DomainMetadata):
+            self.domains[action.domain] = action
+        elif isinstance(action, ProtocolAction):
+            self.protocol_action = action
+        elif isinstance(action, Metadata):
+            self.metadata = action
+
+
+def _might_hold(line: str, keys: tuple[str, ...]) -> bool:
+    return any(f'"{k}"' in line for k in keys)
+
+
+def read_commit_actions(storage: Storage, status: FileStatus, keys: tuple[str, ...] | None = None) -> list[AnyAction]:
+    """Parse one commit; with ``keys``, only the lines that can hold those actions."""
+    try:
+        text = storage.read_bytes(status.path).decode("utf-8")
+        if keys is None:
+            return parse_commit(text)
+        out: list[AnyAction] = []
+        for line in text.splitlines():
+            if line.strip() and _might_hold(line, keys):
+                action = parse_action(json.loads(line))
+                if action is not None and getattr(action, "KEY", None) in keys:
+                    out.append(action)
+        return out
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise CorruptLogError(f"cannot parse commit {status.path}: {exc}") from exc
+
+
+class Snapshot:
+    """The table at ``segment.version``. Cheap to create; reads happen on first use."""
+
+    def __init__(self, storage: Storage, table: str, segment: LogSegment) -> None:
+        self.storage = storage
+        self.table = table
+        self.segment = segment
+        self.version = segment.version
+
+    def __repr__(self) -> str:
+        return f"Snapshot({self.table!r}, version={self.version})"
+
+    # --- protocol and metadata, without the file list ---------------------------------------------
+
+    @cached_property
+    def _protocol_and_metadata(self) -> tuple[ProtocolAction, Metadata]:
+        protocol: ProtocolAction | None = None
+        metadata: Metadata | None = None
+        for status in reversed(self.segment.commits):
+            # Newest commit first, and within a commit the last action of a kind wins.
+            for action in reversed(read_commit_actions(self.storage, status, ("protocol", "metaData"))):
+                if isinstance(action, ProtocolAction) and protocol is None:
+                    protocol = action
+                elif isinstance(action, Metadata) and metadata is None:
+                    metadata = action
+            if protocol is not None and metadata is not None:
+                break
+        if (protocol is None or metadata is None) and self.segment.checkpoint is not None:
+            found = CheckpointReader(self.storage, self.segment.checkpoint).actions(["protocol", "metaData"])
+            if protocol is None and found.get("protocol"):
+                protocol = found["protocol"][-1]  # type: ignore[assignment]
+            if metadata is None and found.get("metaData"):
+                metadata = found["metaData"][-1]  # type: ignore[assignment]
+        if protocol is None:
+            where = (f"checkpoint {self.segment.checkpoint.version} and the commits after it"
+                     if self.segment.checkpoint else f"commits 0..{self.version}")
+            raise CorruptLogError(
+                f"no protocol action found for version {self.version} in {where}: the log is "
+                f"damaged; restore the missing files or rebuild the table", table=self.table)
+        if metadata is None:
+            raise CorruptLogError(
+                f"no metaData action found for version {self.version}: the log is damaged",
+                table=self.table)
+        return protocol, metadata  # type: ignore[return-value]
+
+    @property
+    def protocol_action(self) -> ProtocolAction:
+        return self._protocol_and_metadata[0]
+
+    @property
+    def protocol(self) -> Protocol:
+        return self.protocol_action.protocol
+
+    @property
+    def metadata(self) -> Metadata:
+        return self._protocol_and_metadata[1]
+
+    @property
+    def configuration(self) -> dict[str, str]:
+        return dict(self.metadata.configuration)
+
+    @property
+    def schema(self) -> dict[str, Any]:
+        return self.metadata.schema
+
+    @property
+    def boundary_version(self) -> int | None:
+        """``delta.requireCheckpointProtectionBeforeVersion``, when set."""
+        value = self.metadata.configuration.get(BOUNDARY_PROPERTY)
+        return int(value) if value not in (None, "") else None
+
+    # --- commit information ------------------------------------------------------------------------
+
+    def commit_info(self, version: int | None = None) -> CommitInfo | None:
+        version = self.version if version is None else version
+        for status in self.segment.commits:
+            if status.path.endswith(f"{version:020d}.json"):
+                for action in read_commit_actions(self.storage, status, ("commitInfo",)):
+                    if isinstance(action, CommitInfo):
+                        return action
+        return None
+
+    def timestamp_ms(self) -> int:
+        """In-commit timestamp when the commit has one, else the commit file's modification time."""
+        info = self.commit_info()
+        if info is not None and info.inCommitTimestamp is not None:
+            return int(info.inCommitTimestamp)
+        for status in self.segment.commits:
+            if status.path.endswith(f"{self.version:020d}.json"):
+                return status.modification_time_ms
+        if self.segment.checkpoint is not None:
+            return self.segment.checkpoint.modification_time_ms
+        return 0
+
+    # --- the full state, on demand ----------------------------------------------------------------
+
+    def state(self) -> TableState:
+        """Replay the checkpoint and the commits after it into the reconciled state."""
+        protocol, metadata = self._protocol_and_metadata
+        state = TableState(self.version, protocol, metadata)
+        if self.segment.checkpoint is not None:
+            found = CheckpointReader(self.storage, self.segment.checkpoint).actions(
+                ["protocol", "metaData", "txn", "domainMetadata", "add", "remove"])
+            for key in ("protocol", "metaData", "txn", "domainMetadata", "add", "remove"):
+                for action in found.get(key, []):
+                    state.apply(action)
+        for status in self.segment.commits:
+            for action in read_commit_actions(self.storage, status):
+                state.apply(action)
+        state.protocol_action, state.metadata = protocol, metadata
+        return state
+
+    def iter_commit_actions(self) -> Iterator[tuple[int, list[AnyAction]]]:
+        """The commits of the segment, oldest first, with their version."""
+        for status in self.segment.commits:
+            version = int(status.path.rsplit("/", 1)[-1].split(".", 1)[0])
+            yield version, read_commit_actions(self.storage, status)
+
+
+def action_key(action: AnyAction) -> str:
+    return action.KEY if isinstance(action, Action) else action.key
