@@ -1,0 +1,77 @@
+"""The ``delta-downgrade`` command.
+
+Subcommands are thin: parse arguments, call one operation, render its result. Every error is a
+:class:`DeltaDowngradeError` printed as one line with its Delta error class, and the process exits
+with the contract's code (0 done, 2 bad input, 3 wait, 4 conflict, 1 anything else).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Callable, Sequence
+
+from delta_downgrade import __version__
+from delta_downgrade.errors import EXIT_FAILURE, DeltaDowngradeError
+
+Command = Callable[[argparse.Namespace], int]
+_COMMANDS: dict[str, Command] = {}
+
+
+def _inspect(args: argparse.Namespace) -> int:
+    from delta_downgrade.operations.inspect import inspect_table, render_text
+
+    doc = inspect_table(args.table, args.version, history=not args.no_history)
+    print(json.dumps(doc, indent=2, sort_keys=False, default=str) if args.json else render_text(doc))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="delta-downgrade",
+        description="Drop Delta Lake table features and lower the protocol (Checkpoint Protection RFC).")
+    parser.add_argument("--version", action="version", version=f"delta-downgrade {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("inspect", help="show a table's protocol, features, checkpoints and boundary")
+    p.add_argument("table", help="table path")
+    p.add_argument("--version", dest="version", type=int, default=None, help="version to inspect (latest)")
+    p.add_argument("--json", action="store_true", help="print the stable JSON document")
+    p.add_argument("--no-history", action="store_true", help="skip the protocol history (faster)")
+    _COMMANDS["inspect"] = _inspect
+
+    for register in _extra_commands():
+        register(sub, _COMMANDS)
+    return parser
+
+
+def _extra_commands() -> list[Callable[[argparse._SubParsersAction, dict[str, Command]], None]]:
+    """Subcommands of later operations register themselves here (kept import-light)."""
+    found = []
+    for module_name in ("delta_downgrade.operations.cli_commands", "delta_downgrade.operations.cli_drop"):
+        try:
+            module = __import__(module_name, fromlist=["register"])
+        except ModuleNotFoundError as exc:
+            if exc.name != module_name:
+                raise
+            continue
+        found.append(module.register)
+    return found
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return _COMMANDS[args.command](args)
+    except DeltaDowngradeError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return EXIT_FAILURE
+
+
+if __name__ == "__main__":
+    sys.exit(main())

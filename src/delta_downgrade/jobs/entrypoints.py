@@ -1,0 +1,142 @@
+"""Wheel entry points: ``drop_feature_task``, ``verify_task``, ``truncate_task``.
+
+Each is thin: load typed settings, run the operation for every table (a fleet runs with bounded
+parallelism; one bad table does not stop the others), print one ``RESULT`` line per table (plus a
+summary for a fleet), set task values, and exit with the worst outcome.
+"""
+
+from __future__ import annotations
+
+import sys
+import traceback
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Callable, Sequence
+
+from delta_downgrade.errors import (
+    EXIT_BAD_INPUT, EXIT_CONFLICT, EXIT_FAILURE, EXIT_OK, EXIT_WAIT, BadInputError, DeltaDowngradeError,
+)
+from delta_downgrade.jobs.result import emit_result
+from delta_downgrade.jobs.settings import TaskSettings, VerifySettings, load_settings
+from delta_downgrade.jobs.task_values import task_values_for
+
+# Worst last: a wait is the mildest failure, an unexpected error the worst.
+_SEVERITY = [EXIT_OK, EXIT_WAIT, EXIT_CONFLICT, EXIT_BAD_INPUT, EXIT_FAILURE]
+
+# Keys set as task values for a single-table run (DESIGN.md "Result").
+TASK_VALUE_KEYS = ("table", "feature", "status", "min_reader_version", "min_writer_version",
+                   "reader_features", "writer_features", "boundary_version", "protected_checkpoints",
+                   "needs_truncate", "truncate_after", "exit_code")
+
+TableHandler = Callable[[TaskSettings, str], tuple[dict[str, Any], int]]
+
+
+def worst(codes: Sequence[int]) -> int:
+    return max(codes, key=_SEVERITY.index, default=EXIT_OK)
+
+
+def error_outcome(table: str, feature: str | None, exc: BaseException) -> tuple[dict[str, Any], int]:
+    if isinstance(exc, DeltaDowngradeError):
+        result = {"table": table, "feature": feature, "status": "error", **exc.to_dict()}
+        retry_after = getattr(exc, "retry_after", None)
+        if retry_after is not None:
+            result["status"] = "waiting"
+            result["truncate_after"] = retry_after
+        return result, exc.exit_code
+    return ({"table": table, "feature": feature, "status": "error", "error_class": "DELTA_DOWNGRADE_INTERNAL_ERROR",
+             "message": f"{type(exc).__name__}: {exc}"}, EXIT_FAILURE)
+
+
+def run_task(settings_cls: type[TaskSettings], handler: TableHandler, argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        settings = load_settings(settings_cls, argv)
+        tables = settings.table_list()
+        if not tables:
+            raise BadInputError(f"{settings_cls.TASK} needs --table=PATH (or --tables=a,b / --tables_file=FILE)",
+                                error_class="DELTA_DOWNGRADE_BAD_SETTINGS")
+    except DeltaDowngradeError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return exc.exit_code
+
+    feature = getattr(settings, "feature", None) or getattr(settings, "expect_absent_feature", None)
+
+    def one(table: str) -> tuple[dict[str, Any], int]:
+        try:
+            return handler(settings, table)
+        except DeltaDowngradeError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return error_outcome(table, feature, exc)
+        except Exception as exc:  # noqa: BLE001 - a fleet must survive one broken table
+            traceback.print_exc(file=sys.stderr)
+            return error_outcome(table, feature, exc)
+
+    if len(tables) == 1:
+        outcomes = [one(tables[0])]
+    else:
+        with ThreadPoolExecutor(max_workers=max(1, settings.parallelism)) as pool:
+            outcomes = list(pool.map(one, tables))
+    for result, code in outcomes:
+        result.setdefault("exit_code", code)
+        emit_result(result)
+    code = worst([c for _, c in outcomes])
+    values = task_values_for(settings.task_key or settings_cls.TASK.removesuffix("_task"), settings.task_values_dir)
+    if len(outcomes) == 1:
+        for key in TASK_VALUE_KEYS:
+            if key in outcomes[0][0]:
+                values.set(key, outcomes[0][0][key])
+    else:
+        summary = {"summary": True, "tables": len(outcomes),
+                   "by_status": _count(r.get("status", "?") for r, _ in outcomes),
+                   "failed_tables": [r["table"] for r, c in outcomes if c not in (EXIT_OK,)],
+                   "exit_code": code}
+        emit_result(summary)
+        values.set("summary", summary)
+        values.set("needs_truncate", any(bool(r.get("needs_truncate")) for r, _ in outcomes))
+    return code
+
+
+def _count(items: Any) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for item in items:
+        out[item] = out.get(item, 0) + 1
+    return out
+
+
+# --- verify -------------------------------------------------------------------------------------
+
+def _verify_one(settings: TaskSettings, table: str) -> tuple[dict[str, Any], int]:
+    from delta_downgrade.operations.verify import Expectations, verify_table
+
+    assert isinstance(settings, VerifySettings)
+    report = verify_table(table, Expectations(
+        absent_feature=settings.expect_absent_feature,
+        min_reader_version=settings.expect_min_reader_version,
+        min_writer_version=settings.expect_min_writer_version,
+        boundary_version=settings.expect_boundary_version,
+        protected_checkpoints=tuple(settings.expect_protected_checkpoints or ()),
+    ))
+    for check in report.failures:
+        print(f"verify: {table}: FAILED {check.name}: {check.detail}", file=sys.stderr)
+    return report.result, EXIT_OK if report.ok else EXIT_FAILURE
+
+
+def verify_task(argv: Sequence[str] | None = None) -> int:
+    """Re-read each table and prove the outcome; exit 1 listing what failed."""
+    return run_task(VerifySettings, _verify_one, argv)
+
+
+# --- drop and truncate ----------------------------------------------------------------------------
+
+def drop_feature_task(argv: Sequence[str] | None = None) -> int:
+    """Drop one feature from one or many tables."""
+    from delta_downgrade.jobs.drop_task import DropFeatureSettings, drop_one
+
+    return run_task(DropFeatureSettings, drop_one, argv)
+
+
+def truncate_task(argv: Sequence[str] | None = None) -> int:
+    """Drop checkpointProtection by truncating history before the boundary, once retention allows."""
+    from delta_downgrade.jobs.drop_task import TruncateSettings, truncate_one
+
+    return run_task(TruncateSettings, truncate_one, argv)
+
