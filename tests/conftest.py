@@ -1,0 +1,121 @@
+"""Shared fixtures. Nothing here is autouse: unit tests never start Spark or delta-rs.
+
+- `golden_root`: the golden tables (``$DELTA_DOWNGRADE_GOLDEN`` or ``<repo>/../shared/golden``);
+  tests using it skip when the directory is absent.
+- `golden_table(name)`: a writable copy of one golden table in ``tmp_path`` (path as str). Tests
+  must never write into the golden directory itself.
+- `spark`: one real local SparkSession per test session (Java 17+), via
+  `delta_downgrade.spark.get_spark`.
+- `oracle`: a `DeltaRsOracle` (delta-rs in a subprocess, see tests/oracle.py).
+
+Tests that use these fixtures get the markers ``golden`` / ``spark`` / ``oracle`` automatically,
+so ``pytest -m "not spark"`` runs the fast subset.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+import stat
+import sys
+from pathlib import Path
+
+import pytest
+
+TESTS_DIR = Path(__file__).resolve().parent
+REPO_ROOT = TESTS_DIR.parent
+
+# `import oracle` must work whatever the import mode (rootdir/prepend/importlib).
+if str(TESTS_DIR) not in sys.path:
+    sys.path.insert(0, str(TESTS_DIR))
+
+from oracle import DeltaRsOracle  # noqa: E402
+
+_FIXTURE_MARKERS = {
+    "golden_root": "golden",
+    "golden_table": "golden",
+    "spark": "spark",
+    "oracle": "oracle",
+}
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        names = set(getattr(item, "fixturenames", ()))
+        for fixture, marker in _FIXTURE_MARKERS.items():
+            if fixture in names and item.get_closest_marker(marker) is None:
+                item.add_marker(marker)
+
+
+def _golden_dir() -> Path:
+    env = os.environ.get("DELTA_DOWNGRADE_GOLDEN")
+    return Path(env).expanduser() if env else REPO_ROOT.parent / "shared" / "golden"
+
+
+@pytest.fixture(scope="session")
+def golden_root() -> Path:
+    root = _golden_dir()
+    if not root.is_dir():
+        pytest.skip(f"golden tables not found at {root} (set DELTA_DOWNGRADE_GOLDEN)")
+    return root
+
+
+def _make_writable(root: Path) -> None:
+    # The golden files are read-only; copytree keeps modes, so open the copy up for writes.
+    for dirpath, dirnames, filenames in os.walk(root):
+        for name in [*dirnames, *filenames, None]:
+            p = Path(dirpath) if name is None else Path(dirpath) / name
+            if p.is_symlink():
+                continue
+            mode = p.stat().st_mode
+            p.chmod(mode | stat.S_IWUSR | stat.S_IRUSR | (stat.S_IXUSR if p.is_dir() else 0))
+
+
+@pytest.fixture
+def golden_table(golden_root: Path, tmp_path: Path):
+    """Factory: ``golden_table("dv_basic_no_checkpoint")`` -> str path of a fresh writable copy."""
+    copies: dict[str, int] = {}
+
+    def copy(name: str) -> str:
+        src = golden_root / name
+        if not (src / "_delta_log").is_dir():
+            pytest.fail(f"no golden table {name!r} in {golden_root}")
+        n = copies[name] = copies.get(name, 0) + 1
+        dest = tmp_path / "golden" / (name if n == 1 else f"{name}-{n}")
+        shutil.copytree(src, dest, symlinks=True)
+        _make_writable(dest)
+        return str(dest)
+
+    return copy
+
+
+def _java_available() -> bool:
+    java_home = os.environ.get("JAVA_HOME")
+    if java_home and (Path(java_home) / "bin" / "java").exists():
+        return True
+    return shutil.which("java") is not None
+
+
+@pytest.fixture(scope="session")
+def spark():
+    if importlib.util.find_spec("pyspark") is None:
+        pytest.skip("pyspark is not installed (pip install -e '.[dev]')")
+    if not _java_available():
+        pytest.skip("Java not found (neither $JAVA_HOME/bin/java nor java on PATH): PySpark 4 needs Java 17+")
+    # Python workers must run the interpreter of the tests, not whatever `python3` is on PATH.
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    from delta_downgrade.spark import get_spark
+
+    session = get_spark("delta-downgrade-tests")
+    yield session
+    session.stop()
+
+
+@pytest.fixture(scope="session")
+def oracle() -> DeltaRsOracle:
+    # find_spec, not import: delta-rs stays out of the pytest process (it runs in subprocesses).
+    if importlib.util.find_spec("deltalake") is None:
+        pytest.skip("deltalake (delta-rs) is not installed (pip install -e '.[dev]')")
+    return DeltaRsOracle()
