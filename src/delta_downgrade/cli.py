@@ -68,6 +68,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except DeltaDowngradeError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return exc.exit_code
+    except BrokenPipeError:  # output piped into `head`: not an error
+        import os
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return EXIT_FAILURE
