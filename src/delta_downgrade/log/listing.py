@@ -114,7 +114,11 @@ def list_log(storage: Storage, table: str | None = None) -> LogListing:
         elif lf.kind == "compacted":
             listing.compactions.append((lf, status))
         elif lf.kind == "checkpoint":
-            if lf.checkpoint_kind == "multipart":
+            if status.size == 0:
+                # A zero-byte checkpoint is an interrupted write by a non-atomic writer; Spark
+                # ignores it too.
+                listing.unknown.append(status)
+            elif lf.checkpoint_kind == "multipart":
                 assert lf.num_parts is not None and lf.part is not None
                 parts.setdefault((lf.version, lf.num_parts), []).append((lf.part, status))
             else:

@@ -1,0 +1,93 @@
+"""Delta schemas (PROTOCOL.md "Schema Serialization Format") to and from Arrow types."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import pyarrow as pa
+
+_PRIMITIVE_TO_ARROW = {
+    "byte": pa.int8(), "short": pa.int16(), "integer": pa.int32(), "long": pa.int64(),
+    "float": pa.float32(), "double": pa.float64(), "string": pa.string(), "boolean": pa.bool_(),
+    "binary": pa.binary(), "date": pa.date32(), "timestamp": pa.timestamp("us", tz="UTC"),
+    "timestamp_ntz": pa.timestamp("us"),
+}
+_DECIMAL = re.compile(r"decimal\((\d+),\s*(\d+)\)")
+
+
+def delta_type_to_arrow(t: Any) -> pa.DataType:
+    if isinstance(t, str):
+        if t in _PRIMITIVE_TO_ARROW:
+            return _PRIMITIVE_TO_ARROW[t]
+        m = _DECIMAL.fullmatch(t)
+        if m:
+            return pa.decimal128(int(m.group(1)), int(m.group(2)))
+        raise ValueError(f"unsupported Delta type {t!r}")
+    kind = t["type"]
+    if kind == "struct":
+        return pa.struct([delta_field_to_arrow(f) for f in t["fields"]])
+    if kind == "array":
+        return pa.list_(pa.field("element", delta_type_to_arrow(t["elementType"]), t.get("containsNull", True)))
+    if kind == "map":
+        return pa.map_(delta_type_to_arrow(t["keyType"]), delta_type_to_arrow(t["valueType"]))
+    raise ValueError(f"unsupported Delta type {t!r}")
+
+
+def delta_field_to_arrow(f: dict[str, Any]) -> pa.Field:
+    return pa.field(f["name"], delta_type_to_arrow(f["type"]), f.get("nullable", True))
+
+
+def delta_schema_to_arrow(schema: dict[str, Any] | str) -> pa.Schema:
+    if isinstance(schema, str):
+        schema = json.loads(schema)
+    return pa.schema([delta_field_to_arrow(f) for f in schema["fields"]])
+
+
+def arrow_type_to_delta(t: pa.DataType) -> Any:
+    if pa.types.is_int8(t):
+        return "byte"
+    if pa.types.is_int16(t):
+        return "short"
+    if pa.types.is_int32(t):
+        return "integer"
+    if pa.types.is_int64(t):
+        return "long"
+    if pa.types.is_float32(t):
+        return "float"
+    if pa.types.is_float64(t):
+        return "double"
+    if pa.types.is_string(t) or pa.types.is_large_string(t):
+        return "string"
+    if pa.types.is_boolean(t):
+        return "boolean"
+    if pa.types.is_binary(t) or pa.types.is_large_binary(t):
+        return "binary"
+    if pa.types.is_date32(t):
+        return "date"
+    if pa.types.is_timestamp(t):
+        return "timestamp" if t.tz else "timestamp_ntz"
+    if pa.types.is_decimal(t):
+        return f"decimal({t.precision},{t.scale})"
+    if pa.types.is_struct(t):
+        return {"type": "struct", "fields": [arrow_field_to_delta(t.field(i)) for i in range(t.num_fields)]}
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return {"type": "array", "elementType": arrow_type_to_delta(t.value_type),
+                "containsNull": t.value_field.nullable}
+    if pa.types.is_map(t):
+        return {"type": "map", "keyType": arrow_type_to_delta(t.key_type),
+                "valueType": arrow_type_to_delta(t.item_type), "valueContainsNull": t.item_field.nullable}
+    raise ValueError(f"no Delta type for Arrow type {t}")
+
+
+def arrow_field_to_delta(f: pa.Field) -> dict[str, Any]:
+    return {"name": f.name, "type": arrow_type_to_delta(f.type), "nullable": f.nullable, "metadata": {}}
+
+
+def arrow_schema_to_delta(schema: pa.Schema) -> dict[str, Any]:
+    return {"type": "struct", "fields": [arrow_field_to_delta(f) for f in schema]}
+
+
+def schema_string(schema: pa.Schema) -> str:
+    return json.dumps(arrow_schema_to_delta(schema), separators=(",", ":"))
