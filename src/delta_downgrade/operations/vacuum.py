@@ -1,0 +1,396 @@
+"""VACUUM: delete the files of a table that no retained version needs any more.
+
+Specification (PROTOCOL.md and reference §1.6, §2.4, §6.3):
+
+1. **VACUUM Protocol Check** (PROTOCOL.md "VACUUM Protocol Check", an accepted RFC): a writer that
+   implements VACUUM must check the table's *write* protocol before it deletes anything; the RFC
+   recommends the check for every table, and ``vacuumProtocolCheck`` (a reader-writer feature, so
+   that old clients which checked only the reader protocol fail) makes it mandatory. We check it
+   unconditionally, dry run included, as delta-spark's ``VacuumCommand.gc`` does
+   (``protocolWrite`` → ``DELTA_UNSUPPORTED_FEATURES_FOR_WRITE``; reference scenario 76). That
+   also refuses catalog-managed tables (reference §6.3: "VACUUM is blocked on catalog-managed
+   tables"): this package cannot write their logs.
+2. **Retention** (PROTOCOL.md "Add File and Remove File": tombstones are kept at least as long as
+   ``delta.deletedFileRetentionDuration``, default one week). A shorter retention is refused
+   unless the caller overrides the check (delta-spark's ``retentionDurationCheck.enabled``).
+   Files are deleted only if their modification time is older than ``now - retention``: a file
+   that a concurrent writer has written but not yet committed is unreferenced and must survive.
+3. **What stays**: every file named by the latest state (``add``), by a tombstone (``remove``)
+   whose ``deletionTimestamp`` is inside the retention window, and the **deletion-vector file** of
+   any such add or remove (PROTOCOL.md "Deletion Vector Descriptor Schema", resolved by
+   :mod:`delta_downgrade.dv_paths`). Without the last rule, time travel to a version inside the
+   window fails with "``.bin`` does not exist" — reference §2.4/§6.3, which is why DROP FEATURE
+   deletionVectors writes DV tombstones for DV-unaware VACUUMs.
+4. **What is never looked at**: ``_delta_log`` and every other hidden name (starting with ``_``
+   or ``.``) at any depth, except ``_change_data`` (PROTOCOL.md "Change Data Files": its files are
+   deleted once older than the retention, no state references them) and partition directories
+   whose column name starts with ``_`` (``_col=value``). Under UniForm-Iceberg the ``metadata``
+   directory is hidden too (delta-spark's ``DeltaTableUtils.isHiddenDirectory``). Paths of the
+   log that point outside the table (shallow clones, ``p`` DVs elsewhere) are ignored.
+
+Differences from delta-spark, on purpose:
+
+- **No commit.** delta-spark records ``VACUUM START`` / ``VACUUM END`` as empty commits (only for
+  some file systems, and only as an audit trail). A VACUUM changes no table state, so we write
+  nothing to the log; the returned :class:`VacuumResult` is the record.
+- Directories are never deleted, even when empty (delta-spark deletes empty ones): removing a
+  directory can race with a writer that just created it to write a file.
+- When a file is deleted, its Hadoop checksum companion ``.<name>.crc`` (written next to data
+  files by Spark on local file systems) is deleted with it, as Hadoop's ``ChecksumFileSystem``
+  does; it is hidden, so it would otherwise stay forever.
+- ``retention_hours`` is used to the millisecond (delta-spark rounds it to whole hours).
+- If another writer commits while we list the table, we plan again on the new version before
+  deleting (delta-spark plans once).
+- ``_delta_index`` stays hidden (delta-spark lists and vacuums it); only ``_change_data`` is.
+"""
+
+from __future__ import annotations
+
+import math
+import posixpath
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Iterable
+
+from delta_downgrade.actions import AddFile, RemoveFile
+from delta_downgrade.clock import SYSTEM_CLOCK, Clock, to_utc_iso
+from delta_downgrade.dv_paths import dv_relative_path, table_relative_path
+from delta_downgrade.errors import BadInputError, CorruptLogError, UnsupportedFeaturesError
+from delta_downgrade.storage import FileStatus
+from delta_downgrade.table_config import DELETED_FILE_RETENTION, HOUR_MS, TableConfig
+
+if TYPE_CHECKING:  # the log modules load pyarrow: keep ``--help`` fast (register_vacuum)
+    from delta_downgrade.log.delta_log import DeltaLog
+    from delta_downgrade.log.snapshot import Snapshot, TableState
+
+LOG_DIR = "_delta_log"
+CHANGE_DATA_DIR = "_change_data"
+ICEBERG_METADATA_DIR = "metadata"
+UNIVERSAL_FORMATS = "delta.universalFormat.enabledFormats"
+REPLAN_ATTEMPTS = 3
+
+
+class VacuumRetentionTooShortError(BadInputError):
+    """The requested retention is shorter than ``delta.deletedFileRetentionDuration``.
+
+    delta-spark has no error class for this (``VacuumCommand.checkRetentionPeriodSafety`` fails a
+    ``require`` with "Are you sure you would like to vacuum files with such a low retention
+    period?"), so the class is the package's own.
+    """
+
+    error_class = "DELTA_DOWNGRADE_VACUUM_RETENTION_TOO_SHORT"
+    sqlstate = "22023"
+
+
+class VacuumNegativeRetentionError(BadInputError):
+    """A negative (or not finite) retention: delta-spark's "Retention for Vacuum can't be less
+    than 0." (a ``require`` as well, no Delta error class). Never overridable."""
+
+    error_class = "DELTA_DOWNGRADE_VACUUM_NEGATIVE_RETENTION"
+    sqlstate = "22023"
+
+
+@dataclass
+class VacuumResult:
+    """What a VACUUM found and did. Paths are table-relative, ``/``-separated, decoded."""
+
+    table: str
+    version: int
+    dry_run: bool
+    retention_ms: int
+    configured_retention_ms: int
+    delete_before_ms: int
+    files_to_delete: list[str] = field(default_factory=list)
+    deleted: list[str] = field(default_factory=list)
+    checksum_companions: list[str] = field(default_factory=list)
+    failed: dict[str, str] = field(default_factory=dict)
+    bytes_to_delete: int = 0
+    referenced_count: int = 0
+    kept_count: int = 0
+    recent_unreferenced_count: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return not self.failed
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "table": self.table, "operation": "VACUUM", "version": self.version,
+            "dry_run": self.dry_run, "retention_ms": self.retention_ms,
+            "configured_retention_ms": self.configured_retention_ms,
+            "delete_before_ms": self.delete_before_ms,
+            "delete_before": to_utc_iso(self.delete_before_ms),
+            "files_to_delete": list(self.files_to_delete), "deleted": list(self.deleted),
+            "checksum_companions": list(self.checksum_companions), "failed": dict(self.failed),
+            "bytes_to_delete": self.bytes_to_delete, "referenced_count": self.referenced_count,
+            "kept_count": self.kept_count,
+            "recent_unreferenced_count": self.recent_unreferenced_count,
+        }
+
+
+# --- 1. the write-protocol check ----------------------------------------------------------------
+
+def check_write_protocol(snapshot: Snapshot, table: str) -> None:
+    """PROTOCOL.md "VACUUM Protocol Check": refuse when this package cannot write the table.
+
+    Done for every table and in dry runs too (delta-spark ``VacuumCommand.gc`` →
+    ``protocolWrite``; reference §6.3, scenario 76).
+    """
+    unsupported = snapshot.protocol.unsupported_for_write()
+    if unsupported:
+        raise UnsupportedFeaturesError(
+            f"VACUUM refused: version {snapshot.version} has protocol {snapshot.protocol} with "
+            f"feature(s) {sorted(unsupported)} that delta-downgrade cannot write. A client that "
+            f"does not support every writer feature must not vacuum (VACUUM Protocol Check); "
+            f"use a client that supports them", features=unsupported, for_write=True, table=table)
+
+
+# --- 2. retention -------------------------------------------------------------------------------
+
+def _hours_display(ms: int) -> str:
+    """Whole hours, rounded up, as delta-spark's message shows them (``168 hours``)."""
+    return f"{-(-ms // HOUR_MS)} hours"
+
+
+def resolve_retention_ms(config: TableConfig, retention_hours: float | None, *,
+                         enforce_retention_check: bool, table: str | None = None) -> int:
+    """The retention to use: ``retention_hours`` or ``delta.deletedFileRetentionDuration``.
+
+    A negative retention is always refused; one shorter than the table's is refused unless
+    ``enforce_retention_check`` is false (delta-spark ``checkRetentionPeriodSafety``).
+    """
+    configured = config.deleted_file_retention_ms
+    if retention_hours is None:
+        return configured
+    if not math.isfinite(retention_hours) or retention_hours < 0:
+        raise VacuumNegativeRetentionError(
+            f"retention for VACUUM must be a finite number of hours >= 0, got {retention_hours!r}",
+            table=table)
+    retention = int(round(retention_hours * HOUR_MS))
+    if enforce_retention_check and retention < configured:
+        raise VacuumRetentionTooShortError(
+            f"Are you sure you would like to vacuum files with such a low retention period "
+            f"({retention_hours:g} hours)? If writers are currently writing to this table, "
+            f"VACUUM may delete files they are about to commit and corrupt the table. If you are "
+            f"certain that no operation (insert/upsert/delete/optimize) is running on the table, "
+            f"rerun with --override-retention-check; otherwise use a value not less than "
+            f"\"{_hours_display(configured)}\" ({DELETED_FILE_RETENTION})", table=table,
+            params={"retentionHours": retention_hours,
+                    "configuredRetention": _hours_display(configured)})
+    return retention
+
+
+# --- 3. what the log still needs ----------------------------------------------------------------
+
+def tombstone_is_retained(remove: RemoveFile, delete_before_ms: int) -> bool:
+    """A tombstone protects its files while ``deletionTimestamp >= now - retention``; a missing
+    timestamp counts as 0, i.e. expired (delta-spark ``RemoveFile.delTimestamp``)."""
+    return (remove.deletionTimestamp or 0) >= delete_before_ms
+
+
+def action_paths(action: AddFile | RemoveFile, table_root: str) -> list[str]:
+    """The table-relative files an add/remove needs: its data file and its DV file, when each
+    lies inside the table."""
+    out: list[str] = []
+    data = table_relative_path(table_root, action.path)
+    if data is not None:
+        out.append(data)
+    dv = action.dv
+    if dv is not None:
+        try:
+            relative = dv_relative_path(dv, table_root)
+        except ValueError as exc:
+            # We cannot tell which file this DV lives in, so we cannot tell what is safe to delete.
+            raise CorruptLogError(
+                f"VACUUM refused: the deletion vector of {action.KEY} {action.path!r} cannot be "
+                f"resolved to a file ({exc}); nothing was deleted", table=table_root) from exc
+        if relative is not None:
+            out.append(relative)
+    return out
+
+
+def retained_paths(state: TableState, table_root: str, delete_before_ms: int) -> set[str]:
+    """Every table-relative path the log still needs (rule 3)."""
+    keep: set[str] = set()
+    for add in state.files.values():
+        keep.update(action_paths(add, table_root))
+    for remove in state.tombstones.values():
+        if tombstone_is_retained(remove, delete_before_ms):
+            keep.update(action_paths(remove, table_root))
+    return keep
+
+
+# --- 4. what may be deleted at all --------------------------------------------------------------
+
+def is_hidden_name(name: str, partition_columns: Iterable[str], *, iceberg_metadata_hidden: bool) -> bool:
+    """delta-spark ``DeltaTableUtils.isHiddenDirectory``, except that ``_delta_index`` stays
+    hidden (to be safe): names starting with ``_`` or ``.`` are hidden, except ``_change_data``
+    and partition directories ``<column>=…``."""
+    if iceberg_metadata_hidden and name == ICEBERG_METADATA_DIR:
+        return True
+    if not name.startswith(("_", ".")):
+        return False
+    if name == CHANGE_DATA_DIR:
+        return False
+    return not any(name.startswith(f"{column}=") for column in partition_columns)
+
+
+def is_candidate(rel_path: str, partition_columns: Iterable[str], *, iceberg_metadata_hidden: bool) -> bool:
+    """True when no component of ``rel_path`` is hidden (``_delta_log`` included)."""
+    columns = tuple(partition_columns)
+    return not any(is_hidden_name(part, columns, iceberg_metadata_hidden=iceberg_metadata_hidden)
+                   for part in rel_path.split("/"))
+
+
+def iceberg_enabled(configuration: dict[str, str]) -> bool:
+    formats = configuration.get(UNIVERSAL_FORMATS, "")
+    return "iceberg" in {f.strip().lower() for f in formats.split(",")}
+
+
+def checksum_companion(rel_path: str) -> str:
+    """``dir/name`` → ``dir/.name.crc`` (Hadoop's local checksum file)."""
+    directory, name = posixpath.split(rel_path)
+    return posixpath.join(directory, f".{name}.crc") if directory else f".{name}.crc"
+
+
+# --- the operation ------------------------------------------------------------------------------
+
+def _open(log: DeltaLog | str) -> DeltaLog:
+    from delta_downgrade.log.delta_log import DeltaLog
+
+    return log if isinstance(log, DeltaLog) else DeltaLog(log)
+
+
+def plan_vacuum(log: DeltaLog, snapshot: Snapshot, *, retention_ms: int, configured_ms: int,
+                dry_run: bool, now_ms: int) -> VacuumResult:
+    """List the table and decide; deletes nothing."""
+    table_root = log.storage.root
+    delete_before = now_ms - retention_ms
+    state = snapshot.state()
+    keep = retained_paths(state, table_root, delete_before)
+    metadata = state.metadata
+    hide_iceberg = iceberg_enabled(dict(metadata.configuration))
+    result = VacuumResult(log.table, snapshot.version, dry_run, retention_ms, configured_ms,
+                          delete_before, referenced_count=len(keep))
+    candidates: list[FileStatus] = [
+        status for status in log.storage.walk_files("")
+        if is_candidate(status.path, metadata.partitionColumns, iceberg_metadata_hidden=hide_iceberg)]
+    for status in sorted(candidates, key=lambda s: s.path):
+        if status.path in keep:
+            result.kept_count += 1
+        elif status.modification_time_ms >= delete_before:
+            result.kept_count += 1
+            result.recent_unreferenced_count += 1
+        else:
+            result.files_to_delete.append(status.path)
+            result.bytes_to_delete += status.size
+    for path in result.files_to_delete:
+        companion = checksum_companion(path)
+        if log.storage.exists(companion):
+            result.checksum_companions.append(companion)
+    return result
+
+
+def execute_plan(log: DeltaLog, result: VacuumResult) -> None:
+    """Delete the planned files (each one on its own: a failure does not stop the others)."""
+    for path in result.files_to_delete:
+        try:
+            if log.storage.delete(path):
+                result.deleted.append(path)
+        except OSError as exc:
+            result.failed[path] = f"{type(exc).__name__}: {exc}"
+    for companion in result.checksum_companions:
+        try:
+            log.storage.delete(companion)
+        except OSError as exc:
+            result.failed[companion] = f"{type(exc).__name__}: {exc}"
+
+
+def vacuum(log: DeltaLog | str, *, retention_hours: float | None = None, dry_run: bool = False,
+           clock: Clock = SYSTEM_CLOCK, enforce_retention_check: bool = True) -> VacuumResult:
+    """VACUUM the table at the latest version (module docstring for the rules).
+
+    Raises :class:`UnsupportedFeaturesError` (``DELTA_UNSUPPORTED_FEATURES_FOR_WRITE``) first,
+    dry run or not, when the write protocol has a feature this package cannot write; then
+    :class:`VacuumRetentionTooShortError` / :class:`VacuumNegativeRetentionError`. No commit is
+    written. When the table gets a new version while we list it, the plan is made again on that
+    version (up to ``REPLAN_ATTEMPTS`` times), so a concurrent commit that re-adds an old file
+    does not lose it; delta-spark plans once. Files that vanished before we deleted them are neither in ``deleted`` nor in
+    ``failed``; files that could not be deleted are in ``failed``.
+    """
+    log = _open(log).refresh()
+    snapshot = log.snapshot(check_read=False)
+    check_write_protocol(snapshot, log.table)
+    config = TableConfig(snapshot.metadata.configuration)
+    retention_ms = resolve_retention_ms(config, retention_hours,
+                                        enforce_retention_check=enforce_retention_check,
+                                        table=log.table)
+    now_ms = clock.now_ms()
+    result = plan_vacuum(log, snapshot, retention_ms=retention_ms,
+                         configured_ms=config.deleted_file_retention_ms, dry_run=dry_run,
+                         now_ms=now_ms)
+    for _ in range(REPLAN_ATTEMPTS):
+        if log.refresh().latest_version() == result.version:
+            break
+        # Another writer committed while we listed: plan again on its version (which may, e.g.,
+        # re-add a file whose tombstone had expired), with the same clock and retention.
+        snapshot = log.snapshot(check_read=False)
+        check_write_protocol(snapshot, log.table)
+        result = plan_vacuum(log, snapshot, retention_ms=retention_ms,
+                             configured_ms=config.deleted_file_retention_ms, dry_run=dry_run,
+                             now_ms=now_ms)
+    if not dry_run:
+        execute_plan(log, result)
+    return result
+
+
+# --- CLI ----------------------------------------------------------------------------------------
+
+def render_text(result: VacuumResult) -> str:
+    verb = "would delete" if result.dry_run else "deleted"
+    count = len(result.files_to_delete) if result.dry_run else len(result.deleted)
+    lines = [
+        f"VACUUM{' DRY RUN' if result.dry_run else ''} {result.table} at version {result.version}: "
+        f"retention {result.retention_ms / HOUR_MS:g} hours (table: "
+        f"{result.configured_retention_ms / HOUR_MS:g} hours), unreferenced files older than "
+        f"{to_utc_iso(result.delete_before_ms)}",
+        f"{verb} {count} file(s), {result.bytes_to_delete} bytes; kept {result.kept_count} "
+        f"({result.recent_unreferenced_count} unreferenced but too recent)",
+    ]
+    lines += [f"  {path}" for path in (result.files_to_delete if result.dry_run else result.deleted)]
+    lines += [f"  FAILED {path}: {why}" for path, why in result.failed.items()]
+    return "\n".join(lines)
+
+
+def _run_vacuum(args: Any) -> int:
+    import json
+
+    from delta_downgrade.errors import EXIT_FAILURE, EXIT_OK
+
+    result = vacuum(args.table, retention_hours=args.retention_hours, dry_run=args.dry_run,
+                    enforce_retention_check=not args.override_retention_check)
+    print(json.dumps(result.to_dict(), indent=2) if args.json else render_text(result))
+    return EXIT_OK if result.ok else EXIT_FAILURE
+
+
+def register_vacuum(subparsers: Any, commands: dict[str, Any]) -> None:
+    """Add ``delta-downgrade vacuum TABLE [--retention-hours=N] [--dry-run]
+    [--override-retention-check] [--json]``."""
+    p = subparsers.add_parser(
+        "vacuum", help="delete files no retained version needs (checks the write protocol first)")
+    p.add_argument("table", help="table path")
+    p.add_argument("--retention-hours", type=float, default=None,
+                   help="keep files removed within this many hours (default: the table's "
+                        "delta.deletedFileRetentionDuration, 1 week)")
+    p.add_argument("--dry-run", action="store_true", help="list the files; delete nothing")
+    p.add_argument("--override-retention-check", action="store_true",
+                   help="allow a retention shorter than delta.deletedFileRetentionDuration "
+                        "(only when no writer is active)")
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    commands["vacuum"] = _run_vacuum
+
+
+__all__ = [
+    "VacuumResult", "VacuumRetentionTooShortError", "VacuumNegativeRetentionError", "vacuum",
+    "plan_vacuum", "execute_plan", "check_write_protocol", "resolve_retention_ms",
+    "retained_paths", "is_candidate", "register_vacuum", "render_text",
+]
