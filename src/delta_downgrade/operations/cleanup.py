@@ -1,0 +1,649 @@
+"""Metadata cleanup (log truncation): PROTOCOL.md "Metadata Cleanup" under Checkpoint Protection.
+
+Planning is pure (:func:`build_plan` on a :class:`CleanupInputs`); :func:`plan_cleanup` only
+gathers the inputs from the log, and :func:`execute_cleanup` only deletes what a plan lists, in
+the order of rule (d).
+
+Procedure (PROTOCOL.md "Metadata Cleanup", reference §1.7, §6.1)
+-----------------------------------------------------------------
+1. ``cutoff = truncate(now - retention, granularity)`` in UTC; granularity ``day`` (midnight,
+   ``delta.logRetentionDuration``), ``hour``, or ``minute`` (TRUNCATE HISTORY,
+   ``delta.dropFeatureTruncateHistory.retentionDuration``).
+2. A commit has *expired* when its modification time, made monotonic the way Spark does it (a
+   later version whose mtime is not after its predecessor's counts as predecessor + 1 ms), is
+   ``<= cutoff``. Only commit files carry time: a checkpoint may be written long after its
+   version (barrier checkpoints, manual checkpoints, rewrites), so its mtime does not date the
+   version. (Spark also looks at checkpoint and ``.crc`` mtimes.)
+3. The *cutoff checkpoint* ``C`` is the newest complete checkpoint whose preceding commit (the
+   newest commit ``< C``; for ``C = 0``, commit 0 itself) has expired, and whose every instance at
+   ``C`` can be read (so the fallback of readers never needs an older, deleted checkpoint). No
+   such ``C``: nothing to do. This is Spark's arithmetic: its groups run from one checkpoint to the
+   next and a group goes when its last file expired, so everything strictly before the newest
+   checkpoint whose preceding file expired is deleted.
+   A checkpoint ``C > 0`` with no commit before it left qualifies at once: an earlier cleanup
+   deleted those commits, and cleanups delete only expired history, so what remains below ``C``
+   (``.crc`` files, checkpoints of an interrupted run) is no younger. This is what lets a rerun
+   finish an interrupted cleanup with the same result (Spark judges such leftovers by their own
+   mtimes instead).
+4. Candidates: commits, checkpoints (every part, complete or not) and ``.crc`` files of versions
+   ``< C``; compacted files ``<x>.<y>.compacted.json`` with ``y < C`` (PROTOCOL.md says
+   ``x <= C``; one that reaches into kept versions is left alone: it is optional for readers and
+   harmless); ``_staged_commits`` with version ``<= C``; files of ``_sidecars`` that no remaining
+   v2 checkpoint references and that are older than one day. Unknown files are never deleted.
+
+Checkpoint Protection (RFC, reference §1.5) — the rules as this module applies them
+-----------------------------------------------------------------------------------
+They apply only when ``checkpointProtection`` is in the latest protocol. ``V`` is
+``delta.requireCheckpointProtectionBeforeVersion`` of the latest metadata (0 when unset).
+
+* ``V <= 0``: no protection; plain cleanup.
+* **(a) + (c), all-at-once form** — ``C >= V``: the plan deletes every version ``< V`` in this one
+  operation, so it may delete everything before ``C``, checkpoints ``< V`` included.
+* **(a)** — ``C < V``: no checkpoint is deleted at all (every candidate checkpoint is ``< C < V``),
+  and neither is a sidecar that a kept v2 checkpoint references.
+* **(c)** — ``C < V``: commits (and ``.crc`` / compacted / staged files) ``< C`` are deleted only if
+  this package supports, for reading *and* writing, the protocol of every version from the first
+  commit deleted up to and including ``C``, as found by replaying the commits themselves
+  (:meth:`DeltaLog.protocol_history`), not from ``.crc`` files. A version whose protocol cannot be
+  established (not reconstructable any more) counts as unsupported. Otherwise the whole cleanup is
+  skipped (``allowed=False``) — skipping is not an error. When no commit is deleted (only
+  leftovers of versions whose commits are already gone), there is no range to check.
+  ``partial_when_supported=False`` turns this exception off (Spark's
+  ``allowMetadataCleanupWhenAllProtocolsSupported=false``): with ``C < V`` nothing is deleted.
+* Not copied from Spark: its "a checkpoint already exists at end+1" shortcut (reference §6.1 gate
+  step 3). It deletes checkpoints ``< V`` without removing all history ``< V``, which rule (a)
+  forbids.
+* **(d)** — deletion order (:meth:`CleanupPlan.ordered_deletions`): every commit (with its staged
+  copy and ``.crc``) ascending, then the checkpoint files ascending, then compacted files and
+  sidecars. Until the last commit is gone no checkpoint is touched, so an interrupted run never
+  leaves a commit whose barrier checkpoint (the nearest checkpoint at or after
+  ``max(commit, V)``) is gone, every retained version is read through the same checkpoint as
+  before, and checkpoint ``C`` and everything after it are never touched. A v2 checkpoint goes
+  before its sidecars, so no remaining checkpoint ever misses one.
+
+Beyond the RFC: cleanup is a write, so a table whose latest protocol this package cannot write is
+refused with ``DELTA_UNSUPPORTED_FEATURES_FOR_WRITE`` (also for a dry run, like VACUUM DRY RUN).
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from dataclasses import dataclass, field, replace
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+from delta_downgrade.clock import SYSTEM_CLOCK, Clock, to_utc_iso
+from delta_downgrade.errors import (
+    BadInputError, ConcurrentWriteError, DeltaDowngradeError, UnsupportedFeaturesError,
+)
+from delta_downgrade.log.checkpoint_reader import CheckpointReader
+from delta_downgrade.log.delta_log import DeltaLog, ProtocolSpan
+from delta_downgrade.log.files import SIDECAR_DIR, STAGED_COMMITS_DIR, classify
+from delta_downgrade.log.listing import CheckpointInstance, LogListing
+from delta_downgrade.protocol import CHECKPOINT_PROTECTION, Protocol
+from delta_downgrade.storage import FileStatus
+from delta_downgrade.table_config import DAY_MS, HOUR_MS, MINUTE_MS, TableConfig
+
+__all__ = [
+    "CleanupInputs", "CleanupPlan", "CleanupResult", "build_plan", "cleanup_expired_logs",
+    "cutoff_timestamp_ms", "earliest_truncation_time_ms", "execute_cleanup", "first_unsupported_version",
+    "history_truncated_before", "monotonic_commit_times", "plan_cleanup", "select_cutoff_checkpoint",
+]
+
+GRANULARITY_MS: Mapping[str, int] = {"day": DAY_MS, "hour": HOUR_MS, "minute": MINUTE_MS}
+#: PROTOCOL.md "Metadata Cleanup" step 5: unreferenced sidecars go once older than a day (a
+#: checkpoint being written right now may reference a sidecar it has just written).
+SIDECAR_MIN_AGE_MS = DAY_MS
+
+# Machine-readable decisions (CleanupPlan.decision).
+NO_CHECKPOINT = "no-cutoff-checkpoint"
+NOTHING_TO_DELETE = "nothing-to-delete"
+UNPROTECTED = "no-checkpoint-protection"
+ALL_AT_ONCE = "all-before-boundary-at-once"
+SUPPORTED_RANGE = "supported-range-checkpoints-kept"
+SKIPPED_UNSUPPORTED = "skipped-unsupported-protocol"
+SKIPPED_PARTIAL = "skipped-partial-cleanup"
+
+
+# --- time ----------------------------------------------------------------------------------------
+
+def _granularity_ms(granularity: str) -> int:
+    try:
+        return GRANULARITY_MS[granularity.strip().lower()]
+    except (KeyError, AttributeError):
+        raise BadInputError(f"granularity must be one of {sorted(GRANULARITY_MS)}, got {granularity!r}",
+                            error_class="DELTA_DOWNGRADE_BAD_INPUT") from None
+
+
+def cutoff_timestamp_ms(now_ms: int, retention_ms: int, granularity: str = "day") -> int:
+    """``truncate(now - retention, granularity)`` in UTC (epoch milliseconds are UTC)."""
+    if retention_ms < 0:
+        raise BadInputError(f"retention must not be negative, got {retention_ms} ms")
+    unit = _granularity_ms(granularity)
+    return ((now_ms - retention_ms) // unit) * unit
+
+
+def _ceil_to(epoch_ms: int, unit: int) -> int:
+    return -(-epoch_ms // unit) * unit
+
+
+def monotonic_commit_times(commits: Mapping[int, FileStatus]) -> dict[int, int]:
+    """Commit mtimes, adjusted as Spark does: in version order, a commit whose mtime is not after
+    its predecessor's counts as predecessor + 1 ms (clock skew must not make a newer commit expire
+    before an older one)."""
+    out: dict[int, int] = {}
+    previous: int | None = None
+    for version in sorted(commits):
+        mtime = commits[version].modification_time_ms
+        if previous is not None and mtime <= previous:
+            mtime = previous + 1
+        out[version] = previous = mtime
+    return out
+
+
+# --- inputs (gathered by plan_cleanup, or built by hand in tests) ----------------------------------
+
+@dataclass(frozen=True)
+class CleanupInputs:
+    """Everything the planner looks at, read from the log at one moment.
+
+    ``sidecar_refs`` maps a v2 checkpoint (by its paths) to the sidecar paths it references, or to
+    None when it could not be read. ``unreadable_checkpoints`` are versions with an instance that
+    cannot be read; they never become the cutoff checkpoint.
+    """
+
+    listing: LogListing
+    latest_version: int
+    checkpoint_protection: bool = False
+    boundary: int = 0
+    staged_commits: tuple[tuple[int, FileStatus], ...] = ()
+    sidecars: tuple[FileStatus, ...] = ()
+    sidecar_refs: Mapping[tuple[str, ...], frozenset[str] | None] = field(default_factory=dict)
+    unreadable_checkpoints: frozenset[int] = frozenset()
+
+
+# --- the plan ------------------------------------------------------------------------------------
+
+_COMMIT_RANK = {"commit": 0, "staged_commit": 1, "crc": 2}
+
+
+@dataclass(frozen=True)
+class CleanupPlan:
+    """What a cleanup deletes and why. ``allowed=False``: the checkpoint-protection gate said no,
+    nothing is deleted (``delete_*`` are empty). Paths are table-root relative."""
+
+    cutoff_ms: int
+    cutoff_checkpoint: int | None
+    delete_commits: tuple[str, ...]
+    delete_checkpoints: tuple[str, ...]
+    delete_other: tuple[str, ...]
+    allowed: bool
+    reason: str
+    truncates_before: int | None
+    # Context, for reports and for execute_cleanup's staleness check.
+    decision: str = ""
+    checkpoint_protection: bool = False
+    boundary_version: int | None = None
+    latest_version: int | None = None
+    kept_checkpoints: tuple[int, ...] = ()
+    retention_ms: int | None = None
+    granularity: str = "day"
+
+    @property
+    def num_deletions(self) -> int:
+        return len(self.delete_commits) + len(self.delete_checkpoints) + len(self.delete_other)
+
+    def ordered_deletions(self) -> list[str]:
+        """Rule (d): delete commits before their checkpoints.
+
+        1. commits ascending; at each version the commit, then its staged copy, then its ``.crc``;
+        2. checkpoint files, ascending by version (all parts of one checkpoint together);
+        3. compacted files, then sidecars — after the v2 checkpoints that referenced them.
+
+        A run stopped after any single deletion leaves every checkpoint in place as long as one
+        commit of the plan remains, so no remaining commit loses the checkpoint that hides it.
+        """
+        commitlike: list[tuple[int, int, str]] = []
+        rest: list[tuple[int, int, str]] = []
+        for path in (*self.delete_commits, *self.delete_other):
+            lf = classify(path)
+            if lf.kind in _COMMIT_RANK and lf.version is not None:
+                commitlike.append((lf.version, _COMMIT_RANK[lf.kind], path))
+            elif lf.kind == "compacted":
+                rest.append((0, lf.end_version or 0, path))
+            else:
+                rest.append((1, 0, path))
+        checkpoints = sorted(((classify(p).version or 0, p) for p in self.delete_checkpoints))
+        return ([p for *_, p in sorted(commitlike)] + [p for _, p in checkpoints]
+                + [p for *_, p in sorted(rest)])
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "cutoff_ms": self.cutoff_ms,
+            "cutoff": to_utc_iso(self.cutoff_ms),
+            "retention_ms": self.retention_ms,
+            "granularity": self.granularity,
+            "cutoff_checkpoint": self.cutoff_checkpoint,
+            "allowed": self.allowed,
+            "decision": self.decision,
+            "reason": self.reason,
+            "checkpoint_protection": self.checkpoint_protection,
+            "boundary_version": self.boundary_version,
+            "latest_version": self.latest_version,
+            "truncates_before": self.truncates_before,
+            "kept_checkpoints": list(self.kept_checkpoints),
+            "delete_commits": list(self.delete_commits),
+            "delete_checkpoints": list(self.delete_checkpoints),
+            "delete_other": list(self.delete_other),
+            "ordered_deletions": self.ordered_deletions(),
+        }
+
+
+@dataclass
+class CleanupResult:
+    deleted: list[str]
+    plan: CleanupPlan
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"deleted": list(self.deleted), "plan": self.plan.to_dict()}
+
+
+# --- pure planning ---------------------------------------------------------------------------------
+
+def _reference_time(version: int, times: Mapping[int, int], ordered: Sequence[int]) -> int | None:
+    """When the history before checkpoint ``version`` counts as old: the (adjusted) time of the
+    newest commit before it. For version 0, commit 0 itself. None when no commit before it is left:
+    an earlier cleanup deleted them, and cleanups only delete expired history, so whatever remains
+    below (``.crc`` files, checkpoints of an interrupted run) is no younger than what it deleted.
+    ``ordered`` is ``sorted(times)``."""
+    i = bisect_left(ordered, version)
+    if i > 0:
+        return times[ordered[i - 1]]
+    if version == 0 and 0 in times:
+        return times[0]
+    return None
+
+
+def select_cutoff_checkpoint(listing: LogListing, cutoff_ms: int, *,
+                             exclude: Iterable[int] = ()) -> int | None:
+    """Step 3: the newest complete checkpoint whose preceding commit has expired (or that has no
+    commit before it any more)."""
+    times = monotonic_commit_times(listing.commits)
+    ordered = sorted(times)
+    skip = set(exclude)
+    for version in sorted(set(listing.checkpoint_versions) - skip, reverse=True):
+        reference = _reference_time(version, times, ordered)
+        if reference is None or reference <= cutoff_ms:
+            return version
+    return None
+
+
+def _unsupported_reason(protocol: Protocol) -> str | None:
+    problems = protocol.problems()
+    if problems:
+        return "invalid protocol: " + "; ".join(problems)
+    missing = sorted(protocol.unsupported_for_read() | protocol.unsupported_for_write())
+    if missing:
+        return "unsupported feature(s) " + ", ".join(missing)
+    return None
+
+
+def first_unsupported_version(spans: Sequence[ProtocolSpan] | None, start: int, end: int) -> tuple[int, str] | None:
+    """Rule (c): the first version in ``[start, end]`` whose protocol this package cannot read and
+    write, with why; None when every version is supported. Versions no span covers (not
+    reconstructable) count as unsupported: their protocol cannot be established."""
+    if spans is None:
+        return start, "the protocol history could not be read"
+    covered = start
+    for span in sorted(spans, key=lambda s: s.start):
+        if span.end < covered:
+            continue
+        if span.start > covered:
+            return covered, "its protocol cannot be established (the version is not reconstructable)"
+        why = _unsupported_reason(span.protocol)
+        if why is not None:
+            return max(span.start, covered), f"protocol {span.protocol} has {why}"
+        covered = span.end + 1
+        if covered > end:
+            return None
+    return covered, "its protocol cannot be established (the version is not reconstructable)"
+
+
+@dataclass(frozen=True)
+class _Candidates:
+    commits: list[tuple[int, str]]
+    checkpoints: list[CheckpointInstance]
+    crcs: list[tuple[int, str]]
+    compactions: list[tuple[int, int, str]]
+    staged: list[tuple[int, str]]
+
+
+
+def _candidates(inputs: CleanupInputs, c: int) -> _Candidates:
+    listing = inputs.listing
+    return _Candidates(
+        commits=sorted((v, s.path) for v, s in listing.commits.items() if v < c),
+        checkpoints=[ck for ck in listing.checkpoints if ck.version < c],
+        crcs=sorted((v, s.path) for v, s in listing.crcs.items() if v < c),
+        compactions=sorted((lf.version or 0, lf.end_version or 0, s.path) for lf, s in listing.compactions
+                           if lf.end_version is not None and lf.end_version < c),
+        staged=sorted((v, s.path) for v, s in inputs.staged_commits if v <= c),
+    )
+
+
+def _sidecars_to_delete(inputs: CleanupInputs, kept: Sequence[CheckpointInstance], now_ms: int) -> list[str]:
+    """PROTOCOL.md step 4–5: sidecars no kept v2 checkpoint references, older than a day. When the
+    references of a kept v2 checkpoint are unknown, no sidecar is deleted."""
+    if not inputs.sidecars:
+        return []
+    referenced: set[str] = set()
+    for ck in kept:
+        if ck.kind != "v2":
+            continue
+        refs = inputs.sidecar_refs.get(ck.paths)
+        if refs is None:
+            return []
+        referenced |= refs
+    return sorted(s.path for s in inputs.sidecars
+                  if s.path not in referenced and s.modification_time_ms <= now_ms - SIDECAR_MIN_AGE_MS)
+
+
+def build_plan(inputs: CleanupInputs, *, cutoff_ms: int, now_ms: int,
+               spans: Sequence[ProtocolSpan] | None = None, cutoff_checkpoint: int | None = None,
+               partial_when_supported: bool = True, retention_ms: int | None = None,
+               granularity: str = "day") -> CleanupPlan:
+    """The cleanup plan, from the inputs alone (no I/O).
+
+    ``cutoff_checkpoint`` defaults to :func:`select_cutoff_checkpoint`. ``spans`` (the protocol
+    history) is only consulted for rule (c) when ``C < V``.
+    """
+    listing = inputs.listing
+    protected = inputs.checkpoint_protection
+    boundary = inputs.boundary if protected else 0
+    c = cutoff_checkpoint
+    if c is None:
+        c = select_cutoff_checkpoint(listing, cutoff_ms, exclude=inputs.unreadable_checkpoints)
+
+    def plan(*, allowed: bool, reason: str, decision: str, commits: Sequence[str] = (),
+             checkpoints: Sequence[str] = (), other: Sequence[str] = (),
+             kept: Sequence[int] = ()) -> CleanupPlan:
+        return CleanupPlan(
+            cutoff_ms=cutoff_ms, cutoff_checkpoint=c, delete_commits=tuple(commits),
+            delete_checkpoints=tuple(checkpoints), delete_other=tuple(other), allowed=allowed,
+            reason=reason, truncates_before=c if allowed and c is not None else None,
+            decision=decision, checkpoint_protection=protected,
+            boundary_version=inputs.boundary if protected else None,
+            latest_version=inputs.latest_version, kept_checkpoints=tuple(sorted(set(kept))),
+            retention_ms=retention_ms, granularity=granularity)
+
+    all_checkpoint_versions = sorted({ck.version for ck in listing.checkpoints if ck.complete})
+    if c is None:
+        return plan(allowed=True, decision=NO_CHECKPOINT, kept=all_checkpoint_versions,
+                    reason=f"no complete checkpoint whose preceding commit is older than the cutoff "
+                           f"{to_utc_iso(cutoff_ms)}: nothing to clean up (PROTOCOL.md Metadata "
+                           f"Cleanup step 2)")
+
+    cand = _candidates(inputs, c)
+    keep_checkpoints = False
+    if protected and boundary > 0 and c < boundary:
+        # Rule (a): this cleanup cannot remove every version < V (C < V), so no checkpoint < V may
+        # go — and every candidate checkpoint is < C < V.
+        keep_checkpoints = True
+    kept_instances = [ck for ck in listing.checkpoints if ck.version >= c or keep_checkpoints]
+    deleted_instances = [] if keep_checkpoints else cand.checkpoints
+    sidecars = _sidecars_to_delete(inputs, kept_instances, now_ms)
+
+    commit_paths = [p for _, p in cand.commits]
+    checkpoint_paths = [p for ck in sorted(deleted_instances, key=lambda k: (k.version, k.kind)) for p in ck.paths]
+    other = ([p for _, p in cand.crcs] + [p for _, p in cand.staged] + [p for *_, p in cand.compactions]
+             + sidecars)
+    kept_versions = sorted({ck.version for ck in kept_instances if ck.complete})
+    if not (commit_paths or checkpoint_paths or other):
+        return plan(allowed=True, decision=NOTHING_TO_DELETE, kept=kept_versions,
+                    reason=f"nothing older than the cutoff checkpoint {c} is left to delete")
+
+    if not protected:
+        return plan(allowed=True, decision=UNPROTECTED, commits=commit_paths, checkpoints=checkpoint_paths,
+                    other=other, kept=kept_versions,
+                    reason=f"PROTOCOL.md Metadata Cleanup: everything before checkpoint {c} goes; "
+                           f"checkpointProtection is not in the protocol")
+    if boundary <= 0:
+        return plan(allowed=True, decision=UNPROTECTED, commits=commit_paths, checkpoints=checkpoint_paths,
+                    other=other, kept=kept_versions,
+                    reason=f"checkpointProtection without a boundary (V = {boundary}) protects "
+                           f"nothing: everything before checkpoint {c} goes")
+    if c >= boundary:
+        return plan(allowed=True, decision=ALL_AT_ONCE, commits=commit_paths, checkpoints=checkpoint_paths,
+                    other=other, kept=kept_versions,
+                    reason=f"rules (a) and (c), all-at-once form: the cutoff checkpoint {c} is at or "
+                           f"after the boundary V = {boundary}, so this one operation removes every "
+                           f"version < {boundary}, checkpoints included")
+
+    # C < V: rule (a) keeps every checkpoint; rule (c) decides about the rest.
+    if not partial_when_supported:
+        return plan(allowed=False, decision=SKIPPED_PARTIAL, kept=all_checkpoint_versions,
+                    reason=f"rule (c): the cutoff checkpoint {c} is before the boundary V = {boundary}, "
+                           f"so this cleanup would not remove all versions < {boundary} in one "
+                           f"operation, and cleaning a supported range is disabled; skipped")
+    if not cand.commits:
+        # No version loses its commit: what goes (.crc, compacted, staged files of versions whose
+        # commits an earlier cleanup deleted, sidecars no checkpoint references) is not history
+        # anybody can read, so rule (c) has no range to check; rule (a) keeps the checkpoints.
+        if not other:
+            return plan(allowed=True, decision=NOTHING_TO_DELETE, kept=kept_versions,
+                        reason=f"rule (a): the cutoff checkpoint {c} is before the boundary V = "
+                               f"{boundary}; the checkpoints before it are kept and nothing else is "
+                               f"left to delete")
+        return plan(allowed=True, decision=SUPPORTED_RANGE, other=other, kept=kept_versions,
+                    reason=f"rule (a): the cutoff checkpoint {c} is before the boundary V = {boundary}, "
+                           f"so every checkpoint is kept; no commit is deleted, only leftovers of "
+                           f"versions whose commits are already gone (rule (c) has no range to check)")
+    start = cand.commits[0][0]
+    bad = first_unsupported_version(spans, start, c)
+    if bad is not None:
+        version, why = bad
+        return plan(allowed=False, decision=SKIPPED_UNSUPPORTED, kept=all_checkpoint_versions,
+                    reason=f"rule (c): version {version} in the range {start}..{c} is not supported "
+                           f"by delta-downgrade ({why}), and the cutoff checkpoint {c} is before the "
+                           f"boundary V = {boundary}, so this cleanup would not remove all versions "
+                           f"< {boundary} in one operation; skipped (rule (a) keeps the checkpoints)")
+    return plan(allowed=True, decision=SUPPORTED_RANGE, commits=commit_paths, other=other,
+                kept=kept_versions,
+                reason=f"rule (c): every version in {start}..{c} has a protocol delta-downgrade "
+                       f"reads and writes, so commits before checkpoint {c} go although {c} is "
+                       f"before the boundary V = {boundary}; rule (a): every checkpoint is kept")
+
+
+# --- gathering inputs (I/O) ----------------------------------------------------------------------
+
+def _check_writable(log: DeltaLog) -> tuple[bool, int]:
+    """Rule 4 of this package: cleanup is a write. Returns (checkpointProtection?, V)."""
+    snapshot = log.snapshot(check_read=False)
+    protocol = snapshot.protocol
+    # (log.snapshot has already refused an invalid protocol.)
+    unsupported = protocol.unsupported_for_read() | protocol.unsupported_for_write()
+    if unsupported:
+        raise UnsupportedFeaturesError(
+            f"the table's protocol {protocol} has feature(s) {sorted(unsupported)} that "
+            f"delta-downgrade cannot write; metadata cleanup is a write, nothing was deleted",
+            features=unsupported, for_write=True, table=log.table)
+    protected = CHECKPOINT_PROTECTION in protocol.features
+    boundary = snapshot.boundary_version if protected else None
+    return protected, max(0, boundary or 0)
+
+
+def _checkpoint_readable(log: DeltaLog, listing: LogListing, version: int) -> bool:
+    """Every complete instance at ``version`` yields a protocol and metadata: a reader that
+    prefers any of them will not fall back to an older checkpoint we are about to delete."""
+    for ck in listing.checkpoints:
+        if ck.version != version or not ck.complete:
+            continue
+        try:
+            found = CheckpointReader(log.storage, ck).actions(["protocol", "metaData"])
+        except (DeltaDowngradeError, OSError, ValueError):
+            return False
+        if not found.get("protocol") or not found.get("metaData"):
+            return False
+    return True
+
+
+def _gather_inputs(log: DeltaLog, protected: bool, boundary: int) -> CleanupInputs:
+    listing = log.listing()
+    staged = []
+    for status in log.storage.list_dir(STAGED_COMMITS_DIR):
+        lf = classify(status.path)
+        if lf.kind == "staged_commit" and lf.version is not None:
+            staged.append((lf.version, status))
+    sidecars = tuple(s for s in log.storage.list_dir(SIDECAR_DIR) if classify(s.path).kind == "sidecar")
+    refs: dict[tuple[str, ...], frozenset[str] | None] = {}
+    if sidecars:
+        for ck in listing.checkpoints:
+            if ck.kind != "v2":
+                continue
+            try:
+                refs[ck.paths] = frozenset(log.sidecars_of(ck))
+            except (DeltaDowngradeError, OSError, ValueError):
+                refs[ck.paths] = None
+    return CleanupInputs(listing=listing, latest_version=log.latest_version(),
+                         checkpoint_protection=protected, boundary=boundary,
+                         staged_commits=tuple(sorted(staged, key=lambda t: (t[0], t[1].path))),
+                         sidecars=sidecars, sidecar_refs=refs)
+
+
+def plan_cleanup(log: DeltaLog, *, retention_ms: int, granularity: str = "day",
+                 clock: Clock = SYSTEM_CLOCK, partial_when_supported: bool = True) -> CleanupPlan:
+    """Plan the metadata cleanup of ``log`` as of ``clock``: nothing is deleted.
+
+    Raises :class:`UnsupportedFeaturesError` (for write) when the latest protocol has features this
+    package cannot write. ``partial_when_supported=False`` disables rule (c)'s supported-range
+    exception (see the module docstring).
+    """
+    granularity = granularity.strip().lower() if isinstance(granularity, str) else granularity
+    _granularity_ms(granularity)
+    log.refresh()
+    protected, boundary = _check_writable(log)
+    now = clock.now_ms()
+    cutoff = cutoff_timestamp_ms(now, retention_ms, granularity)
+    inputs = _gather_inputs(log, protected, boundary)
+
+    # The cutoff checkpoint must be readable; otherwise fall back to an older one.
+    unreadable: set[int] = set()
+    while True:
+        c = select_cutoff_checkpoint(inputs.listing, cutoff, exclude=unreadable)
+        if c is None or _checkpoint_readable(log, inputs.listing, c):
+            break
+        unreadable.add(c)
+    inputs = replace(inputs, unreadable_checkpoints=frozenset(unreadable))
+
+    spans: Sequence[ProtocolSpan] | None = None
+    if protected and boundary > 0 and c is not None and c < boundary and partial_when_supported:
+        # Rule (c) needs the protocol of every version in the range; read from the commits.
+        try:
+            spans = log.protocol_history()
+        except DeltaDowngradeError:
+            spans = None  # unknown protocols count as unsupported
+    return build_plan(inputs, cutoff_ms=cutoff, now_ms=now, spans=spans, cutoff_checkpoint=c,
+                      partial_when_supported=partial_when_supported, retention_ms=retention_ms,
+                      granularity=granularity)
+
+
+# --- execution (I/O) -----------------------------------------------------------------------------
+
+def _check_still_current(log: DeltaLog, plan: CleanupPlan) -> None:
+    """The gate's decision depends on the latest protocol and boundary; a concurrent DROP FEATURE
+    may have raised V since planning. Refuse a stale plan rather than break rule (a)."""
+    log.refresh()
+    protected, boundary = _check_writable(log)
+    planned_boundary = plan.boundary_version if plan.checkpoint_protection else None
+    now_boundary = boundary if protected else None
+    if protected != plan.checkpoint_protection or (protected and (planned_boundary or 0) != now_boundary):
+        raise ConcurrentWriteError(
+            f"the table's checkpoint protection changed since the cleanup was planned (boundary "
+            f"{planned_boundary} -> {now_boundary}); nothing was deleted. Plan the cleanup again",
+            table=log.table)
+
+
+def execute_cleanup(log: DeltaLog, plan: CleanupPlan, *,
+                    on_delete: Callable[[str], None] | None = None) -> CleanupResult:
+    """Delete the plan's files in the order of rule (d). ``on_delete(path)`` is called after each
+    file is deleted. A plan the gate refused deletes nothing. Files already gone (another cleaner)
+    are skipped; rerunning after an interruption is safe."""
+    deleted: list[str] = []
+    ordered = plan.ordered_deletions()
+    if not plan.allowed or not ordered:
+        return CleanupResult(deleted, plan)
+    _check_still_current(log, plan)
+    try:
+        for path in ordered:
+            if log.storage.delete(path):
+                deleted.append(path)
+                if on_delete is not None:
+                    on_delete(path)
+    finally:
+        log.refresh()
+    return CleanupResult(deleted, plan)
+
+
+def cleanup_expired_logs(log: DeltaLog, *, retention_ms: int | None = None, granularity: str = "day",
+                         clock: Clock = SYSTEM_CLOCK, dry_run: bool = False,
+                         partial_when_supported: bool = True) -> CleanupResult:
+    """Plan and (unless ``dry_run``) execute the cleanup. ``retention_ms`` defaults to the table's
+    ``delta.logRetentionDuration``."""
+    log.refresh()
+    if retention_ms is None:
+        metadata = log.snapshot(check_read=False).metadata
+        retention_ms = TableConfig(metadata.configuration).log_retention_ms
+    plan = plan_cleanup(log, retention_ms=retention_ms, granularity=granularity, clock=clock,
+                        partial_when_supported=partial_when_supported)
+    if dry_run:
+        return CleanupResult([], plan)
+    return execute_cleanup(log, plan)
+
+
+# --- history questions for DROP FEATURE (§5) ---------------------------------------------------------
+
+def _earliest_reliable_checkpoint(listing: LogListing, latest: int) -> int | None:
+    """The earliest complete checkpoint from which the latest version can be rebuilt (every
+    commit after it is present)."""
+    for version in listing.checkpoint_versions:
+        if version <= latest and all(v in listing.commits for v in range(version + 1, latest + 1)):
+            return version
+    return None
+
+
+def history_truncated_before(log: DeltaLog, boundary: int) -> bool:
+    """Reference §5 step 1: ``boundary <= 0``, or the earliest reliable checkpoint is at or after
+    ``boundary`` and no commit file of a version in ``[0, boundary - 1]`` exists. Uses the log's
+    current listing (``refresh()`` it first if it may be stale)."""
+    if boundary <= 0:
+        return True
+    listing = log.listing()
+    reliable = _earliest_reliable_checkpoint(listing, log.latest_version())
+    if reliable is None or reliable < boundary:
+        return False
+    return not any(v < boundary for v in listing.commits)
+
+
+def earliest_truncation_time_ms(log: DeltaLog, boundary: int, retention_ms: int,
+                                granularity: str) -> int | None:
+    """The earliest clock time at which :func:`plan_cleanup` removes every version ``< boundary``
+    in one operation (rule (c), all-at-once form), given the checkpoints that exist now.
+
+    That needs a cutoff checkpoint ``C >= boundary``: the first checkpoint at or after the boundary
+    becomes eligible once ``truncate(now - retention) >= t`` (``t`` its reference time), i.e. at
+    ``ceil(t) + retention``. 0 when nothing below the boundary is left (no waiting needed); else None
+    when no complete checkpoint ``>= boundary`` exists.
+    """
+    unit = _granularity_ms(granularity)
+    listing = log.listing()
+    below = (any(v < boundary for v in listing.commits) or any(v < boundary for v in listing.crcs)
+             or any(ck.version < boundary for ck in listing.checkpoints))
+    if not below:
+        return 0
+    after = [v for v in listing.checkpoint_versions if v >= boundary]
+    if not after:
+        return None
+    times = monotonic_commit_times(listing.commits)
+    reference = _reference_time(after[0], times, sorted(times))
+    if reference is None:
+        return 0   # only leftovers of an earlier cleanup are below: they may go now
+    return _ceil_to(reference, unit) + retention_ms
