@@ -14,7 +14,8 @@ from delta_downgrade.errors import (
 from delta_downgrade.log.checkpoint_reader import CheckpointReader
 from delta_downgrade.log.listing import CheckpointInstance, LogListing, list_log
 from delta_downgrade.log.snapshot import BOUNDARY_PROPERTY, LogSegment, Snapshot, read_commit_actions
-from delta_downgrade.protocol import FEATURES, Protocol
+from delta_downgrade.protocol import Protocol
+from delta_downgrade.protocol.features import get_feature
 from delta_downgrade.storage import Storage, open_storage
 
 
@@ -213,7 +214,7 @@ def check_protocol(protocol: Protocol, table: str, version: int, *, check_read: 
     if problems:
         raise_invalid(protocol, table, version, problems)
     if check_read:
-        unknown = {f for f in protocol.reader_side_features if f not in FEATURES}
+        unknown = {f for f in protocol.reader_side_features if get_feature(f) is None}
         if unknown:
             raise UnsupportedFeaturesError(
                 f"version {version} has reader feature(s) {sorted(unknown)} that delta-downgrade "

@@ -71,12 +71,6 @@ class TableState:
             self.tombstones.pop(key, None)
         elif isinstance(action, RemoveFile):
             key = file_key(action)
-            if key not in self.files and key[1] is None:
-                # Lenient writers omit the DV of the file they remove: match on the path alone
-                # when exactly one live file has it.
-                matches = [k for k in self.files if k[0] == key[0]]
-                if len(matches) == 1:
-                    key = matches[0]
             self.files.pop(key, None)
             self.tombstones[key] = action
         elif isinstance(action, Txn):
@@ -100,6 +94,8 @@ def read_commit_actions(storage: Storage, status: FileStatus, keys: tuple[str, .
         if keys is None:
             return parse_commit(text)
         out: list[AnyAction] = []
+        if not _might_hold(text, keys):  # one scan of the file instead of one per line
+            return out
         for line in text.splitlines():
             if line.strip() and _might_hold(line, keys):
                 action = parse_action(json.loads(line))
@@ -217,7 +213,10 @@ class Snapshot:
                 for action in found.get(key, []):
                     state.apply(action)
         for status in self.segment.commits:
-            for action in read_commit_actions(self.storage, status):
+            # A commit holds at most one action per logical file, so removes may go first: then
+            # remove(path, old DV) + add(path, new DV) reconcile right in either order.
+            actions = read_commit_actions(self.storage, status)
+            for action in sorted(actions, key=lambda a: 0 if isinstance(a, RemoveFile) else 1):
                 state.apply(action)
         state.protocol_action, state.metadata = protocol, metadata
         return state

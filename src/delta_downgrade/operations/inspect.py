@@ -11,7 +11,8 @@ from typing import Any
 from delta_downgrade.log.delta_log import DeltaLog
 from delta_downgrade.log.listing import CheckpointInstance
 from delta_downgrade.operations.traces import TraceContext, feature_traces
-from delta_downgrade.protocol import CHECKPOINT_PROTECTION, FEATURES, Protocol
+from delta_downgrade.protocol import CHECKPOINT_PROTECTION, Protocol
+from delta_downgrade.protocol.features import get_feature
 
 INSPECT_FORMAT_VERSION = 1
 
@@ -48,7 +49,7 @@ def inspect_table(location: str, version: int | None = None, *, history: bool = 
 
     features = []
     for name in sorted(protocol.features):
-        spec = FEATURES.get(name)
+        spec = get_feature(name)
         entry: dict[str, Any] = {
             "name": name,
             "known": spec is not None,
