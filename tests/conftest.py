@@ -26,11 +26,16 @@ import pytest
 TESTS_DIR = Path(__file__).resolve().parent
 REPO_ROOT = TESTS_DIR.parent
 
-# `import oracle` must work whatever the import mode (rootdir/prepend/importlib).
-if str(TESTS_DIR) not in sys.path:
-    sys.path.insert(0, str(TESTS_DIR))
+# Test helpers are imported as `tests.<module>` (tests/ is a package; the repo root is on the
+# path under pytest's rootdir-based import), so that every test sees one copy of each class.
+if str(REPO_ROOT) not in sys.path:
+    sys.path.insert(0, str(REPO_ROOT))
 
-from oracle import DeltaRsOracle  # noqa: E402
+import tests.oracle  # noqa: E402
+from tests.oracle import DeltaRsOracle  # noqa: E402
+
+# `from oracle import …` (older test modules) must give the very same module object.
+sys.modules.setdefault("oracle", tests.oracle)
 
 _FIXTURE_MARKERS = {
     "golden_root": "golden",

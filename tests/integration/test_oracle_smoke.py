@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from oracle import DeltaRsOracle, OracleResult, same_rows
+from tests.oracle import DeltaRsOracle, OracleResult, same_rows
 
 
 def test_dv_table_scan_reads_deletion_vectors(oracle, golden_table):

@@ -30,7 +30,7 @@ from delta_downgrade.operations.vacuum import (
 )
 from delta_downgrade.protocol import Protocol
 
-from oracle import same_rows
+from tests.oracle import same_rows
 
 DAY_MS = 24 * 3600 * 1000
 SCHEMA = pa.schema([("id", pa.int64())])
