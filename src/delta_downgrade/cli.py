@@ -49,7 +49,8 @@ def build_parser() -> argparse.ArgumentParser:
 def _extra_commands() -> list[Callable[[argparse._SubParsersAction, dict[str, Command]], None]]:
     """Subcommands of later operations register themselves here (kept import-light)."""
     found = []
-    for module_name in ("delta_downgrade.operations.cli_commands", "delta_downgrade.operations.cli_drop"):
+    for module_name in ("delta_downgrade.operations.cli_commands", "delta_downgrade.operations.cli_drop",
+                        "delta_downgrade.jobs.cli_run_job"):
         try:
             module = __import__(module_name, fromlist=["register"])
         except ModuleNotFoundError as exc:

@@ -1,0 +1,52 @@
+"""Engines: ``native`` (this package writes the log) and ``delta-sql`` (ALTER TABLE … DROP FEATURE
+through a Spark session with Delta). Both return a :class:`DropOutcome`."""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+
+class Engine(Protocol):
+    name: str
+
+    def drop_feature(self, table: str, feature: str, *, truncate_history: bool, dry_run: bool,
+                     progress: Any = None) -> Any: ...
+
+
+class NativeEngine:
+    name = "native"
+
+    def drop_feature(self, table: str, feature: str, *, truncate_history: bool = False,
+                     dry_run: bool = False, progress: Any = None, clock: Any = None) -> Any:
+        from delta_downgrade.clock import SYSTEM_CLOCK
+        from delta_downgrade.operations.drop_feature import drop_feature
+
+        return drop_feature(table, feature, truncate_history=truncate_history, dry_run=dry_run,
+                            progress=progress, clock=clock or SYSTEM_CLOCK, hooks=native_hooks())
+
+
+def native_hooks() -> dict[str, Any]:
+    """Data-rewrite steps, provided by the Spark rewrite package when it is importable."""
+    try:
+        from delta_downgrade.rewrite import hooks
+    except ImportError:
+        return {}
+    return hooks()
+
+
+def select_engine(name: str, table: str) -> Engine:
+    if name in ("native", "auto"):
+        # auto: delta-sql only for catalog tables on a session with the Delta SQL extension;
+        # path-based tables always go native.
+        if name == "auto" and not _looks_like_path(table):
+            from delta_downgrade.engines.delta_sql import DeltaSqlEngine, delta_sql_available
+            if delta_sql_available():
+                return DeltaSqlEngine()
+        return NativeEngine()
+    from delta_downgrade.engines.delta_sql import DeltaSqlEngine
+
+    return DeltaSqlEngine()
+
+
+def _looks_like_path(table: str) -> bool:
+    return "/" in table or "://" in table or table.startswith(".")

@@ -1,0 +1,61 @@
+"""Settings and per-table handlers of ``drop_feature_task`` and ``truncate_task``."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any, ClassVar
+
+from pydantic import field_validator
+
+from delta_downgrade.errors import EXIT_OK, BadInputError
+from delta_downgrade.jobs.settings import TaskSettings
+
+
+class DropFeatureSettings(TaskSettings):
+    TASK: ClassVar[str] = "drop_feature_task"
+
+    feature: str | None = None
+    truncate_history: bool = False
+    dry_run: bool = False
+
+    @field_validator("feature")
+    @classmethod
+    def _feature(cls, value: str | None) -> str | None:
+        return value.strip() if value else value
+
+
+class TruncateSettings(TaskSettings):
+    TASK: ClassVar[str] = "truncate_task"
+
+    dry_run: bool = False
+
+
+def _engine_for(settings: TaskSettings, table: str) -> Any:
+    from delta_downgrade.engines import select_engine
+
+    return select_engine(settings.engine, table)
+
+
+def drop_one(settings: TaskSettings, table: str) -> tuple[dict[str, Any], int]:
+    assert isinstance(settings, DropFeatureSettings)
+    if not settings.feature:
+        raise BadInputError("drop_feature_task needs --feature=NAME (for example deletionVectors)",
+                            table=table, error_class="DELTA_DOWNGRADE_BAD_SETTINGS")
+    engine = _engine_for(settings, table)
+    outcome = engine.drop_feature(table, settings.feature, truncate_history=settings.truncate_history,
+                                  dry_run=settings.dry_run, progress=_progress(table))
+    return outcome.result(), EXIT_OK
+
+
+def truncate_one(settings: TaskSettings, table: str) -> tuple[dict[str, Any], int]:
+    assert isinstance(settings, TruncateSettings)
+    engine = _engine_for(settings, table)
+    outcome = engine.drop_feature(table, "checkpointProtection", truncate_history=True,
+                                  dry_run=settings.dry_run, progress=_progress(table))
+    return outcome.result(), EXIT_OK
+
+
+def _progress(table: str) -> Any:
+    def say(message: str) -> None:
+        print(f"[{table}] {message}", file=sys.stderr, flush=True)
+    return say

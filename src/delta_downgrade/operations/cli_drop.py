@@ -1,0 +1,58 @@
+"""``delta-downgrade drop-feature`` and ``truncate-history``: the same operations as the tasks,
+with positional arguments. Each prints a readable summary on stderr and the RESULT line on stdout."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Callable
+
+from delta_downgrade.errors import EXIT_OK
+
+
+def _summary(outcome) -> str:  # type: ignore[no-untyped-def]
+    lines = [f"{outcome.feature}: {outcome.status} on {outcome.table}",
+             f"  protocol {outcome.protocol_before} -> {outcome.protocol_after}"]
+    if outcome.boundary_version is not None:
+        lines.append(f"  checkpoint protection boundary: version {outcome.boundary_version}")
+    if outcome.protected_checkpoints:
+        lines.append(f"  protected checkpoints: {len(outcome.protected_checkpoints)} file(s)")
+    if outcome.needs_truncate and outcome.truncate_after:
+        lines.append(f"  run truncate-history after {outcome.truncate_after} to drop checkpointProtection")
+    for step in outcome.plan if outcome.status == "planned" else []:
+        lines.append(f"  would: {step}")
+    return "\n".join(lines)
+
+
+def _drop(args: argparse.Namespace) -> int:
+    from delta_downgrade.engines import select_engine
+    from delta_downgrade.jobs.result import emit_result
+
+    engine = select_engine(args.engine, args.table)
+    progress = (lambda m: print(f"  {m}", file=sys.stderr)) if not args.quiet else None
+    outcome = engine.drop_feature(args.table, args.feature, truncate_history=args.truncate_history,
+                                  dry_run=args.dry_run, progress=progress)
+    print(_summary(outcome), file=sys.stderr)
+    emit_result(outcome.result())
+    return EXIT_OK
+
+
+def register(sub: argparse._SubParsersAction, commands: dict[str, Callable[[argparse.Namespace], int]]) -> None:
+    p = sub.add_parser("drop-feature", help="drop a table feature and lower the protocol")
+    p.add_argument("table")
+    p.add_argument("feature", help="feature name (bare, 'quoted' or `backticked`)")
+    p.add_argument("--truncate-history", action="store_true",
+                   help="the two-phase TRUNCATE HISTORY path instead of checkpoint protection")
+    p.add_argument("--dry-run", action="store_true", help="print the plan, write nothing")
+    p.add_argument("--engine", default="native", choices=["auto", "native", "delta-sql"])
+    p.add_argument("--quiet", action="store_true")
+    commands["drop-feature"] = _drop
+
+    t = sub.add_parser("truncate-history",
+                       help="drop checkpointProtection by truncating history before the boundary")
+    t.add_argument("table")
+    t.add_argument("--dry-run", action="store_true")
+    t.add_argument("--engine", default="native", choices=["auto", "native", "delta-sql"])
+    t.add_argument("--quiet", action="store_true")
+    t.set_defaults(feature="checkpointProtection", truncate_history=True)
+    commands["truncate-history"] = _drop

@@ -1,0 +1,425 @@
+"""DROP FEATURE: the fast path with protected checkpoints (reference §3) and the TRUNCATE HISTORY
+path (§4), for tables this package writes itself.
+
+Every step is a separate commit or checkpoint, and every step can be repeated: a crash at any
+point leaves a readable table, and rerunning the drop finishes it. A rerun after the downgrade
+commit finds the feature gone, completes the checkpoint at the boundary if it is missing, and
+reports ``already_absent``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+from delta_downgrade.actions import AnyAction, Metadata, ProtocolAction
+from delta_downgrade.clock import SYSTEM_CLOCK, Clock, to_utc_iso
+from delta_downgrade.errors import (
+    DeltaDowngradeError, DropConflictError, FeatureDropError, InvalidProtocolDowngradeError,
+    RetentionWaitError, UnsupportedFeaturesError,
+)
+from delta_downgrade.jobs.result import protocol_fields
+from delta_downgrade.log.checkpoints import checkpoint_table
+from delta_downgrade.log.commit import (
+    WinningCommit, commit, fail_on_any_conflict, rebase_unless_protocol_changed,
+)
+from delta_downgrade.log.delta_log import DeltaLog
+from delta_downgrade.log.snapshot import BOUNDARY_PROPERTY, Snapshot
+from delta_downgrade.operations.drop_validation import clean_feature_name, validate_drop
+from delta_downgrade.operations.feature_drops import FeatureDrop, drop_for
+from delta_downgrade.protocol import CHECKPOINT_PROTECTION, Protocol, TableFeature
+from delta_downgrade.table_config import MINUTE_MS, TableConfig
+
+# reference §3: snapshotLoading.maxRetries (2) + 1, so that old readers give up before they
+# could fall back to a checkpoint from before the drop.
+NUMBER_OF_BARRIER_CHECKPOINTS = 3
+MAX_CHECKPOINT_RETRIES = 3
+
+STATUS_DROPPED = "dropped"
+STATUS_ALREADY_ABSENT = "already_absent"
+STATUS_PLANNED = "planned"
+
+
+@dataclass
+class DropRun:
+    """State of one drop run: the table, the clock, and what this run wrote (or would write)."""
+
+    log: DeltaLog
+    feature: str
+    clock: Clock = SYSTEM_CLOCK
+    dry_run: bool = False
+    hooks: dict[str, Callable[["DropRun"], Any]] = field(default_factory=dict)
+    progress: Callable[[str], None] = lambda message: None
+    commits: list[int] = field(default_factory=list)
+    checkpoints: list[str] = field(default_factory=list)
+    plan: list[str] = field(default_factory=list)
+    _planned_version: int | None = None
+
+    @property
+    def table(self) -> str:
+        return self.log.table
+
+    def latest(self) -> Snapshot:
+        self.log.refresh()
+        return self.log.snapshot(check_read=False)
+
+    def _say(self, message: str) -> None:
+        self.plan.append(message)
+        self.progress(message)
+
+    def commit(self, actions: Sequence[AnyAction], operation: str, parameters: dict[str, Any] | None = None,
+               resolve: Callable[[list[WinningCommit], DeltaLog], Sequence[AnyAction]] | None = None) -> int:
+        """One commit on top of the latest version (or, in a dry run, its description)."""
+        if self.dry_run:
+            base = self._planned_version if self._planned_version is not None else self.latest().version
+            self._planned_version = base + 1
+            self._say(f"commit v{base + 1}: {operation} ({len(actions)} action(s))")
+            return base + 1
+        snapshot = self.latest()
+        version = commit(self.log, snapshot.version, actions, operation=operation,
+                         operation_parameters=parameters or {}, clock=self.clock,
+                         resolve_conflict=resolve or fail_on_any_conflict)
+        self.commits.append(version)
+        self._say(f"committed v{version}: {operation}")
+        return version
+
+    def checkpoint(self, version: int | None = None) -> list[str]:
+        if self.dry_run:
+            target = version if version is not None else (self._planned_version or self.latest().version)
+            self._say(f"checkpoint at v{target}")
+            return []
+        result = checkpoint_table(self.log, version, clock=self.clock)
+        self.checkpoints.extend(result.paths)
+        self._say(f"checkpoint at v{result.version}: {', '.join(result.paths)}")
+        return list(result.paths)
+
+
+@dataclass
+class DropOutcome:
+    table: str
+    feature: str
+    status: str
+    protocol_before: Protocol
+    protocol_after: Protocol
+    boundary_version: int | None
+    protected_checkpoints: list[str]
+    commits: list[int]
+    checkpoints_written: list[str]
+    truncate_after: str | None = None
+    plan: list[str] = field(default_factory=list)
+    error: DeltaDowngradeError | None = None
+
+    @property
+    def needs_truncate(self) -> bool:
+        return CHECKPOINT_PROTECTION in self.protocol_after.features
+
+    def result(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "table": self.table, "feature": self.feature, "status": self.status,
+            **protocol_fields(self.protocol_after),
+            "protocol_before": self.protocol_before.to_action(),
+            "boundary_version": self.boundary_version,
+            "protected_checkpoints": self.protected_checkpoints,
+            "needs_truncate": self.needs_truncate,
+            "truncate_after": self.truncate_after,
+            "commits": self.commits,
+            "checkpoints_written": self.checkpoints_written,
+        }
+        if self.plan and self.status == STATUS_PLANNED:
+            out["plan"] = self.plan
+        if self.error is not None:
+            out.update(self.error.to_dict())
+        return out
+
+
+def protected_checkpoint_paths(log: DeltaLog, boundary: int | None) -> list[str]:
+    """The barrier checkpoints and the one at the boundary: the newest
+    ``NUMBER_OF_BARRIER_CHECKPOINTS + 1`` complete checkpoints at or below the boundary."""
+    if boundary is None:
+        return []
+    found = [c for c in log.refresh().checkpoint_inventory() if c.complete and c.version <= boundary]
+    found.sort(key=lambda c: c.version)
+    by_version: dict[int, Any] = {}
+    for c in found:
+        by_version.setdefault(c.version, c)
+    chosen = sorted(by_version.values(), key=lambda c: c.version)[-(NUMBER_OF_BARRIER_CHECKPOINTS + 1):]
+    return [p for c in chosen for p in c.paths]
+
+
+def truncate_after_ms(log: DeltaLog, boundary: int, clock: Clock) -> int | None:
+    """When history before ``boundary`` can be truncated in one go (the truncate retention)."""
+    from delta_downgrade.operations.cleanup import earliest_truncation_time_ms
+
+    retention = TableConfig(log.snapshot(check_read=False).metadata.configuration).truncate_history_retention_ms
+    return earliest_truncation_time_ms(log, boundary, retention, "minute")
+
+
+def _ensure_writable(snapshot: Snapshot, feature: str, table: str) -> None:
+    """Every other feature of the protocol must be writable by this package."""
+    unsupported = snapshot.protocol.unsupported_for_write() - {feature}
+    if unsupported:
+        raise UnsupportedFeaturesError(
+            f"the table has feature(s) {sorted(unsupported)} that delta-downgrade cannot write, so it "
+            f"cannot drop {feature} safely; nothing was written", features=unsupported,
+            for_write=True, table=table)
+
+
+def drop_feature(location: str, feature: str, *, truncate_history: bool = False, dry_run: bool = False,
+                 clock: Clock = SYSTEM_CLOCK, hooks: dict[str, Callable[[DropRun], Any]] | None = None,
+                 progress: Callable[[str], None] | None = None, log: DeltaLog | None = None) -> DropOutcome:
+    """Drop ``feature`` from the table at ``location``.
+
+    Raises FeatureDropError (validation, exit 2), RetentionWaitError (exit 3), ConcurrentWriteError
+    (exit 4). Dropping a feature that is already gone returns status ``already_absent``.
+    """
+    log = log or DeltaLog(location)
+    start = log.snapshot()
+    name = clean_feature_name(feature)
+    before = start.protocol
+    try:
+        spec = validate_drop(before, name, truncate_history=truncate_history, table=location)
+    except FeatureDropError as exc:
+        # Not present means already done (exit 0): reruns of a job stay green, and the RESULT
+        # still carries the error class.
+        if exc.error_class == "DELTA_FEATURE_DROP_FEATURE_NOT_PRESENT":
+            return _already_absent(log, name, before, exc, clock, dry_run)
+        raise
+    _ensure_writable(start, spec.name, location)
+    run = DropRun(log, spec.name, clock=clock, dry_run=dry_run, hooks=dict(hooks or {}),
+                  progress=progress or (lambda m: None))
+    behaviour = drop_for(spec.name)
+
+    if spec.name == CHECKPOINT_PROTECTION:
+        from delta_downgrade.operations.truncate import drop_checkpoint_protection
+        return drop_checkpoint_protection(run, before)
+    if truncate_history:
+        return _drop_with_history_truncation(run, spec, behaviour, before)
+    return _fast_drop(run, spec, behaviour, before)
+
+
+def _already_absent(log: DeltaLog, name: str, protocol: Protocol, exc: FeatureDropError, clock: Clock,
+                    dry_run: bool) -> DropOutcome:
+    """Idempotent rerun: finish a fast drop that crashed before its boundary checkpoint."""
+    snapshot = log.snapshot()
+    boundary = snapshot.boundary_version if CHECKPOINT_PROTECTION in protocol.features else None
+    written: list[str] = []
+    if boundary is not None and not dry_run:
+        has_boundary_checkpoint = any(c.complete and c.version == boundary for c in log.checkpoint_inventory())
+        if not has_boundary_checkpoint and boundary <= snapshot.version:
+            written = list(checkpoint_table(log, boundary, clock=clock).paths)
+    truncate_after = None
+    if boundary is not None:
+        when = truncate_after_ms(log, boundary, clock)
+        truncate_after = to_utc_iso(when) if when is not None else None
+    return DropOutcome(log.table, name, STATUS_ALREADY_ABSENT, protocol, protocol, boundary,
+                       protected_checkpoint_paths(log, boundary), [], written, truncate_after, error=exc)
+
+
+# --- fast path (§3) ---------------------------------------------------------------------------------
+
+def _fast_drop(run: DropRun, spec: TableFeature, behaviour: FeatureDrop, before: Protocol) -> DropOutcome:
+    history_protection = spec.requires_history_protection
+    # 1. Pre-downgrade: disable, then remove the feature's traces.
+    behaviour.remove_traces(run)
+    # 2. Barriers: empty commit + checkpoint, three times (history-protected features only).
+    if history_protection:
+        for _ in range(NUMBER_OF_BARRIER_CHECKPOINTS):
+            _barrier(run)
+    # 3. The downgrade commit, with checkpointProtection and the boundary for HistProt features.
+    version, after = _downgrade_commit(run, spec, behaviour, with_checkpoint_protection=history_protection)
+    # 4. A checkpoint at the downgrade version; Spark ignores its failure, a rerun completes it.
+    if history_protection:
+        try:
+            run.checkpoint(version if not run.dry_run else None)
+        except DeltaDowngradeError as exc:
+            run.progress(f"checkpoint at the downgrade version failed ({exc}); rerun to complete it")
+    return _outcome(run, before, after, STATUS_DROPPED)
+
+
+def _barrier(run: DropRun) -> None:
+    last_error: Exception | None = None
+    for _attempt in range(MAX_CHECKPOINT_RETRIES):
+        version = run.commit([], "Empty Commit", {}, resolve=rebase_unless_protocol_changed([]))
+        try:
+            run.checkpoint(None if run.dry_run else version)
+            return
+        except DeltaDowngradeError as exc:
+            last_error = exc
+    err = FeatureDropError(
+        f"could not create a barrier checkpoint after {MAX_CHECKPOINT_RETRIES} attempts ({last_error}); "
+        f"the table is unchanged apart from empty commits: rerun the drop", table=run.table,
+        feature=run.feature, error_class="DELTA_FEATURE_DROP_CHECKPOINT_FAILED")
+    err.sqlstate = "22KD0"
+    err.exit_code = 1
+    raise err
+
+
+def _downgrade_actions(snapshot: Snapshot, spec: TableFeature, behaviour: FeatureDrop, *,
+                       with_checkpoint_protection: bool, commit_version: int) -> tuple[list[AnyAction], Protocol]:
+    protocol = snapshot.protocol
+    new_protocol = protocol.downgrade_for_drop(spec.name, checkpoint_protection=with_checkpoint_protection)
+    if not protocol.can_downgrade_to(new_protocol, spec.name):
+        raise InvalidProtocolDowngradeError(
+            f"refusing the protocol transition {protocol} -> {new_protocol} for dropping {spec.name}",
+            table=snapshot.table, feature=spec.name)
+    updates: dict[str, str | None] = {k: None for k in behaviour.properties_to_remove()}
+    if with_checkpoint_protection:
+        # The boundary always moves to the latest drop (an earlier value is overwritten).
+        updates[BOUNDARY_PROPERTY] = str(commit_version)
+    actions: list[AnyAction] = [ProtocolAction.of(new_protocol)]
+    metadata: Metadata = snapshot.metadata
+    if any(metadata.configuration.get(k) != v for k, v in updates.items()):
+        actions.append(metadata.with_configuration(updates))
+    actions += behaviour.actions_at_downgrade(snapshot)
+    return actions, new_protocol
+
+
+def _revalidate(snapshot: Snapshot, spec: TableFeature, behaviour: FeatureDrop, concurrent: str | None) -> None:
+    traces = behaviour.traces(snapshot)
+    if traces:
+        where = f" by the concurrent commit {concurrent}" if concurrent else ""
+        raise DropConflictError(
+            f"traces of {spec.name} were reintroduced{where}: {'; '.join(traces)}. Nothing was "
+            f"downgraded; rerun the drop", table=snapshot.table, feature=spec.name,
+            params={"feature": spec.name, "concurrentCommit": concurrent or ""})
+
+
+def _downgrade_commit(run: DropRun, spec: TableFeature, behaviour: FeatureDrop, *,
+                      with_checkpoint_protection: bool) -> tuple[int, Protocol]:
+    snapshot = run.latest()
+    if run.dry_run:
+        version = (run._planned_version or snapshot.version) + 1
+        actions, after = _downgrade_actions(snapshot, spec, behaviour,
+                                            with_checkpoint_protection=with_checkpoint_protection,
+                                            commit_version=version)
+        run.commit(actions, "DROP FEATURE", {"featureName": spec.name, "truncateHistory": False})
+        return version, after
+    _revalidate(snapshot, spec, behaviour, None)
+    actions, after = _downgrade_actions(snapshot, spec, behaviour,
+                                        with_checkpoint_protection=with_checkpoint_protection,
+                                        commit_version=snapshot.version + 1)
+
+    def resolve(winners: list[WinningCommit], log: DeltaLog) -> Sequence[AnyAction]:
+        # Every concurrent write conflicts with a drop: re-validate against the winner, and move
+        # the boundary to the version this commit will now get (reference §6.4).
+        described = ", ".join(w.describe() for w in winners)
+        if any(w.changes_metadata or w.changes_protocol for w in winners):
+            raise DropConflictError(
+                f"a concurrent commit ({described}) changed the table's metadata or protocol while "
+                f"{spec.name} was being dropped; nothing was downgraded, rerun the drop",
+                table=log.table, feature=spec.name, params={"concurrentCommit": described})
+        latest = log.snapshot(check_read=False)
+        _revalidate(latest, spec, behaviour, described)
+        rebased, _ = _downgrade_actions(latest, spec, behaviour,
+                                        with_checkpoint_protection=with_checkpoint_protection,
+                                        commit_version=latest.version + 1)
+        return rebased
+
+    version = run.commit(actions, "DROP FEATURE", {"featureName": spec.name, "truncateHistory": False},
+                         resolve=resolve)
+    return version, after
+
+
+def _outcome(run: DropRun, before: Protocol, after: Protocol, status: str) -> DropOutcome:
+    if run.dry_run:
+        return DropOutcome(run.table, run.feature, STATUS_PLANNED, before, after, None, [], [], [],
+                           plan=list(run.plan))
+    snapshot = run.latest()
+    boundary = snapshot.boundary_version if CHECKPOINT_PROTECTION in snapshot.protocol.features else None
+    truncate_after = None
+    if boundary is not None:
+        when = truncate_after_ms(run.log, boundary, run.clock)
+        truncate_after = to_utc_iso(when) if when is not None else None
+    return DropOutcome(run.table, run.feature, status, before, snapshot.protocol, boundary,
+                       protected_checkpoint_paths(run.log, boundary), list(run.commits),
+                       list(run.checkpoints), truncate_after, plan=list(run.plan))
+
+
+# --- TRUNCATE HISTORY path (§4) ------------------------------------------------------------------
+
+def _retention_params(snapshot: Snapshot, feature: str) -> dict[str, str]:
+    config = TableConfig(snapshot.metadata.configuration)
+    return {"feature": feature, "logRetentionPeriodKey": "delta.logRetentionDuration",
+            "logRetentionPeriod": config.log_retention_display,
+            "truncateHistoryLogRetentionPeriod": config.truncate_history_retention_display}
+
+
+def _wait_time_after(run: DropRun, version: int) -> str:
+    """When commits up to ``version`` will have expired under the truncate retention (a minute
+    past it, since the cutoff is truncated to the minute)."""
+    snapshot = run.latest()
+    retention = TableConfig(snapshot.metadata.configuration).truncate_history_retention_ms
+    status = run.log.listing().commits.get(version)
+    written = status.modification_time_ms if status is not None else run.clock.now_ms()
+    return to_utc_iso(((written + retention) // MINUTE_MS + 1) * MINUTE_MS)
+
+
+def _drop_with_history_truncation(run: DropRun, spec: TableFeature, behaviour: FeatureDrop,
+                                  before: Protocol) -> DropOutcome:
+    performed = behaviour.remove_traces(run)
+    if spec.requires_history_protection:
+        empty = run.commit([], "Empty Commit", {}, resolve=rebase_unless_protocol_changed([]))
+        run.checkpoint(None if run.dry_run else empty)
+        if performed and not run.dry_run:
+            snapshot = run.latest()
+            params = _retention_params(snapshot, spec.name)
+            raise RetentionWaitError(
+                f"dropping {spec.name} was partially successful: its traces were removed from the "
+                f"current version, but older versions still use it. Rerun after the retention period "
+                f"{params['truncateHistoryLogRetentionPeriod']} "
+                f"(delta.dropFeatureTruncateHistory.retentionDuration) has passed",
+                retry_after=_wait_time_after(run, empty - 1), table=run.table, feature=spec.name,
+                error_class="DELTA_FEATURE_DROP_WAIT_FOR_RETENTION_PERIOD", params=params)
+    snapshot = run.latest()
+    if not run.dry_run:
+        _revalidate(snapshot, spec, behaviour, None)
+    if spec.requires_history_protection and not run.dry_run:
+        from delta_downgrade.operations.cleanup import cleanup_expired_logs
+
+        config = TableConfig(snapshot.metadata.configuration)
+        cleanup_expired_logs(run.log, retention_ms=config.truncate_history_retention_ms,
+                             granularity="minute", clock=run.clock)
+        run.log.refresh()
+        if history_uses_feature(run.log, behaviour):
+            params = _retention_params(snapshot, spec.name)
+            newest = run.log.latest_version()
+            raise RetentionWaitError(
+                f"cannot drop {spec.name} yet: retained history still uses it. Rerun after the "
+                f"retention period {params['truncateHistoryLogRetentionPeriod']} has passed",
+                retry_after=_wait_time_after(run, max(0, newest - 1)), table=run.table,
+                feature=spec.name, error_class="DELTA_FEATURE_DROP_HISTORICAL_VERSIONS_EXIST", params=params)
+    snapshot = run.latest()
+    new_protocol = snapshot.protocol.without_feature(spec.name)
+    if not snapshot.protocol.can_downgrade_to(new_protocol, spec.name):
+        raise InvalidProtocolDowngradeError(
+            f"refusing the protocol transition {snapshot.protocol} -> {new_protocol}", table=run.table)
+    actions: list[AnyAction] = [ProtocolAction.of(new_protocol)]
+    removals = {k: None for k in behaviour.properties_to_remove() if k in snapshot.metadata.configuration}
+    if removals:
+        actions.append(snapshot.metadata.with_configuration(removals))
+    actions += behaviour.actions_at_downgrade(snapshot)
+    run.commit(actions, "DROP FEATURE", {"featureName": spec.name, "truncateHistory": True})
+    return _outcome(run, before, new_protocol, STATUS_DROPPED)
+
+
+def history_uses_feature(log: DeltaLog, behaviour: FeatureDrop) -> bool:
+    """delta-spark's ``historyContainsFeature`` (§4 step 4b): the state at the earliest retained
+    checkpoint (without tombstones) or any action of any retained commit uses the feature."""
+    earliest = log.earliest_version()
+    base = log.snapshot(earliest, check_read=False)
+    state = base.state()
+    if behaviour.action_uses_feature(state.metadata):
+        return True
+    if any(behaviour.action_uses_feature(f) for f in state.files.values()):
+        return True
+    if base.segment.checkpoint is not None and base.segment.checkpoint.kind == "v2" \
+            and behaviour.feature == "v2Checkpoint":
+        return True
+    listing = log.listing()
+    from delta_downgrade.log.snapshot import read_commit_actions
+
+    for version in sorted(listing.commits):
+        for action in read_commit_actions(log.storage, listing.commits[version]):
+            if behaviour.action_uses_feature(action):
+                return True
+    return False

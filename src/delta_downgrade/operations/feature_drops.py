@@ -1,0 +1,338 @@
+"""Per-feature DROP FEATURE behaviour: delta-spark's ``RemovableFeature`` contract (reference §2.3,
+§2.4) as one small class per feature.
+
+- ``remove_traces`` — the pre-downgrade: first disable the feature (so concurrent writers cannot
+  add traces), then clean up; returns whether it changed anything ("performedChanges").
+- ``traces`` — what is left in the latest state (empty = ``validateDropInvariants`` holds).
+- ``properties_to_remove`` / ``actions_at_downgrade`` — applied in the downgrade commit itself.
+- ``action_uses_feature`` — the history scan of the TRUNCATE HISTORY path (never protocol actions).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Callable
+from urllib.parse import quote
+
+from delta_downgrade.actions import (
+    AddCDCFile, AddFile, AnyAction, CheckpointMetadata, DomainMetadata, Metadata, RemoveFile, Sidecar,
+)
+from delta_downgrade.errors import FeatureDropError, NotSupportedYetError
+from delta_downgrade.log.snapshot import BOUNDARY_PROPERTY, Snapshot
+from delta_downgrade.operations.traces import (
+    TYPE_CHANGES_KEY, TraceContext, constraint_names, feature_traces, type_change_fields,
+)
+from delta_downgrade.table_config import TableConfig
+
+if TYPE_CHECKING:
+    from delta_downgrade.operations.drop_feature import DropRun
+
+
+class FeatureDrop:
+    """Default behaviour: no traces, nothing to clean, nothing used in history."""
+
+    feature: str = ""
+
+    def remove_traces(self, run: "DropRun") -> bool:
+        return False
+
+    def traces(self, snapshot: Snapshot) -> list[str]:
+        return feature_traces(self.feature, TraceContext(snapshot))
+
+    def properties_to_remove(self) -> tuple[str, ...]:
+        return ()
+
+    def actions_at_downgrade(self, snapshot: Snapshot) -> list[AnyAction]:
+        return []
+
+    def action_uses_feature(self, action: AnyAction) -> bool:
+        return False
+
+
+def _unset(metadata: Metadata, keys: tuple[str, ...] | list[str]) -> Metadata | None:
+    """A copy without ``keys``, or None when none of them is set."""
+    if not any(k in metadata.configuration for k in keys):
+        return None
+    return metadata.with_configuration({k: None for k in keys})
+
+
+class DeletionVectorsDrop(FeatureDrop):
+    """Disable, purge every file that has a DV, add DV tombstones (reference §2.4)."""
+
+    feature = "deletionVectors"
+
+    def remove_traces(self, run: "DropRun") -> bool:
+        snapshot = run.latest()
+        performed = False
+        if TraceContext(snapshot).prop_true("delta.enableDeletionVectors"):
+            run.commit([snapshot.metadata.with_configuration({"delta.enableDeletionVectors": None})],
+                       "UNSET TBLPROPERTIES", {"properties": ["delta.enableDeletionVectors"]})
+            performed = True
+        with_dv = [f for f in run.latest().state().files.values() if f.dv is not None]
+        if with_dv:
+            purge = run.hooks.get("purge_deletion_vectors")
+            if purge is None:
+                raise NotSupportedYetError(
+                    f"{len(with_dv)} live file(s) carry deletion vectors; purging them needs the "
+                    f"Spark rewrite, which this build does not include yet. Nothing was dropped",
+                    table=run.table, feature=self.feature)
+            purge(run)
+            performed = True
+        self._add_tombstones(run)
+        return performed
+
+    def _add_tombstones(self, run: "DropRun") -> None:
+        """One ``remove`` per distinct relative, non-inline DV file still referenced by a remove
+        within ``delta.deletedFileRetentionDuration``, so that a DV-unaware VACUUM keeps it."""
+        from delta_downgrade.dv_paths import dv_relative_path
+
+        snapshot = run.latest()
+        state = snapshot.state()
+        now = run.clock.now_ms()
+        cutoff = now - TableConfig(snapshot.metadata.configuration).deleted_file_retention_ms
+        already = {t.decoded_path for t in state.tombstones.values()}
+        wanted: dict[str, None] = {}
+        for tomb in state.tombstones.values():
+            dv = tomb.dv
+            if dv is None or dv.storageType != "u":  # inline and absolute-path DVs are skipped
+                continue
+            if tomb.deletionTimestamp is not None and tomb.deletionTimestamp <= cutoff:
+                continue
+            rel = dv_relative_path(dv)
+            if rel and rel not in already:
+                wanted.setdefault(rel, None)
+        if wanted:
+            run.commit([RemoveFile(path=quote(p, safe="/"), deletionTimestamp=now, dataChange=False)
+                        for p in wanted], "Deletion Vector Tombstones", {})
+
+    def action_uses_feature(self, action: AnyAction) -> bool:
+        if isinstance(action, Metadata):
+            return action.configuration.get("delta.enableDeletionVectors", "").lower() == "true"
+        if isinstance(action, (AddFile, RemoveFile, AddCDCFile)):
+            return action.dv is not None
+        return False
+
+
+class V2CheckpointDrop(FeatureDrop):
+    """Set ``delta.checkpointPolicy=classic``; later checkpoints are classic."""
+
+    feature = "v2Checkpoint"
+
+    def remove_traces(self, run: "DropRun") -> bool:
+        snapshot = run.latest()
+        policy = TableConfig(snapshot.metadata.configuration).checkpoint_policy
+        checkpoint = snapshot.segment.checkpoint
+        if policy == "v2" or (checkpoint is not None and checkpoint.kind == "v2"):
+            run.commit([snapshot.metadata.with_configuration({"delta.checkpointPolicy": "classic"})],
+                       "SET TBLPROPERTIES", {"properties": {"delta.checkpointPolicy": "classic"}})
+            # The current checkpoint must be classic too; the barriers provide it on the fast
+            # path, the legacy path checkpoints right after its empty commit.
+            return True
+        return False
+
+    def action_uses_feature(self, action: AnyAction) -> bool:
+        if isinstance(action, Metadata):
+            return action.configuration.get("delta.checkpointPolicy", "").lower() == "v2"
+        return isinstance(action, (CheckpointMetadata, Sidecar))
+
+
+class CheckConstraintsDrop(FeatureDrop):
+    """Constraints are never dropped automatically (reference §2.4)."""
+
+    feature = "checkConstraints"
+
+    def remove_traces(self, run: "DropRun") -> bool:
+        names = constraint_names(run.latest().metadata.configuration)
+        if names:
+            listed = ", ".join(f"`{n}`" for n in names)
+            err = FeatureDropError(
+                f"cannot drop checkConstraints: the following constraints must be dropped first: "
+                f"{listed} (ALTER TABLE … DROP CONSTRAINT). delta-downgrade never drops constraints",
+                table=run.table, feature=self.feature,
+                error_class="DELTA_CANNOT_DROP_CHECK_CONSTRAINT_FEATURE", params={"constraints": listed})
+            err.sqlstate = "0AKDE"
+            raise err
+        return False
+
+
+ICT_PROPERTIES = ("delta.inCommitTimestampEnablementVersion", "delta.inCommitTimestampEnablementTimestamp")
+
+
+class InCommitTimestampDrop(FeatureDrop):
+    feature = "inCommitTimestamp"
+
+    def remove_traces(self, run: "DropRun") -> bool:
+        metadata = run.latest().metadata
+        conf = metadata.configuration
+        updates: dict[str, str | None] = {k: None for k in ICT_PROPERTIES if k in conf}
+        if conf.get("delta.enableInCommitTimestamps", "").lower() == "true":
+            updates["delta.enableInCommitTimestamps"] = "false"
+        if not updates:
+            return False
+        run.commit([metadata.with_configuration(updates)], "UNSET TBLPROPERTIES",
+                   {"properties": sorted(updates)})
+        return True
+
+
+class DomainMetadataDrop(FeatureDrop):
+    feature = "domainMetadata"
+
+    def remove_traces(self, run: "DropRun") -> bool:
+        domains = run.latest().state().live_domains
+        if not domains:
+            return False
+        run.commit([DomainMetadata(domain=d.domain, configuration=d.configuration, removed=True)
+                    for d in domains.values()], "DOMAIN METADATA CLEANUP", {})
+        return True
+
+
+ROW_TRACKING_PROPERTIES = ("delta.enableRowTracking", "delta.rowTrackingSuspended",
+                           "delta.rowTracking.materializedRowIdColumnName",
+                           "delta.rowTracking.materializedRowCommitVersionColumnName")
+
+
+class RowTrackingDrop(FeatureDrop):
+    """Disable and suspend, then recommit files without row IDs ("unbackfill")."""
+
+    feature = "rowTracking"
+
+    def remove_traces(self, run: "DropRun") -> bool:
+        from dataclasses import replace
+
+        snapshot = run.latest()
+        conf = snapshot.metadata.configuration
+        performed = False
+        if conf.get("delta.enableRowTracking", "").lower() == "true" or conf.get("delta.rowTrackingSuspended", "").lower() != "true":
+            run.commit([snapshot.metadata.with_configuration(
+                {"delta.enableRowTracking": "false", "delta.rowTrackingSuspended": "true"})],
+                "SET TBLPROPERTIES", {"properties": {"delta.enableRowTracking": "false",
+                                                     "delta.rowTrackingSuspended": "true"}})
+            performed = True
+        files = [f for f in run.latest().state().files.values()
+                 if f.baseRowId is not None or f.defaultRowCommitVersion is not None]
+        if files:
+            run.commit([replace(f, baseRowId=None, defaultRowCommitVersion=None, dataChange=False)
+                        for f in files], "ROW TRACKING UNBACKFILL", {"numFiles": len(files)})
+            performed = True
+        return performed
+
+    def traces(self, snapshot: Snapshot) -> list[str]:
+        return feature_traces(self.feature, TraceContext(snapshot))
+
+    def properties_to_remove(self) -> tuple[str, ...]:
+        return ROW_TRACKING_PROPERTIES
+
+    def actions_at_downgrade(self, snapshot: Snapshot) -> list[AnyAction]:
+        domain = snapshot.state().domains.get("delta.rowTracking")
+        return [DomainMetadata(domain="delta.rowTracking",
+                               configuration=domain.configuration if domain else "{}", removed=True)]
+
+
+class MaterializePartitionColumnsDrop(FeatureDrop):
+    feature = "materializePartitionColumns"
+
+    def properties_to_remove(self) -> tuple[str, ...]:
+        return ("delta.enableMaterializePartitionColumnsFeature",)
+
+
+class GeospatialDrop(FeatureDrop):
+    feature = "geospatial"
+
+    def remove_traces(self, run: "DropRun") -> bool:
+        from delta_downgrade.operations.traces import iter_fields
+
+        cols = [f["name"] for f in iter_fields(run.latest().schema)
+                if isinstance(f.get("type"), str) and f["type"].split("(")[0] in ("geometry", "geography")]
+        if cols:
+            err = FeatureDropError(
+                f"cannot drop {self.feature}: drop or recreate the geometry/geography column(s) "
+                f"{', '.join(cols)} first", table=run.table, feature=self.feature,
+                error_class="DELTA_CANNOT_DROP_GEOSPATIAL_FEATURE")
+            err.sqlstate = "0AKDE"
+            raise err
+        return False
+
+
+class NeedsRewriteDrop(FeatureDrop):
+    """Features whose traces live in the data files; the Spark rewrite comes with the rewrite
+    package. Until it is wired, a table that still has traces is refused, never half-dropped."""
+
+    def __init__(self, feature: str, uses: Callable[[AnyAction], bool]) -> None:
+        self.feature = feature
+        self._uses = uses
+
+    def remove_traces(self, run: "DropRun") -> bool:
+        hook = run.hooks.get(f"remove_{self.feature}")
+        traces = self.traces(run.latest())
+        if not traces:
+            return False
+        if hook is None:
+            raise NotSupportedYetError(
+                f"dropping {self.feature} needs a data rewrite ({'; '.join(traces)}), which this "
+                f"build does not include yet. Nothing was written", table=run.table, feature=self.feature)
+        return bool(hook(run))
+
+    def action_uses_feature(self, action: AnyAction) -> bool:
+        return self._uses(action)
+
+
+class VacuumProtocolCheckDrop(FeatureDrop):
+    """No traces and no pre-downgrade; on the fast path it still gets barriers (HistProt)."""
+
+    feature = "vacuumProtocolCheck"
+
+
+class CheckpointProtectionDrop(FeatureDrop):
+    """Handled by the truncate operation (reference §5); traces = the boundary property."""
+
+    feature = "checkpointProtection"
+
+
+class UnsupportedClientDrop(FeatureDrop):
+    """Features whose log this package cannot write (catalog-managed, coordinated commits, …)."""
+
+    def __init__(self, feature: str) -> None:
+        self.feature = feature
+
+    def remove_traces(self, run: "DropRun") -> bool:
+        err = FeatureDropError(
+            f"cannot drop {self.feature}: its commits are governed by a catalog or a commit "
+            f"coordinator that delta-downgrade cannot write through. Use the engine that owns the "
+            f"table (--engine=delta-sql on Databricks)", table=run.table, feature=self.feature,
+            error_class="DELTA_FEATURE_DROP_UNSUPPORTED_CLIENT_FEATURE")
+        raise err
+
+
+def _cm_uses(action: AnyAction) -> bool:
+    return isinstance(action, Metadata) and action.configuration.get("delta.columnMapping.mode", "none").lower() != "none"
+
+
+def _tw_uses(action: AnyAction) -> bool:
+    return isinstance(action, Metadata) and bool(type_change_fields(json.loads(action.schemaString)))
+
+
+DROPS: dict[str, FeatureDrop] = {d.feature: d for d in (
+    DeletionVectorsDrop(), V2CheckpointDrop(), CheckConstraintsDrop(), InCommitTimestampDrop(),
+    DomainMetadataDrop(), RowTrackingDrop(), MaterializePartitionColumnsDrop(), GeospatialDrop(),
+    CheckpointProtectionDrop(), VacuumProtocolCheckDrop(),
+    NeedsRewriteDrop("columnMapping", _cm_uses),
+    NeedsRewriteDrop("typeWidening", _tw_uses),
+    NeedsRewriteDrop("typeWidening-preview", _tw_uses),
+    UnsupportedClientDrop("catalogManaged"), UnsupportedClientDrop("coordinatedCommits-preview"),
+    UnsupportedClientDrop("redirectReaderWriter-preview"), UnsupportedClientDrop("redirectWriterOnly-preview"),
+)}
+DROPS["geospatial-dev"] = GeospatialDrop()
+
+
+def drop_for(feature: str) -> FeatureDrop:
+    """The behaviour of ``feature``; test-only features (no registry entry) get the default."""
+    found = DROPS.get(feature)
+    if found is not None:
+        return found
+    generic = FeatureDrop()
+    generic.feature = feature
+    return generic
+
+
+__all__ = ["DROPS", "FeatureDrop", "drop_for", "BOUNDARY_PROPERTY", "TYPE_CHANGES_KEY"]
+

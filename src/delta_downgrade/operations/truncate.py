@@ -1,0 +1,82 @@
+"""Dropping ``checkpointProtection``: truncate all history before the boundary in one go, unset
+the boundary, remove the feature (reference §5; what ``truncate_task`` runs).
+
+Stricter than delta-spark in one way: while the retention has not passed, nothing is written
+(delta-spark adds an empty commit and a checkpoint on every attempt). A checkpoint at or after
+the boundary is the only thing truncation needs, and the fast drop already wrote one; only when
+none exists does this write an empty commit and a checkpoint, so that a later run can succeed.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from delta_downgrade.actions import ProtocolAction
+from delta_downgrade.clock import to_utc_iso
+from delta_downgrade.errors import InvalidProtocolDowngradeError, RetentionWaitError
+from delta_downgrade.log.snapshot import BOUNDARY_PROPERTY
+from delta_downgrade.operations.cleanup import (
+    earliest_truncation_time_ms, execute_cleanup, history_truncated_before, plan_cleanup,
+)
+from delta_downgrade.protocol import CHECKPOINT_PROTECTION, Protocol
+from delta_downgrade.table_config import TableConfig
+
+if TYPE_CHECKING:
+    from delta_downgrade.operations.drop_feature import DropOutcome, DropRun
+
+
+def _wait(run: "DropRun", boundary: int, retention_display: str, when_ms: int | None) -> RetentionWaitError:
+    when = to_utc_iso(when_ms) if when_ms is not None else None
+    return RetentionWaitError(
+        f"history before the checkpoint-protection boundary (version {boundary}) cannot be truncated "
+        f"yet: delta.dropFeatureTruncateHistory.retentionDuration ({retention_display}) has not passed"
+        + (f"; rerun after {when}" if when else ""),
+        retry_after=when, table=run.table, feature=CHECKPOINT_PROTECTION,
+        error_class="DELTA_FEATURE_DROP_CHECKPOINT_PROTECTION_WAIT_FOR_RETENTION_PERIOD",
+        params={"truncateHistoryLogRetentionPeriod": retention_display})
+
+
+def drop_checkpoint_protection(run: "DropRun", before: Protocol) -> "DropOutcome":
+    from delta_downgrade.operations.drop_feature import STATUS_DROPPED, _outcome
+
+    snapshot = run.latest()
+    boundary = snapshot.boundary_version or 0
+    config = TableConfig(snapshot.metadata.configuration)
+    retention = config.truncate_history_retention_ms
+    display = config.truncate_history_retention_display
+
+    if not history_truncated_before(run.log, boundary):
+        plan = plan_cleanup(run.log, retention_ms=retention, granularity="minute", clock=run.clock)
+        truncates_all = plan.allowed and plan.truncates_before is not None and plan.truncates_before >= boundary
+        if not truncates_all:
+            when = earliest_truncation_time_ms(run.log, boundary, retention, "minute")
+            if when is None and not run.dry_run:
+                # No checkpoint at or after the boundary: cleanup can only reach a checkpoint.
+                empty = run.commit([], "Empty Commit", {})
+                run.checkpoint(empty)
+                when = earliest_truncation_time_ms(run.log, boundary, retention, "minute")
+            raise _wait(run, boundary, display, when)
+        if run.dry_run:
+            run.plan.append(f"truncate history before version {plan.truncates_before}: delete "
+                            f"{len(plan.delete_commits)} commit(s), {len(plan.delete_checkpoints)} "
+                            f"checkpoint file(s), commits first (rule d)")
+        else:
+            execute_cleanup(run.log, plan)
+            run.log.refresh()
+            if not history_truncated_before(run.log, boundary):
+                raise _wait(run, boundary, display,
+                            earliest_truncation_time_ms(run.log, boundary, retention, "minute"))
+            run.plan.append(f"truncated history before version {plan.truncates_before}")
+
+    snapshot = run.latest()
+    if BOUNDARY_PROPERTY in snapshot.metadata.configuration:
+        run.commit([snapshot.metadata.with_configuration({BOUNDARY_PROPERTY: None})],
+                   "UNSET TBLPROPERTIES", {"properties": [BOUNDARY_PROPERTY]})
+    snapshot = run.latest()
+    new_protocol = snapshot.protocol.without_feature(CHECKPOINT_PROTECTION)
+    if not snapshot.protocol.can_downgrade_to(new_protocol, CHECKPOINT_PROTECTION):
+        raise InvalidProtocolDowngradeError(
+            f"refusing the protocol transition {snapshot.protocol} -> {new_protocol}", table=run.table)
+    run.commit([ProtocolAction.of(new_protocol)], "DROP FEATURE",
+               {"featureName": CHECKPOINT_PROTECTION, "truncateHistory": True})
+    return _outcome(run, before, new_protocol, STATUS_DROPPED)

@@ -1,0 +1,80 @@
+"""A drop killed after each of its steps in turn: the table stays readable by delta-rs at its
+latest version, and a rerun completes with the same final protocol as an uninterrupted run."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from delta_downgrade.log.delta_log import DeltaLog
+from delta_downgrade.operations.drop_feature import drop_feature
+from tests.oracle import same_rows
+
+TABLE = "v2_checkpoint_parquet_sidecars"
+FEATURE = "v2Checkpoint"
+
+
+class Killed(BaseException):
+    """Raised from the progress callback: nothing in the drop may catch it."""
+
+
+def _killer(after: int):
+    steps = []
+
+    def progress(message: str) -> None:
+        steps.append(message)
+        if len(steps) == after:
+            raise Killed(message)
+    return progress
+
+
+def test_drop_killed_after_each_step(golden_table, oracle):
+    reference = golden_table(TABLE)
+    expected_rows = oracle.scan_rows(reference)
+    assert expected_rows.ok, expected_rows.error
+    steps: list[str] = []
+    drop_feature(reference, FEATURE, progress=steps.append)
+    reference_protocol = DeltaLog(reference).snapshot().protocol
+    assert len(steps) >= 8  # pre-downgrade commit, 3 × (barrier + checkpoint), downgrade, checkpoint
+
+    for k in range(1, len(steps) + 1):
+        path = golden_table(TABLE)
+        with pytest.raises(Killed):
+            drop_feature(path, FEATURE, progress=_killer(k))
+        mid = oracle.scan_rows(path)
+        assert mid.ok, f"killed after step {k} ({steps[k - 1]}): delta-rs cannot read: {mid.error}"
+        assert same_rows(mid, expected_rows), f"rows changed after step {k}"
+
+        outcome = drop_feature(path, FEATURE)
+        snap = DeltaLog(path).snapshot()
+        assert snap.protocol == reference_protocol, f"step {k}: {snap.protocol} != {reference_protocol}"
+        assert outcome.status in ("dropped", "already_absent")
+        # The boundary has its checkpoint, whether the rerun dropped or only completed the drop.
+        assert any(c.version == snap.boundary_version for c in DeltaLog(path).checkpoint_inventory()), k
+        assert same_rows(oracle.pyarrow_rows(path), expected_rows), f"step {k}: older reader differs"
+
+
+def test_drop_process_killed_mid_run(golden_table, oracle):
+    """A real process death (os._exit) after the first barrier checkpoint."""
+    path = golden_table(TABLE)
+    expected_rows = oracle.scan_rows(path)
+    script = textwrap.dedent(f"""
+        import os
+        from delta_downgrade.operations.drop_feature import drop_feature
+        count = []
+        def progress(message):
+            count.append(message)
+            if len(count) == 3:
+                os._exit(9)
+        drop_feature({path!r}, {FEATURE!r}, progress=progress)
+    """)
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 9, proc.stderr
+    assert same_rows(oracle.scan_rows(path), expected_rows)
+    drop_feature(path, FEATURE)
+    snap = DeltaLog(path).snapshot()
+    assert FEATURE not in snap.protocol.features
+    assert same_rows(oracle.pyarrow_rows(path), expected_rows)
