@@ -81,9 +81,9 @@ def run_task(settings_cls: type[TaskSettings], handler: TableHandler, argv: Sequ
     code = worst([c for _, c in outcomes])
     values = task_values_for(settings.task_key or settings_cls.TASK.removesuffix("_task"), settings.task_values_dir)
     if len(outcomes) == 1:
+        # Every key on every path: a downstream reference to a value never set is undefined.
         for key in TASK_VALUE_KEYS:
-            if key in outcomes[0][0]:
-                values.set(key, outcomes[0][0][key])
+            values.set(key, outcomes[0][0].get(key))
     else:
         summary = {"summary": True, "tables": len(outcomes),
                    "by_status": _count(r.get("status", "?") for r, _ in outcomes),
@@ -91,6 +91,10 @@ def run_task(settings_cls: type[TaskSettings], handler: TableHandler, argv: Sequ
                    "exit_code": code}
         emit_result(summary)
         values.set("summary", summary)
+        for key in TASK_VALUE_KEYS:  # per-table values live in the summary for a fleet
+            values.set(key, None)
+        values.set("status", "fleet")
+        values.set("exit_code", code)
         values.set("needs_truncate", any(bool(r.get("needs_truncate")) for r, _ in outcomes))
     return code
 

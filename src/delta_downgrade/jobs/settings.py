@@ -51,7 +51,8 @@ def parse_cli_args(argv: Sequence[str]) -> dict[str, str]:
         else:
             key, value = body, "true"
         key = key.strip().replace("-", "_").lower()
-        if value.strip() == "":
+        if value.strip() in ("", "null", "None"):
+            # An unset upstream task value arrives empty or as JSON null: "not given".
             continue
         out[key] = value
     return out

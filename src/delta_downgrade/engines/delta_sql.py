@@ -1,0 +1,151 @@
+"""The ``delta-sql`` engine: ``ALTER TABLE … DROP FEATURE …`` through a Spark session with Delta
+(a Databricks runtime, or delta-spark ≥ 4 with its jars on the classpath).
+
+The runtime does the work and owns the log; we map its Delta error classes onto our exit codes
+and read the outcome back with our own reader (the location comes from ``DESCRIBE DETAIL``), so
+both engines report the same RESULT shape and are verified the same way.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from delta_downgrade.errors import (
+    BadInputError, ConcurrentWriteError, DeltaDowngradeError, FeatureDropError, RetentionWaitError,
+    UnsupportedFeaturesError,
+)
+
+_ERROR_CLASS = re.compile(r"\[([A-Z][A-Z0-9_]+)(?:\.[A-Z0-9_]+)?\]")
+
+# Delta error classes → our error types (and so exit codes).
+_WAIT = {"DELTA_FEATURE_DROP_WAIT_FOR_RETENTION_PERIOD", "DELTA_FEATURE_DROP_HISTORICAL_VERSIONS_EXIST",
+         "DELTA_FEATURE_DROP_CHECKPOINT_PROTECTION_WAIT_FOR_RETENTION_PERIOD"}
+_CONFLICT = {"DELTA_FEATURE_DROP_CONFLICT_REVALIDATION_FAIL", "DELTA_CONCURRENT_APPEND",
+             "DELTA_CONCURRENT_DELETE_READ", "DELTA_CONCURRENT_DELETE_DELETE", "DELTA_METADATA_CHANGED",
+             "DELTA_PROTOCOL_CHANGED", "DELTA_CONCURRENT_TRANSACTION", "DELTA_CONCURRENT_WRITE"}
+_NOT_PRESENT = "DELTA_FEATURE_DROP_FEATURE_NOT_PRESENT"
+
+
+def delta_sql_available() -> bool:
+    """Whether an active Spark session has the Delta SQL extension (never starts a session)."""
+    try:
+        from pyspark.sql import SparkSession
+    except ImportError:
+        return False
+    spark = SparkSession.getActiveSession()
+    if spark is None:
+        return False
+    from delta_downgrade.spark import has_delta_sql
+
+    return has_delta_sql(spark)
+
+
+def error_class_of(exc: BaseException) -> str | None:
+    """The Delta error class of a Spark exception (``getErrorClass``/``getCondition``, else the
+    ``[CLASS]`` prefix of its message)."""
+    for getter in ("getCondition", "getErrorClass"):
+        fn = getattr(exc, getter, None)
+        if callable(fn):
+            try:
+                value = fn()
+            except Exception:  # noqa: BLE001 - py4j errors differ between versions
+                value = None
+            if value:
+                return str(value).split(".")[0]
+    match = _ERROR_CLASS.search(str(exc))
+    return match.group(1) if match else None
+
+
+def map_error(exc: BaseException, table: str, feature: str) -> DeltaDowngradeError:
+    """Translate a runtime error into ours, keeping the Delta error class and message."""
+    error_class = error_class_of(exc) or "DELTA_DOWNGRADE_ENGINE_ERROR"
+    message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    if error_class in _WAIT:
+        return RetentionWaitError(message, table=table, feature=feature, error_class=error_class)
+    if error_class in _CONFLICT:
+        return ConcurrentWriteError(message, table=table, feature=feature, error_class=error_class)
+    if error_class.startswith("DELTA_UNSUPPORTED_FEATURES_FOR"):
+        return UnsupportedFeaturesError(message, features=[], for_write=error_class.endswith("WRITE"),
+                                        table=table, feature=feature, error_class=error_class)
+    if error_class.startswith("DELTA_FEATURE_DROP") or error_class.startswith("DELTA_CANNOT_DROP") \
+            or error_class in ("DELTA_INVALID_COLUMN_NAMES_WHEN_REMOVING_COLUMN_MAPPING", "DELTA_ONLY_OPERATION"):
+        return FeatureDropError(message, table=table, feature=feature, error_class=error_class)
+    if error_class in ("TABLE_OR_VIEW_NOT_FOUND", "DELTA_TABLE_NOT_FOUND", "DELTA_MISSING_DELTA_TABLE",
+                       "PATH_NOT_FOUND"):
+        return BadInputError(message, table=table, feature=feature, error_class=error_class)
+    return DeltaDowngradeError(message, table=table, feature=feature, error_class=error_class)
+
+
+def table_identifier(table: str) -> str:
+    """A SQL identifier for ``table``: ``delta.`path``` for paths, the name as given otherwise."""
+    if "/" in table or "://" in table:
+        return "delta.`" + table.replace("`", "``") + "`"
+    return table
+
+
+def drop_feature_sql(table: str, feature: str, truncate_history: bool) -> str:
+    name = feature.strip().strip("`'\"")
+    return (f"ALTER TABLE {table_identifier(table)} DROP FEATURE `{name}`"
+            + (" TRUNCATE HISTORY" if truncate_history else ""))
+
+
+class DeltaSqlEngine:
+    name = "delta-sql"
+
+    def __init__(self, spark: Any = None) -> None:
+        self._spark = spark
+
+    def spark(self) -> Any:
+        if self._spark is None:
+            from delta_downgrade.spark import get_spark, has_delta_sql
+
+            spark = get_spark()
+            if not has_delta_sql(spark):
+                raise BadInputError(
+                    "the delta-sql engine needs a Spark session with Delta (a Databricks runtime, or "
+                    "delta-spark >= 4 jars via DELTA_DOWNGRADE_DELTA_JARS); use --engine=native",
+                    error_class="DELTA_DOWNGRADE_ENGINE_UNAVAILABLE")
+            self._spark = spark
+        return self._spark
+
+    def location(self, table: str) -> str:
+        if "/" in table or "://" in table:
+            return table
+        row = self.spark().sql(f"DESCRIBE DETAIL {table_identifier(table)}").collect()[0]
+        return str(row["location"])
+
+    def drop_feature(self, table: str, feature: str, *, truncate_history: bool = False,
+                     dry_run: bool = False, progress: Any = None, clock: Any = None) -> Any:
+        from delta_downgrade.log.delta_log import DeltaLog
+        from delta_downgrade.operations.drop_feature import (
+            STATUS_ALREADY_ABSENT, STATUS_DROPPED, STATUS_PLANNED, DropOutcome, protected_checkpoint_paths,
+        )
+        from delta_downgrade.protocol import CHECKPOINT_PROTECTION
+
+        statement = drop_feature_sql(table, feature, truncate_history)
+        location = self.location(table)
+        log = DeltaLog(location)
+        before = log.snapshot(check_read=False).protocol
+        name = feature.strip().strip("`'\"")
+        if dry_run:
+            return DropOutcome(table, name, STATUS_PLANNED, before, before, None, [], [], [],
+                               plan=[f"run: {statement}"])
+        if progress:
+            progress(f"running {statement}")
+        start_version = log.latest_version()
+        status = STATUS_DROPPED
+        error: DeltaDowngradeError | None = None
+        try:
+            self.spark().sql(statement)
+        except Exception as exc:  # noqa: BLE001 - py4j/pyspark exception types vary by runtime
+            mapped = map_error(exc, table, name)
+            if mapped.error_class != _NOT_PRESENT:
+                raise mapped from exc
+            status, error = STATUS_ALREADY_ABSENT, mapped
+        log.refresh()
+        snap = log.snapshot(check_read=False)
+        boundary = snap.boundary_version if CHECKPOINT_PROTECTION in snap.protocol.features else None
+        commits = list(range(start_version + 1, snap.version + 1))
+        return DropOutcome(table, name, status, before, snap.protocol, boundary,
+                           protected_checkpoint_paths(log, boundary), commits, [], error=error)

@@ -1,0 +1,62 @@
+"""``delta-downgrade run-job JOB.yml --param k=v … [--var k=v …]``: the job's task graph, locally."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Callable
+
+from delta_downgrade.errors import EXIT_FAILURE, EXIT_OK, BadInputError
+
+
+def _pairs(items: list[str] | None, flag: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for item in items or []:
+        if "=" not in item:
+            raise BadInputError(f"{flag} takes key=value, got {item!r}", error_class="DELTA_DOWNGRADE_BAD_SETTINGS")
+        key, value = item.split("=", 1)
+        out[key.strip()] = value
+    return out
+
+
+def _run(args: argparse.Namespace) -> int:
+    from delta_downgrade.jobs.local_runner import run_job
+
+    run = run_job(args.job_file, params=_pairs(args.param, "--param"), variables=_pairs(args.var, "--var"),
+                  job_key=args.job, target=args.target, run_dir=args.run_dir, runner=args.runner)
+    print(f"job {run.job_key} run {run.run_id}: " + ", ".join(
+        f"{key}={t.status.lower()}" + (f" ({t.attempts} attempts)" if t.attempts > 1 else "")
+        for key, t in run.tasks.items()), file=sys.stderr)
+    print(f"task values: {run.run_dir / 'task_values'}", file=sys.stderr)
+    return EXIT_OK if run.succeeded else EXIT_FAILURE
+
+
+def _validate(args: argparse.Namespace) -> int:
+    from delta_downgrade.jobs.bundle_check import (
+        installed_entry_points, load_jobs, validate_jobs, wheel_entry_points,
+    )
+
+    entry_points = wheel_entry_points(args.wheel) if args.wheel else installed_entry_points()
+    problems = validate_jobs(load_jobs(args.root), entry_points)
+    for problem in problems:
+        print(f"problem: {problem}", file=sys.stderr)
+    print(f"bundle at {args.root}: {'valid' if not problems else f'{len(problems)} problem(s)'}")
+    return EXIT_OK if not problems else 2
+
+
+def register(sub: argparse._SubParsersAction, commands: dict[str, Callable[[argparse.Namespace], int]]) -> None:
+    p = sub.add_parser("run-job", help="run a bundle job's task graph on this machine")
+    p.add_argument("job_file", help="resources/<name>.job.yml")
+    p.add_argument("--param", action="append", help="job parameter key=value (repeatable)")
+    p.add_argument("--var", action="append", help="bundle variable key=value (repeatable)")
+    p.add_argument("--job", default=None, help="job key when the file defines several")
+    p.add_argument("--target", default=None, help="bundle target whose variables apply (default target)")
+    p.add_argument("--run-dir", default=None, help="where task values and logs go (.runs/<job>-<id>)")
+    p.add_argument("--runner", choices=["console", "spark-submit"], default="console",
+                   help="run wheel tasks through their console scripts or spark-submit")
+    commands["run-job"] = _run
+
+    v = sub.add_parser("validate-bundle", help="validate databricks.yml and resources/ offline")
+    v.add_argument("root", nargs="?", default=".", help="bundle root (where databricks.yml is)")
+    v.add_argument("--wheel", default=None, help="check entry points against this built wheel")
+    commands["validate-bundle"] = _validate

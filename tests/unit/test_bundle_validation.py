@@ -1,0 +1,93 @@
+"""The offline bundle validation: passes on the repository's bundle and fails, naming the problem,
+when an entry point or a task-value reference is broken."""
+
+from __future__ import annotations
+
+import copy
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from delta_downgrade.jobs.bundle_check import load_jobs, validate_jobs, wheel_entry_points
+
+REPO = Path(__file__).resolve().parents[2]
+SCRIPTS = {"delta-downgrade", "drop_feature_task", "verify_task", "truncate_task"}
+
+
+@pytest.fixture(scope="module")
+def jobs():
+    return load_jobs(REPO)
+
+
+@pytest.fixture(scope="module")
+def built_wheel(tmp_path_factory):
+    out = tmp_path_factory.mktemp("wheel")
+    proc = subprocess.run([sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(out), str(REPO)],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return next(out.glob("delta_downgrade-*.whl"))
+
+
+def _task(jobs, job, key):
+    return next(t for t in jobs[job]["tasks"] if t["task_key"] == key)
+
+
+def test_repository_bundle_is_valid_against_the_built_wheel(jobs, built_wheel):
+    entry_points = wheel_entry_points(built_wheel)
+    assert entry_points == SCRIPTS
+    assert validate_jobs(jobs, entry_points) == []
+    assert {"delta_downgrade", "truncate_history", "delta_downgrade_classic"} <= set(jobs)
+
+
+def test_broken_entry_point_is_reported(jobs):
+    broken = copy.deepcopy(jobs)
+    _task(broken, "delta_downgrade", "drop_feature")["python_wheel_task"]["entry_point"] = "drop_featur_task"
+    problems = validate_jobs(broken, SCRIPTS)
+    assert any("drop_featur_task" in p and "not in the wheel's metadata" in p for p in problems), problems
+
+
+def test_broken_task_value_reference_is_reported(jobs):
+    broken = copy.deepcopy(jobs)
+    named = _task(broken, "delta_downgrade", "verify")["python_wheel_task"]["named_parameters"]
+    named["expect_min_reader_version"] = "{{tasks.drop_feature.values.min_reader_versoin}}"
+    problems = validate_jobs(broken, SCRIPTS)
+    assert any("never sets the value 'min_reader_versoin'" in p for p in problems), problems
+
+
+def test_reference_to_a_task_that_is_not_upstream(jobs):
+    broken = copy.deepcopy(jobs)
+    named = _task(broken, "delta_downgrade", "drop_feature")["python_wheel_task"]["named_parameters"]
+    named["feature"] = "{{tasks.verify.values.status}}"
+    assert any("not from an upstream task" in p for p in validate_jobs(broken, SCRIPTS))
+
+
+def test_cycle_and_dangling_dependency(jobs):
+    broken = copy.deepcopy(jobs)
+    _task(broken, "delta_downgrade", "drop_feature")["depends_on"] = [{"task_key": "verify"}]
+    assert any("cycle" in p for p in validate_jobs(broken, SCRIPTS))
+    broken = copy.deepcopy(jobs)
+    _task(broken, "delta_downgrade", "verify")["depends_on"] = [{"task_key": "nope"}]
+    assert any("unknown task 'nope'" in p for p in validate_jobs(broken, SCRIPTS))
+
+
+def test_strict_models_reject_unknown_fields_and_bad_enums(jobs):
+    broken = copy.deepcopy(jobs)
+    _task(broken, "delta_downgrade", "verify")["run_if"] = "SOMETIMES"
+    assert any("databricks-bundles rejects" in p for p in validate_jobs(broken, SCRIPTS))
+    broken = copy.deepcopy(jobs)
+    broken["delta_downgrade"]["bogus"] = 1
+    assert any("bogus" in p for p in validate_jobs(broken, SCRIPTS))
+
+
+def test_outcome_only_on_condition_dependencies(jobs):
+    broken = copy.deepcopy(jobs)
+    _task(broken, "delta_downgrade", "verify")["depends_on"] = [{"task_key": "drop_feature", "outcome": "true"}]
+    assert any("not a condition task" in p for p in validate_jobs(broken, SCRIPTS))
+
+
+def test_unknown_job_parameter(jobs):
+    broken = copy.deepcopy(jobs)
+    _task(broken, "delta_downgrade", "drop_feature")["python_wheel_task"]["named_parameters"]["table"] = "{{job.parameters.tabel}}"
+    assert any("unknown job parameter 'tabel'" in p for p in validate_jobs(broken, SCRIPTS))

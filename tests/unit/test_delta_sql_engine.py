@@ -1,0 +1,57 @@
+"""The delta-sql engine's pure parts: SQL text and the mapping of Delta error classes to ours."""
+
+from __future__ import annotations
+
+import pytest
+
+from delta_downgrade.engines import NativeEngine, select_engine
+from delta_downgrade.engines.delta_sql import drop_feature_sql, error_class_of, map_error, table_identifier
+
+
+class FakeAnalysisException(Exception):
+    """Shaped like pyspark's: the error class through getCondition() (PySpark 4)."""
+
+    def __init__(self, condition: str, message: str) -> None:
+        super().__init__(message)
+        self._condition = condition
+
+    def getCondition(self) -> str:
+        return self._condition
+
+
+def test_sql_text():
+    assert drop_feature_sql("/data/t", "deletionVectors", False) == \
+        "ALTER TABLE delta.`/data/t` DROP FEATURE `deletionVectors`"
+    assert drop_feature_sql("main.ops.events", "`checkpointProtection`", True) == \
+        "ALTER TABLE main.ops.events DROP FEATURE `checkpointProtection` TRUNCATE HISTORY"
+    assert table_identifier("s3://b/p`q") == "delta.`s3://b/p``q`"
+
+
+@pytest.mark.parametrize("error_class, exit_code", [
+    ("DELTA_FEATURE_DROP_WAIT_FOR_RETENTION_PERIOD", 3),
+    ("DELTA_FEATURE_DROP_HISTORICAL_VERSIONS_EXIST", 3),
+    ("DELTA_FEATURE_DROP_CHECKPOINT_PROTECTION_WAIT_FOR_RETENTION_PERIOD", 3),
+    ("DELTA_FEATURE_DROP_CONFLICT_REVALIDATION_FAIL", 4),
+    ("DELTA_CONCURRENT_APPEND", 4),
+    ("DELTA_FEATURE_DROP_UNSUPPORTED_CLIENT_FEATURE", 2),
+    ("DELTA_FEATURE_DROP_DEPENDENT_FEATURE", 2),
+    ("DELTA_CANNOT_DROP_CHECK_CONSTRAINT_FEATURE", 2),
+    ("DELTA_UNSUPPORTED_FEATURES_FOR_WRITE", 2),
+    ("TABLE_OR_VIEW_NOT_FOUND", 2),
+    ("INTERNAL_ERROR", 1),
+])
+def test_error_mapping(error_class, exit_code):
+    mapped = map_error(FakeAnalysisException(error_class, f"[{error_class}] something"), "t", "f")
+    assert mapped.error_class == error_class
+    assert mapped.exit_code == exit_code
+
+
+def test_error_class_from_message_prefix():
+    exc = Exception("[DELTA_FEATURE_DROP_FEATURE_NOT_PRESENT] Cannot drop deletionVectors ...")
+    assert error_class_of(exc) == "DELTA_FEATURE_DROP_FEATURE_NOT_PRESENT"
+    assert error_class_of(Exception("no class here")) is None
+
+
+def test_auto_picks_native_for_paths():
+    assert isinstance(select_engine("auto", "/data/table"), NativeEngine)
+    assert isinstance(select_engine("native", "main.ops.t"), NativeEngine)
