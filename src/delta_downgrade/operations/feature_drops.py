@@ -49,11 +49,20 @@ class FeatureDrop:
         return False
 
 
-def _unset(metadata: Metadata, keys: tuple[str, ...] | list[str]) -> Metadata | None:
-    """A copy without ``keys``, or None when none of them is set."""
-    if not any(k in metadata.configuration for k in keys):
-        return None
-    return metadata.with_configuration({k: None for k in keys})
+def require_hook(run: "DropRun", name: str, why: str) -> Callable[["DropRun"], bool]:
+    """The data-rewrite step ``name``, or a clear refusal before anything is written."""
+    hook = run.hooks.get(name)
+    if hook is not None:
+        return hook
+    try:
+        import pyspark  # noqa: F401
+        reason = "this installation has no Spark rewrite for it"
+    except ImportError:
+        reason = ("PySpark is not installed: on Databricks it comes with the runtime; locally install "
+                  "delta-downgrade[local] (pyspark 4.2)")
+    raise NotSupportedYetError(
+        f"dropping {run.feature} needs a Spark data rewrite ({why}), but {reason}. Nothing was written",
+        table=run.table, feature=run.feature)
 
 
 class DeletionVectorsDrop(FeatureDrop):
@@ -63,19 +72,16 @@ class DeletionVectorsDrop(FeatureDrop):
 
     def remove_traces(self, run: "DropRun") -> bool:
         snapshot = run.latest()
+        with_dv = [f for f in snapshot.state().files.values() if f.dv is not None]
+        # Check that the purge can run before writing anything, so a refusal leaves no trace.
+        purge = require_hook(run, "purge_deletion_vectors",
+                             f"{len(with_dv)} live file(s) carry deletion vectors") if with_dv else None
         performed = False
         if TraceContext(snapshot).prop_true("delta.enableDeletionVectors"):
             run.commit([snapshot.metadata.with_configuration({"delta.enableDeletionVectors": None})],
                        "UNSET TBLPROPERTIES", {"properties": ["delta.enableDeletionVectors"]})
             performed = True
-        with_dv = [f for f in run.latest().state().files.values() if f.dv is not None]
-        if with_dv:
-            purge = run.hooks.get("purge_deletion_vectors")
-            if purge is None:
-                raise NotSupportedYetError(
-                    f"{len(with_dv)} live file(s) carry deletion vectors; purging them needs the "
-                    f"Spark rewrite, which this build does not include yet. Nothing was dropped",
-                    table=run.table, feature=self.feature)
+        if purge is not None:
             purge(run)
             performed = True
         self._add_tombstones(run)
@@ -262,14 +268,10 @@ class NeedsRewriteDrop(FeatureDrop):
         self._uses = uses
 
     def remove_traces(self, run: "DropRun") -> bool:
-        hook = run.hooks.get(f"remove_{self.feature}")
         traces = self.traces(run.latest())
         if not traces:
             return False
-        if hook is None:
-            raise NotSupportedYetError(
-                f"dropping {self.feature} needs a data rewrite ({'; '.join(traces)}), which this "
-                f"build does not include yet. Nothing was written", table=run.table, feature=self.feature)
+        hook = require_hook(run, f"remove_{self.feature}", "; ".join(traces))
         return bool(hook(run))
 
     def action_uses_feature(self, action: AnyAction) -> bool:

@@ -14,6 +14,10 @@ def hooks() -> dict[str, Callable[[Any], bool]]:
     """The rewrite hooks available in this installation (PySpark is imported only when one runs)."""
     found: dict[str, Callable[[Any], bool]] = {}
     try:
+        import pyspark  # noqa: F401 - without Spark there is no rewrite; callers refuse up front
+    except ImportError:
+        return found
+    try:
         from delta_downgrade.rewrite.dv_purge import purge_deletion_vectors
         found["purge_deletion_vectors"] = purge_deletion_vectors
     except ImportError:
