@@ -1,0 +1,128 @@
+"""DROP FEATURE typeWidening / typeWidening-preview: rewrite the files that still store a narrower
+type, then drop the type-change metadata (reference §2.4).
+
+PROTOCOL.md, "Type Widening": readers of a table with the feature must convert values of files
+written before a type change to the current, wider type; ``delta.typeChanges`` in the field
+metadata of the nearest ancestor struct field records each change (``fromType``, ``toType`` and,
+for map keys/values and array elements, ``fieldPath``). When the feature is removed, "writers must
+ensure no ``delta.typeChanges`` metadata key is present in the table schema. This may require
+rewriting existing data files to ensure that all data files use the same field types as the table
+schema", and ``delta.enableTypeWidening`` must not be set.
+
+Steps, each its own commit so that a crash never redoes committed work:
+
+1. ``UNSET TBLPROPERTIES`` of ``delta.enableTypeWidening`` when it is true (no further widening
+   can start). Merely unsetting it is not a "change" (§2.4: an unused feature drops in one run).
+2. Decide per live file from its Parquet footer alone (no data read) whether it stores a type the
+   table has widened since — at every level: struct fields, map keys and values, array elements.
+3. Rewrite those files only, one output file per input file, casting to the table types (and
+   keeping the table's physical layout: physical names and field ids under column mapping);
+   commit ``remove`` + ``add`` (dataChange=false) as ``REORG`` in batches.
+4. Commit the schema without ``delta.typeChanges`` (``REMOVE TYPE WIDENING METADATA``).
+
+Returns True (performedChanges) iff files were rewritten or metadata was removed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any, Sequence
+
+from delta_downgrade.actions import AddFile, AnyAction
+from delta_downgrade.operations.traces import TYPE_CHANGES_KEY, type_change_fields
+from delta_downgrade.rewrite.column_mapping import (
+    DEFAULT_WORKERS, FilePlan, FileRewriter, Naming, column_mapping_mode, files_resolver, plan_file,
+    remove_action, replacement_add, rewrite_conf, schema_string, stats_for_rewrite, strip_field_metadata,
+)
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pyspark.sql import SparkSession
+
+    from delta_downgrade.operations.drop_feature import DropRun
+
+ENABLE_KEY = "delta.enableTypeWidening"
+DEFAULT_BATCH_FILES = 100
+METADATA_OPERATION = "REMOVE TYPE WIDENING METADATA"
+
+
+def stale_files(run: "DropRun", rewriter: FileRewriter) -> list[tuple[AddFile, FilePlan]]:
+    """The live files whose footer stores a narrower type than the table schema, with their plans.
+    Only footers are read (concurrently); memory grows with the number of stale files."""
+    snapshot = run.latest()
+    metadata = snapshot.metadata
+    configuration = dict(metadata.configuration)
+    naming = Naming(column_mapping_mode(configuration), logical=False)
+    out: list[tuple[AddFile, FilePlan]] = []
+    files = list(snapshot.state().files.values())
+    for add, (arrow_schema, num_rows) in zip(files, rewriter.footers(files), strict=True):
+        plan = plan_file(snapshot.schema, metadata.partitionColumns, configuration, arrow_schema,
+                         num_rows, naming, where=f"data file {add.path}")
+        if plan.widened:
+            out.append((add, plan))
+    return out
+
+
+def _batches(items: Sequence[Any], size: int) -> list[Sequence[Any]]:
+    return [items[i:i + size] for i in range(0, len(items), max(1, size))]
+
+
+def rewrite_type_widening(run: "DropRun", *, batch_files: int = DEFAULT_BATCH_FILES,
+                          workers: int = DEFAULT_WORKERS, spark: "SparkSession | None" = None) -> bool:
+    """The pre-downgrade of typeWidening(-preview) (module doc)."""
+    snapshot = run.latest()
+    if str(snapshot.metadata.configuration.get(ENABLE_KEY, "")).strip().lower() == "true":
+        run.commit([snapshot.metadata.with_configuration({ENABLE_KEY: None})], "UNSET TBLPROPERTIES",
+                   {"properties": [ENABLE_KEY]})
+
+    rewriter = FileRewriter(run.log, spark=spark, workers=workers)
+    stale = stale_files(run, rewriter)
+    total_bytes = sum(a.size or 0 for a, _ in stale)
+    batches = _batches(stale, batch_files)
+    run.progress(f"REORG (type widening): {len(stale)} live file(s) store narrower types "
+                 f"({total_bytes} bytes), {len(batches)} batch(es)")
+    rewritten = 0
+    if run.dry_run:
+        now = run.clock.now_ms()
+        for batch in batches:
+            run.commit([remove_action(a, now) for a, _ in batch], "REORG",
+                       {"predicate": "[]", "rewriteTypeWidening": True, "numFiles": len(batch)})
+        rewritten = len(stale)
+    elif stale:
+        done_bytes = 0
+        with rewrite_conf(rewriter.session, run.progress):
+            for number, batch in enumerate(batches, 1):
+                label = f"REORG batch {number}/{len(batches)}"
+                results = rewriter.rewrite_all(list(batch), run.progress, label)
+                now = run.clock.now_ms()
+                actions: list[AnyAction] = []
+                for (add, plan), result in zip(batch, results, strict=True):
+                    actions.append(remove_action(add, now))
+                    if result.path is not None:
+                        actions.append(replacement_add(
+                            add, result, partition_values=dict(add.partitionValues or {}),
+                            stats=stats_for_rewrite(add.stats, result.num_rows, plan.widened)))
+                replaced = {a.decoded_path for a, _ in batch}
+                run.commit(actions, "REORG", {"predicate": "[]", "rewriteTypeWidening": True,
+                                              "numFiles": len(batch)},
+                           resolve=files_resolver(replaced, actions, allow_new_files=True, operation="REORG"))
+                rewritten += len(batch)
+                done_bytes += sum(a.size or 0 for a, _ in batch)
+                run.progress(f"REORG (type widening): {rewritten}/{len(stale)} files, "
+                             f"{done_bytes}/{total_bytes} bytes rewritten")
+
+    metadata_removed = False
+    latest = run.latest()
+    changed = type_change_fields(latest.schema)
+    if changed:
+        if not run.dry_run:
+            left = stale_files(run, rewriter)
+            if left:
+                # A file the batches did not see (a concurrent writer): leave the metadata, the
+                # downgrade's revalidation refuses, and a rerun rewrites it.
+                run.progress(f"{len(left)} file(s) still store narrower types; keeping {TYPE_CHANGES_KEY}")
+                return rewritten > 0
+        new_schema = strip_field_metadata(latest.schema, (TYPE_CHANGES_KEY,))
+        new_metadata = replace(latest.metadata, schemaString=schema_string(new_schema))
+        run.commit([new_metadata], METADATA_OPERATION, {"columns": changed})
+        metadata_removed = True
+    return rewritten > 0 or metadata_removed

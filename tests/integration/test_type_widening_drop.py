@@ -1,0 +1,339 @@
+"""DROP FEATURE typeWidening / typeWidening-preview on PySpark (rewrite/type_widening.py).
+
+delta-rs cannot read a table with type widening, so the expected rows are computed here: every
+live file before the drop, read with pyarrow and cast to the table schema (what the spec requires
+a reader to do: "convert such values to the current, wider type"). After the drop delta-rs' pyarrow
+path must return exactly those rows, only the files with narrower stored types may have been
+rewritten, and no trace of the feature may be left.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+import json
+import os
+from dataclasses import replace
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from delta_downgrade.builders import TableBuilder
+from delta_downgrade.log.delta_log import DeltaLog
+from delta_downgrade.operations.drop_feature import drop_feature
+from delta_downgrade.operations.inspect import inspect_table
+from delta_downgrade.protocol import Protocol
+from delta_downgrade.rewrite import hooks
+from delta_downgrade.rewrite.column_mapping import arrow_primitive_to_delta
+from delta_downgrade.schema import delta_schema_to_arrow
+from oracle import same_rows
+
+
+def _jsonable(v: Any) -> Any:
+    """The oracle's row encoding (tests/oracle.py): ISO datetimes, str decimals, sorted map pairs."""
+    if isinstance(v, dt.datetime):
+        if v.tzinfo is not None:
+            v = v.astimezone(dt.timezone.utc)
+        return v.isoformat()
+    if isinstance(v, dt.date):
+        return v.isoformat()
+    if isinstance(v, decimal.Decimal):
+        return str(v)
+    if isinstance(v, bytes):
+        return "hex:" + v.hex()
+    if isinstance(v, dict):
+        return {str(k): _jsonable(x) for k, x in v.items()}
+    if isinstance(v, list) and v and all(isinstance(x, tuple) and len(x) == 2 for x in v):
+        return sorted(([_jsonable(k), _jsonable(x)] for k, x in v),
+                      key=lambda p: json.dumps(p, sort_keys=True, separators=(",", ":")))
+    if isinstance(v, list):
+        return [_jsonable(x) for x in v]
+    return v
+
+
+def expected_rows(path: str) -> list[dict]:
+    """Live files read with pyarrow and cast to the table's (widened) types."""
+    snapshot = DeltaLog(path).snapshot(check_read=False)
+    target = delta_schema_to_arrow(snapshot.schema)
+    rows: list[dict] = []
+    for add in snapshot.state().files.values():
+        table = pq.read_table(os.path.join(path, add.decoded_path))
+        for name, value in add.partitionValues.items():
+            table = table.append_column(name, pa.array([value] * table.num_rows, pa.string()))
+        table = table.select(target.names).cast(target)
+        rows += [_jsonable(r) for r in table.to_pylist()]
+    return rows
+
+
+def _operations(path: str) -> list[str]:
+    ops = []
+    log_dir = os.path.join(path, "_delta_log")
+    for name in sorted(os.listdir(log_dir)):
+        if name.endswith(".json") and name[:20].isdigit():
+            with open(os.path.join(log_dir, name)) as fh:
+                for line in fh:
+                    action = json.loads(line)
+                    if "commitInfo" in action:
+                        ops.append(action["commitInfo"]["operation"])
+    return ops
+
+
+def assert_no_type_widening_left(path: str) -> None:
+    snapshot = DeltaLog(path).snapshot()
+    assert "delta.enableTypeWidening" not in snapshot.metadata.configuration
+    assert "delta.typeChanges" not in snapshot.metadata.schemaString
+    names = {f["name"] for f in inspect_table(path)["features"]}
+    assert not names & {"typeWidening", "typeWidening-preview"}
+    # every live file stores exactly the table types
+    target = delta_schema_to_arrow(snapshot.schema)
+    for add in snapshot.state().files.values():
+        stored = pq.read_schema(os.path.join(path, add.decoded_path))
+        for f in stored:
+            want = target.field(f.name).type
+            if pa.types.is_nested(want):
+                assert stored.field(f.name).type.equals(want, check_metadata=False) or \
+                    str(stored.field(f.name).type).replace(" not null", "") == str(want), (f.name, f.type, want)
+            else:
+                assert arrow_primitive_to_delta(f.type) == arrow_primitive_to_delta(want), (f.name, f.type, want)
+
+
+GOLDEN = {
+    "type_widening_preview": {"minReaderVersion": 3, "minWriterVersion": 7, "readerFeatures": ["timestampNtz"],
+                              "writerFeatures": ["appendOnly", "checkpointProtection", "invariants",
+                                                 "timestampNtz"]},
+    "type_widening_preview_nested": {"minReaderVersion": 1, "minWriterVersion": 7, "readerFeatures": None,
+                                     "writerFeatures": ["appendOnly", "checkpointProtection", "invariants"]},
+}
+
+
+@pytest.mark.parametrize("name", sorted(GOLDEN))
+def test_drop_type_widening_preview_golden(name, golden_table, spark, oracle):
+    path = golden_table(name)
+    expected = expected_rows(path)
+    before = {f.path for f in DeltaLog(path).snapshot().state().files.values()}
+    assert len(before) == 2
+    outcome = drop_feature(path, "typeWidening-preview", hooks=hooks())
+    assert outcome.status == "dropped"
+    assert oracle.protocol(path).unwrap() == GOLDEN[name]
+    after = oracle.pyarrow_rows(path)
+    assert same_rows(expected, after), (expected, after.value if after.ok else after.error)
+    assert_no_type_widening_left(path)
+    ops = _operations(path)
+    assert ops.count("REORG") == 1 and ops.count("REMOVE TYPE WIDENING METADATA") == 1
+    assert ops.count("UNSET TBLPROPERTIES") == 1
+    # only the file written before the type change was rewritten
+    live = {f.path for f in DeltaLog(path).snapshot().state().files.values()}
+    assert len(live) == 2 and len(live & before) == 1
+
+
+def _stable_table(path: str, *, old_files: int, new_files: int, widen: bool = True,
+                  enable: bool = True) -> TableBuilder:
+    """Stable typeWidening (3,7): x was written as int32, then widened to long (delta.typeChanges),
+    then appended as int64."""
+    builder = TableBuilder(path)
+    int_schema = pa.schema([("x", pa.int32()), ("s", pa.string())])
+    builder.create(int_schema, protocol=Protocol(3, 7, {"typeWidening"}, {"typeWidening"}),
+                   configuration={"delta.enableTypeWidening": "true"} if enable else {},
+                   rows=[{"x": i, "s": f"old{i}"} for i in range(old_files * 2)] if old_files else None,
+                   files=max(1, old_files))
+    if widen:
+        schema = {"type": "struct", "fields": [
+            {"name": "x", "type": "long", "nullable": True,
+             "metadata": {"delta.typeChanges": [{"fromType": "integer", "toType": "long"}]}},
+            {"name": "s", "type": "string", "nullable": True, "metadata": {}}]}
+        metadata = builder.log.snapshot(check_read=False).metadata
+        builder.set_metadata(replace(metadata, schemaString=json.dumps(schema)))
+    if new_files:
+        long_schema = pa.schema([("x", pa.int64()), ("s", pa.string())])
+        builder.append(pa.Table.from_pylist([{"x": 2**40 + i, "s": f"new{i}"} for i in range(new_files)],
+                                            schema=long_schema), files=new_files)
+    return builder
+
+
+def test_stable_type_widening_rewrites_only_old_files(tmp_path, spark, oracle):
+    path = str(tmp_path / "t")
+    _stable_table(path, old_files=2, new_files=1)
+    state = DeltaLog(path).snapshot(check_read=False).state()
+    old = {f.path for f in state.files.values()
+           if pq.read_schema(os.path.join(path, f.decoded_path)).field("x").type == pa.int32()}
+    new = {f.path for f in state.files.values()} - old
+    assert len(old) == 2 and len(new) == 1
+    expected = expected_rows(path)
+    messages: list[str] = []
+    outcome = drop_feature(path, "typeWidening", hooks=hooks(), progress=messages.append)
+    assert outcome.status == "dropped"
+    assert oracle.protocol(path).unwrap() == {"minReaderVersion": 1, "minWriterVersion": 7,
+                                              "readerFeatures": None, "writerFeatures": ["checkpointProtection"]}
+    assert same_rows(expected, oracle.pyarrow_rows(path))
+    assert_no_type_widening_left(path)
+    live = {f.path for f in DeltaLog(path).snapshot().state().files.values()}
+    assert len(live) == 3 and live & old == set() and new <= live
+    assert any("2 live file(s) store narrower types" in m for m in messages)
+    # fresh stats: numRecords of each rewritten file, bounds as longs
+    for f in DeltaLog(path).snapshot().state().files.values():
+        if f.path not in new:
+            stats = json.loads(f.stats)
+            assert stats["numRecords"] == pq.read_metadata(os.path.join(path, f.decoded_path)).num_rows
+            assert isinstance(stats["minValues"]["x"], int)
+
+
+def test_batches_commit_separately(tmp_path, spark, oracle):
+    path = str(tmp_path / "t")
+    builder = _stable_table(path, old_files=3, new_files=0)
+    expected = expected_rows(path)
+    from delta_downgrade.rewrite.type_widening import rewrite_type_widening
+
+    outcome = drop_feature(path, "typeWidening",
+                           hooks={"remove_typeWidening": lambda run: rewrite_type_widening(run, batch_files=2)})
+    assert outcome.status == "dropped"
+    assert _operations(path).count("REORG") == 2
+    assert same_rows(expected, oracle.pyarrow_rows(path))
+    assert builder.version > 0
+
+
+def test_nothing_to_rewrite_completes_in_one_run(tmp_path, spark, oracle):
+    """The feature is enabled but no type ever changed: unset the property, 0 rewrites, and the
+    drop completes (also on the TRUNCATE HISTORY path, in one run)."""
+    path = str(tmp_path / "t")
+    _stable_table(path, old_files=1, new_files=0, widen=False)
+    expected = expected_rows(path)
+    outcome = drop_feature(path, "typeWidening", hooks=hooks())
+    assert outcome.status == "dropped"
+    ops = _operations(path)
+    assert "REORG" not in ops and "REMOVE TYPE WIDENING METADATA" not in ops
+    assert ops.count("UNSET TBLPROPERTIES") == 1
+    assert same_rows(expected, oracle.pyarrow_rows(path))
+
+    legacy = str(tmp_path / "legacy")
+    _stable_table(legacy, old_files=1, new_files=0, widen=False)
+    outcome = drop_feature(legacy, "typeWidening", hooks=hooks(), truncate_history=True)
+    assert outcome.status == "dropped"
+    assert "REORG" not in _operations(legacy)
+
+
+def test_files_already_wide_only_drop_the_metadata(tmp_path, spark, oracle):
+    path = str(tmp_path / "t")
+    _stable_table(path, old_files=0, new_files=2)
+    expected = expected_rows(path)
+    outcome = drop_feature(path, "typeWidening", hooks=hooks())
+    assert outcome.status == "dropped"
+    ops = _operations(path)
+    assert "REORG" not in ops and ops.count("REMOVE TYPE WIDENING METADATA") == 1
+    assert same_rows(expected, oracle.pyarrow_rows(path))
+    assert_no_type_widening_left(path)
+
+
+def test_dry_run_plans_and_writes_nothing(golden_table):
+    path = golden_table("type_widening_preview")
+    listing = sorted(os.listdir(path))
+    version = DeltaLog(path).latest_version()
+    messages: list[str] = []
+    outcome = drop_feature(path, "typeWidening-preview", hooks=hooks(), dry_run=True, progress=messages.append)
+    assert outcome.status == "planned"
+    assert DeltaLog(path).latest_version() == version
+    assert sorted(os.listdir(path)) == listing
+    assert any("1 live file(s) store narrower types" in m for m in messages)
+
+
+def _cm_field(name: str, type_: Any, physical: str, cid: int, extra: dict | None = None) -> dict:
+    return {"name": name, "type": type_, "nullable": True,
+            "metadata": {"delta.columnMapping.id": cid, "delta.columnMapping.physicalName": physical,
+                         **(extra or {})}}
+
+
+@pytest.mark.parametrize("mode", ["name", "id"])
+def test_type_widening_on_column_mapping_table_keeps_physical_layout(tmp_path, mode, spark, oracle):
+    """The rewrite keeps physical names (and field ids in id mode): column mapping stays."""
+    path = str(tmp_path / "t")
+    builder = TableBuilder(path)
+    features = {"columnMapping", "typeWidening"}
+    fid = {b"PARQUET:field_id": b"1"} if mode == "id" else None
+    arrow_int = pa.schema([pa.field("col-x", pa.int32(), metadata=fid)])
+    schema0 = {"type": "struct", "fields": [_cm_field("x", "integer", "col-x", 1)]}
+    builder.create(arrow_int, protocol=Protocol(3, 7, features, features), delta_schema=schema0,
+                   configuration={"delta.columnMapping.mode": mode, "delta.columnMapping.maxColumnId": "1",
+                                  "delta.enableTypeWidening": "true"},
+                   rows=pa.Table.from_pylist([{"col-x": 7}], schema=arrow_int))
+    schema1 = {"type": "struct", "fields": [_cm_field(
+        "x", "long", "col-x", 1, {"delta.typeChanges": [{"fromType": "integer", "toType": "long"}]})]}
+    metadata = builder.log.snapshot(check_read=False).metadata
+    builder.set_metadata(replace(metadata, schemaString=json.dumps(schema1)))
+    drop_feature(path, "typeWidening", hooks=hooks())
+    snapshot = DeltaLog(path).snapshot()
+    assert snapshot.metadata.configuration["delta.columnMapping.mode"] == mode
+    [add] = snapshot.state().files.values()
+    stored = pq.read_schema(os.path.join(path, add.decoded_path))
+    assert stored.names == ["col-x"] and stored.field("col-x").type == pa.int64()
+    if mode == "id":
+        assert stored.field("col-x").metadata[b"PARQUET:field_id"] == b"1"
+    assert same_rows([{"x": 7}], oracle.scan_rows(path))
+
+
+@pytest.mark.parametrize("from_type,to_type,widening", [
+    ("byte", "short", True), ("byte", "long", True), ("integer", "long", True), ("long", "integer", False),
+    ("float", "double", True), ("integer", "double", True), ("long", "double", False),
+    ("date", "timestamp_ntz", True), ("date", "timestamp", False),
+    ("decimal(10,2)", "decimal(20,5)", True), ("decimal(10,2)", "decimal(11,4)", False),
+    ("decimal(10, 2)", "decimal(10,2)", False), ("integer", "decimal(11,1)", True),
+    ("integer", "decimal(10,1)", False), ("long", "decimal(21,1)", True), ("long", "decimal(20,1)", False),
+    ("string", "binary", False), ("integer", "integer", False),
+])
+def test_spec_widening_matrix(from_type, to_type, widening):
+    from delta_downgrade.rewrite.column_mapping import is_widening
+
+    assert is_widening(from_type, to_type) is widening
+
+
+def test_widened_bounds():
+    from delta_downgrade.rewrite.column_mapping import stats_for_rewrite
+
+    old = ('{"numRecords":1,"minValues":{"i":1,"f":3.4,"d":"2024-09-09","m":12.34},'
+           '"maxValues":{"i":1,"f":3.4,"d":"2024-09-09","m":12.34},"nullCount":{"i":0,"f":0,"d":0,"m":0}}')
+    widened = [(("i",), "integer", "long"), (("f",), "float", "double"), (("d",), "date", "timestamp_ntz"),
+               (("m",), "decimal(4,2)", "decimal(10,4)")]
+    stats = json.loads(stats_for_rewrite(old, 1, widened))
+    # a float bound is not a valid double bound (3.4f widens to 3.4000000953674316): dropped
+    assert stats["minValues"] == {"i": 1, "d": "2024-09-09T00:00:00.000", "m": 12.34}
+    assert stats["maxValues"] == stats["minValues"]
+    assert stats["nullCount"] == {"i": 0, "f": 0, "d": 0, "m": 0}
+
+
+def test_id_mode_nested_field_ids_survive(tmp_path, spark, oracle):
+    """Id mode resolves nested columns by field id too: a rewritten file keeps every id."""
+    path = str(tmp_path / "t")
+
+    def fid(n: int) -> dict:
+        return {b"PARQUET:field_id": str(n).encode()}
+
+    inner = pa.struct([pa.field("col-x", pa.int32(), metadata=fid(2)),
+                       pa.field("col-y", pa.string(), metadata=fid(3))])
+    element = pa.struct([pa.field("col-z", pa.int32(), metadata=fid(5))])
+    arrow = pa.schema([pa.field("col-s", inner, metadata=fid(1)),
+                       pa.field("col-l", pa.list_(element), metadata=fid(4))])
+    s_type = {"type": "struct",
+              "fields": [_cm_field("x", "integer", "col-x", 2), _cm_field("y", "string", "col-y", 3)]}
+    l_type = {"type": "array", "elementType": {"type": "struct", "fields": [_cm_field("z", "integer", "col-z", 5)]},
+              "containsNull": True}
+    schema0 = {"type": "struct", "fields": [_cm_field("s", s_type, "col-s", 1), _cm_field("l", l_type, "col-l", 4)]}
+    features = {"columnMapping", "typeWidening"}
+    builder = TableBuilder(path)
+    builder.create(arrow, protocol=Protocol(3, 7, features, features), delta_schema=schema0,
+                   configuration={"delta.columnMapping.mode": "id", "delta.columnMapping.maxColumnId": "5"},
+                   rows=pa.Table.from_pylist([{"col-s": {"col-x": 1, "col-y": "a"}, "col-l": [{"col-z": 9}]}],
+                                             schema=arrow))
+    schema1 = json.loads(json.dumps(schema0))
+    x = schema1["fields"][0]["type"]["fields"][0]
+    x["type"] = "long"
+    x["metadata"]["delta.typeChanges"] = [{"fromType": "integer", "toType": "long"}]
+    builder.set_metadata(replace(builder.log.snapshot(check_read=False).metadata, schemaString=json.dumps(schema1)))
+    drop_feature(path, "typeWidening", hooks=hooks())
+    [add] = DeltaLog(path).snapshot().state().files.values()
+    stored = pq.read_schema(os.path.join(path, add.decoded_path))
+    s_field, l_field = stored.field("col-s"), stored.field("col-l")
+    assert s_field.metadata[b"PARQUET:field_id"] == b"1" and l_field.metadata[b"PARQUET:field_id"] == b"4"
+    assert [(f.name, f.type, f.metadata[b"PARQUET:field_id"]) for f in s_field.type] == [
+        ("col-x", pa.int64(), b"2"), ("col-y", pa.string(), b"3")]
+    assert l_field.type.value_type.field(0).metadata[b"PARQUET:field_id"] == b"5"
+    assert same_rows([{"s": {"x": 1, "y": "a"}, "l": [{"z": 9}]}], oracle.scan_rows(path))
