@@ -25,9 +25,11 @@ def rule_b_allows_checkpoint(snapshot: Snapshot, boundary_version: int | None) -
     return not (protocol.unsupported_for_read() or protocol.unsupported_for_write())
 
 
-def current_boundary(log: DeltaLog) -> int | None:
-    """V of the latest table: only meaningful while checkpointProtection is in the protocol."""
-    latest = log.snapshot(check_read=False)
+def current_boundary(log: DeltaLog, latest: Snapshot | None = None) -> int | None:
+    """V of the latest table: only meaningful while checkpointProtection is in the protocol.
+    ``latest``: the caller's snapshot of the latest version, if it has one (saves a log scan)."""
+    if latest is None:
+        latest = log.snapshot(check_read=False)
     if CHECKPOINT_PROTECTION not in latest.protocol.features:
         return None
     return latest.boundary_version
@@ -53,7 +55,7 @@ def checkpoint_table(log: DeltaLog, version: int | None = None, *, clock: Clock 
     log.refresh()
     snapshot = log.snapshot(version, check_read=False)
     protocol = snapshot.protocol
-    boundary = current_boundary(log)
+    boundary = current_boundary(log, snapshot if snapshot.version == log.latest_version() else None)
     if not rule_b_allows_checkpoint(snapshot, boundary):
         raise UnsupportedFeaturesError(
             f"checkpoint protection rule (b): version {snapshot.version} is below the boundary "
