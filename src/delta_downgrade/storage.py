@@ -177,18 +177,23 @@ class LocalStorage:
         os.utime(self._abs(rel_path), (secs, secs))
 
 
-def open_storage(location: str) -> LocalStorage:
-    """The storage for a table location. Local paths and ``file:`` URIs today; cloud schemes
-    will go through Hadoop FileSystem via the Spark session."""
+def open_storage(location: str) -> Storage:
+    """The storage for a table location: local paths and ``file:`` URIs directly; other schemes
+    (``abfss://``, ``gs://``, ``hdfs://``, ``s3://`` …) through Hadoop FileSystem in the Spark
+    session's JVM, which commits only where the scheme has an atomic create."""
     if location.startswith("file://"):
-        location = location[len("file://"):]
-    elif location.startswith("file:"):
-        location = location[len("file:"):]
-    elif "://" in location:
-        from delta_downgrade.errors import BadInputError
-        scheme = location.split("://", 1)[0]
-        raise BadInputError(
-            f"storage scheme '{scheme}://' is not supported by the native engine yet; "
-            f"use --engine=delta-sql on a Databricks runtime, or a local/mounted path",
-            table=location, error_class="DELTA_DOWNGRADE_UNSUPPORTED_STORAGE")
+        return LocalStorage(location[len("file://"):])
+    if location.startswith("file:"):
+        return LocalStorage(location[len("file:"):])
+    if "://" in location:
+        try:
+            from delta_downgrade.storage_hadoop import HadoopStorage
+
+            return HadoopStorage(location)
+        except RuntimeError as exc:  # no PySpark
+            from delta_downgrade.errors import BadInputError
+
+            raise BadInputError(f"{location}: reading {location.split('://', 1)[0]}:// tables needs "
+                                f"Spark's Hadoop FileSystem ({exc})", table=location,
+                                error_class="DELTA_DOWNGRADE_UNSUPPORTED_STORAGE") from None
     return LocalStorage(location)

@@ -1,0 +1,53 @@
+"""HadoopStorage through a real Spark JVM, on file:// (Hadoop's local file system): the log reads
+the same as with LocalStorage, commits are put-if-absent, and non-atomic schemes refuse."""
+
+from __future__ import annotations
+
+import pytest
+
+from delta_downgrade.errors import CommitFileExistsError, StorageNotAtomicError
+from delta_downgrade.log.commit import commit
+from delta_downgrade.log.delta_log import DeltaLog
+from delta_downgrade.storage_hadoop import HadoopStorage, scheme_of
+
+
+def test_reads_the_same_as_local_storage(spark, golden_table):
+    path = golden_table("dv_partitioned_checkpoint")
+    local = DeltaLog(path).snapshot()
+    hadoop = DeltaLog(path, HadoopStorage(f"file://{path}", spark)).snapshot()
+    assert hadoop.version == local.version and hadoop.protocol == local.protocol
+    assert set(hadoop.state().files) == set(local.state().files)
+
+
+def test_put_if_absent_and_commit(spark, golden_table):
+    path = golden_table("classic_checkpoint")
+    storage = HadoopStorage(f"file://{path}", spark)
+    log = DeltaLog(path, storage)
+    version = log.latest_version()
+    assert commit(log, version, [], operation="Empty Commit") == version + 1
+    with pytest.raises(CommitFileExistsError):
+        storage.put_if_absent(f"_delta_log/{version + 1:020d}.json", b"{}\n")
+    assert DeltaLog(path).latest_version() == version + 1
+
+
+def test_s3_refuses_to_commit():
+    assert scheme_of("s3a://bucket/t") == "s3a"
+
+    class Fake(HadoopStorage):
+        def __init__(self) -> None:  # no JVM needed for the refusal
+            self.root = "s3a://bucket/t"
+            self.atomic_put_if_absent = False
+
+    with pytest.raises(StorageNotAtomicError):
+        Fake().put_if_absent("_delta_log/00000000000000000001.json", b"{}")
+
+
+def test_walk_files_matches_local(spark, golden_table):
+    from delta_downgrade.storage import LocalStorage
+
+    path = golden_table("dv_partitioned_checkpoint")
+    ours = sorted(s.path for s in HadoopStorage(f"file://{path}", spark).walk_files())
+    # Hadoop's local file system hides its own checksum companions (.name.crc).
+    local = sorted(s.path for s in LocalStorage(path).walk_files()
+                   if not (s.path.rsplit("/", 1)[-1].startswith(".") and s.path.endswith(".crc")))
+    assert ours == local and len(ours) > 50
