@@ -45,7 +45,10 @@ def delta_schema_to_arrow(schema: dict[str, Any] | str) -> pa.Schema:
     return pa.schema([delta_field_to_arrow(f) for f in schema["fields"]])
 
 
-def arrow_type_to_delta(t: pa.DataType) -> Any:
+def arrow_primitive_to_delta(t: pa.DataType) -> str | None:
+    """The Delta primitive type an Arrow (or Parquet footer) type stores; None for nested types.
+    INT96 and isAdjustedToUTC=false both read as a timestamp without a zone, so callers comparing
+    against a Delta ``timestamp`` must accept either."""
     if pa.types.is_int8(t):
         return "byte"
     if pa.types.is_int16(t):
@@ -62,14 +65,21 @@ def arrow_type_to_delta(t: pa.DataType) -> Any:
         return "string"
     if pa.types.is_boolean(t):
         return "boolean"
-    if pa.types.is_binary(t) or pa.types.is_large_binary(t):
+    if pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_fixed_size_binary(t):
         return "binary"
-    if pa.types.is_date32(t):
+    if pa.types.is_date32(t) or pa.types.is_date64(t):
         return "date"
     if pa.types.is_timestamp(t):
         return "timestamp" if t.tz else "timestamp_ntz"
     if pa.types.is_decimal(t):
         return f"decimal({t.precision},{t.scale})"
+    return None
+
+
+def arrow_type_to_delta(t: pa.DataType) -> Any:
+    primitive = arrow_primitive_to_delta(t)
+    if primitive is not None:
+        return primitive
     if pa.types.is_struct(t):
         return {"type": "struct", "fields": [arrow_field_to_delta(t.field(i)) for i in range(t.num_fields)]}
     if pa.types.is_list(t) or pa.types.is_large_list(t):

@@ -26,7 +26,7 @@ from delta_downgrade.operations.drop_feature import drop_feature
 from delta_downgrade.operations.inspect import inspect_table
 from delta_downgrade.protocol import Protocol
 from delta_downgrade.rewrite import hooks
-from delta_downgrade.rewrite.column_mapping import arrow_primitive_to_delta
+from delta_downgrade.schema import arrow_primitive_to_delta
 from delta_downgrade.schema import delta_schema_to_arrow
 from oracle import same_rows
 

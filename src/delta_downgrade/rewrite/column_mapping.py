@@ -50,6 +50,7 @@ from delta_downgrade.actions import AddFile, AnyAction, RemoveFile
 from delta_downgrade.errors import BadInputError, ConcurrentWriteError, FeatureDropError
 from delta_downgrade.log.commit import WinningCommit
 from delta_downgrade.log.delta_log import DeltaLog
+from delta_downgrade.schema import arrow_primitive_to_delta
 
 if TYPE_CHECKING:  # pragma: no cover
     import pyarrow as pa
@@ -193,39 +194,6 @@ def is_widening(from_type: str, to_type: str) -> bool:
     if a == "long":
         return p - s >= 20
     return False
-
-
-def arrow_primitive_to_delta(t: "pa.DataType") -> str | None:
-    """The Delta primitive type a Parquet column (as Arrow reads its footer) stores, or None when
-    it has no single answer. INT96 and isAdjustedToUTC=false both come back as a timestamp
-    without a zone, so a caller must accept any timestamp for a Delta ``timestamp``."""
-    import pyarrow as pa
-
-    if pa.types.is_int8(t):
-        return "byte"
-    if pa.types.is_int16(t):
-        return "short"
-    if pa.types.is_int32(t):
-        return "integer"
-    if pa.types.is_int64(t):
-        return "long"
-    if pa.types.is_float32(t):
-        return "float"
-    if pa.types.is_float64(t):
-        return "double"
-    if pa.types.is_decimal(t):
-        return f"decimal({t.precision},{t.scale})"
-    if pa.types.is_date32(t) or pa.types.is_date64(t):
-        return "date"
-    if pa.types.is_timestamp(t):
-        return "timestamp" if t.tz else "timestamp_ntz"
-    if pa.types.is_string(t) or pa.types.is_large_string(t):
-        return "string"
-    if pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_fixed_size_binary(t):
-        return "binary"
-    if pa.types.is_boolean(t):
-        return "boolean"
-    return None
 
 
 # --- per-file plan: how to read a file and what to write -------------------------------------------
