@@ -272,3 +272,18 @@ def test_dry_run_writes_nothing_and_plans(tmp_path):
     assert sum(s.startswith("checkpoint") for s in plan) == 4
     assert any("DROP FEATURE" in s for s in plan)
     assert result["writer_features"] == [CP]
+
+
+@pytest.mark.parametrize("truncate", [False, True], ids=["fast", "truncate-history"])
+def test_b23_inactive_rw_feature_next_to_row_tracking(tmp_path, truncate):
+    """(3,7) with {rowTracking, domainMetadata, RW-T inactive}: dropping RW-T leaves
+    (1,7,{rowTracking, domainMetadata}) (+ checkpointProtection on the fast path)."""
+    from delta_downgrade.clock import ManualClock
+    from delta_downgrade.operations.drop_feature import drop_feature
+
+    path, clock = str(tmp_path), ManualClock()
+    build(path, tf(3, 7, "rowTracking", "domainMetadata", RW_T), clock=clock)
+    clock.advance(hours=48)  # nothing was active: the truncate path needs no wait at all
+    drop_feature(path, RW_T, truncate_history=truncate, clock=clock)
+    expected = {"rowTracking", "domainMetadata"} | (set() if truncate else {CP})
+    assert latest(path).protocol == Protocol(1, 7, None, frozenset(expected))
