@@ -76,6 +76,9 @@ class DeletionVectorsDrop(FeatureDrop):
         # Check that the purge can run before writing anything, so a refusal leaves no trace.
         purge = require_hook(run, "purge_deletion_vectors",
                              f"{len(with_dv)} live file(s) carry deletion vectors") if with_dv else None
+        check = run.hooks.get("check_deletion_vectors")
+        if with_dv and check is not None:
+            check(run)  # every DV readable and intact before the first commit: deleted rows never return
         performed = False
         if TraceContext(snapshot).prop_true("delta.enableDeletionVectors"):
             run.commit([snapshot.metadata.with_configuration({"delta.enableDeletionVectors": None})],

@@ -18,8 +18,9 @@ def hooks() -> dict[str, Callable[[Any], bool]]:
     except ImportError:
         return found
     try:
-        from delta_downgrade.rewrite.dv_purge import purge_deletion_vectors
+        from delta_downgrade.rewrite.dv_purge import check_deletion_vectors, purge_deletion_vectors
         found["purge_deletion_vectors"] = purge_deletion_vectors
+        found["check_deletion_vectors"] = check_deletion_vectors
     except ImportError:
         pass
     try:
