@@ -83,8 +83,12 @@ class TableConfig:
 
     @property
     def truncate_history_retention_display(self) -> str:
-        """As delta-spark's messages show it: whole hours."""
-        return f"{self.truncate_history_retention_ms // HOUR_MS} hours"
+        """As delta-spark's messages show it: whole hours (minutes when shorter than whole hours,
+        so that a one-minute retention does not read "0 hours")."""
+        ms = self.truncate_history_retention_ms
+        if ms % HOUR_MS == 0:
+            return f"{ms // HOUR_MS} hours"
+        return f"{ms // MINUTE_MS} minutes"
 
     @property
     def checkpoint_interval(self) -> int:

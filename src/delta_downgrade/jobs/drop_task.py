@@ -26,6 +26,7 @@ class DropFeatureSettings(TaskSettings):
 
 class TruncateSettings(TaskSettings):
     TASK: ClassVar[str] = "truncate_task"
+    FEATURE: ClassVar[str] = "checkpointProtection"
 
     dry_run: bool = False
 

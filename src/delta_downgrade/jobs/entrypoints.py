@@ -58,7 +58,8 @@ def run_task(settings_cls: type[TaskSettings], handler: TableHandler, argv: Sequ
         print(f"error: {exc}", file=sys.stderr)
         return exc.exit_code
 
-    feature = getattr(settings, "feature", None) or getattr(settings, "expect_absent_feature", None)
+    feature = (getattr(settings, "feature", None) or getattr(settings_cls, "FEATURE", None)
+               or getattr(settings, "expect_absent_feature", None))
 
     def one(table: str) -> tuple[dict[str, Any], int]:
         try:

@@ -12,6 +12,7 @@ from typing import Any
 from delta_downgrade.errors import DeltaDowngradeError
 from delta_downgrade.jobs.result import protocol_fields
 from delta_downgrade.log.delta_log import DeltaLog
+from delta_downgrade.operations.drop_feature import protected_checkpoint_paths
 from delta_downgrade.operations.traces import TraceContext, feature_traces
 from delta_downgrade.protocol import CHECKPOINT_PROTECTION, lookup_feature
 
@@ -100,9 +101,7 @@ def verify_table(location: str, expect: Expectations) -> VerifyReport:
         "version": snapshot.version,
         **protocol_fields(protocol),
         "boundary_version": boundary,
-        "protected_checkpoints": [p for c in log.checkpoint_inventory()
-                                  if boundary is not None and c.complete and c.version >= boundary
-                                  for p in c.paths],
+        "protected_checkpoints": protected_checkpoint_paths(log, boundary),
         "needs_truncate": CHECKPOINT_PROTECTION in protocol.features,
         "checks": [c.to_dict() for c in report.checks],
         "failed_checks": [c.name for c in report.failures],
