@@ -88,6 +88,16 @@ class DeletionVectorDescriptor:
                    sizeInBytes=int(obj["sizeInBytes"]), cardinality=int(obj["cardinality"]),
                    offset=obj.get("offset"), maxRowIndex=obj.get("maxRowIndex"))
 
+    @classmethod
+    def coerce(cls, dv: "DeletionVectorDescriptor | Mapping[str, Any]") -> "DeletionVectorDescriptor":
+        """A descriptor from itself or its JSON object; ValueError for anything else."""
+        if isinstance(dv, DeletionVectorDescriptor):
+            return dv
+        parsed = cls.from_obj(dv)
+        if parsed is None:
+            raise ValueError(f"not a deletion vector descriptor: {dv!r}")
+        return parsed
+
     def to_obj(self) -> dict[str, Any]:
         out = {"storageType": self.storageType, "pathOrInlineDv": self.pathOrInlineDv,
                "sizeInBytes": self.sizeInBytes, "cardinality": self.cardinality}

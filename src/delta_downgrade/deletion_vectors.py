@@ -591,15 +591,6 @@ def write_dv_file(target: Any, row_index_lists: Sequence[Iterable[int] | pa.Arra
 
 # --- reading the DV of a data file --------------------------------------------------------------------
 
-def _as_descriptor(dv: DeletionVectorDescriptor | Mapping[str, Any]) -> DeletionVectorDescriptor:
-    if isinstance(dv, DeletionVectorDescriptor):
-        return dv
-    parsed = DeletionVectorDescriptor.from_obj(dv)
-    if parsed is None:
-        raise ValueError(f"not a deletion vector descriptor: {dv!r}")
-    return parsed
-
-
 class DvFileReader:
     """Reads DV files of one table and caches them, so that a file holding the DVs of many data
     files is read once.
@@ -700,7 +691,7 @@ class DvFileReader:
 
     def _context(self, descriptor: Any, data_file: str | None,
                  table: str | None) -> tuple[DeletionVectorDescriptor, str, str | None, dict[str, Any]]:
-        dv = _as_descriptor(descriptor)
+        dv = DeletionVectorDescriptor.coerce(descriptor)
         return (dv, self._describe(dv, data_file), table if table is not None else (self.root or None),
                 self._params(dv, data_file))
 

@@ -98,7 +98,7 @@ def main(argv: list[str] | None = None) -> int:
     after = visible_rows(table)
     final = DeltaLog(table).snapshot()
     print("== result", flush=True)
-    print(f"   tasks: " + ", ".join(f"{k}={t.status.lower()}" for k, t in run.tasks.items()))
+    print("   tasks: " + ", ".join(f"{k}={t.status.lower()}" for k, t in run.tasks.items()))
     print(f"   protocol now {final.protocol}")
     print(f"   rows: {len(before)} before, {len(after)} after, identical: {before == after}")
     ok = run.succeeded and before == after and "checkpointProtection" not in final.protocol.features \

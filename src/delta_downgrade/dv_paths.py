@@ -76,15 +76,6 @@ def z85_decode(text: str) -> bytes:
 
 # --- descriptors --------------------------------------------------------------------------------
 
-def _descriptor(dv: DeletionVectorDescriptor | dict[str, Any]) -> DeletionVectorDescriptor:
-    if isinstance(dv, DeletionVectorDescriptor):
-        return dv
-    parsed = DeletionVectorDescriptor.from_obj(dv)
-    if parsed is None:
-        raise ValueError(f"not a deletion vector descriptor: {dv!r}")
-    return parsed
-
-
 def split_uuid_dv(path_or_inline_dv: str) -> tuple[str, uuid.UUID]:
     """``u`` descriptor payload → (random prefix, UUID). The UUID is the last 20 characters."""
     if len(path_or_inline_dv) < UUID_ENCODED_LENGTH:
@@ -112,7 +103,7 @@ def dv_relative_path(dv: DeletionVectorDescriptor | dict[str, Any],
     ``table_root`` when it lies inside the table, else None (also None without ``table_root``).
     ``i`` (inline) has no file: None. An unknown storage type raises ValueError.
     """
-    desc = _descriptor(dv)
+    desc = DeletionVectorDescriptor.coerce(dv)
     if desc.storageType == STORAGE_UUID:
         prefix, dv_uuid = split_uuid_dv(desc.pathOrInlineDv)
         name = dv_file_name(dv_uuid)
@@ -129,7 +120,7 @@ def dv_relative_path(dv: DeletionVectorDescriptor | dict[str, Any],
 def dv_absolute_path(table_root: str, dv: DeletionVectorDescriptor | dict[str, Any]) -> str | None:
     """The local absolute path of the file holding ``dv``; None for inline DVs and for ``p``
     paths that are not local files."""
-    desc = _descriptor(dv)
+    desc = DeletionVectorDescriptor.coerce(dv)
     if desc.storageType == STORAGE_PATH:
         return local_path_of_uri(desc.pathOrInlineDv)
     relative = dv_relative_path(desc)

@@ -86,6 +86,29 @@ def rebase_unless_protocol_changed(actions: Sequence[AnyAction]) -> ConflictReso
     return resolve
 
 
+def rebase_unless_files_touched(replaced: set[str], actions: Sequence[AnyAction], *, allow_new_files: bool,
+                   operation: str) -> Callable[[list[WinningCommit], DeltaLog], Sequence[AnyAction]]:
+    """A conflict policy for a commit that replaces the files ``replaced`` (decoded paths): retry
+    the same ``actions`` on top of winners that left the metadata, the protocol and those files
+    alone (and, unless ``allow_new_files``, added no file); otherwise fail (exit 4) with nothing
+    of ours committed."""
+
+    def resolve(winners: list[WinningCommit], log: DeltaLog) -> Sequence[AnyAction]:
+        for w in winners:
+            touched = any(isinstance(a, (AddFile, RemoveFile)) and a.decoded_path in replaced
+                          for a in w.actions)
+            added = any(isinstance(a, AddFile) for a in w.actions)
+            if w.changes_metadata or w.changes_protocol or touched or (added and not allow_new_files):
+                raise ConcurrentWriteError(
+                    f"{operation}: the concurrent commit {w.describe()} changed the table while its "
+                    f"files were being rewritten; nothing was committed (the new files are orphans "
+                    f"that VACUUM removes). Rerun the drop", table=log.table,
+                    params={"winningVersions": [x.version for x in winners]})
+        return actions
+
+    return resolve
+
+
 def read_winning_commits(log: DeltaLog, after_version: int) -> list[WinningCommit]:
     log.refresh()
     listing = log.listing()

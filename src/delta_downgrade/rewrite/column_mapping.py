@@ -47,8 +47,8 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence
 from urllib.parse import quote
 
 from delta_downgrade.actions import AddFile, AnyAction, RemoveFile
-from delta_downgrade.errors import BadInputError, ConcurrentWriteError, FeatureDropError
-from delta_downgrade.log.commit import WinningCommit
+from delta_downgrade.errors import BadInputError, FeatureDropError
+from delta_downgrade.log.commit import rebase_unless_files_touched
 from delta_downgrade.log.delta_log import DeltaLog
 from delta_downgrade.schema import arrow_primitive_to_delta
 
@@ -790,29 +790,6 @@ def replacement_add(old: AddFile, new: Rewritten, *, partition_values: dict[str,
                    stats=stats)
 
 
-def files_resolver(replaced: set[str], actions: Sequence[AnyAction], *, allow_new_files: bool,
-                   operation: str) -> Callable[[list[WinningCommit], DeltaLog], Sequence[AnyAction]]:
-    """A conflict policy for a commit that replaces the files ``replaced`` (decoded paths): retry
-    the same ``actions`` on top of winners that left the metadata, the protocol and those files
-    alone (and, unless ``allow_new_files``, added no file); otherwise fail (exit 4) with nothing
-    of ours committed."""
-
-    def resolve(winners: list[WinningCommit], log: DeltaLog) -> Sequence[AnyAction]:
-        for w in winners:
-            touched = any(isinstance(a, (AddFile, RemoveFile)) and a.decoded_path in replaced
-                          for a in w.actions)
-            added = any(isinstance(a, AddFile) for a in w.actions)
-            if w.changes_metadata or w.changes_protocol or touched or (added and not allow_new_files):
-                raise ConcurrentWriteError(
-                    f"{operation}: the concurrent commit {w.describe()} changed the table while its "
-                    f"files were being rewritten; nothing was committed (the new files are orphans "
-                    f"that VACUUM removes). Rerun the drop", table=log.table,
-                    params={"winningVersions": [x.version for x in winners]})
-        return actions
-
-    return resolve
-
-
 def get_session() -> "SparkSession":
     from delta_downgrade.spark import get_spark
 
@@ -908,7 +885,8 @@ def remove_column_mapping(run: "DropRun", *, workers: int = DEFAULT_WORKERS,
         actions.append(replace(add, partitionValues=rekeyed_partitions(add), stats=stats, dataChange=False))
     actions.append(new_metadata)
     replaced = {a.decoded_path for a in files}
-    resolver = files_resolver(replaced, actions, allow_new_files=False, operation="REMOVE COLUMN MAPPING")
+    resolver = rebase_unless_files_touched(replaced, actions, allow_new_files=False,
+                                          operation="REMOVE COLUMN MAPPING")
     run.commit(actions, "REMOVE COLUMN MAPPING",
                {"numRewrittenFiles": len(plans), "numRekeyedFiles": len(keep)}, resolve=resolver)
     return True

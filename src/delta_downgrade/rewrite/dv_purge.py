@@ -74,6 +74,7 @@ from delta_downgrade.deletion_vectors import (
     DeletionVectorError, DvFileReader, parse_dv_runs,
 )
 from delta_downgrade.dv_paths import is_absolute_log_path, table_relative_path
+from delta_downgrade.log.commit import rebase_unless_files_touched
 from delta_downgrade.errors import (
     ConcurrentWriteError, DeltaDowngradeError, NotSupportedYetError,
 )
@@ -81,8 +82,6 @@ from delta_downgrade.errors import (
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame, SparkSession
 
-    from delta_downgrade.log.commit import WinningCommit
-    from delta_downgrade.log.delta_log import DeltaLog
     from delta_downgrade.log.snapshot import Snapshot
     from delta_downgrade.operations.drop_feature import DropRun
 
@@ -826,22 +825,6 @@ def _remove_of(add: AddFile, now: int) -> RemoveFile:
                       defaultRowCommitVersion=add.defaultRowCommitVersion)
 
 
-def _conflict_resolver(paths: set[str], actions: Sequence[AnyAction]
-                       ) -> Callable[[list["WinningCommit"], "DeltaLog"], Sequence[AnyAction]]:
-    """Retry on top of winners that did not touch the batch's files, the metadata or the protocol."""
-    def resolve(winners: list["WinningCommit"], log: "DeltaLog") -> Sequence[AnyAction]:
-        for w in winners:
-            touched = {unquote(a.path) for a in w.actions if isinstance(a, (AddFile, RemoveFile))}
-            if w.changes_metadata or w.changes_protocol or touched & paths:
-                raise ConcurrentWriteError(
-                    f"a concurrent commit ({w.describe()}) changed files being purged, or the table's "
-                    f"metadata or protocol; this batch was not committed (its new files are orphans that "
-                    f"VACUUM removes). Rerun the drop", table=log.table,
-                    params={"winningVersions": [x.version for x in winners]})
-        return actions
-    return resolve
-
-
 def _cleanup(storage: Any, groups: Sequence[_Group]) -> None:
     """Best effort: delete the files of an uncommitted batch (local storage only)."""
     if not hasattr(storage, "walk_files"):
@@ -1025,7 +1008,8 @@ def _commit_batch(ctx: _Context, batch: _Batch) -> int:
     paths = {unquote(f.add.path) for f in batch.files}
     try:
         return ctx.run.commit(actions, PURGE_OPERATION, PURGE_PARAMETERS,
-                              resolve=_conflict_resolver(paths, actions))
+                              resolve=rebase_unless_files_touched(paths, actions, allow_new_files=True,
+                                                                                 operation="REORG"))
     except ConcurrentWriteError:
         _cleanup(ctx.storage, batch.to_write)  # raised before anything was committed
         raise

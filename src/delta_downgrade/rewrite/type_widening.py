@@ -30,8 +30,9 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 from delta_downgrade.actions import AddFile, AnyAction
 from delta_downgrade.operations.traces import TYPE_CHANGES_KEY, type_change_fields
+from delta_downgrade.log.commit import rebase_unless_files_touched
 from delta_downgrade.rewrite.column_mapping import (
-    DEFAULT_WORKERS, FilePlan, FileRewriter, Naming, column_mapping_mode, files_resolver, plan_file,
+    DEFAULT_WORKERS, FilePlan, FileRewriter, Naming, column_mapping_mode, plan_file,
     remove_action, replacement_add, rewrite_conf, schema_string, stats_for_rewrite, strip_field_metadata,
 )
 
@@ -104,7 +105,7 @@ def rewrite_type_widening(run: "DropRun", *, batch_files: int = DEFAULT_BATCH_FI
                 replaced = {a.decoded_path for a, _ in batch}
                 run.commit(actions, "REORG", {"predicate": "[]", "rewriteTypeWidening": True,
                                               "numFiles": len(batch)},
-                           resolve=files_resolver(replaced, actions, allow_new_files=True, operation="REORG"))
+                           resolve=rebase_unless_files_touched(replaced, actions, allow_new_files=True, operation="REORG"))
                 rewritten += len(batch)
                 done_bytes += sum(a.size or 0 for a, _ in batch)
                 run.progress(f"REORG (type widening): {rewritten}/{len(stale)} files, "
