@@ -1,8 +1,10 @@
 """Write classic and multi-part checkpoints (PROTOCOL.md "Checkpoints", "Checkpoint Schema",
 "Last Checkpoint File"; "Requirements for Writers" > "Checkpoints").
 
-The caller passes the reconciled state at a version (:class:`CheckpointContent`); this module
-only lays it out:
+The caller passes the reconciled state at a version - as action objects
+(:class:`CheckpointContent`, :func:`write_checkpoint`) or with the file actions as Arrow columns
+already (:func:`write_checkpoint_arrow`, fed by ``arrow_replay``); this module only lays it out,
+the same way for both:
 
 * **Schema** - the V1 spec, as delta-spark writes it: top-level struct columns ``txn``, ``add``,
   ``remove``, ``metaData``, ``protocol``, ``domainMetadata``, in that order, every field nullable
@@ -19,6 +21,8 @@ only lays it out:
   ``remove``. Domain-metadata tombstones (``removed=true``) are dropped: "Domain Metadata that
   have not been removed (i.e. excluding tombstones with removed=true)".
 * **Rows** - protocol, metaData, txns, domains, adds, removes, in the caller's order.
+* **Parquet** - snappy, row groups of :data:`BATCH_ROWS` rows or more, dictionary encoding for
+  the low-cardinality strings, column statistics for every column but ``add.stats``.
 * **Parts** - a classic ``%020d.checkpoint.parquet``, or a multi-part checkpoint when the file
   actions (adds + removes) exceed the part size (delta-spark counts the same:
   ``numParts = ceil((numFiles + numRemoves) / partSize)``). Multi-part checkpoints are never
@@ -47,7 +51,7 @@ import struct
 import sys
 import time
 from dataclasses import dataclass, field, replace
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -68,6 +72,22 @@ DEFAULT_PART_SIZE = 1_000_000
 PART_SIZE_PROPERTY = "delta.checkpoint.partSize"
 #: Rows per record batch / parquet row group.
 BATCH_ROWS = 50_000
+
+
+def _memory_pool() -> pa.MemoryPool:
+    """jemalloc when pyarrow has it, else pyarrow's default pool. The default, mimalloc, backs
+    large allocations with transparent huge pages; in a fresh process on a busy machine their
+    first touch can stall in the kernel (compaction) for a tenth of a second or more (measured
+    on the checkpoint of a 46 MB log). jemalloc's small pages cost a steady few tens of ms."""
+    try:
+        return pa.jemalloc_memory_pool()
+    except (NotImplementedError, pa.ArrowException, AttributeError):
+        return pa.default_memory_pool()
+
+
+#: The pool for the large buffers of checkpoint writing and of the Arrow replay
+#: (``arrow_replay``): commit buffers, what ``pyarrow.json`` reads, the parquet file.
+MEMORY_POOL = _memory_pool()
 
 # --- schema -------------------------------------------------------------------------------------
 
@@ -117,6 +137,22 @@ _DICTIONARY_COLUMNS = [
     for name in ("partitionValues.key_value.key", "partitionValues.key_value.value",
                  "deletionVector.storageType")
 ] + ["add.clusteringProvider", "add.tags.key_value.key"]
+
+
+def _leaf_columns(prefix: str, typ: pa.DataType) -> list[str]:
+    if pa.types.is_struct(typ):
+        return [c for f in typ for c in _leaf_columns(f"{prefix}.{f.name}", f.type)]
+    if pa.types.is_map(typ):
+        return [f"{prefix}.key_value.key", f"{prefix}.key_value.value"]
+    if pa.types.is_list(typ):
+        return [f"{prefix}.list.element"]
+    return [prefix]
+
+
+# Column statistics for every column but ``add.stats``: min/max of JSON strings serve no reader,
+# and computing them is a tenth of the write time of a large checkpoint.
+_STATISTICS_COLUMNS = [c for f in CHECKPOINT_SCHEMA for c in _leaf_columns(f.name, f.type)
+                       if c != "add.stats"]
 
 
 # --- inputs and outputs ---------------------------------------------------------------------------
@@ -246,10 +282,15 @@ def spark_murmur3_hashes(values: Sequence[str]) -> list[int]:
     Python loop per word of every string. Falls back to the scalar code on big-endian hosts."""
     if sys.byteorder != "little":
         return [spark_murmur3_hash(v.encode("utf-8")) for v in values]
-    n = len(values)
-    if n == 0:
+    if len(values) == 0:
         return []
-    data = pa.array(values, _STR).cast(pa.binary())
+    return _murmur3_arrow(pa.array(values, _STR)).to_pylist()
+
+
+def _murmur3_arrow(strings: pa.Array) -> pa.Array:
+    """The vectorised hash of a non-null string array, as an int32 array (little-endian hosts)."""
+    n = len(strings)
+    data = strings.cast(pa.binary())
     if data.null_count:
         raise ValueError("file action paths must not be null")
     lengths = pc.binary_length(data).cast(_U32)
@@ -277,12 +318,25 @@ def spark_murmur3_hashes(values: Sequence[str]) -> list[int]:
     h = pc.bit_wise_xor(h, pc.shift_right(h, _u32(13)))
     h = pc.multiply(h, _u32(0xC2B2AE35))
     h = pc.bit_wise_xor(h, pc.shift_right(h, _u32(16)))
-    return h.cast(pa.int32(), safe=False).to_pylist()
+    return h.cast(pa.int32(), safe=False)
 
 
 def spark_partitions_of(paths: Sequence[str], num_parts: int) -> list[int]:
     """:func:`spark_partition_of` for many non-null paths."""
     return [h % num_parts for h in spark_murmur3_hashes(paths)]
+
+
+def spark_partition_ids(paths: pa.Array | pa.ChunkedArray, num_parts: int) -> pa.Array:
+    """:func:`spark_partitions_of` for an Arrow string array, as an int64 array."""
+    if isinstance(paths, pa.ChunkedArray):
+        paths = paths.combine_chunks()
+    if len(paths) == 0:
+        return pa.array([], _LONG)
+    if sys.byteorder != "little":
+        return pa.array(spark_partitions_of(paths.to_pylist(), num_parts), _LONG)
+    h = _murmur3_arrow(paths).cast(_LONG)
+    rem = pc.subtract(h, pc.multiply(pc.divide(h, num_parts), num_parts))  # truncating division
+    return pc.if_else(pc.less(rem, 0), pc.add(rem, num_parts), rem)  # pmod
 
 
 # --- column builders ----------------------------------------------------------------------------
@@ -466,21 +520,23 @@ def _batches(part: _PartContent) -> Iterator[pa.RecordBatch]:
             yield _batch(column, _BUILDERS[column](actions[start:start + BATCH_ROWS]))
 
 
-def _parquet_bytes(part: _PartContent) -> bytes:
-    """One complete checkpoint parquet file (snappy, like delta-spark)."""
-    sink = pa.BufferOutputStream()
+def _parquet_bytes_of(batches: Iterable[pa.RecordBatch | pa.Table]) -> bytes:
+    """A checkpoint parquet file of ``batches`` (record batches or tables of the checkpoint
+    schema), in row groups of at least :data:`BATCH_ROWS` rows."""
+    sink = pa.BufferOutputStream(memory_pool=MEMORY_POOL)
     with pq.ParquetWriter(sink, CHECKPOINT_SCHEMA, compression="snappy",
-                          use_dictionary=_DICTIONARY_COLUMNS) as writer:
-        pending: list[pa.RecordBatch] = []
+                          use_dictionary=_DICTIONARY_COLUMNS,
+                          write_statistics=_STATISTICS_COLUMNS, memory_pool=MEMORY_POOL) as writer:
+        pending: list[pa.Table] = []
         rows = 0
-        for batch in _batches(part):
-            pending.append(batch)
+        for batch in batches:
+            pending.append(pa.Table.from_batches([batch]) if isinstance(batch, pa.RecordBatch) else batch)
             rows += batch.num_rows
             if rows >= BATCH_ROWS:
-                writer.write_table(pa.Table.from_batches(pending), row_group_size=rows)
+                writer.write_table(pa.concat_tables(pending), row_group_size=rows)
                 pending, rows = [], 0
         if pending:
-            writer.write_table(pa.Table.from_batches(pending), row_group_size=max(rows, 1))
+            writer.write_table(pa.concat_tables(pending), row_group_size=max(rows, 1))
     return sink.getvalue().to_pybytes()
 
 
@@ -541,6 +597,38 @@ def split_into_parts(state: CheckpointContent, num_parts: int) -> list[_PartCont
 
 # --- entry point --------------------------------------------------------------------------------
 
+def _check_version(version: int) -> None:
+    if isinstance(version, bool) or not isinstance(version, int) or version < 0:
+        raise ValueError(f"version must be a non-negative int, got {version!r}")
+
+
+def _write_parts(storage: Storage, version: int, parts: Sequence[tuple[int, Iterable[pa.RecordBatch]]],
+                 *, num_add_files: int, created_ms: int,
+                 update_last_checkpoint: bool) -> CheckpointResult:
+    """Write each part (its row count and its batches) under its checkpoint name, in part order,
+    then ``_last_checkpoint``."""
+    num_parts = len(parts)
+    paths: list[str] = []
+    total_bytes = 0
+    for i, (_, batches) in enumerate(parts, start=1):
+        path = (classic_checkpoint_path(version) if num_parts == 1
+                else multipart_checkpoint_path(version, i, num_parts))
+        data = _parquet_bytes_of(batches)
+        storage.write_atomic(path, data)
+        paths.append(path)
+        total_bytes += len(data)
+
+    result = CheckpointResult(
+        version=version, paths=tuple(paths), num_actions=sum(rows for rows, _ in parts),
+        num_add_files=num_add_files, size_in_bytes=total_bytes,
+        parts=num_parts if num_parts > 1 else None, last_checkpoint_updated=False,
+        created_ms=created_ms, part_rows=tuple(rows for rows, _ in parts))
+    if update_last_checkpoint:
+        updated = write_last_checkpoint(storage, result.last_checkpoint_info())
+        result = replace(result, last_checkpoint_updated=updated)
+    return result
+
+
 def write_checkpoint(storage: Storage, version: int, state: CheckpointContent, *,
                      part_size: int | None = None, now_ms: int | None = None,
                      update_last_checkpoint: bool = True) -> CheckpointResult:
@@ -552,28 +640,111 @@ def write_checkpoint(storage: Storage, version: int, state: CheckpointContent, *
     name is replaced atomically ("if two checkpoint writers race to create the same classic
     checkpoint, the latest writer wins"; both hold the same state).
     """
-    if isinstance(version, bool) or not isinstance(version, int) or version < 0:
-        raise ValueError(f"version must be a non-negative int, got {version!r}")
+    _check_version(version)
     created_ms = int(time.time() * 1000) if now_ms is None else int(now_ms)
     num_parts = plan_num_parts(state, resolve_part_size(state.metadata, part_size))
     parts = split_into_parts(state, num_parts)
+    return _write_parts(storage, version, [(p.num_rows, _batches(p)) for p in parts],
+                        num_add_files=len(state.adds), created_ms=created_ms,
+                        update_last_checkpoint=update_last_checkpoint)
 
-    paths: list[str] = []
-    total_bytes = 0
-    for i, part in enumerate(parts, start=1):
-        path = (classic_checkpoint_path(version) if num_parts == 1
-                else multipart_checkpoint_path(version, i, num_parts))
-        data = _parquet_bytes(part)
-        storage.write_atomic(path, data)
-        paths.append(path)
-        total_bytes += len(data)
 
-    result = CheckpointResult(
-        version=version, paths=tuple(paths), num_actions=sum(p.num_rows for p in parts),
-        num_add_files=len(state.adds), size_in_bytes=total_bytes,
-        parts=num_parts if num_parts > 1 else None, last_checkpoint_updated=False,
-        created_ms=created_ms, part_rows=tuple(p.num_rows for p in parts))
-    if update_last_checkpoint:
-        updated = write_last_checkpoint(storage, result.last_checkpoint_info())
-        result = replace(result, last_checkpoint_updated=updated)
-    return result
+# --- entry point for a state already in Arrow -------------------------------------------------------
+
+def _file_action_column(values: pa.StructArray | pa.ChunkedArray | None, typ: pa.StructType,
+                        what: str) -> pa.ChunkedArray:
+    """``values`` as chunks of exactly ``typ``, non-null, with ``dataChange`` false."""
+    if values is None:
+        return pa.chunked_array([], typ)
+    if isinstance(values, pa.Array):
+        values = pa.chunked_array([values], values.type)
+    if not isinstance(values, pa.ChunkedArray):
+        raise TypeError(f"{what} must be a pyarrow StructArray or ChunkedArray, got {type(values).__name__}")
+    if values.type != typ:
+        values = values.cast(typ)
+    if values.null_count:
+        raise ValueError(f"{what} must not hold null rows")
+    data_change = typ.get_field_index("dataChange")
+    chunks = []
+    for chunk in values.chunks:
+        if len(chunk) == 0:
+            continue
+        children = [chunk.field(i) for i in range(typ.num_fields)]
+        if children[data_change].null_count or pc.any(children[data_change]).as_py():
+            children[data_change] = pa.repeat(pa.scalar(False, _BOOL), len(chunk))
+            chunk = pa.StructArray.from_arrays(children, fields=list(typ))
+        chunks.append(chunk)
+    return pa.chunked_array(chunks, typ)
+
+
+def _struct_tables(column: str, values: pa.ChunkedArray) -> Iterator[pa.Table]:
+    """Tables of :data:`BATCH_ROWS` rows whose ``column`` holds ``values`` (however they are
+    chunked: no copy) and whose other columns are null."""
+    for start in range(0, len(values), BATCH_ROWS):
+        part = values.slice(start, BATCH_ROWS)
+        n = len(part)
+        yield pa.Table.from_arrays(
+            [part if f.name == column else pa.nulls(n, f.type) for f in CHECKPOINT_SCHEMA],
+            schema=CHECKPOINT_SCHEMA)
+
+
+def _arrow_part_batches(protocol: ProtocolAction | None, metadata: Metadata | None,
+                        txns: Sequence[Txn], domains: Sequence[DomainMetadata],
+                        adds: pa.ChunkedArray, removes: pa.ChunkedArray
+                        ) -> Iterator[pa.RecordBatch | pa.Table]:
+    """The rows of one part, in the order :func:`_batches` gives them."""
+    if protocol is not None:
+        yield _batch("protocol", _protocol_array(protocol))
+    if metadata is not None:
+        yield _batch("metaData", _metadata_array(metadata))
+    for column, actions in (("txn", txns), ("domainMetadata", domains)):
+        for start in range(0, len(actions), BATCH_ROWS):
+            yield _batch(column, _BUILDERS[column](actions[start:start + BATCH_ROWS]))
+    yield from _struct_tables("add", adds)
+    yield from _struct_tables("remove", removes)
+
+
+def write_checkpoint_arrow(storage: Storage, version: int, protocol: ProtocolAction,
+                           metadata: Metadata,
+                           adds: pa.StructArray | pa.ChunkedArray | None,
+                           removes: pa.StructArray | pa.ChunkedArray | None = None,
+                           txns: Sequence[Txn] = (), domains: Sequence[DomainMetadata] = (), *,
+                           part_size: int | None = None, now_ms: int | None = None,
+                           update_last_checkpoint: bool = True) -> CheckpointResult:
+    """:func:`write_checkpoint` for a reconciled state whose file actions are Arrow columns
+    already: ``adds`` of :data:`ADD_TYPE`, ``removes`` of :data:`REMOVE_TYPE` (the unexpired
+    tombstones), as arrays or chunked arrays without null rows; ``dataChange`` is written false
+    whatever they hold. Same files, layout, part split and ``_last_checkpoint`` as
+    :func:`write_checkpoint` gives for the same state; ``domains`` with ``removed=True`` are left
+    out."""
+    _check_version(version)
+    created_ms = int(time.time() * 1000) if now_ms is None else int(now_ms)
+    add_col = _file_action_column(adds, ADD_TYPE, "adds")
+    remove_col = _file_action_column(removes, REMOVE_TYPE, "removes")
+    txns = list(txns)
+    live = [d for d in domains if not d.removed]
+    n_files = len(add_col) + len(remove_col)
+    size = resolve_part_size(metadata, part_size)
+    num_parts = 1 if supports_v2_checkpoint(protocol) else max(1, math.ceil(n_files / size))
+    if num_parts == 1:
+        rows = 2 + len(txns) + len(live) + n_files
+        parts = [(rows, _arrow_part_batches(protocol, metadata, txns, live, add_col, remove_col))]
+    else:
+        home = spark_partition_of(None, num_parts)
+        add_ids = spark_partition_ids(pa.chunked_array([c.field("path") for c in add_col.chunks], _STR),
+                                      num_parts)
+        remove_ids = spark_partition_ids(
+            pa.chunked_array([c.field("path") for c in remove_col.chunks], _STR), num_parts)
+        parts = []
+        for i in range(num_parts):
+            part_adds = add_col.filter(pc.equal(add_ids, i))
+            part_removes = remove_col.filter(pc.equal(remove_ids, i))
+            rows = len(part_adds) + len(part_removes)
+            if i == home:
+                rows += 2 + len(txns) + len(live)
+                batches = _arrow_part_batches(protocol, metadata, txns, live, part_adds, part_removes)
+            else:
+                batches = _arrow_part_batches(None, None, (), (), part_adds, part_removes)
+            parts.append((rows, batches))
+    return _write_parts(storage, version, parts, num_add_files=len(add_col), created_ms=created_ms,
+                        update_last_checkpoint=update_last_checkpoint)

@@ -8,21 +8,42 @@ a checkpoint that silently drops what an unknown feature means corrupts the tabl
 
 from __future__ import annotations
 
+import logging
+
+import pyarrow as pa
+
+from delta_downgrade.actions import Metadata, ProtocolAction
 from delta_downgrade.clock import SYSTEM_CLOCK, Clock
-from delta_downgrade.errors import BadInputError, UnsupportedFeaturesError
-from delta_downgrade.log.checkpoint_writer import CheckpointContent, CheckpointResult, write_checkpoint
-from delta_downgrade.log.delta_log import DeltaLog
-from delta_downgrade.log.snapshot import Snapshot
-from delta_downgrade.protocol import CHECKPOINT_PROTECTION
+from delta_downgrade.errors import (BadInputError, CheckpointUnreadableError, CorruptLogError,
+                                    UnsupportedFeaturesError)
+from delta_downgrade.log.arrow_replay import ArrowState, replay_segment
+from delta_downgrade.log.checkpoint_writer import (CheckpointContent, CheckpointResult, write_checkpoint,
+                                                   write_checkpoint_arrow)
+from delta_downgrade.log.delta_log import DeltaLog, check_protocol
+from delta_downgrade.log.snapshot import BOUNDARY_PROPERTY, Snapshot
+from delta_downgrade.protocol import CHECKPOINT_PROTECTION, Protocol
 from delta_downgrade.table_config import TableConfig
+
+_log = logging.getLogger(__name__)
+
+
+def _rule_b_allows(version: int, protocol: Protocol, boundary_version: int | None) -> bool:
+    if boundary_version is None or version >= boundary_version:
+        return True
+    return not (protocol.unsupported_for_read() or protocol.unsupported_for_write())
 
 
 def rule_b_allows_checkpoint(snapshot: Snapshot, boundary_version: int | None) -> bool:
     """RFC Checkpoint Protection, writer rule (b)."""
-    if boundary_version is None or snapshot.version >= boundary_version:
-        return True
-    protocol = snapshot.protocol
-    return not (protocol.unsupported_for_read() or protocol.unsupported_for_write())
+    return _rule_b_allows(snapshot.version, snapshot.protocol, boundary_version)
+
+
+def _boundary(protocol: Protocol, metadata: Metadata) -> int | None:
+    """V of a version with this protocol and metadata (see :func:`current_boundary`)."""
+    if CHECKPOINT_PROTECTION not in protocol.features:
+        return None
+    value = metadata.configuration.get(BOUNDARY_PROPERTY)
+    return int(value) if value not in (None, "") else None
 
 
 def current_boundary(log: DeltaLog, latest: Snapshot | None = None) -> int | None:
@@ -37,7 +58,9 @@ def current_boundary(log: DeltaLog, latest: Snapshot | None = None) -> int | Non
 
 def checkpoint_content(snapshot: Snapshot, now_ms: int) -> CheckpointContent:
     """The reconciled state at ``snapshot.version``; tombstones older than
-    ``delta.deletedFileRetentionDuration`` are left out (PROTOCOL.md "Checkpoints")."""
+    ``delta.deletedFileRetentionDuration`` are left out (PROTOCOL.md "Checkpoints").
+
+    The Python replay (:meth:`Snapshot.state`); :func:`checkpoint_table` uses the Arrow one."""
     state = snapshot.state()
     retention = TableConfig(snapshot.metadata.configuration).deleted_file_retention_ms
     cutoff = now_ms - retention
@@ -49,31 +72,78 @@ def checkpoint_content(snapshot: Snapshot, now_ms: int) -> CheckpointContent:
         txns=list(state.txns.values()), domains=list(state.live_domains.values()))
 
 
-def checkpoint_table(log: DeltaLog, version: int | None = None, *, clock: Clock = SYSTEM_CLOCK,
-                     part_size: int | None = None) -> CheckpointResult:
-    """Write a classic (or multi-part) checkpoint at ``version`` (latest by default)."""
-    log.refresh()
-    snapshot = log.snapshot(version, check_read=False)
-    protocol = snapshot.protocol
-    boundary = current_boundary(log, snapshot if snapshot.version == log.latest_version() else None)
-    if not rule_b_allows_checkpoint(snapshot, boundary):
+def _refuse_unwritable(log: DeltaLog, version: int, protocol_action: ProtocolAction,
+                       metadata: Metadata) -> None:
+    """Raise unless this package may write a checkpoint of ``version`` with this protocol and
+    metadata (rule (b), features, checkpoint policy)."""
+    protocol = protocol_action.protocol
+    if version == log.latest_version():
+        boundary = _boundary(protocol, metadata)
+    else:
+        boundary = current_boundary(log)
+    if not _rule_b_allows(version, protocol, boundary):
         raise UnsupportedFeaturesError(
-            f"checkpoint protection rule (b): version {snapshot.version} is below the boundary "
+            f"checkpoint protection rule (b): version {version} is below the boundary "
             f"{boundary} and its protocol {protocol} has features this package does not support; "
             f"no checkpoint was written", features=protocol.unsupported_for_read() | protocol.unsupported_for_write(),
             for_write=True, table=log.table)
     unsupported = protocol.unsupported_for_read() | protocol.unsupported_for_write()
     if unsupported:
         raise UnsupportedFeaturesError(
-            f"version {snapshot.version} has protocol {protocol} with features this package cannot "
+            f"version {version} has protocol {protocol} with features this package cannot "
             f"write a checkpoint for; no checkpoint was written", features=unsupported,
             for_write=True, table=log.table)
-    if TableConfig(snapshot.metadata.configuration).checkpoint_policy == "v2":
+    if TableConfig(metadata.configuration).checkpoint_policy == "v2":
         raise BadInputError(
-            f"version {snapshot.version} has delta.checkpointPolicy=v2; delta-downgrade writes classic "
+            f"version {version} has delta.checkpointPolicy=v2; delta-downgrade writes classic "
             f"checkpoints only. Drop the v2Checkpoint feature (which sets the policy to classic) first",
             table=log.table, error_class="DELTA_DOWNGRADE_V2_CHECKPOINT_POLICY")
-    content = checkpoint_content(snapshot, clock.now_ms())
-    result = write_checkpoint(log.storage, snapshot.version, content, part_size=part_size, now_ms=clock.now_ms())
+
+
+def _arrow_state(log: DeltaLog, version: int | None) -> ArrowState | None:
+    """The Arrow replay of ``version``, with the errors (and their order) of the Python path:
+    an unreadable checkpoint is skipped for an older one when ``DeltaLog.snapshot`` would skip
+    it, and a broken log is refused for its protocol first if the protocol says so. None when
+    the Arrow replay fails on something it should not (then the Python path is used)."""
+    segment = log.segment(version)
+    try:
+        return replay_segment(log.storage, log.table, segment)
+    except CheckpointUnreadableError:
+        snapshot = log.snapshot(version, check_read=False)  # an older checkpoint, or raises
+        if snapshot.segment == segment:
+            raise
+        return replay_segment(log.storage, log.table, snapshot.segment)
+    except CorruptLogError:
+        snapshot = log.snapshot(version, check_read=False)
+        _refuse_unwritable(log, snapshot.version, snapshot.protocol_action, snapshot.metadata)
+        raise
+    except pa.ArrowException as exc:  # a shape of log the Arrow replay does not know: be safe
+        _log.warning("Arrow replay of %s failed (%s); using the Python replay", log.table, exc)
+        return None
+
+
+def checkpoint_table(log: DeltaLog, version: int | None = None, *, clock: Clock = SYSTEM_CLOCK,
+                     part_size: int | None = None) -> CheckpointResult:
+    """Write a classic (or multi-part) checkpoint at ``version`` (latest by default).
+
+    The state comes from the Arrow replay (:mod:`delta_downgrade.log.arrow_replay`); it is checked
+    (protocol valid, rule (b), features, policy) before anything is written."""
+    log.refresh()
+    state = _arrow_state(log, version)
+    if state is None:
+        snapshot = log.snapshot(version, check_read=False)
+        _refuse_unwritable(log, snapshot.version, snapshot.protocol_action, snapshot.metadata)
+        content = checkpoint_content(snapshot, clock.now_ms())
+        result = write_checkpoint(log.storage, snapshot.version, content, part_size=part_size,
+                                  now_ms=clock.now_ms())
+        log.refresh()
+        return result
+    check_protocol(state.protocol.protocol, log.table, state.version, check_read=False)
+    _refuse_unwritable(log, state.version, state.protocol, state.metadata)
+    cutoff = clock.now_ms() - TableConfig(state.metadata.configuration).deleted_file_retention_ms
+    result = write_checkpoint_arrow(
+        log.storage, state.version, state.protocol, state.metadata, state.adds,
+        state.tombstones_after(cutoff), state.txns, state.live_domains, part_size=part_size,
+        now_ms=clock.now_ms())
     log.refresh()
     return result
