@@ -353,7 +353,7 @@ def parse_commit(text: str | bytes) -> list[AnyAction]:
     if isinstance(text, bytes):
         text = text.decode("utf-8")
     actions: list[AnyAction] = []
-    for line in text.splitlines():
+    for line in text.split("\n"):  # not splitlines(): U+2028 may sit inside a JSON string
         line = line.strip()
         if not line:
             continue

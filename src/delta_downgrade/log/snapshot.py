@@ -96,7 +96,7 @@ def read_commit_actions(storage: Storage, status: FileStatus, keys: tuple[str, .
         out: list[AnyAction] = []
         if not _might_hold(text, keys):  # one scan of the file instead of one per line
             return out
-        for line in text.splitlines():
+        for line in text.split("\n"):  # not splitlines(): U+2028 may sit inside a JSON string
             if line.strip() and _might_hold(line, keys):
                 action = parse_action(json.loads(line))
                 if action is not None and getattr(action, "KEY", None) in keys:
