@@ -63,7 +63,7 @@ from delta_downgrade.log.checkpoint_reader import CheckpointReader, sidecar_rel_
 from delta_downgrade.log.checkpoint_writer import (ADD_TYPE, DV_TYPE, MEMORY_POOL, REMOVE_TYPE,
                                                    _add_array, _remove_array)
 from delta_downgrade.log.listing import CheckpointInstance
-from delta_downgrade.log.snapshot import LogSegment, Snapshot
+from delta_downgrade.log.snapshot import LogSegment, Snapshot, with_checkpoint_fallback
 from delta_downgrade.storage import FileStatus, Storage
 
 #: Key of the marker line written before each commit in the parse buffer.
@@ -271,23 +271,7 @@ def _protocol_and_metadata(storage: Storage, table: str, segment: LogSegment,
             protocol = action
         else:
             metadata = action
-    if (protocol is None or metadata is None) and segment.checkpoint is not None:
-        got = CheckpointReader(storage, segment.checkpoint).actions(["protocol", "metaData"])
-        if protocol is None and got.get("protocol"):
-            protocol = got["protocol"][-1]  # type: ignore[assignment]
-        if metadata is None and got.get("metaData"):
-            metadata = got["metaData"][-1]  # type: ignore[assignment]
-    if protocol is None:
-        where = (f"checkpoint {segment.checkpoint.version} and the commits after it"
-                 if segment.checkpoint else f"commits 0..{segment.version}")
-        raise CorruptLogError(
-            f"no protocol action found for version {segment.version} in {where}: the log is "
-            f"damaged; restore the missing files or rebuild the table", table=table)
-    if metadata is None:
-        raise CorruptLogError(
-            f"no metaData action found for version {segment.version}: the log is damaged",
-            table=table)
-    return protocol, metadata
+    return with_checkpoint_fallback(storage, table, segment, protocol, metadata)
 
 
 # --- result ----------------------------------------------------------------------------------------

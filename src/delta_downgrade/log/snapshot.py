@@ -106,6 +106,29 @@ def read_commit_actions(storage: Storage, status: FileStatus, keys: tuple[str, .
         raise CorruptLogError(f"cannot parse commit {status.path}: {exc}") from exc
 
 
+def with_checkpoint_fallback(storage: Storage, table: str, segment: LogSegment,
+                             protocol: ProtocolAction | None, metadata: Metadata | None
+                             ) -> tuple[ProtocolAction, Metadata]:
+    """Complete what the segment's commits did not set from its checkpoint (a projected read), or
+    raise: a version without a protocol or metaData action cannot be reconstructed."""
+    if (protocol is None or metadata is None) and segment.checkpoint is not None:
+        found = CheckpointReader(storage, segment.checkpoint).actions(["protocol", "metaData"])
+        if protocol is None and found.get("protocol"):
+            protocol = found["protocol"][-1]  # type: ignore[assignment]
+        if metadata is None and found.get("metaData"):
+            metadata = found["metaData"][-1]  # type: ignore[assignment]
+    if protocol is None:
+        where = (f"checkpoint {segment.checkpoint.version} and the commits after it"
+                 if segment.checkpoint else f"commits 0..{segment.version}")
+        raise CorruptLogError(
+            f"no protocol action found for version {segment.version} in {where}: the log is "
+            f"damaged; restore the missing files or rebuild the table", table=table)
+    if metadata is None:
+        raise CorruptLogError(
+            f"no metaData action found for version {segment.version}: the log is damaged", table=table)
+    return protocol, metadata
+
+
 class Snapshot:
     """The table at ``segment.version``. Cheap to create; reads happen on first use."""
 
@@ -133,23 +156,7 @@ class Snapshot:
                     metadata = action
             if protocol is not None and metadata is not None:
                 break
-        if (protocol is None or metadata is None) and self.segment.checkpoint is not None:
-            found = CheckpointReader(self.storage, self.segment.checkpoint).actions(["protocol", "metaData"])
-            if protocol is None and found.get("protocol"):
-                protocol = found["protocol"][-1]  # type: ignore[assignment]
-            if metadata is None and found.get("metaData"):
-                metadata = found["metaData"][-1]  # type: ignore[assignment]
-        if protocol is None:
-            where = (f"checkpoint {self.segment.checkpoint.version} and the commits after it"
-                     if self.segment.checkpoint else f"commits 0..{self.version}")
-            raise CorruptLogError(
-                f"no protocol action found for version {self.version} in {where}: the log is "
-                f"damaged; restore the missing files or rebuild the table", table=self.table)
-        if metadata is None:
-            raise CorruptLogError(
-                f"no metaData action found for version {self.version}: the log is damaged",
-                table=self.table)
-        return protocol, metadata  # type: ignore[return-value]
+        return with_checkpoint_fallback(self.storage, self.table, self.segment, protocol, metadata)
 
     @property
     def protocol_action(self) -> ProtocolAction:
