@@ -216,9 +216,13 @@ class Snapshot:
         if self.segment.checkpoint is not None:
             found = CheckpointReader(self.storage, self.segment.checkpoint).actions(
                 ["protocol", "metaData", "txn", "domainMetadata", "add", "remove"])
-            for key in ("protocol", "metaData", "txn", "domainMetadata", "add", "remove"):
+            for key in ("protocol", "metaData", "txn", "domainMetadata", "add"):
                 for action in found.get(key, []):
                     state.apply(action)
+            # A checkpoint is already reconciled: its removes are tombstones only and never
+            # cancel one of its adds.
+            for action in found.get("remove", []):
+                state.tombstones[file_key(action)] = action  # type: ignore[arg-type]
         for status in self.segment.commits:
             # A commit holds at most one action per logical file, so removes may go first: then
             # remove(path, old DV) + add(path, new DV) reconcile right in either order.
