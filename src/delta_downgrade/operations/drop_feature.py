@@ -137,12 +137,12 @@ def protected_checkpoint_paths(log: DeltaLog, boundary: int | None) -> list[str]
     ``NUMBER_OF_BARRIER_CHECKPOINTS + 1`` complete checkpoints at or below the boundary."""
     if boundary is None:
         return []
-    found = [c for c in log.refresh().checkpoint_inventory() if c.complete and c.version <= boundary]
-    found.sort(key=lambda c: c.version)
+    # One checkpoint per version (the inventory is sorted by version); the newest ones win.
     by_version: dict[int, Any] = {}
-    for c in found:
-        by_version.setdefault(c.version, c)
-    chosen = sorted(by_version.values(), key=lambda c: c.version)[-(NUMBER_OF_BARRIER_CHECKPOINTS + 1):]
+    for c in log.refresh().checkpoint_inventory():
+        if c.complete and c.version <= boundary:
+            by_version.setdefault(c.version, c)
+    chosen = list(by_version.values())[-(NUMBER_OF_BARRIER_CHECKPOINTS + 1):]
     return [p for c in chosen for p in c.paths]
 
 

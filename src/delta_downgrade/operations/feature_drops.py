@@ -225,9 +225,6 @@ class RowTrackingDrop(FeatureDrop):
             performed = True
         return performed
 
-    def traces(self, snapshot: Snapshot) -> list[str]:
-        return feature_traces(self.feature, TraceContext(snapshot))
-
     def properties_to_remove(self) -> tuple[str, ...]:
         return ROW_TRACKING_PROPERTIES
 
