@@ -133,6 +133,38 @@ class InvalidProtocolDowngradeError(DeltaDowngradeError):
     sqlstate = "KD004"
 
 
+class BadSettingsError(BadInputError):
+    """A task setting (``--key=value``, environment, config file) is missing or invalid."""
+
+    error_class = "DELTA_DOWNGRADE_BAD_SETTINGS"
+
+
+class BadConfigError(BadSettingsError):
+    """A file named by the settings (``--config`` TOML, ``--tables_file``) is missing or malformed."""
+
+    error_class = "DELTA_DOWNGRADE_BAD_CONFIG"
+
+
+class BadJobDefinitionError(BadInputError):
+    """A job definition (bundle YAML) the local runner refuses as a whole, before running any task:
+    malformed YAML, a bad task, an entry point the wheel does not declare."""
+
+    error_class = "DELTA_DOWNGRADE_BAD_JOB"
+
+
+class BadTaskValueError(BadInputError):
+    """A task key or task-value key that is not ``[A-Za-z0-9_-]+`` (what Databricks accepts)."""
+
+    error_class = "DELTA_DOWNGRADE_BAD_TASK_VALUE"
+
+
+class InvalidIdentifierError(BadInputError):
+    """A table name that is not a valid (multi-part) SQL identifier."""
+
+    error_class = "INVALID_IDENTIFIER"
+    sqlstate = "42602"
+
+
 # --- must wait (exit 3) ----------------------------------------------------------------------------
 
 class RetentionWaitError(DeltaDowngradeError):
