@@ -13,7 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Sequence
 
 from delta_downgrade.errors import (
-    EXIT_BAD_INPUT, EXIT_CONFLICT, EXIT_FAILURE, EXIT_OK, EXIT_WAIT, BadInputError, DeltaDowngradeError,
+    EXIT_BAD_INPUT, EXIT_CONFLICT, EXIT_FAILURE, EXIT_OK, EXIT_WAIT, BadSettingsError, DeltaDowngradeError,
 )
 from delta_downgrade.jobs.result import emit_result
 from delta_downgrade.jobs.settings import TaskSettings, VerifySettings, load_settings
@@ -52,8 +52,7 @@ def run_task(settings_cls: type[TaskSettings], handler: TableHandler, argv: Sequ
         settings = load_settings(settings_cls, argv)
         tables = settings.table_list()
         if not tables:
-            raise BadInputError(f"{settings_cls.TASK} needs --table=PATH (or --tables=a,b / --tables_file=FILE)",
-                                error_class="DELTA_DOWNGRADE_BAD_SETTINGS")
+            raise BadSettingsError(f"{settings_cls.TASK} needs --table=PATH (or --tables=a,b / --tables_file=FILE)")
     except DeltaDowngradeError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return exc.exit_code

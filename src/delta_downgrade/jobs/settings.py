@@ -10,6 +10,12 @@ Sources, highest precedence first:
 
 Unknown keys are ignored: Databricks pushes every job parameter down to every task. An empty
 value (``--x=``, what an unset task value resolves to) counts as "not given".
+
+``task_key`` and ``task_values_dir`` say where this task's values go. They come only from the
+environment the job runner sets (``DELTA_DOWNGRADE_TASK_KEY``, ``DELTA_DOWNGRADE_TASK_VALUES_DIR``):
+because every job parameter reaches every task as ``--key=value``, a job parameter of that name
+must not be able to redirect the values file, so the command line and the config file cannot
+set them.
 """
 
 from __future__ import annotations
@@ -22,9 +28,13 @@ from typing import Any, ClassVar, Sequence
 from pydantic import ValidationError, field_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
-from delta_downgrade.errors import BadInputError
+from delta_downgrade.errors import BadConfigError, BadInputError, BadSettingsError
+from delta_downgrade.jobs.task_values import check_key
 
 ENV_PREFIX = "DELTA_DOWNGRADE_"
+
+# Settings only the job runner's environment may set (see the module docstring).
+RUNNER_ONLY = frozenset({"task_key", "task_values_dir"})
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -67,18 +77,25 @@ class _TomlSource(PydanticBaseSettingsSource):
         if not path:
             return
         if tomllib is None:
-            raise BadInputError("--config needs Python 3.11+ (tomllib)")
-        file = Path(path)
-        if not file.is_file():
-            raise BadInputError(f"config file {path} does not exist", error_class="DELTA_DOWNGRADE_BAD_CONFIG")
+            raise BadConfigError("--config needs Python 3.11+ (tomllib)")
         try:
-            data = tomllib.loads(file.read_text())
-        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-            raise BadInputError(f"config file {path} is not valid TOML: {exc}",
-                                error_class="DELTA_DOWNGRADE_BAD_CONFIG") from exc
-        top = {k.replace("-", "_"): v for k, v in data.items() if not isinstance(v, dict)}
-        task = {k.replace("-", "_"): v for k, v in (data.get(section) or {}).items()}
-        names = set(settings_cls.model_fields)
+            data = tomllib.loads(read_text_file(path, "config file"))
+        except tomllib.TOMLDecodeError as exc:
+            raise BadConfigError(f"config file {path} is not valid TOML: {exc}") from exc
+        # The task's own section must be a TOML table: `drop_feature_task = 3` or an array of
+        # tables `[[drop_feature_task]]` is a mistake to report, not a value to iterate.
+        section_value = data.get(section, {})
+        if not isinstance(section_value, dict):
+            raise BadConfigError(f"config file {path}: [{section}] must be a table of settings, "
+                                 f"not {_toml_type(section_value)}; write it as [{section}] followed "
+                                 f"by key = value lines")
+        top = {_key(k): v for k, v in data.items() if not isinstance(v, dict)}
+        task = {_key(k): v for k, v in section_value.items()}
+        names = set(settings_cls.model_fields) - RUNNER_ONLY
+        ignored = sorted(RUNNER_ONLY & ({**top, **task}.keys()))
+        if ignored:
+            _warn(f"config file {path}: ignoring {', '.join(ignored)}: only the job runner's "
+                  f"environment sets {'them' if len(ignored) > 1 else 'it'}")
         self.values = {k: v for k, v in {**top, **task}.items() if k in names}
 
     def get_field_value(self, field: Any, field_name: str) -> tuple[Any, str, bool]:
@@ -86,6 +103,37 @@ class _TomlSource(PydanticBaseSettingsSource):
 
     def __call__(self) -> dict[str, Any]:
         return dict(self.values)
+
+
+def _key(name: str) -> str:
+    return name.replace("-", "_")
+
+
+def _toml_type(value: Any) -> str:
+    if isinstance(value, list):
+        return "an array" + (" of tables ([[...]])" if value and all(isinstance(v, dict) for v in value) else "")
+    return f"a {type(value).__name__} ({value!r})"
+
+
+def _warn(message: str) -> None:
+    print(f"warning: {message}", file=sys.stderr)
+
+
+def read_text_file(path: str, what: str) -> str:
+    """The UTF-8 text of a file the settings name, or one :class:`BadConfigError` saying why not
+    (missing, unreadable, a directory, not UTF-8): a user's file is input, never a traceback."""
+    file = Path(path)
+    if not file.is_file():
+        raise BadConfigError(f"{what} {path} does not exist (or is not a regular file)")
+    try:
+        data = file.read_bytes()
+    except OSError as exc:
+        raise BadConfigError(f"{what} {path} cannot be read: {exc.strerror or exc}") from exc
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise BadConfigError(f"{what} {path} is not UTF-8 text (byte {exc.start}: "
+                             f"{data[exc.start:exc.start + 1]!r}); save it as UTF-8") from exc
 
 
 class TaskSettings(BaseSettings):
@@ -115,6 +163,17 @@ class TaskSettings(BaseSettings):
             return [t.strip() for t in text.split(",") if t.strip()]
         return value
 
+    @field_validator("task_key")
+    @classmethod
+    def _task_key(cls, value: str | None) -> str | None:
+        # The task key names the values file: only what Databricks accepts as a task_key.
+        if value is not None:
+            try:
+                check_key(value)
+            except BadInputError as exc:
+                raise ValueError(exc.message) from None
+        return value
+
     @field_validator("engine")
     @classmethod
     def _engine(cls, value: str) -> str:
@@ -136,18 +195,23 @@ class TaskSettings(BaseSettings):
             found.append(self.table)
         found.extend(self.tables or [])
         if self.tables_file:
-            path = Path(self.tables_file)
-            if not path.is_file():
-                raise BadInputError(f"tables file {self.tables_file} does not exist",
-                                    error_class="DELTA_DOWNGRADE_BAD_CONFIG")
-            for line in path.read_text().splitlines():
-                line = line.split("#", 1)[0].strip()
-                if line:
-                    found.append(line)
+            found.extend(parse_tables_file(read_text_file(self.tables_file, "tables file")))
         seen: dict[str, None] = {}
         for t in found:
             seen.setdefault(t, None)
         return list(seen)
+
+
+def parse_tables_file(text: str) -> list[str]:
+    """One table per line. A line whose first non-blank character is ``#`` is a comment and blank
+    lines are skipped; anything else is the table, whole: ``#`` is a legal character of a path or
+    a backtick-quoted name, so cutting a line at ``#`` would name a different table."""
+    tables = []
+    for line in text.splitlines():
+        line = line.strip()
+        if line and not line.startswith("#"):
+            tables.append(line)
+    return tables
 
 
 class VerifySettings(TaskSettings):
@@ -169,14 +233,24 @@ def load_settings(cls: type[TaskSettings], argv: Sequence[str]) -> TaskSettings:
     """Build ``cls`` from argv, env and the config file; any problem is one BadInputError."""
     cli = parse_cli_args(argv)
     config = cli.get("config") or os.environ.get(f"{ENV_PREFIX}CONFIG")
-    names = set(cls.model_fields)
+    names = set(cls.model_fields) - RUNNER_ONLY
+    ignored = sorted(RUNNER_ONLY & cli.keys())
+    if ignored:
+        # Most likely a job parameter of that name, pushed down to every task.
+        _warn(f"ignoring {', '.join('--' + k for k in ignored)}: only the job runner's environment "
+              f"({', '.join(ENV_PREFIX + k.upper() for k in ignored)}) sets "
+              f"{'them' if len(ignored) > 1 else 'it'}; rename the job parameter")
     known = {k: v for k, v in cli.items() if k in names}
     cls._config_path = config
     try:
         return cls(**known)
     except ValidationError as exc:
-        problems = "; ".join(f"--{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors())
-        raise BadInputError(f"invalid settings for {cls.TASK}: {problems}",
-                            error_class="DELTA_DOWNGRADE_BAD_SETTINGS") from None
+        problems = "; ".join(f"{_where(e['loc'])}: {e['msg']}" for e in exc.errors())
+        raise BadSettingsError(f"invalid settings for {cls.TASK}: {problems}") from None
     finally:
         cls._config_path = None
+
+
+def _where(loc: Sequence[Any]) -> str:
+    name = ".".join(str(p) for p in loc)
+    return f"{ENV_PREFIX}{name.upper()}" if loc and loc[0] in RUNNER_ONLY else f"--{name}"
