@@ -10,13 +10,29 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import tempfile
 from pathlib import Path
 from typing import Any, Protocol
 
-from delta_downgrade.errors import BadInputError
+from delta_downgrade.errors import BadInputError, BadTaskValueError
 
 MAX_VALUE_BYTES = 48 * 1024
 RUN_DIR_ENV = "DELTA_DOWNGRADE_RUN_DIR"
+
+# What Databricks accepts for a task_key and for a task-value key. Both become file names here
+# (``<run dir>/task_values/<task_key>.json``), so nothing else may reach the file system: a
+# ``/``, ``..`` or an absolute name would read or write outside the run directory.
+KEY_PATTERN = re.compile(r"[A-Za-z0-9_-]+")
+MAX_KEY_LENGTH = 100
+
+
+def check_key(key: Any, what: str = "task key") -> str:
+    """``key`` when it is a valid task key / task-value key, else :class:`BadTaskValueError`."""
+    if not isinstance(key, str) or not KEY_PATTERN.fullmatch(key) or len(key) > MAX_KEY_LENGTH:
+        raise BadTaskValueError(f"{what} {key!r} is invalid: use 1 to {MAX_KEY_LENGTH} characters "
+                                f"of A-Z, a-z, 0-9, '_' and '-'")
+    return key
 
 
 def encode_value(key: str, value: Any) -> str:
@@ -35,22 +51,45 @@ class LocalTaskValues:
     """``<run_dir>/task_values/<task_key>.json``: a flat JSON object of this task's values."""
 
     def __init__(self, run_dir: str | os.PathLike[str], task_key: str) -> None:
-        self.path = Path(run_dir) / "task_values" / f"{task_key}.json"
+        self.path = Path(run_dir) / "task_values" / f"{check_key(task_key)}.json"
 
     def read_all(self) -> dict[str, Any]:
         try:
-            return json.loads(self.path.read_text())
-        except (FileNotFoundError, ValueError):
+            # O_NOFOLLOW: a symlink planted at the values file is not ours to read.
+            fd = os.open(self.path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        except FileNotFoundError:
             return {}
+        except OSError as exc:
+            raise BadTaskValueError(f"task values file {self.path} cannot be read: {exc}") from exc
+        with os.fdopen(fd, "rb") as fh:
+            data = fh.read()
+        try:
+            values = json.loads(data.decode("utf-8"))
+        except ValueError:
+            return {}
+        return values if isinstance(values, dict) else {}
 
     def set(self, key: str, value: Any) -> None:
+        check_key(key, "task value key")
         encode_value(key, value)
         values = self.read_all()
         values[key] = value
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(values, sort_keys=True, indent=1, default=str))
-        os.replace(tmp, self.path)
+        # The temporary file gets a random name and is created exclusively (mkstemp opens with
+        # O_CREAT|O_EXCL, mode 0600): a file or symlink planted at any predictable name is never
+        # opened or followed. os.replace then swaps it in atomically; the rename replaces a symlink
+        # at the final name itself instead of writing through it.
+        fd, tmp = tempfile.mkstemp(prefix=f".{self.path.stem}.", suffix=".tmp", dir=self.path.parent)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                fh.write(json.dumps(values, sort_keys=True, indent=1, default=str))
+            os.replace(tmp, self.path)
+        except BaseException:
+            try:
+                os.unlink(tmp)
+            except FileNotFoundError:
+                pass
+            raise
 
 
 class DatabricksTaskValues:
@@ -63,12 +102,14 @@ class DatabricksTaskValues:
         self._dbutils = DBUtils(SparkSession.builder.getOrCreate())
 
     def set(self, key: str, value: Any) -> None:
+        check_key(key, "task value key")
         encode_value(key, value)
         self._dbutils.jobs.taskValues.set(key=key, value=value)
 
 
 class NullTaskValues:
     def set(self, key: str, value: Any) -> None:
+        check_key(key, "task value key")
         encode_value(key, value)
 
 
