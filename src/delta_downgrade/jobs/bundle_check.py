@@ -11,9 +11,7 @@ import re
 from pathlib import Path
 from typing import Any, Iterable
 
-import yaml
-
-from delta_downgrade.errors import BadInputError
+from delta_downgrade.errors import BadInputError, BadJobDefinitionError
 
 # What each entry point sets as task values (jobs/entrypoints.py sets every key on every path).
 TASK_OUTPUTS: dict[str, frozenset[str]] = {}
@@ -32,16 +30,22 @@ def _outputs() -> dict[str, frozenset[str]]:
 
 
 def load_jobs(root: str | Path) -> dict[str, dict[str, Any]]:
+    from delta_downgrade.jobs.local_runner import _mapping, load_yaml
+
     root = Path(root)
-    bundle = yaml.safe_load((root / "databricks.yml").read_text()) or {}
+    bundle = _mapping(load_yaml(root / "databricks.yml", "bundle file"), "databricks.yml")
     jobs: dict[str, dict[str, Any]] = {}
-    for pattern in bundle.get("include") or []:
+    include = bundle.get("include") or []
+    if not isinstance(include, list) or not all(isinstance(p, str) for p in include):
+        raise BadJobDefinitionError("databricks.yml: include must be a list of glob patterns")
+    for pattern in include:
         for f in sorted(root.glob(pattern)):
-            doc = yaml.safe_load(f.read_text()) or {}
-            for key, job in ((doc.get("resources") or {}).get("jobs") or {}).items():
+            doc = _mapping(load_yaml(f), str(f))
+            found = _mapping(_mapping(doc.get("resources"), f"{f}: resources").get("jobs"), f"{f}: resources.jobs")
+            for key, job in found.items():
                 if key in jobs:
-                    raise BadInputError(f"job {key} is defined twice", error_class="DELTA_DOWNGRADE_BAD_JOB")
-                jobs[key] = job
+                    raise BadJobDefinitionError(f"job {key} is defined twice")
+                jobs[key] = _mapping(job, f"{f}: job {key}")
     return jobs
 
 
@@ -73,12 +77,12 @@ def validate_jobs(jobs: dict[str, dict[str, Any]], entry_points: set[str]) -> li
             except (ValueError, TypeError, KeyError) as exc:
                 problems.append(f"{job_key}: databricks-bundles rejects the job: {exc}")
         tasks = job.get("tasks") or []
-        by_key = {t.get("task_key"): t for t in tasks}
         try:
-            order = topological_order(tasks)
+            order = topological_order(tasks)  # also checks every task's shape
         except BadInputError as exc:
             problems.append(f"{job_key}: {exc.message}")
             continue
+        by_key = {t["task_key"]: t for t in tasks}
         upstream: dict[str, set[str]] = {}
         for task in order:
             key = task["task_key"]
@@ -134,6 +138,6 @@ def wheel_entry_points(wheel: str | Path) -> set[str]:
 
 
 def installed_entry_points() -> set[str]:
-    from importlib.metadata import distribution
+    from delta_downgrade.jobs.wheel_entry import declared_entry_points
 
-    return {ep.name for ep in distribution("delta-downgrade").entry_points if ep.group == "console_scripts"}
+    return set(declared_entry_points())

@@ -6,14 +6,14 @@ import argparse
 import sys
 from typing import Callable
 
-from delta_downgrade.errors import EXIT_FAILURE, EXIT_OK, BadInputError
+from delta_downgrade.errors import EXIT_FAILURE, EXIT_OK, BadSettingsError
 
 
 def _pairs(items: list[str] | None, flag: str) -> dict[str, str]:
     out: dict[str, str] = {}
     for item in items or []:
         if "=" not in item:
-            raise BadInputError(f"{flag} takes key=value, got {item!r}", error_class="DELTA_DOWNGRADE_BAD_SETTINGS")
+            raise BadSettingsError(f"{flag} takes key=value, got {item!r}")
         key, value = item.split("=", 1)
         out[key.strip()] = value
     return out

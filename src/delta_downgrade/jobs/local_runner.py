@@ -1,14 +1,20 @@
 """Run a bundle job's task graph on this machine, the way the Databricks Jobs service would.
 
 ``delta-downgrade run-job resources/delta_downgrade.job.yml --param table=PATH …``:
+- the whole job is checked before any task runs (:func:`check_job`), as Databricks checks a job
+  when it is created: a malformed task, an unknown condition ``op`` or ``run_if``, a negative retry
+  setting, an entry point the wheel does not declare, a reference to an unknown parameter or to a
+  task that is not upstream all stop the run with exit 2 and nothing started;
 - tasks run in dependency order; ``depends_on`` (with ``outcome`` for condition tasks) and
   ``run_if`` decide whether a task runs or is excluded;
 - ``condition_task`` compares its resolved operands (``EQUAL_TO``/``NOT_EQUAL`` as strings, the
   others as numbers);
 - ``{{job.parameters.X}}``, ``{{tasks.T.values.K}}``, ``{{job.run_id}}``, ``{{task.name}}`` and
   ``${var.X}`` are resolved (task values from the local store under the run directory);
-- wheel tasks run through their console script (or ``spark-submit jobs/spark_submit.py TASK``),
-  receive job parameters pushed down plus their ``named_parameters`` as ``--key=value``;
+- wheel tasks run only through an entry point the installed wheel declares
+  (:mod:`delta_downgrade.jobs.wheel_entry`, or ``spark-submit jobs/spark_submit.py TASK``), and
+  receive job parameters pushed down plus their ``named_parameters`` as ``--key=value``; their task
+  key and values directory travel in the environment, never as parameters;
 - ``max_retries`` and ``min_retry_interval_millis`` are honoured, so a truncate task that exits 3
   while its retention runs is simply retried.
 """
@@ -29,13 +35,21 @@ from typing import Any, Callable, Mapping
 
 import yaml
 
-from delta_downgrade.errors import BadInputError
-from delta_downgrade.jobs.task_values import read_task_values
+from delta_downgrade.errors import BadInputError, BadJobDefinitionError, DeltaDowngradeError
+from delta_downgrade.jobs.settings import ENV_PREFIX, RUNNER_ONLY, parse_cli_args
+from delta_downgrade.jobs.task_values import KEY_PATTERN, check_key, read_task_values
+from delta_downgrade.jobs.wheel_entry import declared_entry_points, resolve_entry_point
 
 _REF = re.compile(r"\{\{\s*([^{}]+?)\s*\}\}")
 _VAR = re.compile(r"\$\{var\.([A-Za-z0-9_.-]+)\}")
 
 SUCCESS, FAILED, EXCLUDED, UPSTREAM_FAILED = "SUCCESS", "FAILED", "EXCLUDED", "UPSTREAM_FAILED"
+
+# The Jobs API's enums (jobs.RunIf, jobs.ConditionTaskOp).
+RUN_IF = ("ALL_SUCCESS", "ALL_DONE", "NONE_FAILED", "AT_LEAST_ONE_SUCCESS", "ALL_FAILED", "AT_LEAST_ONE_FAILED")
+CONDITION_OPS = ("EQUAL_TO", "NOT_EQUAL", "GREATER_THAN", "GREATER_THAN_OR_EQUAL", "LESS_THAN",
+                 "LESS_THAN_OR_EQUAL")
+TASK_TYPES = ("condition_task", "python_wheel_task")
 
 
 @dataclass
@@ -46,6 +60,7 @@ class TaskRun:
     exit_code: int | None = None
     outcome: str | None = None  # "true"/"false" for condition tasks
     results: list[dict[str, Any]] = field(default_factory=list)
+    error: str | None = None  # why the task failed without its program saying so
 
 
 @dataclass
@@ -60,19 +75,46 @@ class JobRun:
         return all(t.status in (SUCCESS, EXCLUDED) for t in self.tasks.values())
 
 
+def load_yaml(path: str | os.PathLike[str], what: str = "job file") -> Any:
+    """A YAML document, loaded safely: tags such as ``!!python/object`` are never constructed.
+    Any problem (missing file, not UTF-8, bad YAML, unsafe tag) is one BadJobDefinitionError."""
+    try:
+        data = Path(path).read_bytes()
+    except OSError as exc:
+        raise BadJobDefinitionError(f"{what} {path} cannot be read: {exc.strerror or exc}") from exc
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise BadJobDefinitionError(f"{what} {path} is not UTF-8 text (byte {exc.start})") from exc
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        detail = " ".join(str(exc).split())
+        raise BadJobDefinitionError(f"{what} {path} is not valid bundle YAML (only plain YAML is "
+                                    f"accepted; language-specific tags are refused): {detail}") from exc
+
+
+def _mapping(value: Any, what: str) -> dict[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise BadJobDefinitionError(f"{what} must be a mapping, not {type(value).__name__}")
+    return value
+
+
 def load_job(path: str | os.PathLike[str], job_key: str | None = None) -> tuple[str, dict[str, Any]]:
-    doc = yaml.safe_load(Path(path).read_text())
-    jobs = ((doc or {}).get("resources") or {}).get("jobs") or {}
+    doc = _mapping(load_yaml(path), f"{path}")
+    jobs = _mapping(_mapping(doc.get("resources"), f"{path}: resources").get("jobs"), f"{path}: resources.jobs")
     if not jobs:
-        raise BadInputError(f"{path} defines no resources.jobs", error_class="DELTA_DOWNGRADE_BAD_JOB")
+        raise BadJobDefinitionError(f"{path} defines no resources.jobs")
     if job_key is None:
         if len(jobs) != 1:
-            raise BadInputError(f"{path} defines several jobs ({', '.join(jobs)}); pick one with --job",
-                                error_class="DELTA_DOWNGRADE_BAD_JOB")
+            raise BadJobDefinitionError(f"{path} defines several jobs ({', '.join(map(str, jobs))}); "
+                                        f"pick one with --job")
         job_key = next(iter(jobs))
     if job_key not in jobs:
-        raise BadInputError(f"{path} has no job {job_key!r}", error_class="DELTA_DOWNGRADE_BAD_JOB")
-    return job_key, jobs[job_key]
+        raise BadJobDefinitionError(f"{path} has no job {job_key!r}")
+    return str(job_key), _mapping(jobs[job_key], f"{path}: job {job_key}")
 
 
 def bundle_variables(job_file: str | os.PathLike[str], target: str | None = None) -> dict[str, str]:
@@ -85,25 +127,51 @@ def bundle_variables(job_file: str | os.PathLike[str], target: str | None = None
             break
     else:
         return {}
-    doc = yaml.safe_load(bundle_file.read_text()) or {}
-    values = {k: str(v.get("default")) for k, v in (doc.get("variables") or {}).items()
+    doc = _mapping(load_yaml(bundle_file, "bundle file"), str(bundle_file))
+    values = {k: str(v.get("default")) for k, v in _mapping(doc.get("variables"), "variables").items()
               if isinstance(v, dict) and v.get("default") is not None}
-    targets = doc.get("targets") or {}
+    targets = _mapping(doc.get("targets"), "targets")
     if target is None:
-        target = next((k for k, t in targets.items() if (t or {}).get("default")), None)
+        target = next((k for k, t in targets.items() if isinstance(t, dict) and t.get("default")), None)
     if target is not None:
         if target not in targets:
-            raise BadInputError(f"{bundle_file} has no target {target!r}", error_class="DELTA_DOWNGRADE_BAD_JOB")
-        values.update({k: str(v) for k, v in ((targets[target] or {}).get("variables") or {}).items()})
+            raise BadJobDefinitionError(f"{bundle_file} has no target {target!r}")
+        overrides = _mapping(_mapping(targets[target], f"target {target}").get("variables"),
+                             f"target {target}: variables")
+        values.update({k: str(v) for k, v in overrides.items()})
     return values
 
 
+def _task_problems(task: Any, index: int) -> list[str]:
+    """Shape problems of one task that would make the graph itself unreadable."""
+    if not isinstance(task, dict):
+        return [f"task #{index + 1} must be a mapping, not {type(task).__name__}"]
+    key = task.get("task_key")
+    if key is None:
+        return [f"task #{index + 1} has no task_key"]
+    try:
+        check_key(key, "task_key")
+    except BadInputError as exc:
+        return [f"task #{index + 1}: {exc.message}"]
+    problems = []
+    deps = task.get("depends_on") or []
+    if not isinstance(deps, list) or not all(isinstance(d, dict) and isinstance(d.get("task_key"), str)
+                                             for d in deps):
+        problems.append(f"task {key}: depends_on must be a list of {{task_key: …}} mappings")
+    return problems
+
+
 def topological_order(tasks: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Tasks in an order where every dependency comes first; a cycle or a dangling dependency is
-    an error (Databricks refuses such a job at deploy time)."""
+    """Tasks in an order where every dependency comes first; a malformed task, a cycle or a
+    dangling dependency is an error (Databricks refuses such a job at deploy time)."""
+    if not isinstance(tasks, list):
+        raise BadJobDefinitionError(f"tasks must be a list, not {type(tasks).__name__}")
+    problems = [p for i, t in enumerate(tasks) for p in _task_problems(t, i)]
+    if problems:
+        raise BadJobDefinitionError("; ".join(problems))
     by_key = {t["task_key"]: t for t in tasks}
     if len(by_key) != len(tasks):
-        raise BadInputError("duplicate task_key in the job", error_class="DELTA_DOWNGRADE_BAD_JOB")
+        raise BadJobDefinitionError("duplicate task_key in the job")
     order: list[dict[str, Any]] = []
     state: dict[str, int] = {}
 
@@ -111,11 +179,9 @@ def topological_order(tasks: list[dict[str, Any]]) -> list[dict[str, Any]]:
         if state.get(key) == 2:
             return
         if state.get(key) == 1:
-            raise BadInputError(f"the task graph has a cycle: {' -> '.join(chain + (key,))}",
-                                error_class="DELTA_DOWNGRADE_BAD_JOB")
+            raise BadJobDefinitionError(f"the task graph has a cycle: {' -> '.join(chain + (key,))}")
         if key not in by_key:
-            raise BadInputError(f"task {chain[-1] if chain else '?'} depends on unknown task {key!r}",
-                                error_class="DELTA_DOWNGRADE_BAD_JOB")
+            raise BadJobDefinitionError(f"task {chain[-1] if chain else '?'} depends on unknown task {key!r}")
         state[key] = 1
         for dep in by_key[key].get("depends_on") or []:
             visit(dep["task_key"], chain + (key,))
@@ -125,6 +191,155 @@ def topological_order(tasks: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for task in tasks:
         visit(task["task_key"], ())
     return order
+
+
+def _strings(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in _strings(v)]
+    if isinstance(value, list):
+        return [s for v in value for s in _strings(v)]
+    return []
+
+
+def _scalar(value: Any) -> bool:
+    return value is None or isinstance(value, (str, int, float, bool))
+
+
+def _runner_only(name: str) -> bool:
+    return name.strip().replace("-", "_").lower() in RUNNER_ONLY
+
+
+@dataclass
+class _Plan:
+    """What :func:`check_job` established about a job: the order and each task's retry settings."""
+
+    order: list[dict[str, Any]]
+    retries: dict[str, tuple[int, float]]
+
+
+def check_job(job: dict[str, Any], params: Mapping[str, str], variables: Mapping[str, str],
+              entry_points: Mapping[str, Any] | None = None) -> _Plan:
+    """Check the whole job before anything runs; every problem is listed in one
+    :class:`BadJobDefinitionError`. ``params`` are the job parameters' names and values."""
+    order = topological_order(job.get("tasks") or [])
+    declared = declared_entry_points() if entry_points is None else entry_points
+    problems: list[str] = []
+    upstream: dict[str, set[str]] = {}
+    retries: dict[str, tuple[int, float]] = {}
+    for task in order:
+        key = task["task_key"]
+        ups: set[str] = set()
+        for dep in task.get("depends_on") or []:
+            ups |= {dep["task_key"]} | upstream[dep["task_key"]]
+            if "outcome" in dep and str(dep["outcome"]).lower() not in ("true", "false"):
+                problems.append(f"task {key}: depends_on outcome must be \"true\" or \"false\"")
+        upstream[key] = ups
+        run_if = task.get("run_if", "ALL_SUCCESS")
+        if run_if not in RUN_IF:
+            problems.append(f"task {key}: unknown run_if {run_if!r} (one of {', '.join(RUN_IF)})")
+        kinds = [k for k in TASK_TYPES if k in task]
+        others = [k for k in task if k.endswith("_task") and k not in TASK_TYPES]
+        if others or len(kinds) != 1:
+            problems.append(f"task {key}: only one python_wheel_task or condition_task runs locally "
+                            f"(found {', '.join(others + kinds) or 'none'})")
+        elif kinds[0] == "condition_task":
+            problems.extend(_condition_problems(key, task["condition_task"]))
+        else:
+            problems.extend(_wheel_problems(key, task["python_wheel_task"], declared))
+        for name in _VAR.findall(" ".join(_strings(task))):
+            if name not in variables:
+                problems.append(f"task {key}: bundle variable {name!r} has no value; pass --var {name}=…")
+        for text in _strings(task):
+            for ref in _REF.findall(text):
+                problem = _reference_problem(ref, params, ups)
+                if problem:
+                    problems.append(f"task {key}: {{{{{ref}}}}}: {problem}")
+        retries[key] = (_count_setting(task, "max_retries", key, params, variables, problems),
+                        _count_setting(task, "min_retry_interval_millis", key, params, variables, problems) / 1000)
+    if problems:
+        raise BadJobDefinitionError("the job cannot run: " + "; ".join(problems))
+    return _Plan(order, retries)
+
+
+def _condition_problems(key: str, spec: Any) -> list[str]:
+    if not isinstance(spec, dict):
+        return [f"task {key}: condition_task must be a mapping"]
+    problems = []
+    if spec.get("op") not in CONDITION_OPS:
+        problems.append(f"task {key}: unknown condition op {spec.get('op')!r} (one of {', '.join(CONDITION_OPS)})")
+    for side in ("left", "right"):
+        if side not in spec or not _scalar(spec[side]) or spec[side] is None:
+            problems.append(f"task {key}: condition_task needs a scalar {side!r} operand")
+    return problems
+
+
+def _wheel_problems(key: str, wheel: Any, declared: Mapping[str, Any]) -> list[str]:
+    if not isinstance(wheel, dict):
+        return [f"task {key}: python_wheel_task must be a mapping"]
+    problems = []
+    try:
+        resolve_entry_point(wheel.get("entry_point"), wheel.get("package_name"), declared)
+    except BadJobDefinitionError as exc:
+        problems.append(f"task {key}: {exc.message}")
+    named = wheel.get("named_parameters") or {}
+    positional = wheel.get("parameters") or []
+    if not isinstance(named, dict) or not all(isinstance(k, str) and _scalar(v) for k, v in named.items()):
+        problems.append(f"task {key}: named_parameters must map names to scalar values")
+        named = {}
+    if not isinstance(positional, list) or not all(_scalar(v) for v in positional):
+        problems.append(f"task {key}: parameters must be a list of scalar values")
+        positional = []
+    if named and positional:
+        problems.append(f"task {key}: set parameters or named_parameters, not both")
+    passed = list(named) + list(parse_cli_args([str(a) for a in positional]))
+    for name in passed:
+        if _runner_only(name):
+            problems.append(f"task {key}: parameter {name!r} is reserved: the runner sets it for each task")
+    return problems
+
+
+def _reference_problem(ref: str, params: Mapping[str, str], upstream: set[str]) -> str | None:
+    parts = ref.split(".")
+    if parts[:2] == ["job", "parameters"] and len(parts) == 3:
+        return None if parts[2] in params else f"no job parameter {parts[2]!r}"
+    if ref in ("job.run_id", "job.id", "task.name"):
+        return None
+    if parts[0] == "tasks" and len(parts) == 4 and parts[2] == "values":
+        if not KEY_PATTERN.fullmatch(parts[1]) or not KEY_PATTERN.fullmatch(parts[3]):
+            return "task and value keys are [A-Za-z0-9_-]+"
+        if parts[1] not in upstream:
+            return f"task {parts[1]!r} is not upstream of this task"
+        return None
+    return "unsupported reference"
+
+
+def _count_setting(task: dict[str, Any], name: str, key: str, params: Mapping[str, str],
+                   variables: Mapping[str, str], problems: list[str]) -> int:
+    """A non-negative integer task setting (``${var.…}`` and job parameters resolved now: these are
+    fixed for the whole run)."""
+    raw = task.get(name, 0)
+    if raw is None:
+        return 0
+    text = str(raw)
+    if not _VAR.search(text) and not _REF.search(text) and isinstance(raw, int) and not isinstance(raw, bool):
+        value = raw
+    else:
+        text = _VAR.sub(lambda m: str(variables.get(m.group(1), m.group(0))), text)
+        text = _REF.sub(lambda m: str(params.get(m.group(1).split(".")[-1], m.group(0)))
+                        if m.group(1).startswith("job.parameters.") else m.group(0), text)
+        try:
+            value = int(text.strip())
+        except ValueError:
+            problems.append(f"task {key}: {name} must be a whole number, got {raw!r}")
+            return 0
+    if value < 0:
+        problems.append(f"task {key}: {name} must be 0 or more, got {value}"
+                        + (" (retrying forever is not supported by the local runner)"
+                           if name == "max_retries" and value == -1 else ""))
+        return 0
+    return value
 
 
 def _should_run(task: dict[str, Any], run: JobRun) -> bool:
@@ -155,7 +370,7 @@ def _should_run(task: dict[str, Any], run: JobRun) -> bool:
         return all(failed)
     if run_if == "AT_LEAST_ONE_FAILED":
         return any(failed)
-    raise BadInputError(f"unknown run_if {run_if!r}", error_class="DELTA_DOWNGRADE_BAD_JOB")
+    raise BadJobDefinitionError(f"unknown run_if {run_if!r}")  # check_job refuses it first
 
 
 def _skip_status(task: dict[str, Any], run: JobRun) -> str:
@@ -176,29 +391,28 @@ class Resolver:
 
     def _var(self, name: str) -> str:
         if name not in self.variables:
-            raise BadInputError(f"bundle variable {name!r} has no value; pass --var {name}=…",
-                                error_class="DELTA_DOWNGRADE_BAD_JOB")
+            raise BadJobDefinitionError(f"bundle variable {name!r} has no value; pass --var {name}=…")
         return str(self.variables[name])
 
     def _ref(self, ref: str, task_key: str) -> str:
         parts = ref.split(".")
         if parts[:2] == ["job", "parameters"] and len(parts) == 3:
             if parts[2] not in self.params:
-                raise BadInputError(f"{{{{{ref}}}}}: no job parameter {parts[2]!r}",
-                                    error_class="DELTA_DOWNGRADE_BAD_JOB")
+                raise BadJobDefinitionError(f"{{{{{ref}}}}}: no job parameter {parts[2]!r}")
             return str(self.params[parts[2]])
         if ref in ("job.run_id", "job.id"):
             return self.run.run_id
         if ref == "task.name":
             return task_key
         if parts[0] == "tasks" and len(parts) == 4 and parts[2] == "values":
+            # read_task_values checks the task key (a file name) and the value key is only a key.
             values = read_task_values(self.run.run_dir, parts[1])
+            check_key(parts[3], "task value key")
             if parts[3] not in values:
-                raise BadInputError(f"{{{{{ref}}}}}: task {parts[1]!r} set no value {parts[3]!r}",
-                                    error_class="DELTA_DOWNGRADE_BAD_JOB")
+                raise BadJobDefinitionError(f"{{{{{ref}}}}}: task {parts[1]!r} set no value {parts[3]!r}")
             value = values[parts[3]]
             return value if isinstance(value, str) else json.dumps(value)
-        raise BadInputError(f"unsupported reference {{{{{ref}}}}}", error_class="DELTA_DOWNGRADE_BAD_JOB")
+        raise BadJobDefinitionError(f"unsupported reference {{{{{ref}}}}}")
 
 
 def _condition(spec: Mapping[str, Any], left: str, right: str) -> bool:
@@ -207,22 +421,24 @@ def _condition(spec: Mapping[str, Any], left: str, right: str) -> bool:
         return left == right
     if op == "NOT_EQUAL":
         return left != right
-    a, b = float(left), float(right)
+    try:
+        a, b = float(left), float(right)
+    except ValueError:
+        raise BadJobDefinitionError(f"{op} compares numbers, got {left!r} and {right!r}") from None
     return {"GREATER_THAN": a > b, "GREATER_THAN_OR_EQUAL": a >= b,
             "LESS_THAN": a < b, "LESS_THAN_OR_EQUAL": a <= b}[op]
 
 
 def _command(entry_point: str, args: list[str], runner: str) -> list[str]:
+    """The argv that runs a declared entry point (``check_job`` has resolved ``entry_point``
+    against the wheel's metadata). Fixed programs only: the entry point is an argument, looked up
+    again in the metadata by the program that runs it, never a path or a piece of source."""
     if runner == "spark-submit":
         launcher = Path(__file__).resolve().parents[3] / "jobs" / "spark_submit.py"
         submit = shutil.which("spark-submit") or str(Path(sys.prefix) / "bin" / "spark-submit")
         return [submit, "--master", os.environ.get("DELTA_DOWNGRADE_SPARK_MASTER", "local[2]"),
                 str(launcher), entry_point, *args]
-    script = Path(sys.prefix) / "bin" / entry_point
-    if script.exists():
-        return [str(script), *args]
-    return [sys.executable, "-c",
-            f"import sys; from delta_downgrade.jobs.entrypoints import {entry_point} as f; sys.exit(f())", *args]
+    return [sys.executable, "-m", "delta_downgrade.jobs.wheel_entry", entry_point, *args]
 
 
 def run_job(job_file: str | os.PathLike[str], *, params: Mapping[str, str] | None = None,
@@ -235,15 +451,27 @@ def run_job(job_file: str | os.PathLike[str], *, params: Mapping[str, str] | Non
     job_key, job = load_job(job_file, job_key)
     run_id = uuid.uuid4().hex[:12]
     run = JobRun(job_key, run_id, Path(run_dir or Path(".runs") / f"{job_key}-{run_id}").resolve())
-    run.run_dir.mkdir(parents=True, exist_ok=True)
     given = dict(params or {})
-    resolver = Resolver(run, {}, {**bundle_variables(job_file, target), **dict(variables or {})})
+    all_variables = {**bundle_variables(job_file, target), **dict(variables or {})}
+    resolver = Resolver(run, {}, all_variables)
+    declared = job.get("parameters") or []
+    if not isinstance(declared, list) or not all(isinstance(p, dict) and isinstance(p.get("name"), str)
+                                                 for p in declared):
+        raise BadJobDefinitionError("job parameters must be a list of {name: …, default: …} mappings")
     job_params = {p["name"]: given[p["name"]] if p["name"] in given else resolver(p.get("default", ""), "")
-                  for p in job.get("parameters") or []}
+                  for p in declared}
     job_params.update(given)
+    # Job parameters reach every wheel task as --key=value: none may pose as the runner's own
+    # task_key / task_values_dir, which say where a task's values are written.
+    reserved = sorted(name for name in job_params if _runner_only(name))
+    if reserved:
+        raise BadJobDefinitionError(f"job parameter(s) {', '.join(reserved)} are reserved: the runner sets "
+                                    f"them for each task ({', '.join(ENV_PREFIX + k.upper() for k in sorted(RUNNER_ONLY))})")
     resolver.params = job_params
+    plan = check_job(job, job_params, all_variables)
+    run.run_dir.mkdir(parents=True, exist_ok=True)
 
-    for task in topological_order(job.get("tasks") or []):
+    for task in plan.order:
         key = task["task_key"]
         state = TaskRun(key)
         run.tasks[key] = state
@@ -253,34 +481,45 @@ def run_job(job_file: str | os.PathLike[str], *, params: Mapping[str, str] | Non
             continue
         if "condition_task" in task:
             spec = task["condition_task"]
-            outcome = _condition(spec, resolver(spec["left"], key), resolver(spec["right"], key))
-            state.status, state.outcome = SUCCESS, "true" if outcome else "false"
-            say(f"[{key}] condition {spec['left']} {spec['op']} {spec['right']} -> {state.outcome}")
-        elif "python_wheel_task" in task:
-            _run_wheel_task(task, state, run, resolver, job_params, runner, say, sleep)
+            try:
+                outcome = _condition(spec, resolver(spec["left"], key), resolver(spec["right"], key))
+            except DeltaDowngradeError as exc:
+                _fail(state, exc, say)
+            else:
+                state.status, state.outcome = SUCCESS, "true" if outcome else "false"
+                say(f"[{key}] condition {spec['left']} {spec['op']} {spec['right']} -> {state.outcome}")
         else:
-            raise BadInputError(f"task {key}: only python_wheel_task and condition_task run locally",
-                                error_class="DELTA_DOWNGRADE_BAD_JOB")
+            _run_wheel_task(task, state, run, resolver, job_params, runner, plan.retries[key], say, sleep)
         if after_task:
             after_task(state, run)
     return run
 
 
+def _fail(state: TaskRun, exc: DeltaDowngradeError, say: Callable[[str], None]) -> None:
+    """A task that cannot start (e.g. an upstream value it needs was never set) fails, as on
+    Databricks; its dependants are then UPSTREAM_FAILED."""
+    state.status, state.error = FAILED, str(exc)
+    say(f"[{state.task_key}] failed: {exc}")
+
+
 def _run_wheel_task(task: dict[str, Any], state: TaskRun, run: JobRun, resolver: Resolver,
-                    job_params: Mapping[str, str], runner: str, say: Callable[[str], None],
-                    sleep: Callable[[float], None]) -> None:
+                    job_params: Mapping[str, str], runner: str, retry: tuple[int, float],
+                    say: Callable[[str], None], sleep: Callable[[float], None]) -> None:
     from delta_downgrade.jobs.result import parse_result_lines
 
     key = task["task_key"]
     wheel = task["python_wheel_task"]
-    retries = int(resolver(task.get("max_retries", 0) or 0, key))
-    interval = int(resolver(task.get("min_retry_interval_millis", 0) or 0, key)) / 1000
+    retries, interval = retry
     env = dict(os.environ, DELTA_DOWNGRADE_TASK_KEY=key, DELTA_DOWNGRADE_TASK_VALUES_DIR=str(run.run_dir))
     for attempt in range(retries + 1):
-        # Job parameters are pushed down to key-value wheel tasks; the task's own win.
-        named = {**job_params, **{k: resolver(v, key) for k, v in (wheel.get("named_parameters") or {}).items()}}
-        args = [f"--{k}={v}" for k, v in named.items()]
-        args += [resolver(a, key) for a in wheel.get("parameters") or []]
+        try:
+            # Job parameters are pushed down to key-value wheel tasks; the task's own win.
+            named = {**job_params, **{k: resolver(v, key) for k, v in (wheel.get("named_parameters") or {}).items()}}
+            args = [f"--{k}={v}" for k, v in named.items()]
+            args += [resolver(a, key) for a in wheel.get("parameters") or []]
+        except DeltaDowngradeError as exc:
+            _fail(state, exc, say)
+            return
         state.attempts = attempt + 1
         say(f"[{key}] attempt {attempt + 1}/{retries + 1}: {wheel['entry_point']} {' '.join(args)}")
         proc = subprocess.run(_command(wheel["entry_point"], args, runner), env=env, capture_output=True, text=True)
