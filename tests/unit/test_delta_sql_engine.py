@@ -23,7 +23,7 @@ def test_sql_text():
     assert drop_feature_sql("/data/t", "deletionVectors", False) == \
         "ALTER TABLE delta.`/data/t` DROP FEATURE `deletionVectors`"
     assert drop_feature_sql("main.ops.events", "`checkpointProtection`", True) == \
-        "ALTER TABLE main.ops.events DROP FEATURE `checkpointProtection` TRUNCATE HISTORY"
+        "ALTER TABLE `main`.`ops`.`events` DROP FEATURE `checkpointProtection` TRUNCATE HISTORY"
     assert table_identifier("s3://b/p`q") == "delta.`s3://b/p``q`"
 
 

@@ -49,4 +49,6 @@ def select_engine(name: str, table: str) -> Engine:
 
 
 def _looks_like_path(table: str) -> bool:
-    return "/" in table or "://" in table or table.startswith(".")
+    from delta_downgrade.engines.delta_sql import is_path
+
+    return is_path(table)

@@ -12,8 +12,8 @@ import re
 from typing import Any
 
 from delta_downgrade.errors import (
-    BadInputError, ConcurrentWriteError, DeltaDowngradeError, FeatureDropError, RetentionWaitError,
-    UnsupportedFeaturesError,
+    BadInputError, ConcurrentWriteError, DeltaDowngradeError, FeatureDropError, InvalidIdentifierError,
+    RetentionWaitError, UnsupportedFeaturesError,
 )
 
 _ERROR_CLASS = re.compile(r"\[([A-Z][A-Z0-9_]+)(?:\.[A-Z0-9_]+)?\]")
@@ -77,16 +77,110 @@ def map_error(exc: BaseException, table: str, feature: str) -> DeltaDowngradeErr
     return DeltaDowngradeError(message, table=table, feature=feature, error_class=error_class)
 
 
+# An unquoted identifier part as Spark's parser accepts it (letters, digits, underscore); anything
+# else must be backtick-quoted.
+_PLAIN_PART = re.compile(r"[A-Za-z0-9_]+")
+# A feature name this package does not know is passed to the runtime (it may know newer features)
+# only when it is a plain name: the spelling of PROTOCOL.md's "Valid Feature Names" (letters,
+# digits, '-' and '_').
+_PLAIN_FEATURE = re.compile(r"[A-Za-z][A-Za-z0-9_-]*")
+
+
+def quote_identifier(part: str) -> str:
+    """One backtick-quoted identifier part; an embedded backtick is doubled (Spark SQL syntax)."""
+    return "`" + part.replace("`", "``") + "`"
+
+
+def split_multipart(name: str) -> list[str]:
+    """The parts of a (catalog.)(schema.)table name, as Spark's ``parseMultipartIdentifier`` reads
+    it: parts are separated by ``.``; a part is either plain (letters, digits, ``_``) or quoted in
+    backticks, where two backticks stand for one. Anything else is an
+    :class:`InvalidIdentifierError` (nothing is guessed, nothing reaches SQL unquoted)."""
+    parts: list[str] = []
+    i, n = 0, len(name)
+    while True:
+        if i < n and name[i] == "`":
+            i += 1
+            buf = []
+            while True:
+                if i >= n:
+                    raise InvalidIdentifierError(f"table name {name!r} has an unclosed backtick")
+                if name[i] == "`":
+                    if i + 1 < n and name[i + 1] == "`":
+                        buf.append("`")
+                        i += 2
+                        continue
+                    i += 1
+                    break
+                buf.append(name[i])
+                i += 1
+            part = "".join(buf)
+            if not part:
+                raise InvalidIdentifierError(f"table name {name!r} has an empty quoted part")
+        else:
+            j = i
+            while j < n and name[j] not in ".`":
+                j += 1
+            part = name[i:j]
+            if not _PLAIN_PART.fullmatch(part):
+                raise InvalidIdentifierError(
+                    f"table name {name!r}: {part!r} is not a valid identifier part; quote a part with "
+                    f"other characters in backticks (e.g. main.`my schema`.t)")
+            i = j
+        parts.append(part)
+        if i == n:
+            return parts
+        if name[i] != ".":
+            raise InvalidIdentifierError(f"table name {name!r}: expected '.' after {part!r}")
+        i += 1
+
+
+def _outside_backticks(text: str) -> str:
+    out, quoted = [], False
+    for ch in text:
+        if ch == "`":
+            quoted = not quoted  # a doubled backtick toggles twice: still the same state
+        elif not quoted:
+            out.append(ch)
+    return "".join(out)
+
+
+def is_path(table: str) -> bool:
+    """Whether ``table`` is a storage path (``/data/t``, ``./t``, ``s3://b/t``) rather than a
+    catalog name (``main.ops.t``, ``main.`a/b`.t``, ``delta.`/data/t```)."""
+    return "://" in table or table.startswith(("/", ".", "~")) or "/" in _outside_backticks(table)
+
+
 def table_identifier(table: str) -> str:
-    """A SQL identifier for ``table``: ``delta.`path``` for paths, the name as given otherwise."""
-    if "/" in table or "://" in table:
-        return "delta.`" + table.replace("`", "``") + "`"
-    return table
+    """A SQL identifier for ``table``: ``delta.`path``` for a path, else every part of the catalog
+    name backtick-quoted. Quoting every part with embedded backticks doubled means no table name
+    can end the identifier early and add SQL of its own."""
+    if is_path(table):
+        return "delta." + quote_identifier(table)
+    return ".".join(quote_identifier(part) for part in split_multipart(table))
+
+
+def feature_name(feature: str, table: str | None = None) -> str:
+    """The feature name to put in SQL: the registry's spelling for a known feature (matched
+    case-insensitively, as Spark resolves it), else the name itself when it is a plain feature name.
+    One pair of surrounding backticks or quotes is accepted. Anything else is refused: a backtick
+    or a space in a name could close the quoted identifier and add clauses (``TRUNCATE HISTORY``)."""
+    from delta_downgrade.protocol.features import lookup_feature
+
+    name = feature.strip()
+    if len(name) >= 2 and name[0] == name[-1] and name[0] in "`'\"":
+        name = name[1:-1]
+    known = lookup_feature(name)
+    if known is not None:
+        return known.name
+    if not _PLAIN_FEATURE.fullmatch(name):
+        raise FeatureDropError(f"{feature!r} is not a table feature name: a feature name is letters, "
+                               f"digits, '-' and '_' (e.g. deletionVectors)", table=table, feature=feature)
+    return name
 
 
 def drop_feature_sql(table: str, feature: str, truncate_history: bool) -> str:
-    name = feature.strip().strip("`'\"")
-    return (f"ALTER TABLE {table_identifier(table)} DROP FEATURE `{name}`"
+    return (f"ALTER TABLE {table_identifier(table)} DROP FEATURE {quote_identifier(feature_name(feature, table))}"
             + (" TRUNCATE HISTORY" if truncate_history else ""))
 
 
@@ -110,7 +204,7 @@ class DeltaSqlEngine:
         return self._spark
 
     def location(self, table: str) -> str:
-        if "/" in table or "://" in table:
+        if is_path(table):
             return table
         row = self.spark().sql(f"DESCRIBE DETAIL {table_identifier(table)}").collect()[0]
         return str(row["location"])
@@ -123,11 +217,11 @@ class DeltaSqlEngine:
         )
         from delta_downgrade.protocol import CHECKPOINT_PROTECTION
 
-        statement = drop_feature_sql(table, feature, truncate_history)
+        statement = drop_feature_sql(table, feature, truncate_history)  # refuses bad names first
+        name = feature_name(feature, table)
         location = self.location(table)
         log = DeltaLog(location)
         before = log.snapshot(check_read=False).protocol
-        name = feature.strip().strip("`'\"")
         if dry_run:
             return DropOutcome(table, name, STATUS_PLANNED, before, before, None, [], [], [],
                                plan=[f"run: {statement}"])
