@@ -1,0 +1,188 @@
+"""Issue #10 "Hardening", the jobs/engines parts that need no table: settings files and sections
+(item 7), ``#`` in a tables file (item 10), task keys, task-value keys and the values file's
+temporary file (item 12), and the SQL the delta-sql engine builds (item 13)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from delta_downgrade.errors import BadInputError
+from delta_downgrade.jobs.drop_task import DropFeatureSettings
+from delta_downgrade.jobs.settings import VerifySettings, load_settings
+from delta_downgrade.jobs.task_values import LocalTaskValues, read_task_values
+
+
+@pytest.fixture(autouse=True)
+def _clean_env(monkeypatch):
+    for key in list(os.environ):
+        if key.startswith("DELTA_DOWNGRADE_"):
+            monkeypatch.delenv(key)
+
+
+def _bad_input(exc_info, error_class: str) -> None:
+    assert exc_info.value.exit_code == 2
+    assert exc_info.value.error_class == error_class, exc_info.value
+
+
+# --- item 7: settings files --------------------------------------------------------------------
+
+def test_7_tables_file_not_utf8_is_bad_config(tmp_path):
+    listing = tmp_path / "tables.txt"
+    listing.write_bytes(b"/data/caf\xe9\n")  # Latin-1, not UTF-8
+    settings = load_settings(VerifySettings, [f"--tables_file={listing}"])
+    with pytest.raises(BadInputError) as info:
+        settings.table_list()
+    _bad_input(info, "DELTA_DOWNGRADE_BAD_CONFIG")
+    assert "UTF-8" in info.value.message
+
+
+@pytest.mark.parametrize("section", [
+    "drop_feature_task = 3",
+    'drop_feature_task = "deletionVectors"',
+    "drop_feature_task = [1, 2]",
+    '[[drop_feature_task]]\nfeature = "deletionVectors"',
+])
+def test_7_toml_task_section_that_is_not_a_table_is_bad_config(tmp_path, section):
+    config = tmp_path / "drop.toml"
+    config.write_text(f'table = "/t"\n{section}\n')
+    with pytest.raises(BadInputError) as info:
+        load_settings(DropFeatureSettings, [f"--config={config}"])
+    _bad_input(info, "DELTA_DOWNGRADE_BAD_CONFIG")
+    assert "[drop_feature_task] must be a table" in info.value.message
+
+
+# --- item 10: '#' in a tables file ---------------------------------------------------------------
+
+def test_10_hash_inside_a_line_is_part_of_the_table(tmp_path):
+    listing = tmp_path / "tables.txt"
+    listing.write_text("# fleet\n\n   \n/data/t#1\n  # /data/commented-out\n/data/u #2\n")
+    settings = load_settings(VerifySettings, [f"--tables_file={listing}"])
+    assert settings.table_list() == ["/data/t#1", "/data/u #2"]
+
+
+# --- item 12: task keys, value keys, the temporary file ----------------------------------------------
+
+@pytest.mark.parametrize("task_key", ["../../x", "/abs/x", "a/b", "..", "a.b", "", "x" * 101])
+def test_12_task_key_that_is_not_a_databricks_key_is_refused(tmp_path, task_key):
+    run_dir = tmp_path / "run"
+    with pytest.raises(BadInputError) as info:
+        LocalTaskValues(run_dir, task_key).set("status", "dropped")
+    _bad_input(info, "DELTA_DOWNGRADE_BAD_TASK_VALUE")
+    assert not any(p.is_file() for p in tmp_path.rglob("*"))  # nothing written anywhere
+
+
+@pytest.mark.parametrize("key", ["../x", "a/b", "a b", ""])
+def test_12_task_value_key_that_is_not_a_databricks_key_is_refused(tmp_path, key):
+    with pytest.raises(BadInputError) as info:
+        LocalTaskValues(tmp_path, "verify").set(key, 1)
+    _bad_input(info, "DELTA_DOWNGRADE_BAD_TASK_VALUE")
+    assert not (tmp_path / "task_values" / "verify.json").exists()
+
+
+def test_12_reading_values_of_an_absolute_task_name_is_refused(tmp_path):
+    secret = tmp_path / "secret"
+    secret.with_suffix(".json").write_text(json.dumps({"k": "stolen"}))
+    with pytest.raises(BadInputError) as info:
+        read_task_values(tmp_path / "run", str(secret))
+    _bad_input(info, "DELTA_DOWNGRADE_BAD_TASK_VALUE")
+
+
+@pytest.mark.parametrize("planted", ["verify.tmp", "verify.json.tmp", ".verify.tmp", ".verify.json.tmp"])
+def test_12_symlink_planted_at_a_predictable_temp_name_is_not_followed(tmp_path, planted):
+    values_dir = tmp_path / "task_values"
+    values_dir.mkdir()
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious\n")
+    (values_dir / planted).symlink_to(victim)
+    LocalTaskValues(tmp_path, "verify").set("status", "verified")
+    assert victim.read_text() == "precious\n"
+    assert read_task_values(tmp_path, "verify") == {"status": "verified"}
+    assert (values_dir / planted).is_symlink()  # left alone, not replaced and not written through
+
+
+def test_12_temp_file_is_created_exclusively_with_a_random_name(tmp_path):
+    """Every file the values store opens for writing is created with O_CREAT|O_EXCL (no file or
+    symlink at that name may pre-exist) under a name not known in advance. Observed through the
+    interpreter's audit events in a child process, so no code is replaced."""
+    script = textwrap.dedent(f"""
+        import json, os, sys
+        run_dir = {str(tmp_path)!r}
+        opened = []
+        def hook(event, args):
+            if event == "open" and args[0] is not None and str(args[0]).startswith(run_dir):
+                opened.append((str(args[0]), args[1], args[2]))
+        sys.addaudithook(hook)
+        from delta_downgrade.jobs.task_values import LocalTaskValues
+        for i in range(2):
+            LocalTaskValues(run_dir, "drop_feature").set("status", "dropped")
+        print(json.dumps(opened))
+    """)
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    opened = json.loads(proc.stdout.splitlines()[-1])
+    writes = [(path, flags) for path, mode, flags in opened
+              if isinstance(flags, int) and flags & (os.O_WRONLY | os.O_RDWR)
+              or isinstance(mode, str) and any(c in mode for c in "wax+")]
+    assert len(writes) >= 2, opened
+    for path, flags in writes:
+        assert isinstance(flags, int) and flags & os.O_CREAT and flags & os.O_EXCL, (path, flags)
+    names = {Path(path).name for path, _ in writes}
+    assert len(names) == len(writes)  # a fresh name each time
+    assert not any(n in ("drop_feature.tmp", "drop_feature.json.tmp") for n in names)
+    assert sorted(p.name for p in (tmp_path / "task_values").iterdir()) == ["drop_feature.json"]
+
+
+def test_12_task_key_from_the_command_line_is_ignored(capsys):
+    # Job parameters are pushed down to every task as --key=value; only the runner's environment
+    # may name the task (and so the values file).
+    s = load_settings(VerifySettings, ["--table=/t", "--task_key=../../x", "--task-values-dir=/tmp/elsewhere"])
+    assert s.task_key is None and s.task_values_dir is None
+    assert "--task_key" in capsys.readouterr().err
+
+
+def test_12_task_key_from_the_environment_is_validated(monkeypatch):
+    monkeypatch.setenv("DELTA_DOWNGRADE_TASK_KEY", "../../x")
+    with pytest.raises(BadInputError) as info:
+        load_settings(VerifySettings, ["--table=/t"])
+    _bad_input(info, "DELTA_DOWNGRADE_BAD_SETTINGS")
+    assert "DELTA_DOWNGRADE_TASK_KEY" in info.value.message
+    monkeypatch.setenv("DELTA_DOWNGRADE_TASK_KEY", "verify_truncated")
+    assert load_settings(VerifySettings, ["--table=/t"]).task_key == "verify_truncated"
+
+
+# --- item 13: SQL of the delta-sql engine --------------------------------------------------------------
+
+@pytest.mark.parametrize("feature", ["x` TRUNCATE HISTORY --", "deletionVectors` TRUNCATE HISTORY",
+                                     "a b", "v2Checkpoint;", "`x``y`", ""])
+def test_13_feature_name_that_could_change_the_statement_is_refused(feature):
+    from delta_downgrade.engines.delta_sql import drop_feature_sql
+
+    with pytest.raises(BadInputError) as info:
+        drop_feature_sql("/data/t", feature, False)
+    _bad_input(info, "DELTA_FEATURE_DROP_UNSUPPORTED_CLIENT_FEATURE")
+
+
+def test_13_known_features_take_the_registry_spelling_and_plain_unknown_names_pass():
+    from delta_downgrade.engines.delta_sql import drop_feature_sql
+
+    assert drop_feature_sql("/d", "DELETIONVECTORS", False) == "ALTER TABLE delta.`/d` DROP FEATURE `deletionVectors`"
+    assert drop_feature_sql("/d", "typeWidening-preview", True) == \
+        "ALTER TABLE delta.`/d` DROP FEATURE `typeWidening-preview` TRUNCATE HISTORY"
+    assert drop_feature_sql("/d", "futureFeature_2", False) == "ALTER TABLE delta.`/d` DROP FEATURE `futureFeature_2`"
+
+
+@pytest.mark.parametrize("name", ["main.ops.t; DROP TABLE x", "main.ops.t DROP FEATURE x --", "a..b",
+                                  "main.`ops", "main.ops.", "a.`b`c"])
+def test_13_table_name_that_is_not_an_identifier_is_refused(name):
+    from delta_downgrade.engines.delta_sql import drop_feature_sql
+
+    with pytest.raises(BadInputError) as info:
+        drop_feature_sql(name, "deletionVectors", False)
+    _bad_input(info, "INVALID_IDENTIFIER")
