@@ -6,9 +6,17 @@ Every operation that compares against "now" takes a :class:`Clock`; production u
 
 from __future__ import annotations
 
+import math
 import time
 from datetime import datetime, timezone
 from typing import Protocol
+
+#: The longest duration any retention or interval may have: 1,000 years of 366 days. Durations are
+#: added to and subtracted from "now" (cutoffs, ``truncate_after``), and both results must stay
+#: dates (years 1..9999) that Python and the JSON/RESULT documents can show; a retention this long
+#: already means "never". Longer ones (``99999999999999999999 days``, ``1e308`` hours) are refused
+#: where they are parsed, by :func:`check_duration_ms`, instead of overflowing later.
+MAX_DURATION_MS = 366_000 * 86_400_000
 
 
 class Clock(Protocol):
@@ -36,6 +44,25 @@ class ManualClock:
 
 
 SYSTEM_CLOCK = SystemClock()
+
+
+def check_duration_ms(value_ms: float, *, what: str, text: object = None, table: str | None = None) -> int:
+    """``value_ms`` as whole milliseconds, or :class:`BadDurationError` when it is not a number,
+    negative, or longer than :data:`MAX_DURATION_MS`. The one bound every parsed duration goes
+    through (``table_config.parse_interval_ms``, VACUUM's ``--retention-hours``)."""
+    from delta_downgrade.errors import BadDurationError
+
+    shown = value_ms if text is None else text
+    if not isinstance(value_ms, (int, float)) or isinstance(value_ms, bool) or math.isnan(value_ms):
+        raise BadDurationError(f"{what}={shown!r} is not a duration", table=table)
+    if value_ms < 0:
+        raise BadDurationError(f"{what}={shown!r} is negative", table=table)
+    if value_ms > MAX_DURATION_MS:
+        raise BadDurationError(
+            f"{what}={shown!r} is longer than the longest supported duration, "
+            f"{MAX_DURATION_MS // 86_400_000} days (about 1,000 years); use a shorter one",
+            table=table, params={"maxDays": MAX_DURATION_MS // 86_400_000})
+    return int(value_ms)
 
 
 def to_utc_iso(epoch_ms: int) -> str:

@@ -164,6 +164,39 @@ class InvalidIdentifierError(BadInputError):
     error_class = "INVALID_IDENTIFIER"
     sqlstate = "42602"
 
+class BadDurationError(BadInputError):
+    """A duration (retention, interval) that is not a duration, is negative, or is longer than
+    :data:`delta_downgrade.clock.MAX_DURATION_MS` (so that ``now ± duration`` stays a date)."""
+
+    error_class = "DELTA_DOWNGRADE_BAD_DURATION"
+    sqlstate = "22015"
+
+
+class UnsupportedStorageError(BadInputError):
+    """The table's URI scheme (``s3a://``, ``abfss://``, ``gs://`` …) has no file system here: no
+    Spark session serves it and no connector jar for it is installed. Nothing was written."""
+
+    error_class = "DELTA_DOWNGRADE_UNSUPPORTED_STORAGE"
+    sqlstate = "0A000"
+
+
+class StorageUnreachableError(UnsupportedStorageError):
+    """The file system of the table's URI exists but cannot be reached (host unknown, connection
+    refused or timed out). Nothing was written."""
+
+    error_class = "DELTA_DOWNGRADE_STORAGE_UNREACHABLE"
+    sqlstate = "08001"
+
+
+class StorageNotWritableError(BadInputError):
+    """The storage refused a write: a read-only file system (EROFS) or no permission (EACCES,
+    EPERM). Exit 2: on such storage the first write of a run already fails, so nothing was
+    written; when it happens later (permissions of one directory), every completed step is
+    committed and a rerun resumes once the storage is writable."""
+
+    error_class = "DELTA_DOWNGRADE_STORAGE_NOT_WRITABLE"
+    sqlstate = "42501"
+
 
 # --- must wait (exit 3) ----------------------------------------------------------------------------
 
@@ -208,3 +241,14 @@ class StorageNotAtomicError(BadInputError):
 
     error_class = "DELTA_DOWNGRADE_STORAGE_NOT_ATOMIC"
     sqlstate = "0A000"
+
+
+# --- storage failures (exit 1) ---------------------------------------------------------------------
+
+class StorageFullError(DeltaDowngradeError):
+    """A write failed for lack of space (ENOSPC, EDQUOT). Not bad input (exit 1): the file being
+    written was removed (temporary file included), the steps before it are complete, and a rerun
+    once space is freed resumes from there."""
+
+    error_class = "DELTA_DOWNGRADE_STORAGE_FULL"
+    sqlstate = "53100"

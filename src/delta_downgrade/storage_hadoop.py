@@ -9,10 +9,16 @@ delta-sql engine on Databricks is the way to change such tables.
 
 from __future__ import annotations
 
-from typing import Any
+import glob
+import os
+from contextlib import contextmanager
+from typing import Any, Iterator
 
-from delta_downgrade.errors import CommitFileExistsError, StorageNotAtomicError
-from delta_downgrade.storage import FileStatus
+from delta_downgrade.errors import (
+    CommitFileExistsError, DeltaDowngradeError, StorageNotAtomicError, StorageUnreachableError,
+    UnsupportedStorageError,
+)
+from delta_downgrade.storage import FileStatus, temp_name, typed_write_error
 
 # Schemes whose FileSystem.create(overwrite=false) is atomic (reference: Delta's LogStore
 # implementations — HDFSLogStore, AzureLogStore via rename, GCSLogStore via preconditions).
@@ -22,6 +28,126 @@ NON_ATOMIC_SCHEMES = frozenset({"s3", "s3a", "s3n", "wasb", "wasbs", "oss", "cos
 
 def scheme_of(uri: str) -> str:
     return uri.split("://", 1)[0].lower() if "://" in uri else "file"
+
+
+# --- can this process serve the scheme at all? (checked before a JVM is started) -----------------
+
+#: Schemes whose FileSystem is part of the Hadoop client that PySpark ships.
+BUILTIN_SCHEMES = frozenset({"file", "hdfs", "viewfs", "webhdfs", "swebhdfs", "har"})
+#: The connector (jar name) that brings a scheme's FileSystem. ``s3``/``s3n`` have none in Hadoop 3
+#: (only EMR/Databricks serve them, or an explicit ``fs.<scheme>.impl``).
+CONNECTOR_JARS: dict[str, str] = {
+    "s3a": "hadoop-aws", "abfs": "hadoop-azure", "abfss": "hadoop-azure", "wasb": "hadoop-azure",
+    "wasbs": "hadoop-azure", "gs": "gcs-connector", "oss": "hadoop-aliyun", "cos": "hadoop-cos",
+}
+CONNECTOR_HINTS: dict[str, str] = {
+    "hadoop-aws": "org.apache.hadoop:hadoop-aws (matching the Hadoop version of Spark) and the AWS SDK",
+    "hadoop-azure": "org.apache.hadoop:hadoop-azure (matching the Hadoop version of Spark)",
+    "gcs-connector": "com.google.cloud.bigdataoss:gcs-connector (hadoop3 shaded)",
+}
+# Messages of the JVM meaning "this scheme has no FileSystem here" / "cannot reach it".
+_JAVA_UNSUPPORTED = ("UnsupportedFileSystemException", "No FileSystem for scheme")
+_JAVA_UNREACHABLE = ("java.net.ConnectException", "Connection refused", "UnknownHostException",
+                     "NoRouteToHostException", "SocketTimeoutException", "ConnectTimeoutException")
+#: Hadoop IPC defaults retry a refused connection 10 times, 1 s apart, and 45 times on timeouts:
+#: bound them for the FileSystem instance of this storage (not the session's cached one).
+BOUNDED_CONNECT_CONF = {
+    "ipc.client.connect.max.retries": "1",
+    "ipc.client.connect.max.retries.on.timeouts": "1",
+    "ipc.client.connect.timeout": "5000",
+    "ipc.client.connect.retry.interval": "200",
+}
+
+
+def _classpath_texts() -> Iterator[str]:
+    """What a JVM started here would have on its class path or in its Spark/Hadoop conf: jar
+    names of PySpark's (or ``$SPARK_HOME``'s) jars, ``PYSPARK_SUBMIT_ARGS``, ``spark.jars`` of
+    the package, spark-defaults.conf and core-site.xml."""
+    dirs = []
+    try:
+        import pyspark
+
+        dirs.append(os.path.join(os.path.dirname(pyspark.__file__), "jars"))
+    except ImportError:
+        pass
+    if os.environ.get("SPARK_HOME"):
+        dirs.append(os.path.join(os.environ["SPARK_HOME"], "jars"))
+    for d in dirs:
+        yield from (os.path.basename(j) for j in glob.glob(os.path.join(d, "*.jar")))
+    for var in ("PYSPARK_SUBMIT_ARGS", "SPARK_DIST_CLASSPATH", "DELTA_DOWNGRADE_DELTA_JARS"):
+        if os.environ.get(var):
+            yield os.environ[var]
+    conf_files = []
+    for var, name in (("SPARK_CONF_DIR", "spark-defaults.conf"), ("HADOOP_CONF_DIR", "core-site.xml")):
+        if os.environ.get(var):
+            conf_files.append(os.path.join(os.environ[var], name))
+    if os.environ.get("SPARK_HOME"):
+        conf_files.append(os.path.join(os.environ["SPARK_HOME"], "conf", "spark-defaults.conf"))
+    for path in conf_files:
+        try:
+            with open(path, encoding="utf-8", errors="replace") as fh:
+                yield fh.read()
+        except OSError:
+            continue
+
+
+def check_scheme_servable(uri: str) -> None:
+    """Refuse, before any JVM is started, a URI whose scheme nothing here can serve.
+
+    Allowed: an active Spark session (it knows its own file systems; errors are mapped later), a
+    Databricks runtime, Hadoop's built-in schemes, and schemes whose connector jar or
+    ``fs.<scheme>.impl`` a JVM started here would see. Otherwise
+    :class:`UnsupportedStorageError` at once, instead of a Java ``UnsupportedFileSystemException``
+    after starting Spark.
+    """
+    scheme = scheme_of(uri)
+    if scheme in BUILTIN_SCHEMES or os.environ.get("DATABRICKS_RUNTIME_VERSION"):
+        return
+    try:
+        from pyspark.sql import SparkSession
+    except ImportError:
+        raise UnsupportedStorageError(
+            f"{scheme}:// tables are read through Spark's Hadoop FileSystem, and PySpark is not "
+            f"installed. Run on a Databricks cluster, or install delta-downgrade[local] and the "
+            f"{scheme}:// connector", table=uri, params={"scheme": scheme}) from None
+    if SparkSession.getActiveSession() is not None:
+        return
+    jar = CONNECTOR_JARS.get(scheme)
+    impl = f"fs.{scheme}.impl"
+    for text in _classpath_texts():
+        if impl in text or (jar is not None and jar in text):
+            return
+    needs = (f"the {CONNECTOR_HINTS.get(jar, jar)} jar (spark.jars / spark.jars.packages, or in "
+             f"$SPARK_HOME/jars)" if jar else f"a FileSystem for {scheme}:// (set "
+             f"spark.hadoop.{impl}; plain Hadoop has none)")
+    raise UnsupportedStorageError(
+        f"no file system for {scheme}:// here: no Spark session is active and no connector for it "
+        f"is installed, so nothing was read or written. Install {needs}, or run on a cluster that "
+        f"serves {scheme}:// (e.g. Databricks)", table=uri, params={"scheme": scheme})
+
+
+def java_storage_error(exc: BaseException, root: str, what: str, *,
+                       write: bool) -> DeltaDowngradeError | None:
+    """The typed error for a JVM failure of the Hadoop FileSystem, or None."""
+    if isinstance(exc, DeltaDowngradeError):
+        return None
+    text = str(exc)
+    scheme = scheme_of(root)
+    if any(m in text for m in _JAVA_UNSUPPORTED) or (
+            "ClassNotFoundException" in text and "FileSystem" in text):
+        return UnsupportedStorageError(
+            f"the Spark session has no file system for {scheme}:// ({what}); nothing was written. "
+            f"Add the {scheme}:// connector to the session, or run on a cluster that serves it",
+            table=root, params={"scheme": scheme})
+    if any(m in text for m in _JAVA_UNREACHABLE):
+        detail = next(m for m in _JAVA_UNREACHABLE if m in text)
+        return StorageUnreachableError(
+            f"cannot reach the {scheme}:// file system of the table ({what}: {detail}); nothing "
+            f"was written. Check the host, port and network, or run where it is reachable",
+            table=root, params={"scheme": scheme})
+    if write:
+        return typed_write_error(exc, what, root)
+    return None
 
 
 class HadoopStorage:
@@ -34,10 +160,28 @@ class HadoopStorage:
             spark = get_spark()
         self.root = root.rstrip("/")
         self._jvm = spark._jvm
-        conf = spark._jsc.hadoopConfiguration()
-        self._path_cls = self._jvm.org.apache.hadoop.fs.Path
-        self._fs = self._path_cls(self.root).getFileSystem(conf)
+        with self._java("opening the table's file system"):
+            # A copy of the session's conf with bounded connection retries, and an instance of our
+            # own (newInstance, not the cache), so that the session's jobs keep their settings.
+            conf = self._jvm.org.apache.hadoop.conf.Configuration(spark._jsc.hadoopConfiguration())
+            for key, value in BOUNDED_CONNECT_CONF.items():
+                conf.set(key, value)
+            self._path_cls = self._jvm.org.apache.hadoop.fs.Path
+            uri = self._path_cls(self.root).toUri()
+            self._fs = self._jvm.org.apache.hadoop.fs.FileSystem.newInstance(uri, conf)
         self.atomic_put_if_absent = scheme_of(self.root) in ATOMIC_CREATE_SCHEMES
+
+    @contextmanager
+    def _java(self, what: str, *, write: bool = False) -> Iterator[None]:
+        """Map JVM failures to typed errors: no file system for the scheme, unreachable, and
+        (for writes) disk full / read-only, as :mod:`delta_downgrade.storage` does for local files."""
+        try:
+            yield
+        except Exception as exc:
+            typed = java_storage_error(exc, self.root, what, write=write)
+            if typed is None:
+                raise
+            raise typed from None
 
     def __repr__(self) -> str:
         return f"HadoopStorage({self.root!r})"
@@ -52,53 +196,72 @@ class HadoopStorage:
         return FileStatus(rel, int(st.getLen()), int(st.getModificationTime()))
 
     def list_dir(self, rel_dir: str) -> list[FileStatus]:
-        path = self._path(rel_dir)
-        if not self._fs.exists(path):
-            return []
-        prefix = f"{rel_dir}/" if rel_dir else ""
-        out = [self._status(prefix + st.getPath().getName(), st)
-               for st in self._fs.listStatus(path) if st.isFile()]
+        with self._java(f"listing {rel_dir or '/'}"):
+            path = self._path(rel_dir)
+            if not self._fs.exists(path):
+                return []
+            prefix = f"{rel_dir}/" if rel_dir else ""
+            out = [self._status(prefix + st.getPath().getName(), st)
+                   for st in self._fs.listStatus(path) if st.isFile()]
         out.sort(key=lambda s: s.path)
         return out
 
     def walk_files(self, rel_dir: str = "") -> Any:
         """Every file below ``rel_dir``, recursively (VACUUM's listing)."""
-        base = self._path(rel_dir)
-        if not self._fs.exists(base):
-            return
-        root_uri = str(self._path("").toUri().getPath()).rstrip("/")
-        files = self._fs.listFiles(base, True)
-        while files.hasNext():
-            st = files.next()
-            full = str(st.getPath().toUri().getPath())
-            yield self._status(full[len(root_uri):].lstrip("/"), st)
+        with self._java(f"listing {rel_dir or '/'}"):
+            base = self._path(rel_dir)
+            if not self._fs.exists(base):
+                return
+            root_uri = str(self._path("").toUri().getPath()).rstrip("/")
+            files = self._fs.listFiles(base, True)
+            while files.hasNext():
+                st = files.next()
+                full = str(st.getPath().toUri().getPath())
+                yield self._status(full[len(root_uri):].lstrip("/"), st)
 
     def exists(self, rel_path: str) -> bool:
-        return bool(self._fs.exists(self._path(rel_path)))
+        with self._java(f"looking up {rel_path or 'the table root'}"):
+            return bool(self._fs.exists(self._path(rel_path)))
 
     def is_dir(self, rel_path: str) -> bool:
-        path = self._path(rel_path)
-        return bool(self._fs.exists(path) and self._fs.getFileStatus(path).isDirectory())
+        with self._java(f"looking up {rel_path or 'the table root'}"):
+            path = self._path(rel_path)
+            return bool(self._fs.exists(path) and self._fs.getFileStatus(path).isDirectory())
 
     def status(self, rel_path: str) -> FileStatus:
-        return self._status(rel_path, self._fs.getFileStatus(self._path(rel_path)))
+        with self._java(f"looking up {rel_path or 'the table root'}"):
+            return self._status(rel_path, self._fs.getFileStatus(self._path(rel_path)))
 
     def read_bytes(self, rel_path: str) -> bytes:
-        stream = self._fs.open(self._path(rel_path))
-        try:
-            # py4j returns a Java byte[] as Python bytes: copy the stream into an in-JVM buffer.
-            out = self._jvm.java.io.ByteArrayOutputStream()
-            self._jvm.org.apache.hadoop.io.IOUtils.copyBytes(stream, out, 1 << 16, False)
-            return bytes(out.toByteArray())
-        finally:
-            stream.close()
+        with self._java(f"reading {rel_path}"):
+            stream = self._fs.open(self._path(rel_path))
+            try:
+                # py4j returns a Java byte[] as Python bytes: copy the stream into an in-JVM buffer.
+                out = self._jvm.java.io.ByteArrayOutputStream()
+                self._jvm.org.apache.hadoop.io.IOUtils.copyBytes(stream, out, 1 << 16, False)
+                return bytes(out.toByteArray())
+            finally:
+                stream.close()
 
     def _write(self, rel_path: str, data: bytes, overwrite: bool) -> None:
-        stream = self._fs.create(self._path(rel_path), overwrite)
+        """Create ``rel_path`` and write ``data``. When the write (or the close, which flushes)
+        fails after the create, the file is ours and partial: delete it, so that no partial
+        commit or temporary file stays behind (a failed create leaves nothing to delete)."""
+        path = self._path(rel_path)
+        stream = self._fs.create(path, overwrite)
         try:
             stream.write(bytearray(data))
-        finally:
             stream.close()
+        except BaseException:
+            try:
+                stream.close()
+            except Exception:  # noqa: BLE001 - already failing; the delete below matters
+                pass
+            try:
+                self._fs.delete(path, False)
+            except Exception:  # noqa: BLE001
+                pass
+            raise
 
     def put_if_absent(self, rel_path: str, data: bytes) -> None:
         if not self.atomic_put_if_absent:
@@ -106,26 +269,40 @@ class HadoopStorage:
                 f"{scheme_of(self.root)}:// cannot create a file only if it is absent, so concurrent "
                 f"writers could overwrite each other's commits. Use the delta-sql engine on a runtime "
                 f"with a commit coordinator for this table", table=self.root)
-        try:
-            self._write(rel_path, data, overwrite=False)
-        except Exception as exc:  # noqa: BLE001 - py4j wraps java.nio.file.FileAlreadyExistsException
-            if "AlreadyExists" in str(exc) or self._fs.exists(self._path(rel_path)):
-                raise CommitFileExistsError(f"{rel_path} already exists: another writer committed this "
-                                            f"version first", table=self.root) from None
-            raise
+        with self._java(f"writing {rel_path}", write=True):
+            try:
+                self._write(rel_path, data, overwrite=False)
+            except Exception as exc:  # noqa: BLE001 - py4j wraps java.nio.file.FileAlreadyExistsException
+                if "AlreadyExists" in str(exc) or self._fs.exists(self._path(rel_path)):
+                    raise CommitFileExistsError(f"{rel_path} already exists: another writer committed "
+                                                f"this version first", table=self.root) from None
+                raise
 
     def write_atomic(self, rel_path: str, data: bytes) -> None:
-        """Write to a temporary name, then rename over the target (checkpoints, _last_checkpoint)."""
-        tmp = f"{rel_path}.{id(data):x}.tmp"
-        self._write(tmp, data, overwrite=True)
-        target = self._path(rel_path)
-        if self._fs.exists(target):
-            self._fs.delete(target, False)
-        if not self._fs.rename(self._path(tmp), target):
-            raise OSError(f"rename of {tmp} to {rel_path} failed")
+        """Write to a temporary name, then rename over the target (checkpoints, _last_checkpoint).
+        The temporary name is the package's (:func:`delta_downgrade.storage.temp_name`), so a
+        crash's leftover is recognised by ``cleanup``; a failure removes it at once."""
+        directory, _, name = rel_path.rpartition("/")
+        tmp = f"{directory}/{temp_name(name)}" if directory else temp_name(name)
+        with self._java(f"writing {rel_path}", write=True):
+            try:
+                self._write(tmp, data, overwrite=False)
+                target = self._path(rel_path)
+                if self._fs.exists(target):
+                    self._fs.delete(target, False)
+                if not self._fs.rename(self._path(tmp), target):
+                    raise OSError(f"rename of {tmp} to {rel_path} failed")
+            except BaseException:
+                try:
+                    self._fs.delete(self._path(tmp), False)
+                except Exception:  # noqa: BLE001 - already failing
+                    pass
+                raise
 
     def delete(self, rel_path: str) -> bool:
-        return bool(self._fs.delete(self._path(rel_path), False))
+        with self._java(f"deleting {rel_path}", write=True):
+            return bool(self._fs.delete(self._path(rel_path), False))
 
     def set_modification_time(self, rel_path: str, epoch_ms: int) -> None:
-        self._fs.setTimes(self._path(rel_path), int(epoch_ms), -1)
+        with self._java(f"setting the time of {rel_path}", write=True):
+            self._fs.setTimes(self._path(rel_path), int(epoch_ms), -1)

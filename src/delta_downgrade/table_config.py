@@ -52,7 +52,11 @@ def parse_interval_ms(text: str, *, key: str = "duration") -> int:
         total += float(number) * _UNITS[unit_key]
     if total < 0:
         raise BadInputError(f"{key}={text!r} is negative", error_class="DELTA_DOWNGRADE_BAD_DURATION")
-    return int(total)
+    # The one shared upper bound (clock.MAX_DURATION_MS): "99999999999999999999 days" would
+    # otherwise overflow the cutoff dates computed from it.
+    from delta_downgrade.clock import check_duration_ms
+
+    return check_duration_ms(total, what=key, text=text)
 
 
 @dataclass(frozen=True)

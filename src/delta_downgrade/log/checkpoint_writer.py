@@ -609,14 +609,30 @@ def _write_parts(storage: Storage, version: int, parts: Sequence[tuple[int, Iter
     then ``_last_checkpoint``."""
     num_parts = len(parts)
     paths: list[str] = []
+    created: list[str] = []
     total_bytes = 0
-    for i, (_, batches) in enumerate(parts, start=1):
-        path = (classic_checkpoint_path(version) if num_parts == 1
-                else multipart_checkpoint_path(version, i, num_parts))
-        data = _parquet_bytes_of(batches)
-        storage.write_atomic(path, data)
-        paths.append(path)
-        total_bytes += len(data)
+    try:
+        for i, (_, batches) in enumerate(parts, start=1):
+            path = (classic_checkpoint_path(version) if num_parts == 1
+                    else multipart_checkpoint_path(version, i, num_parts))
+            data = _parquet_bytes_of(batches)
+            existed = storage.exists(path)
+            storage.write_atomic(path, data)
+            if not existed:
+                created.append(path)
+            paths.append(path)
+            total_bytes += len(data)
+    except BaseException:
+        # A part failed (disk full, read-only, killed): the parts written so far form an
+        # incomplete multi-part checkpoint, which readers ignore (PROTOCOL.md "Multi-part
+        # checkpoint") but nothing would ever delete. Remove the ones this call created; parts
+        # that existed before belong to another writer's (possibly complete) checkpoint.
+        for path in created:
+            try:
+                storage.delete(path)
+            except Exception:  # noqa: BLE001 - best effort; the original failure is what matters
+                pass
+        raise
 
     result = CheckpointResult(
         version=version, paths=tuple(paths), num_actions=sum(rows for rows, _ in parts),

@@ -29,7 +29,11 @@ Procedure (PROTOCOL.md "Metadata Cleanup", reference §1.7, §6.1)
    ``< C``; compacted files ``<x>.<y>.compacted.json`` with ``y < C`` (PROTOCOL.md says
    ``x <= C``; one that reaches into kept versions is left alone: it is optional for readers and
    harmless); ``_staged_commits`` with version ``<= C``; files of ``_sidecars`` that no remaining
-   v2 checkpoint references and that are older than one day. Unknown files are never deleted.
+   v2 checkpoint references and that are older than one day. Unknown files are never deleted,
+   except this package's own temporary files (``.<name>.<pid>.<hex>.tmp``, see
+   :data:`delta_downgrade.storage.TEMP_NAME_RE`) older than :data:`STALE_TEMP_MIN_AGE_MS`: they are
+   not part of the log (PROTOCOL.md "Delta Log Entries" names no such file), only what a crashed
+   or failed write left behind. They go whatever the checkpoint-protection gate decides.
 
 Checkpoint Protection (RFC, reference §1.5) — the rules as this module applies them
 -----------------------------------------------------------------------------------
@@ -80,7 +84,7 @@ from delta_downgrade.log.delta_log import DeltaLog, ProtocolSpan
 from delta_downgrade.log.files import SIDECAR_DIR, STAGED_COMMITS_DIR, classify
 from delta_downgrade.log.listing import CheckpointInstance, LogListing
 from delta_downgrade.protocol import CHECKPOINT_PROTECTION, Protocol
-from delta_downgrade.storage import FileStatus
+from delta_downgrade.storage import FileStatus, is_package_temp
 from delta_downgrade.table_config import DAY_MS, HOUR_MS, MINUTE_MS, TableConfig
 
 __all__ = [
@@ -93,6 +97,12 @@ GRANULARITY_MS: Mapping[str, int] = {"day": DAY_MS, "hour": HOUR_MS, "minute": M
 #: PROTOCOL.md "Metadata Cleanup" step 5: unreferenced sidecars go once older than a day (a
 #: checkpoint being written right now may reference a sidecar it has just written).
 SIDECAR_MIN_AGE_MS = DAY_MS
+#: A temporary file of this package lives for the seconds of one write (write, fsync, link or
+#: rename); one older than this belongs to a write that crashed or failed. Judged by age, not by
+#: its pid, which may be reused or live on another host.
+STALE_TEMP_MIN_AGE_MS = HOUR_MS
+#: Where this package writes log files (and so where its temporary files can be).
+LOG_DIRS = ("_delta_log", SIDECAR_DIR, STAGED_COMMITS_DIR)
 
 # Machine-readable decisions (CleanupPlan.decision).
 NO_CHECKPOINT = "no-cutoff-checkpoint"
@@ -159,6 +169,7 @@ class CleanupInputs:
     sidecars: tuple[FileStatus, ...] = ()
     sidecar_refs: Mapping[tuple[str, ...], frozenset[str] | None] = field(default_factory=dict)
     unreadable_checkpoints: frozenset[int] = frozenset()
+    temps: tuple[FileStatus, ...] = ()   # this package's temporary files in the log directories
 
 
 # --- the plan ------------------------------------------------------------------------------------
@@ -187,6 +198,9 @@ class CleanupPlan:
     kept_checkpoints: tuple[int, ...] = ()
     retention_ms: int | None = None
     granularity: str = "day"
+    #: Stale temporary files of this package; not log files, so deleted whatever ``allowed`` says
+    #: and not counted in :attr:`num_deletions` / :meth:`ordered_deletions`.
+    delete_temps: tuple[str, ...] = ()
 
     @property
     def num_deletions(self) -> int:
@@ -235,6 +249,7 @@ class CleanupPlan:
             "delete_checkpoints": list(self.delete_checkpoints),
             "delete_other": list(self.delete_other),
             "ordered_deletions": self.ordered_deletions(),
+            "delete_temps": list(self.delete_temps),
         }
 
 
@@ -347,6 +362,12 @@ def _sidecars_to_delete(inputs: CleanupInputs, kept: Sequence[CheckpointInstance
                   if s.path not in referenced and s.modification_time_ms <= now_ms - SIDECAR_MIN_AGE_MS)
 
 
+def stale_temps(inputs: CleanupInputs, now_ms: int) -> list[str]:
+    """This package's temporary files older than :data:`STALE_TEMP_MIN_AGE_MS`."""
+    return sorted(t.path for t in inputs.temps
+                  if is_package_temp(t.path) and t.modification_time_ms <= now_ms - STALE_TEMP_MIN_AGE_MS)
+
+
 def build_plan(inputs: CleanupInputs, *, cutoff_ms: int, now_ms: int,
                spans: Sequence[ProtocolSpan] | None = None, cutoff_checkpoint: int | None = None,
                partial_when_supported: bool = True, retention_ms: int | None = None,
@@ -373,7 +394,8 @@ def build_plan(inputs: CleanupInputs, *, cutoff_ms: int, now_ms: int,
             decision=decision, checkpoint_protection=protected,
             boundary_version=inputs.boundary if protected else None,
             latest_version=inputs.latest_version, kept_checkpoints=tuple(sorted(set(kept))),
-            retention_ms=retention_ms, granularity=granularity)
+            retention_ms=retention_ms, granularity=granularity,
+            delete_temps=tuple(stale_temps(inputs, now_ms)))
 
     all_checkpoint_versions = sorted({ck.version for ck in listing.checkpoints if ck.complete})
     if c is None:
@@ -503,10 +525,11 @@ def _gather_inputs(log: DeltaLog, protected: bool, boundary: int) -> CleanupInpu
                 refs[ck.paths] = frozenset(log.sidecars_of(ck))
             except (DeltaDowngradeError, OSError, ValueError):
                 refs[ck.paths] = None
+    temps = tuple(s for d in LOG_DIRS for s in log.storage.list_dir(d) if is_package_temp(s.path))
     return CleanupInputs(listing=listing, latest_version=log.latest_version(),
                          checkpoint_protection=protected, boundary=boundary,
                          staged_commits=tuple(sorted(staged, key=lambda t: (t[0], t[1].path))),
-                         sidecars=sidecars, sidecar_refs=refs)
+                         sidecars=sidecars, sidecar_refs=refs, temps=temps)
 
 
 def plan_cleanup(log: DeltaLog, *, retention_ms: int, granularity: str = "day",
@@ -569,17 +592,22 @@ def execute_cleanup(log: DeltaLog, plan: CleanupPlan, *,
     are skipped; rerunning after an interruption is safe."""
     deleted: list[str] = []
     ordered = plan.ordered_deletions()
-    if not plan.allowed or not ordered:
-        return CleanupResult(deleted, plan)
-    _check_still_current(log, plan)
-    try:
-        for path in ordered:
-            if log.storage.delete(path):
-                deleted.append(path)
-                if on_delete is not None:
-                    on_delete(path)
-    finally:
-        log.refresh()
+    if plan.allowed and ordered:
+        _check_still_current(log, plan)
+        try:
+            for path in ordered:
+                if log.storage.delete(path):
+                    deleted.append(path)
+                    if on_delete is not None:
+                        on_delete(path)
+        finally:
+            log.refresh()
+    # Not log files: the gate has no say about them (module docstring, step 4).
+    for path in plan.delete_temps:
+        if log.storage.delete(path):
+            deleted.append(path)
+            if on_delete is not None:
+                on_delete(path)
     return CleanupResult(deleted, plan)
 
 

@@ -104,10 +104,14 @@ def render_cleanup(table: str, result: Any, *, dry_run: bool) -> str:
     lines.append(f"  delete other:       {len(plan.delete_other)} files (.crc, compacted, staged, sidecars)")
     kept = ", ".join(str(v) for v in plan.kept_checkpoints) or "none"
     lines.append(f"  kept checkpoints:   {kept}")
+    lines.append(f"  delete temp files:  {len(plan.delete_temps)} (stale temporary files of "
+                 f"delta-downgrade)")
+    lines += [f"    {path}" for path in plan.delete_temps]
     if plan.truncates_before is not None and plan.latest_version is not None:
         lines.append(f"  history after:      versions {plan.truncates_before}..{plan.latest_version}")
     if dry_run:
-        lines.append(f"  would delete:       {plan.num_deletions if plan.allowed else 0} files")
+        lines.append(f"  would delete:       "
+                     f"{(plan.num_deletions if plan.allowed else 0) + len(plan.delete_temps)} files")
     else:
         lines.append(f"  deleted:            {len(result.deleted)} files")
     return "\n".join(lines)

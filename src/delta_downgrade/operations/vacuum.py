@@ -42,20 +42,29 @@ Differences from delta-spark, on purpose:
 - If another writer commits while we list the table, we plan again on the new version before
   deleting (delta-spark plans once).
 - ``_delta_index`` stays hidden (delta-spark lists and vacuums it); only ``_change_data`` is.
+- **This package's own leftovers are listed although hidden** (:func:`is_package_leftover`): the
+  column-mapping staging area ``_delta_downgrade_staging/``, the ``_temporary/`` work area a
+  killed Spark write leaves inside a purge's ``dv-purge-<id>/`` output directory, and this
+  package's temporary files (``.<name>.<pid>.<hex>.tmp``) outside ``_delta_log``. No retained
+  version references them; like any unreferenced file they go once older than the retention (a
+  rewrite running now writes fresh files, which stay). A staging directory whose every file went
+  is removed too (deepest first, only when empty), so a killed rewrite leaves nothing behind.
 """
 
 from __future__ import annotations
 
 import math
 import posixpath
+import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Iterable
 
 from delta_downgrade.actions import AddFile, RemoveFile
-from delta_downgrade.clock import SYSTEM_CLOCK, Clock, to_utc_iso
+from delta_downgrade.clock import SYSTEM_CLOCK, Clock, check_duration_ms, to_utc_iso
 from delta_downgrade.dv_paths import dv_relative_path, table_relative_path
 from delta_downgrade.errors import BadInputError, CorruptLogError, UnsupportedFeaturesError
-from delta_downgrade.storage import FileStatus
+from delta_downgrade.rewrite import PURGE_DIR_PREFIX, STAGING_DIR
+from delta_downgrade.storage import FileStatus, is_package_temp
 from delta_downgrade.table_config import DELETED_FILE_RETENTION, HOUR_MS, TableConfig
 
 if TYPE_CHECKING:  # the log modules load pyarrow: keep ``--help`` fast (register_vacuum)
@@ -67,6 +76,8 @@ CHANGE_DATA_DIR = "_change_data"
 ICEBERG_METADATA_DIR = "metadata"
 UNIVERSAL_FORMATS = "delta.universalFormat.enabledFormats"
 REPLAN_ATTEMPTS = 3
+SPARK_TEMPORARY_DIR = "_temporary"
+_PURGE_DIR_RE = re.compile(re.escape(PURGE_DIR_PREFIX) + r"[0-9a-f]{16}$")
 
 
 class VacuumRetentionTooShortError(BadInputError):
@@ -103,6 +114,9 @@ class VacuumResult:
     deleted: list[str] = field(default_factory=list)
     checksum_companions: list[str] = field(default_factory=list)
     failed: dict[str, str] = field(default_factory=dict)
+    #: Staging directories of this package whose every file is to be deleted (removed when empty).
+    staging_dirs: list[str] = field(default_factory=list)
+    removed_dirs: list[str] = field(default_factory=list)
     bytes_to_delete: int = 0
     referenced_count: int = 0
     kept_count: int = 0
@@ -121,6 +135,7 @@ class VacuumResult:
             "delete_before": to_utc_iso(self.delete_before_ms),
             "files_to_delete": list(self.files_to_delete), "deleted": list(self.deleted),
             "checksum_companions": list(self.checksum_companions), "failed": dict(self.failed),
+            "staging_dirs": list(self.staging_dirs), "removed_dirs": list(self.removed_dirs),
             "bytes_to_delete": self.bytes_to_delete, "referenced_count": self.referenced_count,
             "kept_count": self.kept_count,
             "recent_unreferenced_count": self.recent_unreferenced_count,
@@ -165,7 +180,11 @@ def resolve_retention_ms(config: TableConfig, retention_hours: float | None, *,
         raise VacuumNegativeRetentionError(
             f"retention for VACUUM must be a finite number of hours >= 0, got {retention_hours!r}",
             table=table)
-    retention = int(round(retention_hours * HOUR_MS))
+    # The shared bound of every duration (clock.MAX_DURATION_MS): 1e308 hours is finite, but its
+    # milliseconds are not, and the cutoff ``now - retention`` would overflow.
+    ms = retention_hours * HOUR_MS
+    retention = check_duration_ms(round(ms) if math.isfinite(ms) else ms, what="--retention-hours",
+                                  text=retention_hours, table=table)
     if enforce_retention_check and retention < configured:
         raise VacuumRetentionTooShortError(
             f"Are you sure you would like to vacuum files with such a low retention period "
@@ -241,6 +260,37 @@ def is_candidate(rel_path: str, partition_columns: Iterable[str], *, iceberg_met
                    for part in rel_path.split("/"))
 
 
+def package_staging_root(rel_path: str, partition_columns: Iterable[str], *,
+                         iceberg_metadata_hidden: bool = False) -> str | None:
+    """The staging directory of this package that ``rel_path`` lies in, or None: the run's
+    directory ``_delta_downgrade_staging/<id>`` (column-mapping removal), or
+    ``<dir>/dv-purge-<id>/_temporary`` (a purge's Spark work area) when ``<dir>`` is an ordinary
+    (listed) directory of the table."""
+    parts = rel_path.split("/")
+    if parts[0] == STAGING_DIR and len(parts) > 2:
+        return "/".join(parts[:2])
+    columns = tuple(partition_columns)
+    for i, part in enumerate(parts[:-1]):
+        if part == SPARK_TEMPORARY_DIR and i > 0 and _PURGE_DIR_RE.match(parts[i - 1]):
+            return "/".join(parts[:i + 1])
+        if is_hidden_name(part, columns, iceberg_metadata_hidden=iceberg_metadata_hidden):
+            return None
+    return None
+
+
+def is_package_leftover(rel_path: str, partition_columns: Iterable[str], *,
+                        iceberg_metadata_hidden: bool = False) -> bool:
+    """Hidden, but this package's own: inside a staging directory (:func:`package_staging_root`),
+    or a temporary file of this package (``storage.TEMP_NAME_RE``) in a listed directory — never
+    anything in ``_delta_log`` or another hidden directory (``cleanup`` handles the log's)."""
+    columns = tuple(partition_columns)
+    if package_staging_root(rel_path, columns, iceberg_metadata_hidden=iceberg_metadata_hidden):
+        return True
+    directory = posixpath.dirname(rel_path)
+    return is_package_temp(rel_path) and (
+        not directory or is_candidate(directory, columns, iceberg_metadata_hidden=iceberg_metadata_hidden))
+
+
 def iceberg_enabled(configuration: dict[str, str]) -> bool:
     formats = configuration.get(UNIVERSAL_FORMATS, "")
     return "iceberg" in {f.strip().lower() for f in formats.split(",")}
@@ -271,10 +321,17 @@ def plan_vacuum(log: DeltaLog, snapshot: Snapshot, *, retention_ms: int, configu
     hide_iceberg = iceberg_enabled(dict(metadata.configuration))
     result = VacuumResult(log.table, snapshot.version, dry_run, retention_ms, configured_ms,
                           delete_before, referenced_count=len(keep))
+    columns = tuple(metadata.partitionColumns)
     candidates: list[FileStatus] = [
         status for status in log.storage.walk_files("")
-        if is_candidate(status.path, metadata.partitionColumns, iceberg_metadata_hidden=hide_iceberg)]
+        if is_candidate(status.path, columns, iceberg_metadata_hidden=hide_iceberg)
+        or is_package_leftover(status.path, columns, iceberg_metadata_hidden=hide_iceberg)]
+    staging_kept: set[str] = set()
+    staging_seen: set[str] = set()
     for status in sorted(candidates, key=lambda s: s.path):
+        root = package_staging_root(status.path, columns, iceberg_metadata_hidden=hide_iceberg)
+        if root is not None:
+            staging_seen.add(root)
         if status.path in keep:
             result.kept_count += 1
         elif status.modification_time_ms >= delete_before:
@@ -283,6 +340,10 @@ def plan_vacuum(log: DeltaLog, snapshot: Snapshot, *, retention_ms: int, configu
         else:
             result.files_to_delete.append(status.path)
             result.bytes_to_delete += status.size
+            continue
+        if root is not None:
+            staging_kept.add(root)
+    result.staging_dirs = sorted(staging_seen - staging_kept)
     for path in result.files_to_delete:
         companion = checksum_companion(path)
         if log.storage.exists(companion):
@@ -303,6 +364,29 @@ def execute_plan(log: DeltaLog, result: VacuumResult) -> None:
             log.storage.delete(companion)
         except OSError as exc:
             result.failed[companion] = f"{type(exc).__name__}: {exc}"
+    _remove_staging_dirs(log, result)
+
+
+def _remove_staging_dirs(log: DeltaLog, result: VacuumResult) -> None:
+    """Remove the empty directories of staging areas whose every file was old enough to delete:
+    nothing is writing there (a rewrite running now would have fresh files in it). Only where the
+    storage can list directories (local files); elsewhere empty directories do not exist or cost
+    nothing."""
+    storage = log.storage
+    if not hasattr(storage, "walk_dirs") or not hasattr(storage, "remove_empty_dir"):
+        return
+    parents: set[str] = set()
+    for root in result.staging_dirs:
+        for d in [*storage.walk_dirs(root), FileStatus(root, 0, 0)]:
+            if storage.remove_empty_dir(d.path):
+                result.removed_dirs.append(d.path)
+        parents.add(posixpath.dirname(root))
+    for parent in sorted(parents, key=len, reverse=True):
+        # ``_delta_downgrade_staging`` itself, or the ``dv-purge-<id>`` left empty; never a
+        # directory with anything in it.
+        if parent and (parent == STAGING_DIR or _PURGE_DIR_RE.match(posixpath.basename(parent))):
+            if storage.remove_empty_dir(parent):
+                result.removed_dirs.append(parent)
 
 
 def vacuum(log: DeltaLog | str, *, retention_hours: float | None = None, dry_run: bool = False,

@@ -50,6 +50,8 @@ from delta_downgrade.actions import AddFile, AnyAction, RemoveFile
 from delta_downgrade.errors import BadInputError, FeatureDropError
 from delta_downgrade.log.commit import rebase_unless_files_touched
 from delta_downgrade.log.delta_log import DeltaLog
+from delta_downgrade.rewrite import STAGING_DIR
+from delta_downgrade.storage import typed_write_errors
 from delta_downgrade.schema import arrow_primitive_to_delta
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -82,7 +84,6 @@ MATERIALIZED_COLUMN_KEYS = ("delta.rowTracking.materializedRowIdColumnName",
                             "delta.rowTracking.materializedRowCommitVersionColumnName")
 
 ARROW_FIELD_ID = b"PARQUET:field_id"
-STAGING_DIR = "_delta_downgrade_staging"
 DEFAULT_WORKERS = 4
 FOOTER_READERS = 16
 
@@ -690,7 +691,13 @@ class FileRewriter:
             column = source.cast(target)
             selected.append(column.alias(c.out_name, metadata=c.out_metadata) if c.out_metadata
                             else column.alias(c.out_name))
-        (df.select(*selected).coalesce(1).write.mode("errorifexists")
+        # Disk full / read-only while Spark stages or while we move the output: the typed
+        # storage errors, as for every other write of the package (storage.typed_write_errors).
+        with typed_write_errors(f"writing the rewrite of {add.path} (staging {staging_rel})", self.table):
+            return self._stage_and_move(add, plan, df.select(*selected), staging_local)
+
+    def _stage_and_move(self, add: AddFile, plan: FilePlan, df: Any, staging_local: str) -> Rewritten:
+        (df.coalesce(1).write.mode("errorifexists")
            .option("compression", "snappy").option("maxRecordsPerFile", 0)
            .option("mapreduce.fileoutputcommitter.marksuccessfuljobs", "false")
            .parquet(staging_local))

@@ -75,6 +75,8 @@ from delta_downgrade.deletion_vectors import (
 )
 from delta_downgrade.dv_paths import is_absolute_log_path, table_relative_path
 from delta_downgrade.log.commit import rebase_unless_files_touched
+from delta_downgrade.rewrite import PURGE_DIR_PREFIX
+from delta_downgrade.storage import typed_write_error
 from delta_downgrade.errors import (
     ConcurrentWriteError, DeltaDowngradeError, NotSupportedYetError,
 )
@@ -87,7 +89,6 @@ if TYPE_CHECKING:  # pragma: no cover
 
 PURGE_OPERATION = "REORG"
 PURGE_PARAMETERS: dict[str, Any] = {"predicate": [], "applyPurge": True}
-PURGE_DIR_PREFIX = "dv-purge-"
 
 DEFAULT_BATCH_FILES = 256
 DEFAULT_BATCH_BYTES = 1 << 30
@@ -956,6 +957,11 @@ def _rewrite_batch(ctx: _Context, batch: _Batch) -> _Batch:
         except Exception as exc:  # Spark / storage failures: name the files, say nothing was committed
             _cleanup(ctx.storage, to_write)
             dirs = ", ".join(sorted({posixpath.dirname(unquote(f.add.path)) or "." for f in batch.files}))
+            # Disk full / read-only: the storage layer's typed errors (storage.typed_write_error).
+            typed = typed_write_error(exc, f"writing the purged copies of {len(batch.files)} file(s) "
+                                           f"(in {dirs})", ctx.run.table)
+            if typed is not None:
+                raise typed from exc
             raise DvPurgeError(
                 f"rewriting {len(batch.files)} file(s) with deletion vectors (in {dirs}) failed: "
                 f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}. Nothing was "
