@@ -1,0 +1,102 @@
+"""Issue #10 item 7 (storage parts): overflowing retentions and unserved URI schemes are bad
+input — exit 2, a Delta error class on stderr, no traceback, and not one byte of the table
+changed. Every command runs as its own process, as a user runs it."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from delta_downgrade.errors import BadInputError
+from delta_downgrade.table_config import parse_interval_ms
+
+
+def _hash_tree(root: str) -> dict[str, str]:
+    out = {}
+    for dirpath, _dirs, files in os.walk(root):
+        for name in files:
+            full = os.path.join(dirpath, name)
+            with open(full, "rb") as fh:
+                out[os.path.relpath(full, root)] = hashlib.sha256(fh.read()).hexdigest()
+    return out
+
+
+def _cli(*args: str, timeout: float = 120) -> tuple[subprocess.CompletedProcess, float]:
+    started = time.monotonic()
+    proc = subprocess.run([sys.executable, "-m", "delta_downgrade.cli", *args], capture_output=True,
+                          text=True, timeout=timeout)
+    return proc, time.monotonic() - started
+
+
+def _assert_bad_input(proc: subprocess.CompletedProcess, error_class: str) -> None:
+    output = proc.stdout + proc.stderr
+    assert proc.returncode == 2, output
+    assert f"[{error_class}]" in proc.stderr, output
+    assert "Traceback" not in output and "Py4J" not in output and "at org.apache" not in output, output
+
+
+@pytest.fixture
+def table(golden_table) -> str:
+    return golden_table("classic_checkpoint")
+
+
+@pytest.mark.parametrize("retention", ["99999999999999999999 days", "1" + "0" * 400 + " hours",
+                                       "interval 9999999999 weeks"])
+def test_cleanup_overflowing_retention_is_bad_input(table, retention):
+    before = _hash_tree(table)
+    proc, _ = _cli("cleanup", table, f"--retention={retention}")
+    _assert_bad_input(proc, "DELTA_DOWNGRADE_BAD_DURATION")
+    assert _hash_tree(table) == before
+
+
+@pytest.mark.parametrize("extra", [[], ["--override-retention-check"], ["--dry-run"]])
+def test_vacuum_overflowing_retention_hours_is_bad_input(table, extra):
+    before = _hash_tree(table)
+    proc, _ = _cli("vacuum", table, "--retention-hours=1e308", *extra)
+    _assert_bad_input(proc, "DELTA_DOWNGRADE_BAD_DURATION")
+    assert _hash_tree(table) == before
+
+
+def test_durations_are_bounded_where_they_are_parsed():
+    with pytest.raises(BadInputError) as info:
+        parse_interval_ms("99999999999999999999 days", key="--retention")
+    assert info.value.error_class == "DELTA_DOWNGRADE_BAD_DURATION"
+    # The bound leaves every real retention alone.
+    assert parse_interval_ms("interval 3650 days") == 3650 * 86_400_000
+
+
+@pytest.mark.parametrize("uri", ["s3://bucket/tables/t", "gs://bucket/t",
+                                 "abfss://container@account.dfs.core.windows.net/t"])
+@pytest.mark.parametrize("command", [["inspect"], ["cleanup"], ["vacuum", "--dry-run"]])
+def test_unserved_scheme_is_refused_quickly(uri, command):
+    proc, elapsed = _cli(command[0], uri, *command[1:])
+    _assert_bad_input(proc, "DELTA_DOWNGRADE_UNSUPPORTED_STORAGE")
+    scheme = uri.split("://")[0]
+    assert f"{scheme}://" in proc.stderr
+    # Spark's start-up alone takes several seconds: refusing before it is the point.
+    assert elapsed < 6, f"took {elapsed:.1f}s"
+
+
+def test_unserved_scheme_is_refused_before_a_jvm_starts(tmp_path):
+    script = tmp_path / "probe.py"
+    script.write_text(textwrap.dedent("""
+        from delta_downgrade.errors import DeltaDowngradeError
+        from delta_downgrade.log.delta_log import DeltaLog
+        try:
+            DeltaLog("gs://bucket/t").latest_version()
+            print("NO ERROR")
+        except DeltaDowngradeError as exc:
+            print("CLASS", exc.error_class, exc.exit_code)
+        from pyspark import SparkContext
+        print("JVM", SparkContext._gateway is not None or SparkContext._active_spark_context is not None)
+    """))
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
+    assert "CLASS DELTA_DOWNGRADE_UNSUPPORTED_STORAGE 2" in proc.stdout, proc.stdout + proc.stderr
+    assert "JVM False" in proc.stdout, proc.stdout + proc.stderr
