@@ -8,15 +8,16 @@ unchanged, so a rewrite never loses what another writer recorded.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field, fields, replace
-from typing import Any, ClassVar, Iterable, Mapping
+from dataclasses import MISSING, dataclass, field, fields, replace
+from typing import Any, Callable, ClassVar, Iterable, Mapping
 from urllib.parse import unquote
 
 from delta_downgrade.protocol import Protocol
 
 
 class MalformedActionError(ValueError):
-    """An action lacks a field the protocol requires."""
+    """An action lacks a field the protocol requires, or a field has the wrong JSON type, or a
+    log line is not an action at all (PROTOCOL.md "Actions": each line is one JSON object)."""
 
 
 def _clean_map(value: Any) -> dict[str, Any] | None:
@@ -25,7 +26,80 @@ def _clean_map(value: Any) -> dict[str, Any] | None:
         return None
     if isinstance(value, Mapping):
         return dict(value)
-    return {k: v for k, v in value}
+    if isinstance(value, (list, tuple)) and all(isinstance(p, (list, tuple)) and len(p) == 2 for p in value):
+        return {k: v for k, v in value}
+    raise MalformedActionError(f"expected a JSON object, got {_json_type(value)} {_short(value)}")
+
+
+# --- field types (PROTOCOL.md "Actions": the schema of each action) ---------------------------------
+#
+# A field of the wrong JSON type is refused when the action is parsed: left in, it fails later as
+# a Python error far from the log line that caused it. Checks are by exact type (``bool`` is not
+# a long). A long may be written as an integral JSON number (``1.0``): Jackson, which delta-spark
+# reads the log with, accepts that, so it is taken as the long it denotes.
+
+def _json_type(value: Any) -> str:
+    return {dict: "an object", list: "an array", str: "a string", bool: "a boolean",
+            int: "a number", float: "a number", type(None): "null"}.get(type(value), type(value).__name__)
+
+
+def _short(value: Any) -> str:
+    text = json.dumps(value, default=str)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+_LONG_MAX = (1 << 63) - 1
+
+
+def _is_str(v: Any) -> bool:
+    return type(v) is str
+
+
+def _is_long(v: Any) -> bool:
+    return type(v) is int and -_LONG_MAX - 1 <= v <= _LONG_MAX
+
+
+def _is_bool(v: Any) -> bool:
+    return type(v) is bool
+
+
+def _is_obj(v: Any) -> bool:
+    return isinstance(v, Mapping)
+
+
+def _is_str_list(v: Any) -> bool:
+    return type(v) is list and all(type(x) is str for x in v)
+
+
+def _is_str_map(v: Any) -> bool:  # map<string, string> (values may be null); after _clean_map
+    return all(type(k) is str and (x is None or type(x) is str) for k, x in v.items())
+
+
+def _is_dv(v: Any) -> bool:
+    """PROTOCOL.md "Deletion Vector Descriptor Schema"."""
+    if not isinstance(v, Mapping):
+        return False
+    for name, check in _DV_FIELDS.items():
+        x = v.get(name)
+        if x is not None and not check(_integral(x) if check is _is_long else x):
+            return False
+    return True
+
+
+_DV_FIELDS = {"storageType": _is_str, "pathOrInlineDv": _is_str, "offset": _is_long,
+              "sizeInBytes": _is_long, "cardinality": _is_long, "maxRowIndex": _is_long}
+
+
+def _integral(v: Any) -> Any:
+    """``1.0`` -> ``1`` (see above); anything else unchanged."""
+    if type(v) is float and v.is_integer() and abs(v) <= _LONG_MAX:
+        return int(v)
+    return v
+
+
+_TYPE_NAMES = {_is_str: "a string", _is_long: "a long", _is_bool: "a boolean", _is_obj: "an object",
+               _is_str_list: "an array of strings", _is_str_map: "a map of strings",
+               _is_dv: "a deletion vector descriptor"}
 
 
 @dataclass(frozen=True)
@@ -34,15 +108,50 @@ class Action:
 
     KEY: ClassVar[str] = ""
     MAP_FIELDS: ClassVar[tuple[str, ...]] = ()
+    #: field -> type check (see "field types" above); a field not named here is not checked.
+    FIELD_TYPES: ClassVar[dict[str, Callable[[Any], bool]]] = {}
+    #: fields without a default: they must be present and not null.
+    _REQUIRED: ClassVar[frozenset[str]] = frozenset()
+    _NAMES: ClassVar[frozenset[str]] = frozenset()
+
+    def __init_subclass__(cls, **kw: Any) -> None:
+        super().__init_subclass__(**kw)
+        cls._NAMES = frozenset()  # filled in by _finish() once the dataclass fields exist
+
+    @classmethod
+    def _finish(cls) -> None:
+        cls._NAMES = frozenset(f.name for f in fields(cls)) - {"extra"}
+        cls._REQUIRED = frozenset(f.name for f in fields(cls)
+                                  if f.default is MISSING and f.default_factory is MISSING)
 
     @classmethod
     def from_obj(cls, obj: Mapping[str, Any]) -> "Action":
-        names = {f.name for f in fields(cls)} - {"extra"}
+        if not isinstance(obj, Mapping):
+            raise MalformedActionError(
+                f"malformed {cls.KEY} action: expected a JSON object, got {_json_type(obj)} {_short(obj)}")
+        names = cls._NAMES
+        checks = cls.FIELD_TYPES
         known: dict[str, Any] = {}
         extra: dict[str, Any] = {}
         for key, value in obj.items():
             if key in names:
-                known[key] = _clean_map(value) if key in cls.MAP_FIELDS else value
+                if value is not None:
+                    if key in cls.MAP_FIELDS:
+                        try:
+                            value = _clean_map(value)
+                        except MalformedActionError as exc:
+                            raise MalformedActionError(f"malformed {cls.KEY} action: field {key!r}: {exc}") from None
+                    check = checks.get(key)
+                    if check is not None and not check(value):
+                        value = _integral(value) if check is _is_long else value
+                        if not check(value):
+                            raise MalformedActionError(
+                                f"malformed {cls.KEY} action: field {key!r} must be "
+                                f"{_TYPE_NAMES.get(check, 'of another type')}, got {_json_type(value)} "
+                                f"{_short(value)}")
+                elif key in cls._REQUIRED:
+                    raise MalformedActionError(f"malformed {cls.KEY} action: field {key!r} is null")
+                known[key] = value
             else:
                 extra[key] = value
         try:
@@ -321,6 +430,31 @@ ACTION_TYPES: dict[str, type[Action]] = {
                 DomainMetadata, Txn, CheckpointMetadata, Sidecar)
 }
 
+# The JSON types of the fields PROTOCOL.md specifies ("Actions"). commitInfo is free-form
+# ("Commit Provenance Information": any valid JSON), except the in-commit timestamp, a long.
+_FILE_FIELDS: dict[str, Callable[[Any], bool]] = {
+    "path": _is_str, "partitionValues": _is_str_map, "size": _is_long, "modificationTime": _is_long,
+    "dataChange": _is_bool, "stats": _is_str, "tags": _is_str_map, "deletionVector": _is_dv,
+    "baseRowId": _is_long, "defaultRowCommitVersion": _is_long, "clusteringProvider": _is_str,
+    "deletionTimestamp": _is_long, "extendedFileMetadata": _is_bool,
+}
+for _cls in (AddFile, RemoveFile, AddCDCFile):
+    _cls.FIELD_TYPES = {k: v for k, v in _FILE_FIELDS.items() if k in {f.name for f in fields(_cls)}}
+Metadata.FIELD_TYPES = {"id": _is_str, "schemaString": _is_str, "partitionColumns": _is_str_list,
+                        "configuration": _is_str_map, "format": _is_obj, "name": _is_str,
+                        "description": _is_str, "createdTime": _is_long}
+ProtocolAction.FIELD_TYPES = {"minReaderVersion": _is_long, "minWriterVersion": _is_long,
+                              "readerFeatures": _is_str_list, "writerFeatures": _is_str_list}
+CommitInfo.FIELD_TYPES = {"inCommitTimestamp": _is_long}
+DomainMetadata.FIELD_TYPES = {"domain": _is_str, "configuration": _is_str, "removed": _is_bool}
+Txn.FIELD_TYPES = {"appId": _is_str, "version": _is_long, "lastUpdated": _is_long}
+CheckpointMetadata.FIELD_TYPES = {"version": _is_long, "tags": _is_str_map}
+Sidecar.FIELD_TYPES = {"path": _is_str, "sizeInBytes": _is_long, "modificationTime": _is_long,
+                       "tags": _is_str_map}
+for _cls in ACTION_TYPES.values():
+    _cls._finish()
+del _cls
+
 
 @dataclass(frozen=True)
 class UnknownAction:
@@ -336,8 +470,14 @@ class UnknownAction:
 AnyAction = Action | UnknownAction
 
 
-def parse_action(obj: Mapping[str, Any]) -> AnyAction | None:
-    """Parse one log line's object. Returns None for an empty object."""
+def parse_action(obj: Any) -> AnyAction | None:
+    """Parse one log line's object. Returns None for an empty object.
+
+    Raises :class:`MalformedActionError` for a line that is not a JSON object (PROTOCOL.md
+    "Delta Log Entries": each line is an action, a JSON object) and for a known action whose
+    body is not an object or has a field of the wrong type."""
+    if not isinstance(obj, dict):
+        raise MalformedActionError(f"a log line must be a JSON object, got {_json_type(obj)} {_short(obj)}")
     for key, body in obj.items():
         if body is None:
             continue
@@ -349,15 +489,19 @@ def parse_action(obj: Mapping[str, Any]) -> AnyAction | None:
 
 
 def parse_commit(text: str | bytes) -> list[AnyAction]:
-    """Parse a JSON commit file (newline-delimited actions)."""
+    """Parse a JSON commit file (newline-delimited actions). A line that cannot be parsed raises
+    :class:`MalformedActionError` (a ``ValueError``) naming its line number (1-based)."""
     if isinstance(text, bytes):
         text = text.decode("utf-8")
     actions: list[AnyAction] = []
-    for line in text.split("\n"):  # not splitlines(): U+2028 may sit inside a JSON string
+    for number, line in enumerate(text.split("\n"), 1):  # not splitlines(): U+2028 may sit inside a JSON string
         line = line.strip()
         if not line:
             continue
-        action = parse_action(json.loads(line))
+        try:
+            action = parse_action(json.loads(line))
+        except ValueError as exc:
+            raise MalformedActionError(f"line {number}: {exc}") from None
         if action is not None:
             actions.append(action)
     return actions

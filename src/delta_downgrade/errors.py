@@ -198,6 +198,16 @@ class StorageNotWritableError(BadInputError):
     sqlstate = "42501"
 
 
+class DuplicateActionsError(CorruptLogError):
+    """A commit (or checkpoint) holds more than one ``protocol`` or more than one ``metaData``
+    action (PROTOCOL.md "Delta Log Entries", "Change Metadata"): which one holds is undefined.
+    delta-spark has no error class for reading such a log; this is its class for an action given
+    several times in one commit."""
+
+    error_class = "DELTA_DUPLICATE_ACTIONS_FOUND"
+    sqlstate = "2D521"
+
+
 # --- must wait (exit 3) ----------------------------------------------------------------------------
 
 class RetentionWaitError(DeltaDowngradeError):

@@ -637,9 +637,11 @@ def test_checkpoint_table_refusals_come_before_any_write(tmp_path):
 def test_metadata_and_protocol_are_the_newest(tmp_path):
     path = _write_log(tmp_path / "t", [
         _header() + [_add("a.parquet")],
-        [_info(1), {"metaData": {**_header()[2]["metaData"], "configuration": {"k": "1"}}},
-         {"metaData": {**_header()[2]["metaData"], "configuration": {"k": "2"}}}],
-        [_info(2), {"protocol": {"minReaderVersion": 1, "minWriterVersion": 3}}],
+        # one metaData per commit (PROTOCOL.md "Delta Log Entries"; two are refused, see
+        # tests/unit/test_hardening_log.py)
+        [_info(1), {"metaData": {**_header()[2]["metaData"], "configuration": {"k": "1"}}}],
+        [_info(2), {"metaData": {**_header()[2]["metaData"], "configuration": {"k": "2"}}}],
+        [_info(3), {"protocol": {"minReaderVersion": 1, "minWriterVersion": 3}}],
     ])
     state = _check_everything(path)
     assert state.metadata.configuration == {"k": "2"}

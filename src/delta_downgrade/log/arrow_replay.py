@@ -54,16 +54,16 @@ from urllib.parse import unquote
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pj
-import pyarrow.parquet as pq
 
 from delta_downgrade.actions import (AddFile, DomainMetadata, Metadata, ProtocolAction, RemoveFile,
                                      Sidecar, Txn, parse_action, parse_commit)
 from delta_downgrade.errors import CheckpointUnreadableError, CorruptLogError
-from delta_downgrade.log.checkpoint_reader import CheckpointReader, sidecar_rel_path
+from delta_downgrade.log.checkpoint_reader import CheckpointReader, read_checkpoint_columns, sidecar_rel_path
 from delta_downgrade.log.checkpoint_writer import (ADD_TYPE, DV_TYPE, MEMORY_POOL, REMOVE_TYPE,
                                                    _add_array, _remove_array)
 from delta_downgrade.log.listing import CheckpointInstance
-from delta_downgrade.log.snapshot import LogSegment, Snapshot, with_checkpoint_fallback
+from delta_downgrade.log.snapshot import (LogSegment, Snapshot, check_single_protocol_and_metadata,
+                                         commit_parse_error, with_checkpoint_fallback)
 from delta_downgrade.storage import FileStatus, Storage
 
 #: Key of the marker line written before each commit in the parse buffer.
@@ -127,6 +127,12 @@ class CommitBytes:
                 self._spans[i] = span
             self._buffers[k] = buffer
         return self._buffers[k]
+
+    def raw(self, i: int) -> bytes:
+        """The bytes of commit ``i``, as stored."""
+        buffer = self.load(self._chunk_of[i])
+        _, start, end = self._spans[i]
+        return buffer.slice(start, end - start).to_pybytes()
 
     def lines(self, i: int) -> list[bytes]:
         """The non-blank lines of commit ``i``: the rows ``pyarrow.json`` reads, in order."""
@@ -252,11 +258,17 @@ def _is_utf8(data: pa.Buffer) -> bool:
 
 
 def _parse_line(commits: CommitBytes, i: int, line: bytes) -> Any:
-    """One line by the Python parser, as ``read_commit_actions`` parses it (decoded first)."""
+    """One line by the Python parser. When it fails, the error is the one ``read_commit_actions``
+    raises for the commit (the whole file parsed again: decoded first, lines numbered)."""
     try:
         return parse_action(json.loads(line.decode("utf-8")))
     except (ValueError, UnicodeDecodeError) as exc:
-        raise CorruptLogError(f"cannot parse commit {commits.path(i)}: {exc}") from exc
+        first = exc
+    try:
+        parse_commit(commits.raw(i).decode("utf-8"))
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise commit_parse_error(commits.storage, commits.path(i), exc) from exc
+    raise commit_parse_error(commits.storage, commits.path(i), first) from first
 
 
 def _protocol_and_metadata(storage: Storage, table: str, segment: LogSegment,
@@ -264,6 +276,12 @@ def _protocol_and_metadata(storage: Storage, table: str, segment: LogSegment,
                            ) -> tuple[ProtocolAction, Metadata]:
     """What ``Snapshot.protocol_action`` / ``Snapshot.metadata`` give: the newest of the commits'
     (by commit, then line), else the checkpoint's."""
+    per_commit: dict[int, list[Any]] = {}
+    for (c, _), action in found:
+        per_commit.setdefault(c, []).append(action)
+    for c, actions in sorted(per_commit.items()):
+        if len(actions) > 1:  # at most one of each per commit, as read_commit_actions checks
+            check_single_protocol_and_metadata(actions, segment.commits[c].path, getattr(storage, "root", None))
     protocol: ProtocolAction | None = None
     metadata: Metadata | None = None
     for _, action in sorted(found, key=lambda e: e[0]):
@@ -505,14 +523,14 @@ def _parquet_file_actions(s: pa.StructArray, typ: pa.StructType, source: str) ->
 # --- the checkpoint --------------------------------------------------------------------------------
 
 def _read_parquet(storage: Storage, rel_path: str, columns: Sequence[str]) -> pa.Table:
+    """Derived columns (``stats_parsed``...) are left out, INT96 read without overflow
+    (:func:`read_checkpoint_columns`, shared with the Python reader)."""
     local = getattr(storage, "local_path", None)
     try:
         source: Any = local(rel_path) if local else pa.BufferReader(storage.read_bytes(rel_path))
-        pf = pq.ParquetFile(source)
-        present = [c for c in columns if c in pf.schema_arrow.names]
-        return pf.read(columns=present) if present else pa.table({})
-    except (pa.ArrowException, OSError) as exc:
+    except OSError as exc:
         raise CheckpointUnreadableError(f"cannot read checkpoint file {rel_path}: {exc}") from exc
+    return read_checkpoint_columns(source, columns, rel_path)
 
 
 def _valid_rows(column: pa.ChunkedArray) -> pa.StructArray | None:

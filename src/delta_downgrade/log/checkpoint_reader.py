@@ -38,18 +38,56 @@ def _normalize_row(key: str, row: dict[str, Any]) -> dict[str, Any]:
     return row
 
 
-def _parquet_column_rows(data: bytes | str, columns: Iterable[str], source: str) -> dict[str, list[dict[str, Any]]]:
+def open_checkpoint_parquet(source: Any) -> pq.ParquetFile:
+    """A checkpoint (or sidecar) parquet file. INT96 timestamps - Databricks writes them in
+    ``stats_parsed`` - are read in microseconds: in nanoseconds (pyarrow's default) the years
+    after 2262 overflow, and such a file must stay readable (delta-rs reads it)."""
+    return pq.ParquetFile(source, coerce_int96_timestamp_unit="us")
+
+
+def projected_columns(pf: pq.ParquetFile, columns: Iterable[str]) -> list[str]:
+    """The parquet column paths to read for the action columns ``columns`` that the file has:
+    a struct column as its fields, less the derived ones (``stats_parsed``,
+    ``partitionValues_parsed``: PROTOCOL.md "Checkpoint Schema" makes them optional copies of
+    ``stats`` and ``partitionValues``), so that they are never decoded."""
+    schema = pf.schema_arrow
+    out: list[str] = []
+    for name in columns:
+        index = schema.get_field_index(name)
+        if index < 0:
+            continue
+        typ = schema.field(index).type
+        if pa.types.is_struct(typ) and any(typ.field(i).name in _DERIVED_FIELDS for i in range(typ.num_fields)):
+            out += [f"{name}.{typ.field(i).name}" for i in range(typ.num_fields)
+                    if typ.field(i).name not in _DERIVED_FIELDS]
+        else:
+            out.append(name)
+    return out
+
+
+def read_checkpoint_columns(source: Any, columns: Iterable[str], rel_path: str) -> pa.Table:
+    """The action columns ``columns`` of a checkpoint parquet file (those it has), projected as
+    :func:`projected_columns` says; :class:`CheckpointUnreadableError` when it cannot be read."""
     try:
-        pf = pq.ParquetFile(io.BytesIO(data) if isinstance(data, bytes) else data)
-        present = [c for c in columns if c in pf.schema_arrow.names]
-        table = pf.read(columns=present) if present else pa.table({})
+        pf = open_checkpoint_parquet(source)
+        present = projected_columns(pf, columns)
+        return pf.read(columns=present) if present else pa.table({})
     except (pa.ArrowException, OSError) as exc:
-        raise CheckpointUnreadableError(f"cannot read checkpoint file {source}: {exc}") from exc
+        raise CheckpointUnreadableError(f"cannot read checkpoint file {rel_path}: {exc}") from exc
+
+
+def _parquet_column_rows(data: bytes | str, columns: Iterable[str], source: str) -> dict[str, list[dict[str, Any]]]:
+    table = read_checkpoint_columns(io.BytesIO(data) if isinstance(data, bytes) else data, columns, source)
     out: dict[str, list[dict[str, Any]]] = {}
-    for name in present:
+    for name in table.column_names:
         column = table.column(name)
         valid = column.filter(pc.is_valid(column))
-        out[name] = [_normalize_row(name, row) for row in valid.to_pylist()]
+        try:
+            rows = valid.to_pylist()
+        except (pa.ArrowException, ValueError, OverflowError) as exc:  # a value Python cannot hold
+            raise CheckpointUnreadableError(f"cannot read the {name} actions of checkpoint file "
+                                            f"{source}: {exc}") from exc
+        out[name] = [_normalize_row(name, row) for row in rows]
     return out
 
 
@@ -101,7 +139,8 @@ class CheckpointReader:
             return {key: [ACTION_TYPES[key].from_obj(r) for r in rows]
                     for key, rows in self.rows(columns).items() if key in ACTION_TYPES}
         except ValueError as exc:
-            raise CorruptLogError(f"checkpoint {self.checkpoint.paths[0]}: {exc}") from exc
+            raise CorruptLogError(f"checkpoint {self.checkpoint.paths[0]}: {exc}",
+                                  table=getattr(self.storage, "root", None)) from exc
 
     def sidecar_paths(self) -> list[str]:
         return [sidecar_rel_path(r["path"]) for r in self.rows(["sidecar"])["sidecar"]]

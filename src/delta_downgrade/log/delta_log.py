@@ -4,7 +4,7 @@ checkpoint inventory — the two views checkpoint protection reasons about."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NoReturn
 
 from delta_downgrade.actions import Metadata, ProtocolAction
 from delta_downgrade.errors import (
@@ -16,7 +16,7 @@ from delta_downgrade.log.listing import CheckpointInstance, LogListing, list_log
 from delta_downgrade.log.snapshot import BOUNDARY_PROPERTY, LogSegment, Snapshot, read_commit_actions
 from delta_downgrade.protocol import Protocol
 from delta_downgrade.protocol.features import get_feature
-from delta_downgrade.storage import Storage, open_storage
+from delta_downgrade.storage import FileStatus, Storage, open_storage
 
 
 @dataclass(frozen=True)
@@ -36,12 +36,32 @@ class ProtocolSpan:
 
 
 class DeltaLog:
-    """Entry point for reading a table. ``listing()`` is cached until ``refresh()``."""
+    """Entry point for reading a table. ``listing()`` is cached until ``refresh()``.
+
+    Snapshots are cached too (the few most recent): ``snapshot(v)`` for a ``v`` newer than a cached
+    snapshot derives it from that one and the commits it missed (:class:`Snapshot` ``base``)
+    instead of replaying the log again. A log entry never changes once written (PROTOCOL.md
+    "Creation of New Log Entries"), so what a cached snapshot knows stays true; a cached snapshot
+    is dropped when one of its commit files is gone or changed in the listing.
+
+    The cheap way to the latest state after other writers committed::
+
+        log.refresh()                 # lists only what is new (see listing.list_log)
+        log.snapshot()                # the newest cached snapshot + the new commits
+
+    ``refresh(full=True)`` forgets the listing and every cached snapshot.
+    """
+
+    #: How many snapshots are kept (newest versions win).
+    CACHED_SNAPSHOTS = 3
 
     def __init__(self, location: str, storage: Storage | None = None) -> None:
         self.table = location
         self.storage = storage if storage is not None else open_storage(location)
         self._listing: LogListing | None = None
+        self._stale: LogListing | None = None  # the listing refresh() updates from
+        self._snapshots: dict[int, Snapshot] = {}
+        self._checked: dict[int, LogListing] = {}  # version -> listing its snapshot was checked against
 
     def __repr__(self) -> str:
         return f"DeltaLog({self.table!r})"
@@ -50,22 +70,36 @@ class DeltaLog:
 
     def listing(self) -> LogListing:
         if self._listing is None:
-            self._listing = list_log(self.storage, self.table)
+            self._listing = list_log(self.storage, self.table, previous=self._stale)
+            self._stale = None
         return self._listing
 
-    def refresh(self) -> "DeltaLog":
+    def refresh(self, full: bool = False) -> "DeltaLog":
+        """Look at the log again on next use. By default the next listing only stats what is new
+        and drops what vanished (commits are immutable); ``full=True`` lists everything again and
+        drops the cached snapshots."""
+        if full:
+            self._stale = None
+            self._snapshots.clear()
+            self._checked.clear()
+        elif self._listing is not None:
+            self._stale = self._listing
         self._listing = None
         return self
 
     def latest_version(self) -> int:
         listing = self.listing()
-        candidates = list(listing.commits) + [c.version for c in listing.checkpoints if c.complete]
-        return max(candidates)
+        latest = listing.latest_commit_version
+        complete = listing.checkpoint_versions
+        if complete and (latest is None or complete[-1] > latest):
+            return complete[-1]
+        assert latest is not None  # list_log refuses a log without commits and checkpoints
+        return latest
 
     def _starting_points(self) -> list[int]:
         """Versions a replay can start from: 0 (if its commit exists) and every complete checkpoint."""
         listing = self.listing()
-        points = {c.version for c in listing.checkpoints if c.complete}
+        points = set(listing.checkpoint_versions)
         if 0 in listing.commits:
             points.add(-1)  # "before version 0": replay from commit 0
         return sorted(points)
@@ -74,23 +108,40 @@ class DeltaLog:
         """The oldest version that can still be reconstructed."""
         listing = self.listing()
         latest = self.latest_version()
-        # A replay from point p needs commits p+1 .. latest; the earliest usable p is at or after
-        # the last gap.
+        # A replay from point p needs commits p+1 .. latest: p must be at or after the start of
+        # the run of consecutive commits that ends at latest.
+        first_needed = listing.contiguous_start(latest)
         for point in self._starting_points():
-            if all(v in listing.commits for v in range(point + 1, latest + 1)):
+            if point + 1 >= first_needed:
                 return max(point, 0)
         self._raise_gap(latest)
-        raise AssertionError("unreachable")
 
-    def _raise_gap(self, version: int) -> None:
+    def _raise_gap(self, version: int) -> NoReturn:
+        """Report the gaps below ``version`` from the versions present (bounded by the number of
+        files, whatever the versions): the first missing versions, and the commit file after
+        each gap - a stray file with a far too large version shows up there by name."""
         listing = self.listing()
-        present = sorted(v for v in listing.commits if v <= version)
-        missing = [v for v in range(present[0] if present else 0, version + 1) if v not in listing.commits]
+        gaps = listing.missing_ranges(version)
+        missing: list[int] = []
+        for first, last, _ in gaps:
+            missing += range(first, min(last, first + 10 - len(missing) - 1) + 1)
+            if len(missing) >= 10:
+                break
+        described = []
+        for first, last, after in gaps[:3]:
+            span = f"{first}" if first == last else f"{first}..{last} ({last - first + 1} versions)"
+            described.append(f"{span} before {after.path}" if after is not None else span)
+        more = "" if len(gaps) <= 3 else f" and {len(gaps) - 3} more gap(s)"
+        stray = [after.path for first, last, after in gaps if after is not None and last - first >= 1000]
+        hint = (f"; a file like {stray[0]} far after the others is often stray: if it does not belong "
+                f"to the table, move it out of _delta_log" if stray else "")
         raise VersionsNotContiguousError(
-            f"the log has a gap: commit version(s) {missing[:10]} are missing before version "
-            f"{version}, and no checkpoint covers them; the table cannot be reconstructed. Restore "
-            f"the missing commit files from a backup", table=self.table,
-            params={"missingVersions": missing[:10]})
+            f"the log has a gap: commit version(s) {', '.join(described)}{more} are missing before "
+            f"version {version}, and no checkpoint covers them; the table cannot be reconstructed. "
+            f"Restore the missing commit files from a backup{hint}", table=self.table,
+            params={"missingVersions": missing[:10],
+                    "gaps": [[first, last] for first, last, _ in gaps[:10]],
+                    "filesAfterGaps": [after.path for _, _, after in gaps[:10] if after is not None]})
 
     def segment(self, version: int | None = None) -> LogSegment:
         listing = self.listing()
@@ -100,13 +151,9 @@ class DeltaLog:
         if version > latest or version < 0:
             raise VersionNotFoundError(
                 f"version {version} does not exist: the latest version is {latest}", table=self.table)
-        checkpoints = listing.complete_checkpoints(at_most=version)
-        for checkpoint in checkpoints:
-            needed = range(checkpoint.version + 1, version + 1)
-            if all(v in listing.commits for v in needed):
-                return LogSegment(version, checkpoint, tuple(listing.commits[v] for v in needed))
-        if all(v in listing.commits for v in range(0, version + 1)):
-            return LogSegment(version, None, tuple(listing.commits[v] for v in range(0, version + 1)))
+        found = self._segment_from(listing, version, listing.complete_checkpoints(at_most=version))
+        if found is not None:
+            return found
         earliest = None
         try:
             earliest = self.earliest_version()
@@ -117,7 +164,20 @@ class DeltaLog:
                 f"version {version} is no longer retained: history before version {earliest} was "
                 f"cleaned up", table=self.table, params={"earliestVersion": earliest})
         self._raise_gap(version)
-        raise AssertionError("unreachable")
+
+    @staticmethod
+    def _segment_from(listing: LogListing, version: int,
+                      checkpoints: list[CheckpointInstance]) -> LogSegment | None:
+        """The segment of ``version`` from the first of ``checkpoints`` (newest first) whose
+        following commits are all there, else from commit 0 if all commits are; None if neither."""
+        first_needed = listing.contiguous_start(version)
+        for checkpoint in checkpoints:
+            if checkpoint.version + 1 >= first_needed:
+                return LogSegment(version, checkpoint,
+                                  listing.commits_between(checkpoint.version + 1, version))
+        if first_needed <= 0:
+            return LogSegment(version, None, listing.commits_between(0, version))
+        return None
 
     def snapshot(self, version: int | None = None, *, check_read: bool = True) -> Snapshot:
         """The table at ``version`` (latest by default).
@@ -127,7 +187,7 @@ class DeltaLog:
         Checkpoints that cannot be read are skipped for an older one, as Spark does.
         """
         segment = self.segment(version)
-        snap = Snapshot(self.storage, self.table, segment)
+        snap = self._cached_snapshot(segment) or Snapshot(self.storage, self.table, segment)
         try:
             snap.protocol_action
         except CheckpointUnreadableError:
@@ -136,21 +196,63 @@ class DeltaLog:
                 raise
             snap = Snapshot(self.storage, self.table, fallback)
         check_protocol(snap.protocol, self.table, snap.version, check_read=check_read)
+        self._remember(snap)
         return snap
+
+    # --- the snapshot cache ----------------------------------------------------------------------
+
+    def _still_listed(self, snap: Snapshot, listing: LogListing) -> bool:
+        """Whether the files ``snap`` was built from are unchanged where still listed (cleanup may
+        have deleted some: what they said stays true). Checked once per listing."""
+        if self._checked.get(snap.version) is listing:
+            return True
+        for status in snap.segment.commits:
+            current = listing.commits.get(commit_version(status))
+            if current is not None and current != status:
+                return False
+        self._checked[snap.version] = listing
+        return True
+
+    def _cached_snapshot(self, segment: LogSegment) -> Snapshot | None:
+        """``segment``'s snapshot from the cache: the cached one itself, or one derived from the
+        newest cached snapshot at or before it and the commits after that one."""
+        if not self._snapshots:
+            return None
+        listing = self.listing()
+        version = segment.version
+        first_needed = listing.contiguous_start(version)
+        for base_version in sorted(self._snapshots, reverse=True):
+            if base_version > version:
+                continue
+            base = self._snapshots[base_version]
+            if not self._still_listed(base, listing):
+                del self._snapshots[base_version]
+                self._checked.pop(base_version, None)
+                continue
+            if base.segment == segment:
+                return base
+            if base_version + 1 < first_needed:
+                return None  # commits between them are missing: no derivation
+            delta = listing.commits_between(base_version + 1, version)
+            return Snapshot(self.storage, self.table, segment, base=base, base_commits=delta)
+        return None
+
+    def _remember(self, snap: Snapshot) -> None:
+        if self._snapshots.get(snap.version) is not snap:
+            self._checked.pop(snap.version, None)
+        self._snapshots[snap.version] = snap
+        while len(self._snapshots) > self.CACHED_SNAPSHOTS:
+            oldest = min(self._snapshots)
+            del self._snapshots[oldest]
+            self._checked.pop(oldest, None)
 
     def _fallback_segment(self, segment: LogSegment) -> LogSegment | None:
         """An older segment that skips an unreadable checkpoint, if the commits allow it."""
         if segment.checkpoint is None:
             return None
         listing = self.listing()
-        for checkpoint in listing.complete_checkpoints(at_most=segment.checkpoint.version - 1):
-            needed = range(checkpoint.version + 1, segment.version + 1)
-            if all(v in listing.commits for v in needed):
-                return LogSegment(segment.version, checkpoint, tuple(listing.commits[v] for v in needed))
-        needed = range(0, segment.version + 1)
-        if all(v in listing.commits for v in needed):
-            return LogSegment(segment.version, None, tuple(listing.commits[v] for v in needed))
-        return None
+        return self._segment_from(listing, segment.version,
+                                  listing.complete_checkpoints(at_most=segment.checkpoint.version - 1))
 
     # --- history ---------------------------------------------------------------------------------
 
@@ -172,9 +274,12 @@ class DeltaLog:
         spans: list[ProtocolSpan] = []
         span_start = start
         listing = self.listing()
-        for version in range(start + 1, latest + 1):
+        # The commits after start are contiguous up to latest (earliest_version checked that).
+        for status in listing.commits_between(start + 1, latest):
+            version = commit_version(status)
             new_protocol, new_boundary = protocol, boundary
-            for action in read_commit_actions(self.storage, listing.commits[version], ("protocol", "metaData")):
+            # read_commit_actions refuses a commit with two protocol or two metaData actions.
+            for action in read_commit_actions(self.storage, status, ("protocol", "metaData")):
                 if isinstance(action, ProtocolAction):
                     new_protocol = action.protocol
                 elif isinstance(action, Metadata):
@@ -206,6 +311,11 @@ class DeltaLog:
         if checkpoint.kind != "v2":
             return []
         return CheckpointReader(self.storage, checkpoint).sidecar_paths()
+
+
+def commit_version(status: FileStatus) -> int:
+    """The version of a commit file, from its name."""
+    return int(status.path.rsplit("/", 1)[-1].split(".", 1)[0])
 
 
 def check_protocol(protocol: Protocol, table: str, version: int, *, check_read: bool) -> None:

@@ -30,6 +30,10 @@ import re
 from dataclasses import dataclass
 
 LOG_DIR = "_delta_log"
+#: The largest table version: versions are longs (PROTOCOL.md "Delta Log Entries": ``n`` is a
+#: long, zero-padded to 20 digits). A name of the 20-digit form with a larger number is no file of
+#: any table's log; :func:`classify` still reports its number so that readers can name it.
+MAX_VERSION = (1 << 63) - 1
 LAST_CHECKPOINT = f"{LOG_DIR}/_last_checkpoint"
 SIDECAR_DIR = f"{LOG_DIR}/_sidecars"
 STAGED_COMMITS_DIR = f"{LOG_DIR}/_staged_commits"
@@ -37,16 +41,17 @@ STAGED_COMMITS_DIR = f"{LOG_DIR}/_staged_commits"
 KINDS = frozenset({"commit", "checkpoint", "crc", "compacted", "staged_commit", "sidecar",
                    "last_checkpoint", "unknown"})
 
+# ASCII digits only (re.ASCII below): "٣" is a digit to Python's \d, not to Delta.
 _V = r"(?P<v>\d{20})"
-_COMMIT = re.compile(_V + r"\.json")
-_CLASSIC = re.compile(_V + r"\.checkpoint\.parquet")
-_MULTIPART = re.compile(_V + r"\.checkpoint\.(?P<part>\d{10})\.(?P<n>\d{10})\.parquet")
+_COMMIT = re.compile(_V + r"\.json", re.ASCII)
+_CLASSIC = re.compile(_V + r"\.checkpoint\.parquet", re.ASCII)
+_MULTIPART = re.compile(_V + r"\.checkpoint\.(?P<part>\d{10})\.(?P<n>\d{10})\.parquet", re.ASCII)
 # Spark reads any dot-free unique string here; writers use a UUID.
-_V2 = re.compile(_V + r"\.checkpoint\.(?P<uuid>[^./]+)\.(?P<fmt>json|parquet)")
-_CRC = re.compile(_V + r"\.crc")
-_COMPACTED = re.compile(_V + r"\.(?P<end>\d{20})\.compacted\.json")
-_STAGED = re.compile(_V + r"\.(?P<uuid>[^./]+)\.json")
-_SIDECAR = re.compile(r"(?P<name>[^/]+)\.parquet")
+_V2 = re.compile(_V + r"\.checkpoint\.(?P<uuid>[^./]+)\.(?P<fmt>json|parquet)", re.ASCII)
+_CRC = re.compile(_V + r"\.crc", re.ASCII)
+_COMPACTED = re.compile(_V + r"\.(?P<end>\d{20})\.compacted\.json", re.ASCII)
+_STAGED = re.compile(_V + r"\.(?P<uuid>[^./]+)\.json", re.ASCII)
+_SIDECAR = re.compile(r"(?P<name>[^/]+)\.parquet", re.ASCII)
 
 
 @dataclass(frozen=True)
@@ -111,6 +116,9 @@ def _log_relative(name: str) -> str | None:
 
 def classify(name: str) -> LogFile:
     """Recognise a log file; never None (unrecognised names give kind ``unknown``)."""
+    if len(name) == 25 and name.endswith(".json") and name[:20].isascii() and name[:20].isdigit():
+        # a bare commit file name, the bulk of every listing: what _COMMIT would match
+        return LogFile(f"{LOG_DIR}/{name}", int(name[:20]), "commit", fmt="json")
     rel = _log_relative(name)
     if rel is None:
         return LogFile(path=name, version=None, kind="unknown")
@@ -156,6 +164,8 @@ def parse_log_file(name: str) -> LogFile | None:
 def _check_version(version: int) -> int:
     if isinstance(version, bool) or not isinstance(version, int) or version < 0:
         raise ValueError(f"a table version is a non-negative int, got {version!r}")
+    if version > MAX_VERSION:  # would not fit the 20-digit form readers list by
+        raise ValueError(f"a table version is a long (at most {MAX_VERSION}), got {version}")
     return version
 
 

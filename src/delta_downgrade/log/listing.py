@@ -3,17 +3,30 @@
 The listing is the ground truth; ``_last_checkpoint`` is only a hint. It is used to prefer one of
 several checkpoints at the same version, and ignored when it is missing, empty, not JSON, or
 points to a checkpoint that is not there (PROTOCOL.md, "Last Checkpoint File").
+
+Version ranges are never enumerated: a stray ``00000000000100000000.json`` makes the latest
+version 10^8, so every question about contiguity is answered from the sorted versions that are
+present (:meth:`LogListing.contiguous_start`, :meth:`LogListing.missing_ranges`), in time and
+memory bounded by the number of files.
+
+:func:`list_log` with ``previous`` (what ``DeltaLog.refresh()`` passes) updates a listing instead
+of rebuilding it: on local storage the directory is read for names only, and only names not seen
+before are stat'ed and parsed (commits are never rewritten: PROTOCOL.md "Creation of New Log
+Entries"); files that vanished (metadata cleanup) are dropped. Checkpoint files - which a writer
+may replace - and zero-byte files are stat'ed again every time.
 """
 
 from __future__ import annotations
 
+import bisect
+import os
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NoReturn
 
-from delta_downgrade.errors import NotADeltaTableError, TableNotFoundError
-from delta_downgrade.log.files import LOG_DIR, LogFile, parse_log_file
+from delta_downgrade.errors import NotADeltaTableError, TableNotFoundError, VersionsNotContiguousError
+from delta_downgrade.log.files import LOG_DIR, MAX_VERSION, LogFile, parse_log_file
 from delta_downgrade.log.last_checkpoint import read_last_checkpoint
-from delta_downgrade.storage import FileStatus, Storage
+from delta_downgrade.storage import FileStatus, LocalStorage, Storage
 
 
 @dataclass(frozen=True)
@@ -55,10 +68,66 @@ class LogListing:
     compactions: list[tuple[LogFile, FileStatus]] = field(default_factory=list)
     unknown: list[FileStatus] = field(default_factory=list)
     last_checkpoint: dict[str, Any] | None = None
+    # name -> (parsed name, status) of every file listed, for the next incremental listing
+    _entries: dict[str, tuple[LogFile | None, FileStatus]] = field(
+        default_factory=dict, repr=False, compare=False)
+    _others: dict[str, tuple[LogFile | None, FileStatus]] = field(  # the entries not commit/crc
+        default_factory=dict, repr=False, compare=False)
+    # sorted commit versions and, per index, where its run of consecutive versions starts
+    _runs: tuple[int, list[int], list[int]] | None = field(default=None, repr=False, compare=False)
 
     @property
     def latest_commit_version(self) -> int | None:
-        return max(self.commits) if self.commits else None
+        versions = self.commit_versions()
+        return versions[-1] if versions else None
+
+    # --- contiguity, from the versions present (never by enumerating a range) -------------------
+
+    def _version_runs(self) -> tuple[list[int], list[int]]:
+        if self._runs is None or self._runs[0] != len(self.commits):
+            versions = sorted(self.commits)
+            starts: list[int] = []
+            previous = None
+            for v in versions:
+                starts.append(starts[-1] if previous is not None and v == previous + 1 else v)
+                previous = v
+            self._runs = (len(self.commits), versions, starts)
+        return self._runs[1], self._runs[2]
+
+    def commit_versions(self) -> list[int]:
+        """The versions of the commit files, ascending (do not modify)."""
+        return self._version_runs()[0]
+
+    def contiguous_start(self, version: int) -> int:
+        """The smallest ``s`` such that the commits ``s .. version`` all exist; ``version + 1``
+        when commit ``version`` itself does not."""
+        if version not in self.commits:
+            return version + 1
+        versions, starts = self._version_runs()
+        return starts[bisect.bisect_left(versions, version)]
+
+    def commits_between(self, first: int, last: int) -> tuple[FileStatus, ...]:
+        """The commits ``first .. last`` that exist, ascending."""
+        versions = self.commit_versions()
+        lo, hi = bisect.bisect_left(versions, first), bisect.bisect_right(versions, last)
+        return tuple(self.commits[v] for v in versions[lo:hi])
+
+    def missing_ranges(self, up_to: int, limit: int = 10) -> list[tuple[int, int, FileStatus | None]]:
+        """The first ``limit`` gaps among the commits ``<= up_to``, from the oldest commit present
+        (or 0): ``(first missing, last missing, the commit file just after the gap or None)``."""
+        versions = self.commit_versions()
+        hi = bisect.bisect_right(versions, up_to)
+        out: list[tuple[int, int, FileStatus | None]] = []
+        expected = versions[0] if hi else 0
+        for v in versions[:hi]:
+            if v > expected:
+                out.append((expected, v - 1, self.commits[v]))
+                if len(out) == limit:
+                    return out
+            expected = v + 1
+        if expected <= up_to:
+            out.append((expected, up_to, None))
+        return out[:limit]
 
     def complete_checkpoints(self, at_most: int | None = None) -> list[CheckpointInstance]:
         """Complete checkpoints, newest first, one or more per version (hint-preferred first)."""
@@ -88,29 +157,52 @@ class LogListing:
         return sorted({c.version for c in self.checkpoints if c.complete})
 
 
-def list_log(storage: Storage, table: str | None = None) -> LogListing:
-    """List ``_delta_log``; raise a named error when there is no table or no log."""
+def list_log(storage: Storage, table: str | None = None, previous: LogListing | None = None) -> LogListing:
+    """List ``_delta_log``; raise a named error when there is no table or no log.
+
+    With ``previous`` (an earlier listing of the same log), known files keep their parsed name
+    and status (see the module docstring) and only new files are looked at."""
     table = table or storage.root
-    if not storage.exists(""):
-        raise TableNotFoundError(f"path does not exist: {table}", table=table)
-    entries = storage.list_dir(LOG_DIR)
-    if not entries and not storage.exists(LOG_DIR):
-        raise NotADeltaTableError(
-            f"{table} is not a Delta table: it has no _delta_log directory", table=table)
+    new_entries, removed = _scan(storage, table, previous)
     listing = LogListing()
     parts: dict[tuple[int, int], list[tuple[int, FileStatus]]] = {}
-    for status in entries:
-        name = status.path.rsplit("/", 1)[-1]
-        if name.startswith(".") or name.startswith("_"):
-            # Hidden Hadoop checksum files (.x.crc), _last_checkpoint, _commits temp files.
-            continue
-        lf = parse_log_file(name)
+    stray: list[FileStatus] = []
+    if previous is not None and previous._entries:
+        # Start from the previous listing's commits and checksums (the bulk of the log): only
+        # what changed is applied; the other kinds are few and rebuilt below.
+        merged = dict(previous._entries)
+        listing.commits = dict(previous.commits)
+        listing.crcs = dict(previous.crcs)
+        for name in removed:
+            lf, _ = merged.pop(name)
+            if lf is not None and lf.kind == "commit":
+                listing.commits.pop(lf.version, None)  # type: ignore[arg-type]
+            elif lf is not None and lf.kind == "crc":
+                listing.crcs.pop(lf.version, None)  # type: ignore[arg-type]
+        merged.update(new_entries)
+        gone = set(removed)
+        others = {name: e for name, e in previous._others.items() if name not in gone}
+        others.update((name, e) for name, e in new_entries.items()
+                      if e[0] is None or e[0].kind not in ("commit", "crc"))
+        fresh = new_entries
+    else:
+        merged = dict(new_entries)
+        others = {name: e for name, e in merged.items()
+                  if e[0] is None or e[0].kind not in ("commit", "crc")}
+        fresh = merged
+    for name, (lf, status) in fresh.items():
+        if lf is not None and lf.kind in ("commit", "crc"):
+            if lf.version is not None and lf.version > MAX_VERSION:
+                stray.append(status)
+            elif lf.kind == "commit":
+                listing.commits[lf.version] = status  # type: ignore[index]
+            else:
+                listing.crcs[lf.version] = status  # type: ignore[index]
+    for name, (lf, status) in others.items():
         if lf is None:
             listing.unknown.append(status)
-        elif lf.kind == "commit":
-            listing.commits[lf.version] = status
-        elif lf.kind == "crc":
-            listing.crcs[lf.version] = status
+        elif lf.version is not None and lf.version > MAX_VERSION:
+            stray.append(status)
         elif lf.kind == "compacted":
             listing.compactions.append((lf, status))
         elif lf.kind == "checkpoint":
@@ -120,19 +212,112 @@ def list_log(storage: Storage, table: str | None = None) -> LogListing:
                 listing.unknown.append(status)
             elif lf.checkpoint_kind == "multipart":
                 assert lf.num_parts is not None and lf.part is not None
-                parts.setdefault((lf.version, lf.num_parts), []).append((lf.part, status))
+                parts.setdefault((lf.version, lf.num_parts), []).append((lf.part, status))  # type: ignore[arg-type]
             else:
-                listing.checkpoints.append(CheckpointInstance(lf.version, lf.checkpoint_kind, (status,)))
+                listing.checkpoints.append(CheckpointInstance(lf.version, lf.checkpoint_kind, (status,)))  # type: ignore[arg-type]
         else:
             listing.unknown.append(status)
+    if stray:
+        # Versions are longs (PROTOCOL.md "Delta Log Entries"); no table reaches these, and
+        # taking them as the latest version would make every range over versions unbounded.
+        names = ", ".join(s.path for s in sorted(stray, key=lambda s: s.path)[:5])
+        raise VersionsNotContiguousError(
+            f"_delta_log holds {len(stray)} file(s) whose version is beyond the largest Delta version "
+            f"{MAX_VERSION} (versions are longs): {names}. No table reaches that version: these are "
+            f"stray files; move them out of _delta_log", table=table,
+            params={"strayFiles": [s.path for s in stray[:10]]})
     for (version, num_parts), items in parts.items():
         items.sort(key=lambda t: t[0])
         listing.checkpoints.append(CheckpointInstance(
             version, "multipart", tuple(s for _, s in items), num_parts=num_parts))
     listing.checkpoints.sort(key=lambda c: (c.version, c.kind))
+    listing.unknown.sort(key=lambda s: s.path)
+    listing.compactions.sort(key=lambda c: c[1].path)
+    listing._entries = merged
+    listing._others = others
     listing.last_checkpoint = read_last_checkpoint(storage)
     if not listing.commits and not any(c.complete for c in listing.checkpoints):
         raise NotADeltaTableError(
             f"{table} is not a Delta table: _delta_log holds no commit and no checkpoint",
             table=table)
     return listing
+
+
+def _entry(status: FileStatus) -> tuple[str, tuple[LogFile | None, FileStatus]] | None:
+    name = status.path.rsplit("/", 1)[-1]
+    if name.startswith(".") or name.startswith("_"):
+        # Hidden Hadoop checksum files (.x.crc), _last_checkpoint, _commits temp files.
+        return None
+    return name, (parse_log_file(name), status)
+
+
+def _restat(entry: tuple[LogFile | None, FileStatus]) -> bool:
+    """Whether a known file must be stat'ed again: a checkpoint (a writer may replace it) or an
+    empty file (maybe a write still in progress)."""
+    lf, status = entry
+    return status.size == 0 or (lf is not None and lf.kind == "checkpoint")
+
+
+def _scan(storage: Storage, table: str, previous: LogListing | None
+          ) -> tuple[dict[str, tuple[LogFile | None, FileStatus]], list[str]]:
+    """The entries of ``_delta_log`` that are new or changed since ``previous`` (all of them
+    without it), and the names of the previous entries that are gone."""
+    known = previous._entries if previous is not None else {}
+    if known and isinstance(storage, LocalStorage):
+        return _scan_local(storage, table, known)
+    try:
+        statuses = storage.list_dir(LOG_DIR)
+    except NotADirectoryError:
+        _no_log(storage, table, "its _delta_log is a file, not a directory")
+    if not statuses and not storage.exists(LOG_DIR):
+        _no_log(storage, table, "it has no _delta_log directory")
+    found = dict(e for e in map(_entry, statuses) if e is not None)
+    if not known:
+        return found, []
+    removed = [name for name in known if name not in found]
+    changed = {name: e for name, e in found.items() if known.get(name) != e}
+    return changed, removed
+
+
+def _scan_local(storage: LocalStorage, table: str, known: dict[str, tuple[LogFile | None, FileStatus]]
+                ) -> tuple[dict[str, tuple[LogFile | None, FileStatus]], list[str]]:
+    """:func:`_scan` on local storage: names from the directory, a stat only for new names and
+    for the files :func:`_restat` names."""
+    prefix = f"{LOG_DIR}/"
+    try:
+        with os.scandir(storage.local_path(LOG_DIR)) as it:
+            names = [e.name for e in it if e.is_file() and not e.name.startswith((".", "_"))]
+    except FileNotFoundError:
+        _no_log(storage, table, "it has no _delta_log directory")
+    except NotADirectoryError:
+        _no_log(storage, table, "its _delta_log is a file, not a directory")
+    present = set(names)
+    removed = [name for name in known if name not in present]
+    changed: dict[str, tuple[LogFile | None, FileStatus]] = {}
+    for name in names:
+        entry = known.get(name)
+        if entry is not None and not _restat(entry):
+            continue
+        try:
+            status = storage.status(prefix + name)
+        except FileNotFoundError:  # deleted since the directory was read
+            if entry is not None:
+                removed.append(name)
+            continue
+        if entry is not None and entry[1] == status:
+            continue
+        changed[name] = (entry[0] if entry is not None else parse_log_file(name), status)
+    return changed, removed
+
+
+def _no_log(storage: Storage, table: str, why: str) -> NoReturn:
+    """Raise the error for a location without a readable ``_delta_log``: no such path, a file
+    where the table's directory belongs, or ``why``."""
+    if not storage.exists(""):
+        raise TableNotFoundError(f"path does not exist: {table}", table=table)
+    is_dir = getattr(storage, "is_dir", None)
+    if is_dir is not None and not is_dir(""):
+        raise NotADeltaTableError(
+            f"{table} is not a Delta table: it is a file, not a directory. Give the table's "
+            f"directory (the one that holds _delta_log)", table=table)
+    raise NotADeltaTableError(f"{table} is not a Delta table: {why}", table=table)
