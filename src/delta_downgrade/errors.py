@@ -198,6 +198,23 @@ class StorageNotWritableError(BadInputError):
     sqlstate = "42501"
 
 
+class InvalidTablePropertyError(BadInputError):
+    """A table property that an operation reads (a retention, the checkpoint policy or interval,
+    in-commit timestamps …) has a value that cannot be parsed or is not allowed. Operations parse
+    every property they need before their first write, so nothing was written."""
+
+    error_class = "DELTA_DOWNGRADE_INVALID_TABLE_PROPERTY"
+    sqlstate = "22023"
+
+
+class UnsupportedCheckpointPolicyError(BadInputError):
+    """The operation would have to write a checkpoint under ``delta.checkpointPolicy=v2``; this
+    package writes classic checkpoints only. Refused before anything is written."""
+
+    error_class = "DELTA_DOWNGRADE_V2_CHECKPOINT_POLICY"
+    sqlstate = "0A000"
+
+
 class DuplicateActionsError(CorruptLogError):
     """A commit (or checkpoint) holds more than one ``protocol`` or more than one ``metaData``
     action (PROTOCOL.md "Delta Log Entries", "Change Metadata"): which one holds is undefined.
@@ -262,3 +279,13 @@ class StorageFullError(DeltaDowngradeError):
 
     error_class = "DELTA_DOWNGRADE_STORAGE_FULL"
     sqlstate = "53100"
+
+
+# --- drop failures (exit 1) ------------------------------------------------------------------------
+
+class DropCheckpointFailedError(DeltaDowngradeError):
+    """A barrier checkpoint of DROP FEATURE could not be written after its retries (reference
+    §3); only empty commits were written, and a rerun continues."""
+
+    error_class = "DELTA_FEATURE_DROP_CHECKPOINT_FAILED"
+    sqlstate = "22KD0"

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Mapping
+from typing import Any, Callable, Iterable, Mapping
 
-from delta_downgrade.errors import BadInputError
+from delta_downgrade.errors import BadInputError, DeltaDowngradeError, InvalidTablePropertyError
 
 SECOND_MS = 1000
 MINUTE_MS = 60 * SECOND_MS
@@ -59,26 +59,112 @@ def parse_interval_ms(text: str, *, key: str = "duration") -> int:
     return check_duration_ms(total, what=key, text=text)
 
 
+def _interval(text: str, key: str) -> int:
+    return parse_interval_ms(text, key=key)
+
+
+def _bool(text: str, key: str) -> bool:
+    # Delta reads boolean properties with Scala's String.toBoolean: "true"/"false", any case.
+    value = text.strip().lower()
+    if value not in ("true", "false"):
+        raise ValueError("must be true or false")
+    return value == "true"
+
+
+def _positive_int(text: str, key: str) -> int:
+    # delta.checkpointInterval: "needs to be a positive integer" (Delta's table property check).
+    try:
+        value = int(text.strip())
+    except ValueError:
+        raise ValueError("must be a positive integer") from None
+    if value <= 0:
+        raise ValueError("must be a positive integer")
+    return value
+
+
+CHECKPOINT_POLICIES = ("classic", "v2")
+
+
+def _policy(text: str, key: str) -> str:
+    value = text.strip().lower()
+    if value not in CHECKPOINT_POLICIES:
+        raise ValueError(f"must be one of {', '.join(CHECKPOINT_POLICIES)}")
+    return value
+
+
+# Every property this package reads, with Delta's default and its parser: the one place a value
+# is interpreted, so that :meth:`TableConfig.validate` and the properties below cannot disagree.
+PROPERTIES: dict[str, tuple[str, Callable[[str, str], Any]]] = {
+    LOG_RETENTION: ("interval 30 days", _interval),
+    DELETED_FILE_RETENTION: ("interval 1 week", _interval),
+    TRUNCATE_HISTORY_RETENTION: ("interval 24 hours", _interval),
+    CHECKPOINT_INTERVAL: ("10", _positive_int),
+    CHECKPOINT_POLICY: ("classic", _policy),
+    ENABLE_ICT: ("false", _bool),
+    ENABLE_EXPIRED_LOG_CLEANUP: ("true", _bool),
+}
+
+
 @dataclass(frozen=True)
 class TableConfig:
-    """Typed view of ``metaData.configuration``."""
+    """Typed view of ``metaData.configuration``. ``table`` only names the table in errors."""
 
     configuration: Mapping[str, str]
+    table: str | None = None
 
-    def _duration(self, key: str, default: str) -> int:
-        return parse_interval_ms(self.configuration.get(key, default), key=key)
+    def _parse(self, key: str) -> tuple[Any, tuple[str, str] | None]:
+        """``(value, None)``, or ``(None, (raw value, reason))`` when the parser refuses it."""
+        default, parse = PROPERTIES[key]
+        raw = self.configuration.get(key, default)
+        try:
+            return parse(raw, key), None
+        except DeltaDowngradeError as exc:
+            return None, (raw, exc.message)
+        except (ValueError, OverflowError) as exc:
+            return None, (raw, str(exc))
+
+    def _error(self, problems: dict[str, tuple[str, str]], written: str) -> InvalidTablePropertyError:
+        listed = "; ".join(why if why.startswith(k) else f"{k}={v!r}: {why}"
+                           for k, (v, why) in problems.items())
+        example = next(iter(problems))
+        return InvalidTablePropertyError(
+            f"invalid table propert{'y' if len(problems) == 1 else 'ies'}: {listed}. {written}Set a "
+            f"valid value (ALTER TABLE … SET TBLPROPERTIES ('{example}' = '{PROPERTIES[example][0]}')) "
+            f"or unset it, then rerun", table=self.table,
+            params={"properties": {k: v for k, (v, _) in problems.items()}})
+
+    def _get(self, key: str) -> Any:
+        value, problem = self._parse(key)
+        if problem is not None:
+            raise self._error({key: problem}, "")
+        return value
+
+    def validate(self, keys: Iterable[str] | None = None) -> "TableConfig":
+        """Parse every property in ``keys`` (all of :data:`PROPERTIES` by default) and raise one
+        :class:`InvalidTablePropertyError` naming every bad one. Operations call this before their
+        first write, so that a bad value is exit 2 with nothing written instead of a failure
+        half-way through."""
+        problems = {}
+        for key in (PROPERTIES if keys is None else keys):
+            _value, problem = self._parse(key)
+            if problem is not None:
+                problems[key] = problem
+        if problems:
+            raise self._error(problems, "They are checked before anything is written; nothing "
+                                        "was written. ")
+        return self
 
     @property
     def log_retention_ms(self) -> int:
-        return self._duration(LOG_RETENTION, "interval 30 days")
+        return self._get(LOG_RETENTION)
 
     @property
     def deleted_file_retention_ms(self) -> int:
-        return self._duration(DELETED_FILE_RETENTION, "interval 1 week")
+        return self._get(DELETED_FILE_RETENTION)
 
     @property
     def truncate_history_retention_ms(self) -> int:
-        return self._duration(TRUNCATE_HISTORY_RETENTION, "interval 24 hours")
+        return self._get(TRUNCATE_HISTORY_RETENTION)
 
     @property
     def log_retention_display(self) -> str:
@@ -96,19 +182,16 @@ class TableConfig:
 
     @property
     def checkpoint_interval(self) -> int:
-        try:
-            return max(1, int(self.configuration.get(CHECKPOINT_INTERVAL, "10")))
-        except ValueError:
-            return 10
+        return self._get(CHECKPOINT_INTERVAL)
 
     @property
     def expired_log_cleanup_enabled(self) -> bool:
-        return self.configuration.get(ENABLE_EXPIRED_LOG_CLEANUP, "true").strip().lower() == "true"
+        return self._get(ENABLE_EXPIRED_LOG_CLEANUP)
 
     @property
     def in_commit_timestamps_enabled(self) -> bool:
-        return self.configuration.get(ENABLE_ICT, "false").strip().lower() == "true"
+        return self._get(ENABLE_ICT)
 
     @property
     def checkpoint_policy(self) -> str:
-        return self.configuration.get(CHECKPOINT_POLICY, "classic").strip().lower()
+        return self._get(CHECKPOINT_POLICY)

@@ -14,8 +14,8 @@ import pyarrow as pa
 
 from delta_downgrade.actions import Metadata, ProtocolAction
 from delta_downgrade.clock import SYSTEM_CLOCK, Clock
-from delta_downgrade.errors import (BadInputError, CheckpointUnreadableError, CorruptLogError,
-                                    UnsupportedFeaturesError)
+from delta_downgrade.errors import (CheckpointUnreadableError, CorruptLogError,
+                                    UnsupportedCheckpointPolicyError, UnsupportedFeaturesError)
 from delta_downgrade.log.arrow_replay import ArrowState, replay_segment
 from delta_downgrade.log.checkpoint_writer import (CheckpointContent, CheckpointResult, write_checkpoint,
                                                    write_checkpoint_arrow)
@@ -62,7 +62,7 @@ def checkpoint_content(snapshot: Snapshot, now_ms: int) -> CheckpointContent:
 
     The Python replay (:meth:`Snapshot.state`); :func:`checkpoint_table` uses the Arrow one."""
     state = snapshot.state()
-    retention = TableConfig(snapshot.metadata.configuration).deleted_file_retention_ms
+    retention = TableConfig(snapshot.metadata.configuration, table=snapshot.table).deleted_file_retention_ms
     cutoff = now_ms - retention
     removes = [r for r in state.tombstones.values()
                if r.deletionTimestamp is None or r.deletionTimestamp > cutoff]
@@ -70,6 +70,34 @@ def checkpoint_content(snapshot: Snapshot, now_ms: int) -> CheckpointContent:
         protocol=state.protocol_action, metadata=state.metadata,
         adds=list(state.files.values()), removes=removes,
         txns=list(state.txns.values()), domains=list(state.live_domains.values()))
+
+
+def check_checkpoint_writable(table: str, version: int, protocol: Protocol, metadata: Metadata,
+                              boundary: int | None) -> None:
+    """Raise unless this package may write a checkpoint of ``version`` with this protocol and
+    metadata: rule (b), every feature supported, and a classic checkpoint policy. No I/O, so that
+    an operation can ask before its first write whether the checkpoints it plans can be written
+    (a plan that cannot finish is refused up front)."""
+    if not _rule_b_allows(version, protocol, boundary):
+        raise UnsupportedFeaturesError(
+            f"checkpoint protection rule (b): version {version} is below the boundary "
+            f"{boundary} and its protocol {protocol} has features this package does not support; "
+            f"no checkpoint was written", features=protocol.unsupported_for_read() | protocol.unsupported_for_write(),
+            for_write=True, table=table)
+    unsupported = protocol.unsupported_for_read() | protocol.unsupported_for_write()
+    if unsupported:
+        raise UnsupportedFeaturesError(
+            f"version {version} has protocol {protocol} with features this package cannot "
+            f"write a checkpoint for; no checkpoint was written", features=unsupported,
+            for_write=True, table=table)
+    # PROTOCOL.md "V2 Checkpoint Table Feature": under delta.checkpointPolicy=v2 a writer must
+    # write v2 checkpoints; this package writes classic ones only.
+    if TableConfig(metadata.configuration, table=table).checkpoint_policy == "v2":
+        raise UnsupportedCheckpointPolicyError(
+            f"a checkpoint of version {version} would have to be a v2 checkpoint "
+            f"(delta.checkpointPolicy=v2), and delta-downgrade writes classic checkpoints only; no "
+            f"checkpoint was written. Drop the v2Checkpoint feature first (it sets the policy to "
+            f"classic)", table=table)
 
 
 def _refuse_unwritable(log: DeltaLog, version: int, protocol_action: ProtocolAction,
@@ -81,23 +109,7 @@ def _refuse_unwritable(log: DeltaLog, version: int, protocol_action: ProtocolAct
         boundary = _boundary(protocol, metadata)
     else:
         boundary = current_boundary(log)
-    if not _rule_b_allows(version, protocol, boundary):
-        raise UnsupportedFeaturesError(
-            f"checkpoint protection rule (b): version {version} is below the boundary "
-            f"{boundary} and its protocol {protocol} has features this package does not support; "
-            f"no checkpoint was written", features=protocol.unsupported_for_read() | protocol.unsupported_for_write(),
-            for_write=True, table=log.table)
-    unsupported = protocol.unsupported_for_read() | protocol.unsupported_for_write()
-    if unsupported:
-        raise UnsupportedFeaturesError(
-            f"version {version} has protocol {protocol} with features this package cannot "
-            f"write a checkpoint for; no checkpoint was written", features=unsupported,
-            for_write=True, table=log.table)
-    if TableConfig(metadata.configuration).checkpoint_policy == "v2":
-        raise BadInputError(
-            f"version {version} has delta.checkpointPolicy=v2; delta-downgrade writes classic "
-            f"checkpoints only. Drop the v2Checkpoint feature (which sets the policy to classic) first",
-            table=log.table, error_class="DELTA_DOWNGRADE_V2_CHECKPOINT_POLICY")
+    check_checkpoint_writable(log.table, version, protocol, metadata, boundary)
 
 
 def _arrow_state(log: DeltaLog, version: int | None) -> ArrowState | None:
@@ -140,7 +152,7 @@ def checkpoint_table(log: DeltaLog, version: int | None = None, *, clock: Clock 
         return result
     check_protocol(state.protocol.protocol, log.table, state.version, check_read=False)
     _refuse_unwritable(log, state.version, state.protocol, state.metadata)
-    cutoff = clock.now_ms() - TableConfig(state.metadata.configuration).deleted_file_retention_ms
+    cutoff = clock.now_ms() - TableConfig(state.metadata.configuration, table=log.table).deleted_file_retention_ms
     result = write_checkpoint_arrow(
         log.storage, state.version, state.protocol, state.metadata, state.adds,
         state.tombstones_after(cutoff), state.txns, state.live_domains, part_size=part_size,

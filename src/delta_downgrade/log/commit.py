@@ -7,6 +7,8 @@ of the winner (with possibly rebased actions) or fail with a conflict error (exi
 
 from __future__ import annotations
 
+import random
+import time
 import uuid
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Sequence
@@ -23,6 +25,8 @@ from delta_downgrade.errors import (
 from delta_downgrade.log.delta_log import DeltaLog
 from delta_downgrade.log.files import commit_path
 from delta_downgrade.log.snapshot import read_commit_actions
+from delta_downgrade.protocol import Protocol
+from delta_downgrade.storage import FileStatus
 from delta_downgrade.table_config import TableConfig
 
 
@@ -71,7 +75,7 @@ ConflictResolver = Callable[[list[WinningCommit], DeltaLog], Sequence[AnyAction]
 def fail_on_any_conflict(winners: list[WinningCommit], log: DeltaLog) -> Sequence[AnyAction]:
     raise ConcurrentWriteError(
         "a concurrent writer committed " + ", ".join(w.describe() for w in winners)
-        + " after this operation read the table; nothing was written. Rerun the operation",
+        + " after this operation read the table; this commit was not written. Rerun the operation",
         table=log.table, params={"winningVersions": [w.version for w in winners]})
 
 
@@ -101,35 +105,82 @@ def rebase_unless_files_touched(replaced: set[str], actions: Sequence[AnyAction]
             if w.changes_metadata or w.changes_protocol or touched or (added and not allow_new_files):
                 raise ConcurrentWriteError(
                     f"{operation}: the concurrent commit {w.describe()} changed the table while its "
-                    f"files were being rewritten; nothing was committed (the new files are orphans "
-                    f"that VACUUM removes). Rerun the drop", table=log.table,
+                    f"files were being rewritten; this commit was not written (its new files are "
+                    f"orphans that VACUUM removes). Rerun the drop", table=log.table,
                     params={"winningVersions": [x.version for x in winners]})
         return actions
 
     return resolve
 
 
+def _carries_deletion_vector(action: AnyAction) -> bool:
+    return isinstance(action, (AddFile, RemoveFile)) and action.dv is not None
+
+
+def rebase_over_blind_appends(actions: Sequence[AnyAction], *, operation: str,
+                              allow_deletion_vectors: bool = False,
+                              touched: set[str] | None = None) -> ConflictResolver:
+    """For a commit that depends only on the table's metadata and protocol (a property change)
+    or on a few named files: retry the same ``actions`` on top of winners that only added or
+    removed data files, as delta-spark's conflict checker lets a metadata-only transaction
+    through blind appends. A winner conflicts when it changed the metadata or the protocol, when
+    one of its file actions carries a deletion vector (unless ``allow_deletion_vectors``), or
+    when it added or removed a path in ``touched`` (decoded paths)."""
+    touched = touched or set()
+
+    def resolve(winners: list[WinningCommit], log: DeltaLog) -> Sequence[AnyAction]:
+        for w in winners:
+            dv = not allow_deletion_vectors and any(_carries_deletion_vector(a) for a in w.actions)
+            hit = any(isinstance(a, (AddFile, RemoveFile)) and a.decoded_path in touched
+                      for a in w.actions)
+            if w.changes_metadata or w.changes_protocol or dv or hit:
+                why = ("changed the metadata or the protocol" if w.changes_metadata or w.changes_protocol
+                       else "wrote deletion vectors" if dv else "touched the same files")
+                raise ConcurrentWriteError(
+                    f"{operation}: the concurrent commit {w.describe()} {why} after this operation "
+                    f"read the table; this commit was not written. Rerun the operation",
+                    table=log.table, params={"winningVersions": [x.version for x in winners]})
+        return actions
+
+    return resolve
+
+
 def read_winning_commits(log: DeltaLog, after_version: int) -> list[WinningCommit]:
-    log.refresh()
-    listing = log.listing()
+    """The commits after ``after_version``, read by name until the first missing version: a lost
+    race costs the winners' files only, never a listing or a replay of the log."""
     out = []
     version = after_version + 1
-    while version in listing.commits:
-        out.append(WinningCommit(version, tuple(read_commit_actions(log.storage, listing.commits[version]))))
+    while True:
+        path = commit_path(version)
+        if not log.storage.exists(path):
+            return out
+        status = FileStatus(path, 0, 0)
+        out.append(WinningCommit(version, tuple(read_commit_actions(log.storage, status))))
         version += 1
-    return out
 
 
-def _previous_ict(log: DeltaLog, version: int) -> int | None:
+def _ict_of(log: DeltaLog, version: int) -> int | None:
+    """The in-commit timestamp of ``version``, read from its commit file by name."""
     if version < 0:
         return None
-    status = log.listing().commits.get(version)
-    if status is None:
+    path = commit_path(version)
+    if not log.storage.exists(path):
         return None
-    for action in read_commit_actions(log.storage, status, ("commitInfo",)):
+    for action in read_commit_actions(log.storage, FileStatus(path, 0, 0), ("commitInfo",)):
         if isinstance(action, CommitInfo):
             return action.inCommitTimestamp
     return None
+
+
+# Backoff after a lost race (full jitter): a retry sleeps a random time up to
+# min(BACKOFF_CAP_S, BACKOFF_BASE_S * 2 ** (attempt - 1)), so that writers that keep colliding
+# spread out instead of colliding again in lockstep.
+BACKOFF_BASE_S = 0.005
+BACKOFF_CAP_S = 0.2
+
+
+def _backoff(attempt: int) -> None:
+    time.sleep(random.uniform(0, min(BACKOFF_CAP_S, BACKOFF_BASE_S * 2 ** (attempt - 1))))
 
 
 def commit(
@@ -157,19 +208,41 @@ def commit(
     pending = [a for a in actions if not isinstance(a, CommitInfo)]
     txn_id = str(uuid.uuid4())
     version = read_version + 1
+    # The state a retry needs (protocol, metadata, previous in-commit timestamp) is read once and
+    # then carried forward from the winners' own actions: a retry never lists or replays the log.
+    protocol: Protocol | None = None
+    metadata: Metadata | None = None
+    previous_ict: int | None = None
+    if read_version >= 0:
+        snapshot = log.snapshot(read_version, check_read=False)
+        protocol, metadata = snapshot.protocol, snapshot.metadata
+        previous_ict = _ict_of(log, read_version)
     for attempt in range(1, max_attempts + 1):
-        snapshot = log.snapshot(read_version, check_read=False) if read_version >= 0 else None
-        _check_writable(log, snapshot, pending)
-        info = _commit_info(log, snapshot, pending, version, read_version, operation,
-                            operation_parameters or {}, clock, is_blind_append, txn_id)
+        _check_writable(log, protocol, pending)
+        info = _commit_info(metadata, pending, read_version, operation, operation_parameters or {},
+                            clock, is_blind_append, txn_id, previous_ict)
         try:
             log.storage.put_if_absent(commit_path(version), serialize_commit([info, *pending]))
         except CommitFileExistsError:
+            # Back off first, then read every winner up to now and retry at once: the window in
+            # which another writer can take the next version again is as short as possible.
+            if attempt < max_attempts:
+                _backoff(attempt)
             winners = read_winning_commits(log, version - 1)
             if attempt == max_attempts:
                 raise ConcurrentWriteError(
-                    f"gave up after {max_attempts} attempts: other writers keep committing", table=log.table)
+                    f"gave up after {max_attempts} attempts: other writers keep committing; this "
+                    f"commit was not written", table=log.table,
+                    params={"winningVersions": [w.version for w in winners]})
             pending = [a for a in resolve_conflict(winners, log) if not isinstance(a, CommitInfo)]
+            for w in winners:
+                for a in w.actions:
+                    if isinstance(a, ProtocolAction):
+                        protocol = a.protocol
+                    elif isinstance(a, Metadata):
+                        metadata = a
+                    elif isinstance(a, CommitInfo):
+                        previous_ict = a.inCommitTimestamp
             read_version = winners[-1].version if winners else version
             version = read_version + 1
             continue
@@ -178,33 +251,31 @@ def commit(
     raise AssertionError("unreachable")
 
 
-def _check_writable(log: DeltaLog, snapshot: Any, pending: Sequence[AnyAction]) -> None:
+def _check_writable(log: DeltaLog, protocol: Protocol | None, pending: Sequence[AnyAction]) -> None:
     """Refuse to write a table whose protocol (before or after this commit) has features this
     package cannot write (PROTOCOL.md: writers must support every writer feature)."""
-    protocols = []
-    if snapshot is not None:
-        protocols.append(snapshot.protocol)
+    protocols = [protocol] if protocol is not None else []
     protocols += [a.protocol for a in pending if isinstance(a, ProtocolAction)]
-    for protocol in protocols:
-        unsupported = protocol.unsupported_for_write()
+    for p in protocols:
+        unsupported = p.unsupported_for_write()
         if unsupported:
             raise UnsupportedFeaturesError(
-                f"the table's protocol {protocol} has writer feature(s) {sorted(unsupported)} that "
+                f"the table's protocol {p} has writer feature(s) {sorted(unsupported)} that "
                 f"delta-downgrade cannot write; nothing was written", features=unsupported,
                 for_write=True, table=log.table)
 
 
-def _commit_info(log: DeltaLog, snapshot: Any, pending: Sequence[AnyAction], version: int,
-                 read_version: int, operation: str, parameters: dict[str, Any], clock: Clock,
-                 is_blind_append: bool, txn_id: str) -> CommitInfo:
+def _commit_info(metadata: Metadata | None, pending: Sequence[AnyAction], read_version: int,
+                 operation: str, parameters: dict[str, Any], clock: Clock, is_blind_append: bool,
+                 txn_id: str, previous_ict: int | None) -> CommitInfo:
     now = clock.now_ms()
     new_metadata = next((a for a in reversed(pending) if isinstance(a, Metadata)), None)
-    config = (new_metadata or (snapshot.metadata if snapshot is not None else None))
+    config = new_metadata or metadata
     ict = None
-    # ICT must be on when the table (after this commit) has it enabled, and strictly increasing.
+    # PROTOCOL.md "In-Commit Timestamps": when enabled (after this commit), commitInfo carries
+    # inCommitTimestamp, strictly greater than the previous commit's.
     if config is not None and TableConfig(config.configuration).in_commit_timestamps_enabled:
-        previous = _previous_ict(log, version - 1)
-        ict = max(now, (previous or 0) + 1)
+        ict = max(now, (previous_ict or 0) + 1)
     extra: dict[str, Any] = {"isBlindAppend": is_blind_append, "txnId": txn_id}
     if read_version >= 0:
         extra["readVersion"] = read_version

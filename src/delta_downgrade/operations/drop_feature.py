@@ -12,20 +12,22 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
-from delta_downgrade.actions import AnyAction, Metadata, ProtocolAction
+from delta_downgrade.actions import (
+    AddCDCFile, AddFile, AnyAction, CommitInfo, Metadata, ProtocolAction, RemoveFile, Txn,
+)
 from delta_downgrade.clock import SYSTEM_CLOCK, Clock, to_utc_iso
 from delta_downgrade.errors import (
-    DeltaDowngradeError, DropConflictError, FeatureDropError, InvalidProtocolDowngradeError,
-    RetentionWaitError, UnsupportedFeaturesError,
+    ConcurrentWriteError, DeltaDowngradeError, DropCheckpointFailedError, DropConflictError,
+    FeatureDropError, InvalidProtocolDowngradeError, RetentionWaitError, UnsupportedFeaturesError,
 )
 from delta_downgrade.jobs.result import protocol_fields
 from delta_downgrade.log.checkpoints import checkpoint_table
 from delta_downgrade.log.commit import (
-    WinningCommit, commit, fail_on_any_conflict, rebase_unless_protocol_changed,
+    ConflictResolver, WinningCommit, commit, fail_on_any_conflict, rebase_unless_protocol_changed,
 )
 from delta_downgrade.log.delta_log import DeltaLog
-from delta_downgrade.log.snapshot import BOUNDARY_PROPERTY, Snapshot
-from delta_downgrade.operations.drop_validation import clean_feature_name, validate_drop
+from delta_downgrade.log.snapshot import BOUNDARY_PROPERTY, LogSegment, Snapshot, TableState
+from delta_downgrade.operations.drop_validation import clean_feature_name, validate_drop, validate_plan
 from delta_downgrade.operations.feature_drops import FeatureDrop, drop_for
 from delta_downgrade.protocol import CHECKPOINT_PROTECTION, Protocol, TableFeature
 from delta_downgrade.table_config import MINUTE_MS, TableConfig
@@ -38,6 +40,15 @@ MAX_CHECKPOINT_RETRIES = 3
 STATUS_DROPPED = "dropped"
 STATUS_ALREADY_ABSENT = "already_absent"
 STATUS_PLANNED = "planned"
+
+
+class _DroppedConcurrently(Exception):
+    """Control flow, never shown: another writer's commit removed the feature this run is
+    dropping (two drops of the same feature at once). The run ends as ``already_absent``."""
+
+    def __init__(self, version: int | None) -> None:
+        super().__init__(f"dropped concurrently at version {version}")
+        self.version = version
 
 
 @dataclass
@@ -54,6 +65,7 @@ class DropRun:
     checkpoints: list[str] = field(default_factory=list)
     plan: list[str] = field(default_factory=list)
     _planned_version: int | None = None
+    _operations: list[str] = field(default_factory=list)
 
     @property
     def table(self) -> str:
@@ -67,19 +79,41 @@ class DropRun:
         self.plan.append(message)
         self.progress(message)
 
+    def require_present(self, snapshot: Snapshot) -> None:
+        """Stop (as ``already_absent``) when the feature has left the protocol under this run."""
+        if self.feature not in snapshot.protocol.features:
+            raise _DroppedConcurrently(snapshot.version)
+
+    def _guard(self, resolve: ConflictResolver) -> ConflictResolver:
+        """Every conflict of a drop first asks whether a winner dropped the feature itself: then
+        this run has nothing left to do (it must not fail, nor try the same downgrade again)."""
+        def guarded(winners: list[WinningCommit], log: DeltaLog) -> Sequence[AnyAction]:
+            protocols = [a for w in winners for a in w.actions if isinstance(a, ProtocolAction)]
+            if protocols and self.feature not in protocols[-1].protocol.features:
+                raise _DroppedConcurrently(next(w.version for w in reversed(winners)
+                                                if any(isinstance(a, ProtocolAction) for a in w.actions)))
+            return resolve(winners, log)
+        return guarded
+
     def commit(self, actions: Sequence[AnyAction], operation: str, parameters: dict[str, Any] | None = None,
-               resolve: Callable[[list[WinningCommit], DeltaLog], Sequence[AnyAction]] | None = None) -> int:
-        """One commit on top of the latest version (or, in a dry run, its description)."""
+               resolve: ConflictResolver | None = None, *, read_version: int | None = None) -> int:
+        """One commit (or, in a dry run, its description).
+
+        ``read_version``: the version the actions were derived from, so that anything committed
+        since goes through ``resolve``; None for commits that depend on nothing (empty commits),
+        which go on top of the latest version."""
         if self.dry_run:
             base = self._planned_version if self._planned_version is not None else self.latest().version
             self._planned_version = base + 1
             self._say(f"commit v{base + 1}: {operation} ({len(actions)} action(s))")
             return base + 1
-        snapshot = self.latest()
-        version = commit(self.log, snapshot.version, actions, operation=operation,
+        if read_version is None:
+            read_version = self.log.refresh().latest_version()
+        version = commit(self.log, read_version, actions, operation=operation,
                          operation_parameters=parameters or {}, clock=self.clock,
-                         resolve_conflict=resolve or fail_on_any_conflict)
+                         resolve_conflict=self._guard(resolve or fail_on_any_conflict))
         self.commits.append(version)
+        self._operations.append(operation)
         self._say(f"committed v{version}: {operation}")
         return version
 
@@ -92,6 +126,22 @@ class DropRun:
         self.checkpoints.extend(result.paths)
         self._say(f"checkpoint at v{result.version}: {', '.join(result.paths)}")
         return list(result.paths)
+
+    def conflict_error(self, exc: ConcurrentWriteError) -> ConcurrentWriteError:
+        """``exc`` (raised by one step) told about the whole run: which of this run's commits
+        landed before the conflict, so that exit 4 never claims that nothing was written."""
+        if self.commits or self.checkpoints:
+            landed = ", ".join(f"v{v} ({op})" for v, op in zip(self.commits, self._operations))
+            done = (f"This run had already committed {landed}" if landed else "This run had written no commit")
+            if self.checkpoints:
+                done += f" and written {len(self.checkpoints)} checkpoint file(s)"
+            context = (f"{done}; they stay, the table is consistent, and rerunning the drop resumes "
+                       f"from there.")
+        else:
+            context = "Nothing of this run was written."
+        params = {**exc.params, "landedVersions": list(self.commits)}
+        return type(exc)(f"{exc.message} {context}", table=exc.table or self.table,
+                         feature=exc.feature or self.feature, error_class=exc.error_class, params=params)
 
 
 @dataclass
@@ -150,7 +200,8 @@ def truncate_after_ms(log: DeltaLog, boundary: int, clock: Clock) -> int | None:
     """When history before ``boundary`` can be truncated in one go (the truncate retention)."""
     from delta_downgrade.operations.cleanup import earliest_truncation_time_ms
 
-    retention = TableConfig(log.snapshot(check_read=False).metadata.configuration).truncate_history_retention_ms
+    retention = TableConfig(log.snapshot(check_read=False).metadata.configuration,
+                            table=log.table).truncate_history_retention_ms
     return earliest_truncation_time_ms(log, boundary, retention, "minute")
 
 
@@ -184,17 +235,43 @@ def drop_feature(location: str, feature: str, *, truncate_history: bool = False,
         if exc.error_class == "DELTA_FEATURE_DROP_FEATURE_NOT_PRESENT":
             return _already_absent(log, name, before, exc, clock, dry_run)
         raise
-    _ensure_writable(start, spec.name, location)
     run = DropRun(log, spec.name, clock=clock, dry_run=dry_run, hooks=dict(hooks or {}),
                   progress=progress or (lambda m: None))
     behaviour = drop_for(spec.name)
+    # Everything the plan needs is checked before its first write, the same way for a dry run.
+    _ensure_writable(start, spec.name, location)
+    validate_plan(start, spec, planned_updates=behaviour.property_updates(start),
+                  truncate_history=truncate_history, table=location)
+    behaviour.preflight(run, start)
 
-    if spec.name == CHECKPOINT_PROTECTION:
-        from delta_downgrade.operations.truncate import drop_checkpoint_protection
-        return drop_checkpoint_protection(run, before)
-    if truncate_history:
-        return _drop_with_history_truncation(run, spec, behaviour, before)
-    return _fast_drop(run, spec, behaviour, before)
+    try:
+        if spec.name == CHECKPOINT_PROTECTION:
+            from delta_downgrade.operations.truncate import drop_checkpoint_protection
+            return drop_checkpoint_protection(run, before)
+        if truncate_history:
+            return _drop_with_history_truncation(run, spec, behaviour, before)
+        return _fast_drop(run, spec, behaviour, before)
+    except _DroppedConcurrently:
+        return _dropped_by_another_writer(run, name, before)
+    except ConcurrentWriteError as exc:
+        raise run.conflict_error(exc) from exc
+
+
+def _dropped_by_another_writer(run: DropRun, name: str, before: Protocol) -> DropOutcome:
+    """Another drop of the same feature won the race: report ``already_absent`` (exit 0), with
+    whatever this run wrote on the way (empty commits, checkpoints: harmless)."""
+    latest = run.latest()
+    try:
+        validate_drop(latest.protocol, name, truncate_history=False, table=run.table)
+    except FeatureDropError as exc:
+        if exc.error_class != "DELTA_FEATURE_DROP_FEATURE_NOT_PRESENT":
+            raise
+        outcome = _already_absent(run.log, name, latest.protocol, exc, run.clock, run.dry_run)
+        outcome.protocol_before = before
+        outcome.commits = list(run.commits)
+        outcome.checkpoints_written = list(run.checkpoints) + outcome.checkpoints_written
+        return outcome
+    raise AssertionError(f"{name} is still in the protocol {latest.protocol}")
 
 
 def _already_absent(log: DeltaLog, name: str, protocol: Protocol, exc: FeatureDropError, clock: Clock,
@@ -203,6 +280,9 @@ def _already_absent(log: DeltaLog, name: str, protocol: Protocol, exc: FeatureDr
     snapshot = log.snapshot()
     boundary = snapshot.boundary_version if CHECKPOINT_PROTECTION in protocol.features else None
     written: list[str] = []
+    if boundary is not None:
+        # It may write the boundary checkpoint and reads the truncate retention.
+        TableConfig(snapshot.metadata.configuration, table=log.table).validate()
     if boundary is not None and not dry_run:
         has_boundary_checkpoint = any(c.complete and c.version == boundary for c in log.checkpoint_inventory())
         if not has_boundary_checkpoint and boundary <= snapshot.version:
@@ -245,13 +325,10 @@ def _barrier(run: DropRun) -> None:
             return
         except DeltaDowngradeError as exc:
             last_error = exc
-    err = FeatureDropError(
+    raise DropCheckpointFailedError(
         f"could not create a barrier checkpoint after {MAX_CHECKPOINT_RETRIES} attempts ({last_error}); "
         f"the table is unchanged apart from empty commits: rerun the drop", table=run.table,
-        feature=run.feature, error_class="DELTA_FEATURE_DROP_CHECKPOINT_FAILED")
-    err.sqlstate = "22KD0"
-    err.exit_code = 1
-    raise err
+        feature=run.feature)
 
 
 def _downgrade_actions(snapshot: Snapshot, spec: TableFeature, behaviour: FeatureDrop, *,
@@ -284,6 +361,37 @@ def _revalidate(snapshot: Snapshot, spec: TableFeature, behaviour: FeatureDrop, 
             params={"feature": spec.name, "concurrentCommit": concurrent or ""})
 
 
+class _RebasedView(Snapshot):
+    """The snapshot a drop read, moved forward over winners that changed neither the protocol
+    nor the metadata: protocol, metadata and checkpoint are the read snapshot's, and ``state()``
+    holds only what the winners left live (their files and domains). Traces computed on it are
+    exactly the traces the winners reintroduced — without replaying the log on every retry."""
+
+    def __init__(self, read: Snapshot, winners: list[WinningCommit]) -> None:
+        super().__init__(read.storage, read.table,
+                         LogSegment(winners[-1].version, read.segment.checkpoint, ()))
+        self._read = read
+        self._winners = winners
+
+    @property
+    def protocol_action(self) -> ProtocolAction:
+        return self._read.protocol_action
+
+    @property
+    def metadata(self) -> Metadata:
+        return self._read.metadata
+
+    def state(self) -> TableState:
+        state = TableState(self.version, self._read.protocol_action, self._read.metadata)
+        for w in self._winners:
+            for action in sorted(w.actions, key=lambda a: 0 if isinstance(a, RemoveFile) else 1):
+                state.apply(action)
+        return state
+
+
+_FILE_ONLY = (AddFile, RemoveFile, AddCDCFile, CommitInfo, Txn)
+
+
 def _downgrade_commit(run: DropRun, spec: TableFeature, behaviour: FeatureDrop, *,
                       with_checkpoint_protection: bool) -> tuple[int, Protocol]:
     snapshot = run.latest()
@@ -294,6 +402,7 @@ def _downgrade_commit(run: DropRun, spec: TableFeature, behaviour: FeatureDrop, 
                                             commit_version=version)
         run.commit(actions, "DROP FEATURE", {"featureName": spec.name, "truncateHistory": False})
         return version, after
+    run.require_present(snapshot)
     _revalidate(snapshot, spec, behaviour, None)
     actions, after = _downgrade_actions(snapshot, spec, behaviour,
                                         with_checkpoint_protection=with_checkpoint_protection,
@@ -301,14 +410,23 @@ def _downgrade_commit(run: DropRun, spec: TableFeature, behaviour: FeatureDrop, 
 
     def resolve(winners: list[WinningCommit], log: DeltaLog) -> Sequence[AnyAction]:
         # Every concurrent write conflicts with a drop: re-validate against the winner, and move
-        # the boundary to the version this commit will now get (reference §6.4).
+        # the boundary to the version this commit will now get (reference §6.4). (A winner that
+        # dropped the feature itself was handled by the run's guard.)
         described = ", ".join(w.describe() for w in winners)
         if any(w.changes_metadata or w.changes_protocol for w in winners):
             raise DropConflictError(
                 f"a concurrent commit ({described}) changed the table's metadata or protocol while "
                 f"{spec.name} was being dropped; nothing was downgraded, rerun the drop",
                 table=log.table, feature=spec.name, params={"concurrentCommit": described})
-        latest = log.snapshot(check_read=False)
+        if all(isinstance(a, _FILE_ONLY) for w in winners for a in w.actions):
+            # Data-file winners only (blind appends, deletes …): traces can only come back through
+            # their files, and protocol and metadata are the ones read.
+            _revalidate(_RebasedView(snapshot, winners), spec, behaviour, described)
+            rebased, _ = _downgrade_actions(snapshot, spec, behaviour,
+                                            with_checkpoint_protection=with_checkpoint_protection,
+                                            commit_version=winners[-1].version + 1)
+            return rebased
+        latest = log.refresh().snapshot(check_read=False)  # domains, …: the full state decides
         _revalidate(latest, spec, behaviour, described)
         rebased, _ = _downgrade_actions(latest, spec, behaviour,
                                         with_checkpoint_protection=with_checkpoint_protection,
@@ -316,7 +434,7 @@ def _downgrade_commit(run: DropRun, spec: TableFeature, behaviour: FeatureDrop, 
         return rebased
 
     version = run.commit(actions, "DROP FEATURE", {"featureName": spec.name, "truncateHistory": False},
-                         resolve=resolve)
+                         resolve=resolve, read_version=snapshot.version)
     return version, after
 
 
@@ -389,6 +507,8 @@ def _drop_with_history_truncation(run: DropRun, spec: TableFeature, behaviour: F
                 retry_after=_wait_time_after(run, max(0, newest - 1)), table=run.table,
                 feature=spec.name, error_class="DELTA_FEATURE_DROP_HISTORICAL_VERSIONS_EXIST", params=params)
     snapshot = run.latest()
+    if not run.dry_run:
+        run.require_present(snapshot)
     new_protocol = snapshot.protocol.without_feature(spec.name)
     if not snapshot.protocol.can_downgrade_to(new_protocol, spec.name):
         raise InvalidProtocolDowngradeError(
@@ -398,7 +518,8 @@ def _drop_with_history_truncation(run: DropRun, spec: TableFeature, behaviour: F
     if removals:
         actions.append(snapshot.metadata.with_configuration(removals))
     actions += behaviour.actions_at_downgrade(snapshot)
-    run.commit(actions, "DROP FEATURE", {"featureName": spec.name, "truncateHistory": True})
+    run.commit(actions, "DROP FEATURE", {"featureName": spec.name, "truncateHistory": True},
+               read_version=snapshot.version)
     return _outcome(run, before, new_protocol, STATUS_DROPPED)
 
 

@@ -1,11 +1,16 @@
-"""DROP FEATURE validation, in delta-spark's order (reference §2.2). Pure: nothing is read or
-written here, so a validation error can never leave anything behind."""
+"""DROP FEATURE validation, in delta-spark's order (reference §2.2), and the plan's checks
+(:func:`validate_plan`). Pure: nothing is read or written here, so a validation error can never
+leave anything behind."""
 
 from __future__ import annotations
 
-from delta_downgrade.errors import FeatureDropError
+from typing import Mapping
+
+from delta_downgrade.errors import FeatureDropError, InvalidProtocolDowngradeError
+from delta_downgrade.log.snapshot import Snapshot
 from delta_downgrade.protocol import CHECKPOINT_PROTECTION, Protocol, TableFeature, lookup_feature
 from delta_downgrade.protocol.features import get_feature, is_delta_table_property
+from delta_downgrade.table_config import TableConfig
 
 NEXT_STEP_NOT_PRESENT = "Nothing to do: the table does not use it (run `delta-downgrade inspect` to see its features)."
 
@@ -76,3 +81,45 @@ def validate_drop(protocol: Protocol, raw_name: str, *, truncate_history: bool,
                      f"({', '.join(dependents)}); drop those first", table, name,
                      dependentFeatures=", ".join(dependents))
     return spec
+
+
+def validate_plan(snapshot: Snapshot, spec: TableFeature, *, planned_updates: Mapping[str, str | None],
+                  truncate_history: bool, table: str | None = None) -> Protocol:
+    """Everything a drop will need later, checked before its first write; returns the protocol
+    the drop ends with. A check that could fail half-way belongs here, so that a plan that cannot
+    finish is refused with nothing written — and ``--dry-run`` runs the very same checks.
+
+    - every table property the drop reads (retentions, checkpoint policy and interval, in-commit
+      timestamps), now and after the pre-downgrade's ``planned_updates``;
+    - the checkpoints the plan writes (the barriers and the one at the boundary, reference §3;
+      the legacy path's checkpoint, §4): PROTOCOL.md "V2 Checkpoint Table Feature" — under
+      ``delta.checkpointPolicy=v2`` only v2 checkpoints may be written, and this package writes
+      classic ones;
+    - the protocol transition of the downgrade commit (PROTOCOL.md "Table Features": the
+      feature's removal with normalisation, plus ``checkpointProtection`` for §3).
+    """
+    from delta_downgrade.log.checkpoints import check_checkpoint_writable
+
+    table = table or snapshot.table
+    protocol = snapshot.protocol
+    TableConfig(snapshot.metadata.configuration, table=table).validate()
+    planned = snapshot.metadata.with_configuration(dict(planned_updates)) if planned_updates else snapshot.metadata
+    TableConfig(planned.configuration, table=table).validate()
+
+    if spec.name == CHECKPOINT_PROTECTION:
+        # §5: its checkpoint (only when none exists at or after the boundary) is checked where
+        # truncate decides to write it.
+        after = protocol.without_feature(spec.name)
+    elif truncate_history:
+        after = protocol.without_feature(spec.name)
+    else:
+        after = protocol.downgrade_for_drop(spec.name, checkpoint_protection=spec.requires_history_protection)
+    if spec.requires_history_protection and spec.name != CHECKPOINT_PROTECTION:
+        # New checkpoints are at the latest version, never below the boundary (rule (b) holds).
+        check_checkpoint_writable(table, snapshot.version + 1, protocol, planned, None)
+        check_checkpoint_writable(table, snapshot.version + 1, after, planned, None)
+    if not protocol.can_downgrade_to(after, spec.name):
+        raise InvalidProtocolDowngradeError(
+            f"refusing the protocol transition {protocol} -> {after} for dropping {spec.name}; "
+            f"nothing was written", table=table, feature=spec.name)
+    return after

@@ -18,6 +18,7 @@ from delta_downgrade.actions import (
     AddCDCFile, AddFile, AnyAction, CheckpointMetadata, DomainMetadata, Metadata, RemoveFile, Sidecar,
 )
 from delta_downgrade.errors import FeatureDropError, NotSupportedYetError
+from delta_downgrade.log.commit import rebase_over_blind_appends
 from delta_downgrade.log.snapshot import BOUNDARY_PROPERTY, Snapshot
 from delta_downgrade.operations.traces import (
     TYPE_CHANGES_KEY, TraceContext, constraint_names, feature_traces, type_change_fields,
@@ -32,6 +33,15 @@ class FeatureDrop:
     """Default behaviour: no traces, nothing to clean, nothing used in history."""
 
     feature: str = ""
+
+    def preflight(self, run: "DropRun", snapshot: Snapshot) -> None:
+        """Every refusal this feature's drop can meet, checked before the drop's first write (a
+        plan that cannot finish is refused up front, and ``--dry-run`` says the same)."""
+
+    def property_updates(self, snapshot: Snapshot) -> dict[str, str | None]:
+        """The table properties the pre-downgrade will set (None: unset), so that the plan's
+        checks see the configuration the later steps (checkpoints) will run under."""
+        return {}
 
     def remove_traces(self, run: "DropRun") -> bool:
         return False
@@ -65,26 +75,49 @@ def require_hook(run: "DropRun", name: str, why: str) -> Callable[["DropRun"], b
         table=run.table, feature=run.feature)
 
 
+def rehearse(run: "DropRun", hook: Callable[["DropRun"], bool]) -> None:
+    """Run a data-rewrite hook as a dry run of the same table before the drop's first write.
+    Every rewrite checks what can stop it (unreadable DVs, unsupported tables, invalid column
+    names, unreadable footers …) before its dry-run plan, so a refusal surfaces here, with nothing
+    written, instead of after the drop's first commits."""
+    from delta_downgrade.operations.drop_feature import DropRun
+
+    hook(DropRun(run.log, run.feature, clock=run.clock, dry_run=True, hooks=run.hooks))
+
+
 class DeletionVectorsDrop(FeatureDrop):
     """Disable, purge every file that has a DV, add DV tombstones (reference §2.4)."""
 
     feature = "deletionVectors"
 
+    def preflight(self, run: "DropRun", snapshot: Snapshot) -> None:
+        with_dv = [f for f in snapshot.state().files.values() if f.dv is not None]
+        if not with_dv:
+            return
+        # The purge must be able to run before anything is written, so a refusal leaves no trace:
+        # its dry run verifies every DV (deleted rows never return) and its own refusals.
+        rehearse(run, require_hook(run, "purge_deletion_vectors",
+                                   f"{len(with_dv)} live file(s) carry deletion vectors"))
+
+    def property_updates(self, snapshot: Snapshot) -> dict[str, str | None]:
+        if TraceContext(snapshot).prop_true("delta.enableDeletionVectors"):
+            return {"delta.enableDeletionVectors": None}
+        return {}
+
     def remove_traces(self, run: "DropRun") -> bool:
         snapshot = run.latest()
-        with_dv = [f for f in snapshot.state().files.values() if f.dv is not None]
-        # Check that the purge can run before writing anything, so a refusal leaves no trace.
-        purge = require_hook(run, "purge_deletion_vectors",
-                             f"{len(with_dv)} live file(s) carry deletion vectors") if with_dv else None
-        check = run.hooks.get("check_deletion_vectors")
-        if with_dv and check is not None:
-            check(run)  # every DV readable and intact before the first commit: deleted rows never return
         performed = False
-        if TraceContext(snapshot).prop_true("delta.enableDeletionVectors"):
-            run.commit([snapshot.metadata.with_configuration({"delta.enableDeletionVectors": None})],
-                       "UNSET TBLPROPERTIES", {"properties": ["delta.enableDeletionVectors"]})
+        updates = self.property_updates(snapshot)
+        if updates:
+            actions = [snapshot.metadata.with_configuration(updates)]
+            # Metadata-only: blind appends (files without DVs) that land first do not change what
+            # it means, so it is retried on top of them; anything else is a real conflict.
+            run.commit(actions, "UNSET TBLPROPERTIES", {"properties": sorted(updates)},
+                       read_version=snapshot.version,
+                       resolve=rebase_over_blind_appends(actions, operation="UNSET TBLPROPERTIES"))
             performed = True
-        if purge is not None:
+        if any(f.dv is not None for f in run.latest().state().files.values()):
+            purge = require_hook(run, "purge_deletion_vectors", "live files carry deletion vectors")
             purge(run)
             performed = True
         self._add_tombstones(run)
@@ -98,7 +131,7 @@ class DeletionVectorsDrop(FeatureDrop):
         snapshot = run.latest()
         state = snapshot.state()
         now = run.clock.now_ms()
-        cutoff = now - TableConfig(snapshot.metadata.configuration).deleted_file_retention_ms
+        cutoff = now - TableConfig(snapshot.metadata.configuration, table=run.table).deleted_file_retention_ms
         already = {t.decoded_path for t in state.tombstones.values()}
         wanted: dict[str, None] = {}
         for tomb in state.tombstones.values():
@@ -111,8 +144,12 @@ class DeletionVectorsDrop(FeatureDrop):
             if rel and rel not in already:
                 wanted.setdefault(rel, None)
         if wanted:
-            run.commit([RemoveFile(path=quote(p, safe="/"), deletionTimestamp=now, dataChange=False)
-                        for p in wanted], "Deletion Vector Tombstones", {})
+            actions = [RemoveFile(path=quote(p, safe="/"), deletionTimestamp=now, dataChange=False)
+                       for p in wanted]
+            # Retried on top of winners that neither touch these DV files nor write DVs.
+            run.commit(actions, "Deletion Vector Tombstones", {}, read_version=snapshot.version,
+                       resolve=rebase_over_blind_appends(actions, operation="Deletion Vector Tombstones",
+                                                         touched=set(wanted)))
 
     def action_uses_feature(self, action: AnyAction) -> bool:
         if isinstance(action, Metadata):
@@ -127,13 +164,21 @@ class V2CheckpointDrop(FeatureDrop):
 
     feature = "v2Checkpoint"
 
-    def remove_traces(self, run: "DropRun") -> bool:
-        snapshot = run.latest()
-        policy = TableConfig(snapshot.metadata.configuration).checkpoint_policy
+    def property_updates(self, snapshot: Snapshot) -> dict[str, str | None]:
+        policy = TableConfig(snapshot.metadata.configuration, table=snapshot.table).checkpoint_policy
         checkpoint = snapshot.segment.checkpoint
         if policy == "v2" or (checkpoint is not None and checkpoint.kind == "v2"):
-            run.commit([snapshot.metadata.with_configuration({"delta.checkpointPolicy": "classic"})],
-                       "SET TBLPROPERTIES", {"properties": {"delta.checkpointPolicy": "classic"}})
+            return {"delta.checkpointPolicy": "classic"}
+        return {}
+
+    def remove_traces(self, run: "DropRun") -> bool:
+        snapshot = run.latest()
+        updates = self.property_updates(snapshot)
+        if updates:
+            actions = [snapshot.metadata.with_configuration(updates)]
+            run.commit(actions, "SET TBLPROPERTIES", {"properties": updates}, read_version=snapshot.version,
+                       resolve=rebase_over_blind_appends(actions, operation="SET TBLPROPERTIES",
+                                                         allow_deletion_vectors=True))
             # The current checkpoint must be classic too; the barriers provide it on the fast
             # path, the legacy path checkpoints right after its empty commit.
             return True
@@ -150,8 +195,8 @@ class CheckConstraintsDrop(FeatureDrop):
 
     feature = "checkConstraints"
 
-    def remove_traces(self, run: "DropRun") -> bool:
-        names = constraint_names(run.latest().metadata.configuration)
+    def preflight(self, run: "DropRun", snapshot: Snapshot) -> None:
+        names = constraint_names(snapshot.metadata.configuration)
         if names:
             listed = ", ".join(f"`{n}`" for n in names)
             err = FeatureDropError(
@@ -161,7 +206,6 @@ class CheckConstraintsDrop(FeatureDrop):
                 error_class="DELTA_CANNOT_DROP_CHECK_CONSTRAINT_FEATURE", params={"constraints": listed})
             err.sqlstate = "0AKDE"
             raise err
-        return False
 
 
 ICT_PROPERTIES = ("delta.inCommitTimestampEnablementVersion", "delta.inCommitTimestampEnablementTimestamp")
@@ -170,16 +214,23 @@ ICT_PROPERTIES = ("delta.inCommitTimestampEnablementVersion", "delta.inCommitTim
 class InCommitTimestampDrop(FeatureDrop):
     feature = "inCommitTimestamp"
 
-    def remove_traces(self, run: "DropRun") -> bool:
-        metadata = run.latest().metadata
-        conf = metadata.configuration
+    def property_updates(self, snapshot: Snapshot) -> dict[str, str | None]:
+        conf = snapshot.metadata.configuration
         updates: dict[str, str | None] = {k: None for k in ICT_PROPERTIES if k in conf}
         if conf.get("delta.enableInCommitTimestamps", "").lower() == "true":
             updates["delta.enableInCommitTimestamps"] = "false"
+        return updates
+
+    def remove_traces(self, run: "DropRun") -> bool:
+        snapshot = run.latest()
+        updates = self.property_updates(snapshot)
         if not updates:
             return False
-        run.commit([metadata.with_configuration(updates)], "UNSET TBLPROPERTIES",
-                   {"properties": sorted(updates)})
+        actions = [snapshot.metadata.with_configuration(updates)]
+        run.commit(actions, "UNSET TBLPROPERTIES", {"properties": sorted(updates)},
+                   read_version=snapshot.version,
+                   resolve=rebase_over_blind_appends(actions, operation="UNSET TBLPROPERTIES",
+                                                     allow_deletion_vectors=True))
         return True
 
 
@@ -187,11 +238,12 @@ class DomainMetadataDrop(FeatureDrop):
     feature = "domainMetadata"
 
     def remove_traces(self, run: "DropRun") -> bool:
-        domains = run.latest().state().live_domains
+        snapshot = run.latest()
+        domains = snapshot.state().live_domains
         if not domains:
             return False
         run.commit([DomainMetadata(domain=d.domain, configuration=d.configuration, removed=True)
-                    for d in domains.values()], "DOMAIN METADATA CLEANUP", {})
+                    for d in domains.values()], "DOMAIN METADATA CLEANUP", {}, read_version=snapshot.version)
         return True
 
 
@@ -212,16 +264,19 @@ class RowTrackingDrop(FeatureDrop):
         conf = snapshot.metadata.configuration
         performed = False
         if conf.get("delta.enableRowTracking", "").lower() == "true" or conf.get("delta.rowTrackingSuspended", "").lower() != "true":
-            run.commit([snapshot.metadata.with_configuration(
-                {"delta.enableRowTracking": "false", "delta.rowTrackingSuspended": "true"})],
-                "SET TBLPROPERTIES", {"properties": {"delta.enableRowTracking": "false",
-                                                     "delta.rowTrackingSuspended": "true"}})
+            updates = {"delta.enableRowTracking": "false", "delta.rowTrackingSuspended": "true"}
+            actions = [snapshot.metadata.with_configuration(updates)]
+            run.commit(actions, "SET TBLPROPERTIES", {"properties": updates}, read_version=snapshot.version,
+                       resolve=rebase_over_blind_appends(actions, operation="SET TBLPROPERTIES",
+                                                         allow_deletion_vectors=True))
             performed = True
-        files = [f for f in run.latest().state().files.values()
+        snapshot = run.latest()
+        files = [f for f in snapshot.state().files.values()
                  if f.baseRowId is not None or f.defaultRowCommitVersion is not None]
         if files:
             run.commit([replace(f, baseRowId=None, defaultRowCommitVersion=None, dataChange=False)
-                        for f in files], "ROW TRACKING UNBACKFILL", {"numFiles": len(files)})
+                        for f in files], "ROW TRACKING UNBACKFILL", {"numFiles": len(files)},
+                       read_version=snapshot.version)
             performed = True
         return performed
 
@@ -244,10 +299,10 @@ class MaterializePartitionColumnsDrop(FeatureDrop):
 class GeospatialDrop(FeatureDrop):
     feature = "geospatial"
 
-    def remove_traces(self, run: "DropRun") -> bool:
+    def preflight(self, run: "DropRun", snapshot: Snapshot) -> None:
         from delta_downgrade.operations.traces import iter_fields
 
-        cols = [f["name"] for f in iter_fields(run.latest().schema)
+        cols = [f["name"] for f in iter_fields(snapshot.schema)
                 if isinstance(f.get("type"), str) and f["type"].split("(")[0] in ("geometry", "geography")]
         if cols:
             err = FeatureDropError(
@@ -256,7 +311,6 @@ class GeospatialDrop(FeatureDrop):
                 error_class="DELTA_CANNOT_DROP_GEOSPATIAL_FEATURE")
             err.sqlstate = "0AKDE"
             raise err
-        return False
 
 
 class NeedsRewriteDrop(FeatureDrop):
@@ -266,6 +320,11 @@ class NeedsRewriteDrop(FeatureDrop):
     def __init__(self, feature: str, uses: Callable[[AnyAction], bool]) -> None:
         self.feature = feature
         self._uses = uses
+
+    def preflight(self, run: "DropRun", snapshot: Snapshot) -> None:
+        traces = self.traces(snapshot)
+        if traces:
+            rehearse(run, require_hook(run, f"remove_{self.feature}", "; ".join(traces)))
 
     def remove_traces(self, run: "DropRun") -> bool:
         traces = self.traces(run.latest())
@@ -296,7 +355,7 @@ class UnsupportedClientDrop(FeatureDrop):
     def __init__(self, feature: str) -> None:
         self.feature = feature
 
-    def remove_traces(self, run: "DropRun") -> bool:
+    def preflight(self, run: "DropRun", snapshot: Snapshot) -> None:
         err = FeatureDropError(
             f"cannot drop {self.feature}: its commits are governed by a catalog or a commit "
             f"coordinator that delta-downgrade cannot write through. Use the engine that owns the "

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from delta_downgrade.actions import ProtocolAction
 from delta_downgrade.clock import to_utc_iso
 from delta_downgrade.errors import InvalidProtocolDowngradeError, RetentionWaitError
+from delta_downgrade.log.checkpoints import check_checkpoint_writable
 from delta_downgrade.log.snapshot import BOUNDARY_PROPERTY
 from delta_downgrade.operations.cleanup import (
     earliest_truncation_time_ms, execute_cleanup, history_truncated_before, plan_cleanup,
@@ -41,7 +42,7 @@ def drop_checkpoint_protection(run: "DropRun", before: Protocol) -> "DropOutcome
 
     snapshot = run.latest()
     boundary = snapshot.boundary_version or 0
-    config = TableConfig(snapshot.metadata.configuration)
+    config = TableConfig(snapshot.metadata.configuration, table=run.table)
     retention = config.truncate_history_retention_ms
     display = config.truncate_history_retention_display
 
@@ -50,8 +51,13 @@ def drop_checkpoint_protection(run: "DropRun", before: Protocol) -> "DropOutcome
         truncates_all = plan.allowed and plan.truncates_before is not None and plan.truncates_before >= boundary
         if not truncates_all:
             when = earliest_truncation_time_ms(run.log, boundary, retention, "minute")
-            if when is None and not run.dry_run:
+            if when is None:
                 # No checkpoint at or after the boundary: cleanup can only reach a checkpoint.
+                # Whether one can be written is known now, before the empty commit (and a dry run
+                # says the same).
+                check_checkpoint_writable(run.table, snapshot.version + 1, snapshot.protocol,
+                                          snapshot.metadata, None)
+            if when is None and not run.dry_run:
                 empty = run.commit([], "Empty Commit", {})
                 run.checkpoint(empty)
                 when = earliest_truncation_time_ms(run.log, boundary, retention, "minute")
@@ -69,14 +75,18 @@ def drop_checkpoint_protection(run: "DropRun", before: Protocol) -> "DropOutcome
             run.plan.append(f"truncated history before version {plan.truncates_before}")
 
     snapshot = run.latest()
+    if not run.dry_run:
+        run.require_present(snapshot)
     if BOUNDARY_PROPERTY in snapshot.metadata.configuration:
         run.commit([snapshot.metadata.with_configuration({BOUNDARY_PROPERTY: None})],
-                   "UNSET TBLPROPERTIES", {"properties": [BOUNDARY_PROPERTY]})
+                   "UNSET TBLPROPERTIES", {"properties": [BOUNDARY_PROPERTY]}, read_version=snapshot.version)
     snapshot = run.latest()
+    if not run.dry_run:
+        run.require_present(snapshot)
     new_protocol = snapshot.protocol.without_feature(CHECKPOINT_PROTECTION)
     if not snapshot.protocol.can_downgrade_to(new_protocol, CHECKPOINT_PROTECTION):
         raise InvalidProtocolDowngradeError(
             f"refusing the protocol transition {snapshot.protocol} -> {new_protocol}", table=run.table)
     run.commit([ProtocolAction.of(new_protocol)], "DROP FEATURE",
-               {"featureName": CHECKPOINT_PROTECTION, "truncateHistory": True})
+               {"featureName": CHECKPOINT_PROTECTION, "truncateHistory": True}, read_version=snapshot.version)
     return _outcome(run, before, new_protocol, STATUS_DROPPED)
