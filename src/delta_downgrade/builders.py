@@ -152,6 +152,7 @@ class TableBuilder:
     def age_commit(self, version: int, epoch_ms: int) -> None:
         """Set a commit file's modification time, as if it had been written then."""
         self.storage.set_modification_time(commit_path(version), epoch_ms)
+        self.log.refresh(full=True)  # refresh() keeps the status of known commits (never rewritten)
 
     # --- data files -----------------------------------------------------------------------------
 

@@ -144,8 +144,8 @@ def test_second_snapshot_reads_only_the_new_commits(tmp_path):
     assert second.version == 24 + new
     expected = {commit_path(v) for v in range(25, 25 + new)}
     assert _log_reads(storage) == expected  # no old commit, no checkpoint
-    # the listing: no full listing through list_dir, a stat only for the new files and the
-    # checkpoint (which a writer may replace)
+    # the listing: names only (no list_dir, which stats every file), a stat only for the new
+    # files and the checkpoint (which a writer may replace)
     assert storage.listings == 0
     assert set(storage.stats) == expected | {classic_checkpoint_path(20)}
     fresh = DeltaLog(str(table)).snapshot()
@@ -206,11 +206,20 @@ def test_incremental_listing_equals_a_full_listing(tmp_path):
     log = DeltaLog(str(table), storage)
     log.listing()
 
+    previous = log.listing()
+
     def same() -> None:
-        incremental = log.refresh().listing()
+        nonlocal previous
         full = list_log(storage, str(table))
-        for name in ("commits", "checkpoints", "crcs", "compactions", "unknown", "last_checkpoint"):
-            assert getattr(incremental, name) == getattr(full, name), name
+        # what refresh() does (names only), and the same with every file stat'ed
+        stated = list_log(storage, str(table), previous=previous, stat_known=True)
+        previous = log.refresh().listing()
+        for incremental in (previous, stated):
+            for name in ("commits", "checkpoints", "crcs", "compactions", "unknown", "last_checkpoint"):
+                assert getattr(incremental, name) == getattr(full, name), name
+            assert incremental.commit_versions() == sorted(full.commits)
+            assert [incremental.contiguous_start(v) for v in full.commits] == \
+                [full.contiguous_start(v) for v in full.commits]
         assert log.latest_version() == max(full.commits)
 
     for v in range(10, 13):
@@ -231,6 +240,11 @@ def test_incremental_listing_equals_a_full_listing(tmp_path):
     (table / LOG_DIR / "notes.txt").unlink()
     same()
     assert log.earliest_version() == 12
+    # a listing that stats every file takes a changed modification time, so does a full refresh
+    storage.set_modification_time(commit_path(12), T0 - 86_400_000)
+    stated = list_log(storage, str(table), previous=log.listing(), stat_known=True)
+    assert stated.commits[12].modification_time_ms == T0 - 86_400_000
+    assert log.refresh(full=True).listing().commits[12].modification_time_ms == T0 - 86_400_000
     # a full refresh forgets everything
     assert log.refresh(full=True).listing().commits == list_log(storage, str(table)).commits
 

@@ -46,8 +46,7 @@ class DeltaLog:
 
     The cheap way to the latest state after other writers committed::
 
-        log.refresh()                 # lists only what is new (see listing.list_log)
-        log.snapshot()                # the newest cached snapshot + the new commits
+        log.refresh().snapshot()      # names-only listing, then the cached snapshot + new commits
 
     ``refresh(full=True)`` forgets the listing and every cached snapshot.
     """
@@ -70,14 +69,20 @@ class DeltaLog:
 
     def listing(self) -> LogListing:
         if self._listing is None:
-            self._listing = list_log(self.storage, self.table, previous=self._stale)
+            self._listing = list_log(self.storage, self.table, previous=self._stale, stat_known=False)
             self._stale = None
         return self._listing
 
     def refresh(self, full: bool = False) -> "DeltaLog":
-        """Look at the log again on next use. By default the next listing only stats what is new
-        and drops what vanished (commits are immutable); ``full=True`` lists everything again and
-        drops the cached snapshots."""
+        """Look at the log again on next use.
+
+        By default the next listing updates the current one (:func:`list_log` with
+        ``stat_known=False``): on local storage the directory is read for names only, new files
+        (and checkpoints, which a writer may replace) are stat'ed and parsed, vanished files
+        (metadata cleanup) are dropped; a known commit keeps its status - a log entry never
+        changes (PROTOCOL.md "Creation of New Log Entries"). ``full=True`` lists from scratch
+        (every file stat'ed: after changing modification times, as tests that age files do)
+        and drops the cached snapshots."""
         if full:
             self._stale = None
             self._snapshots.clear()

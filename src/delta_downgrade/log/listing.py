@@ -9,11 +9,14 @@ version 10^8, so every question about contiguity is answered from the sorted ver
 present (:meth:`LogListing.contiguous_start`, :meth:`LogListing.missing_ranges`), in time and
 memory bounded by the number of files.
 
-:func:`list_log` with ``previous`` (what ``DeltaLog.refresh()`` passes) updates a listing instead
-of rebuilding it: on local storage the directory is read for names only, and only names not seen
-before are stat'ed and parsed (commits are never rewritten: PROTOCOL.md "Creation of New Log
-Entries"); files that vanished (metadata cleanup) are dropped. Checkpoint files - which a writer
-may replace - and zero-byte files are stat'ed again every time.
+:func:`list_log` with ``previous`` updates a listing instead of rebuilding it: only the names not
+seen before are parsed, the commits and checksums of the previous listing are kept and only the
+differences applied (files gone after a metadata cleanup are dropped, a changed size or
+modification time is taken). With ``stat_known=False`` (what ``DeltaLog.refresh()`` passes) a
+local directory is read for names only: only new names are stat'ed - commits never change once
+written (PROTOCOL.md "Creation of New Log Entries") - and, again each time, the files that may
+change in place: checkpoints (a writer may replace one), unknown files and empty files (a write
+in progress?).
 """
 
 from __future__ import annotations
@@ -73,6 +76,7 @@ class LogListing:
         default_factory=dict, repr=False, compare=False)
     _others: dict[str, tuple[LogFile | None, FileStatus]] = field(  # the entries not commit/crc
         default_factory=dict, repr=False, compare=False)
+    _empty: set[str] = field(default_factory=set, repr=False, compare=False)  # empty commits/crcs
     # sorted commit versions and, per index, where its run of consecutive versions starts
     _runs: tuple[int, list[int], list[int]] | None = field(default=None, repr=False, compare=False)
 
@@ -157,22 +161,28 @@ class LogListing:
         return sorted({c.version for c in self.checkpoints if c.complete})
 
 
-def list_log(storage: Storage, table: str | None = None, previous: LogListing | None = None) -> LogListing:
+def list_log(storage: Storage, table: str | None = None, previous: LogListing | None = None, *,
+             stat_known: bool = True) -> LogListing:
     """List ``_delta_log``; raise a named error when there is no table or no log.
 
-    With ``previous`` (an earlier listing of the same log), known files keep their parsed name
-    and status (see the module docstring) and only new files are looked at."""
+    With ``previous`` (an earlier listing of the same log), the listing is updated from it (see
+    the module docstring); ``stat_known=False`` leaves the statuses of known files alone."""
     table = table or storage.root
-    new_entries, removed = _scan(storage, table, previous)
+    new_entries, removed = _scan(storage, table, previous, stat_known)
     listing = LogListing()
     parts: dict[tuple[int, int], list[tuple[int, FileStatus]]] = {}
     stray: list[FileStatus] = []
+    empty: set[str] = set()
+    appended: list[int] | None = None  # new commit versions, when only appended after the old ones
     if previous is not None and previous._entries:
         # Start from the previous listing's commits and checksums (the bulk of the log): only
         # what changed is applied; the other kinds are few and rebuilt below.
         merged = dict(previous._entries)
         listing.commits = dict(previous.commits)
         listing.crcs = dict(previous.crcs)
+        empty = previous._empty - set(removed)
+        if not removed and previous._runs is not None and previous._runs[0] == len(previous.commits):
+            appended = []
         for name in removed:
             lf, _ = merged.pop(name)
             if lf is not None and lf.kind == "commit":
@@ -192,9 +202,15 @@ def list_log(storage: Storage, table: str | None = None, previous: LogListing | 
         fresh = merged
     for name, (lf, status) in fresh.items():
         if lf is not None and lf.kind in ("commit", "crc"):
+            if status.size == 0:
+                empty.add(name)
+            else:
+                empty.discard(name)
             if lf.version is not None and lf.version > MAX_VERSION:
                 stray.append(status)
             elif lf.kind == "commit":
+                if appended is not None and lf.version not in listing.commits:
+                    appended.append(lf.version)  # type: ignore[arg-type]
                 listing.commits[lf.version] = status  # type: ignore[index]
             else:
                 listing.crcs[lf.version] = status  # type: ignore[index]
@@ -235,12 +251,30 @@ def list_log(storage: Storage, table: str | None = None, previous: LogListing | 
     listing.compactions.sort(key=lambda c: c[1].path)
     listing._entries = merged
     listing._others = others
+    listing._empty = empty
+    if appended is not None and previous is not None and previous._runs is not None:
+        listing._runs = _extend_runs(previous._runs, sorted(appended))
     listing.last_checkpoint = read_last_checkpoint(storage)
     if not listing.commits and not any(c.complete for c in listing.checkpoints):
         raise NotADeltaTableError(
             f"{table} is not a Delta table: _delta_log holds no commit and no checkpoint",
             table=table)
     return listing
+
+
+def _extend_runs(runs: tuple[int, list[int], list[int]], appended: list[int]
+                 ) -> tuple[int, list[int], list[int]] | None:
+    """:meth:`LogListing._version_runs` of a log that got the commits ``appended`` (ascending),
+    from the previous one without sorting again; None when they do not all come after it."""
+    count, versions, starts = runs
+    if appended and versions and appended[0] <= versions[-1]:
+        return None
+    versions, starts = versions + appended, starts + []
+    previous = versions[count - 1] if count else None
+    for v in appended:
+        starts.append(starts[-1] if previous is not None and v == previous + 1 else v)
+        previous = v
+    return len(versions), versions, starts
 
 
 def _entry(status: FileStatus) -> tuple[str, tuple[LogFile | None, FileStatus]] | None:
@@ -251,62 +285,70 @@ def _entry(status: FileStatus) -> tuple[str, tuple[LogFile | None, FileStatus]] 
     return name, (parse_log_file(name), status)
 
 
-def _restat(entry: tuple[LogFile | None, FileStatus]) -> bool:
-    """Whether a known file must be stat'ed again: a checkpoint (a writer may replace it) or an
-    empty file (maybe a write still in progress)."""
-    lf, status = entry
-    return status.size == 0 or (lf is not None and lf.kind == "checkpoint")
-
-
-def _scan(storage: Storage, table: str, previous: LogListing | None
+def _scan(storage: Storage, table: str, previous: LogListing | None, stat_known: bool
           ) -> tuple[dict[str, tuple[LogFile | None, FileStatus]], list[str]]:
     """The entries of ``_delta_log`` that are new or changed since ``previous`` (all of them
-    without it), and the names of the previous entries that are gone."""
+    without it), and the names of the previous entries that are gone. Names already known are
+    not parsed again; with ``stat_known`` False (local storage) they are not even stat'ed."""
     known = previous._entries if previous is not None else {}
-    if known and isinstance(storage, LocalStorage):
-        return _scan_local(storage, table, known)
+    if not stat_known and known and isinstance(storage, LocalStorage):
+        return _scan_local(storage, table, previous)  # type: ignore[arg-type]
     try:
         statuses = storage.list_dir(LOG_DIR)
     except NotADirectoryError:
         _no_log(storage, table, "its _delta_log is a file, not a directory")
     if not statuses and not storage.exists(LOG_DIR):
         _no_log(storage, table, "it has no _delta_log directory")
-    found = dict(e for e in map(_entry, statuses) if e is not None)
     if not known:
-        return found, []
-    removed = [name for name in known if name not in found]
-    changed = {name: e for name, e in found.items() if known.get(name) != e}
+        return dict(e for e in map(_entry, statuses) if e is not None), []
+    changed: dict[str, tuple[LogFile | None, FileStatus]] = {}
+    seen = set()
+    for status in statuses:
+        name = status.path.rsplit("/", 1)[-1]
+        entry = known.get(name)
+        if entry is None:
+            new = _entry(status)
+            if new is not None:
+                changed[new[0]] = new[1]
+            continue
+        seen.add(name)
+        if entry[1] != status:  # size or modification time changed
+            changed[name] = (entry[0], status)
+    removed = list(known.keys() - seen)
     return changed, removed
 
 
-def _scan_local(storage: LocalStorage, table: str, known: dict[str, tuple[LogFile | None, FileStatus]]
+def _scan_local(storage: LocalStorage, table: str, previous: LogListing
                 ) -> tuple[dict[str, tuple[LogFile | None, FileStatus]], list[str]]:
-    """:func:`_scan` on local storage: names from the directory, a stat only for new names and
-    for the files :func:`_restat` names."""
+    """:func:`_scan` on local storage: names from the directory (set operations, no per-file
+    work for the known ones), a stat for new names and again for the files that may change in
+    place: checkpoints (a writer may replace one), unknown and empty files (maybe a write still
+    in progress)."""
     prefix = f"{LOG_DIR}/"
+    base = storage.local_path(LOG_DIR)
     try:
-        with os.scandir(storage.local_path(LOG_DIR)) as it:
-            names = [e.name for e in it if e.is_file() and not e.name.startswith((".", "_"))]
+        present = set(os.listdir(base))
     except FileNotFoundError:
         _no_log(storage, table, "it has no _delta_log directory")
     except NotADirectoryError:
         _no_log(storage, table, "its _delta_log is a file, not a directory")
-    present = set(names)
-    removed = [name for name in known if name not in present]
+    known = previous._entries
+    removed = list(known.keys() - present)
+    new = [n for n in present - known.keys() if not n.startswith((".", "_"))]
     changed: dict[str, tuple[LogFile | None, FileStatus]] = {}
-    for name in names:
+    for name in sorted(new) + sorted((previous._others.keys() | previous._empty) & present):
         entry = known.get(name)
-        if entry is not None and not _restat(entry):
-            continue
+        lf = entry[0] if entry is not None else parse_log_file(name)
+        if lf is None and os.path.isdir(os.path.join(base, name)):
+            continue  # list_dir lists files only
         try:
             status = storage.status(prefix + name)
         except FileNotFoundError:  # deleted since the directory was read
             if entry is not None:
                 removed.append(name)
             continue
-        if entry is not None and entry[1] == status:
-            continue
-        changed[name] = (entry[0] if entry is not None else parse_log_file(name), status)
+        if entry is None or entry[1] != status:
+            changed[name] = (lf, status)
     return changed, removed
 
 
