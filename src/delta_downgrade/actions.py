@@ -49,6 +49,7 @@ def _short(value: Any) -> str:
 
 
 _LONG_MAX = (1 << 63) - 1
+_LONG_MIN = -_LONG_MAX - 1
 
 
 def _is_str(v: Any) -> bool:
@@ -56,7 +57,7 @@ def _is_str(v: Any) -> bool:
 
 
 def _is_long(v: Any) -> bool:
-    return type(v) is int and -_LONG_MAX - 1 <= v <= _LONG_MAX
+    return type(v) is int and _LONG_MIN <= v <= _LONG_MAX
 
 
 def _is_bool(v: Any) -> bool:
@@ -72,7 +73,10 @@ def _is_str_list(v: Any) -> bool:
 
 
 def _is_str_map(v: Any) -> bool:  # map<string, string> (values may be null); after _clean_map
-    return all(type(k) is str and (x is None or type(x) is str) for k, x in v.items())
+    for k, x in v.items():
+        if type(k) is not str or (x is not None and type(x) is not str):
+            return False
+    return True
 
 
 def _is_dv(v: Any) -> bool:
@@ -97,6 +101,10 @@ def _integral(v: Any) -> Any:
     return v
 
 
+# checks that are a test of the exact type (done inline in from_obj: it runs for every action)
+_EXACT: dict[Callable[[Any], bool] | None, type] = {_is_str: str, _is_long: int, _is_bool: bool}
+_EXACT_CHECK: dict[type, Callable[[Any], bool]] = {t: c for c, t in _EXACT.items() if c is not None}
+
 _TYPE_NAMES = {_is_str: "a string", _is_long: "a long", _is_bool: "a boolean", _is_obj: "an object",
                _is_str_list: "an array of strings", _is_str_map: "a map of strings",
                _is_dv: "a deletion vector descriptor"}
@@ -113,6 +121,7 @@ class Action:
     #: fields without a default: they must be present and not null.
     _REQUIRED: ClassVar[frozenset[str]] = frozenset()
     _NAMES: ClassVar[frozenset[str]] = frozenset()
+    _SPEC: ClassVar[dict[str, tuple[type | None, Callable[[Any], bool] | None, bool]]] = {}
 
     def __init_subclass__(cls, **kw: Any) -> None:
         super().__init_subclass__(**kw)
@@ -123,41 +132,54 @@ class Action:
         cls._NAMES = frozenset(f.name for f in fields(cls)) - {"extra"}
         cls._REQUIRED = frozenset(f.name for f in fields(cls)
                                   if f.default is MISSING and f.default_factory is MISSING)
+        # field -> (exact Python type or None, other check or None, is a map)
+        cls._SPEC = {name: (_EXACT.get(cls.FIELD_TYPES.get(name)),  # type: ignore[arg-type]
+                            None if cls.FIELD_TYPES.get(name) in _EXACT else cls.FIELD_TYPES.get(name),
+                            name in cls.MAP_FIELDS)
+                     for name in cls._NAMES}
 
     @classmethod
     def from_obj(cls, obj: Mapping[str, Any]) -> "Action":
         if not isinstance(obj, Mapping):
             raise MalformedActionError(
                 f"malformed {cls.KEY} action: expected a JSON object, got {_json_type(obj)} {_short(obj)}")
-        names = cls._NAMES
-        checks = cls.FIELD_TYPES
+        spec = cls._SPEC
         known: dict[str, Any] = {}
         extra: dict[str, Any] = {}
         for key, value in obj.items():
-            if key in names:
-                if value is not None:
-                    if key in cls.MAP_FIELDS:
-                        try:
-                            value = _clean_map(value)
-                        except MalformedActionError as exc:
-                            raise MalformedActionError(f"malformed {cls.KEY} action: field {key!r}: {exc}") from None
-                    check = checks.get(key)
-                    if check is not None and not check(value):
-                        value = _integral(value) if check is _is_long else value
-                        if not check(value):
-                            raise MalformedActionError(
-                                f"malformed {cls.KEY} action: field {key!r} must be "
-                                f"{_TYPE_NAMES.get(check, 'of another type')}, got {_json_type(value)} "
-                                f"{_short(value)}")
-                elif key in cls._REQUIRED:
-                    raise MalformedActionError(f"malformed {cls.KEY} action: field {key!r} is null")
-                known[key] = value
-            else:
+            field_spec = spec.get(key)
+            if field_spec is None:
                 extra[key] = value
+                continue
+            if value is None:
+                if key in cls._REQUIRED:
+                    raise MalformedActionError(f"malformed {cls.KEY} action: field {key!r} is null")
+            else:
+                exact, check, is_map = field_spec
+                if is_map:
+                    try:
+                        value = _clean_map(value)
+                    except MalformedActionError as exc:
+                        raise MalformedActionError(f"malformed {cls.KEY} action: field {key!r}: {exc}") from None
+                if exact is not None:
+                    if type(value) is not exact or (exact is int and not _LONG_MIN <= value <= _LONG_MAX):
+                        value = cls._wrong_type(key, value, _EXACT_CHECK[exact])
+                elif check is not None and not check(value):
+                    value = cls._wrong_type(key, value, check)
+            known[key] = value
         try:
             return cls(**known, extra=extra)  # type: ignore[call-arg]
         except TypeError as exc:  # a required field is missing
             raise MalformedActionError(f"malformed {cls.KEY} action: {exc}") from None
+
+    @classmethod
+    def _wrong_type(cls, key: str, value: Any, check: Callable[[Any], bool]) -> Any:
+        """``value`` as the long it denotes (``1.0``), or raise."""
+        if check is _is_long and _is_long(_integral(value)):
+            return _integral(value)
+        raise MalformedActionError(
+            f"malformed {cls.KEY} action: field {key!r} must be {_TYPE_NAMES.get(check, 'of another type')}, "
+            f"got {_json_type(value)} {_short(value)}")
 
     def to_obj(self) -> dict[str, Any]:
         out: dict[str, Any] = {}

@@ -116,9 +116,11 @@ def _log_relative(name: str) -> str | None:
 
 def classify(name: str) -> LogFile:
     """Recognise a log file; never None (unrecognised names give kind ``unknown``)."""
-    if len(name) == 25 and name.endswith(".json") and name[:20].isascii() and name[:20].isdigit():
-        # a bare commit file name, the bulk of every listing: what _COMMIT would match
-        return LogFile(f"{LOG_DIR}/{name}", int(name[:20]), "commit", fmt="json")
+    if len(name) == 25 and name[20:] == ".json":
+        digits = name[:20]
+        if digits.isdigit() and digits.isascii():
+            # a bare commit file name, the bulk of every listing: what _COMMIT would match
+            return LogFile(f"{LOG_DIR}/{name}", int(digits), "commit", fmt="json")
     rel = _log_relative(name)
     if rel is None:
         return LogFile(path=name, version=None, kind="unknown")

@@ -180,7 +180,8 @@ def list_log(storage: Storage, table: str | None = None, previous: LogListing | 
         merged = dict(previous._entries)
         listing.commits = dict(previous.commits)
         listing.crcs = dict(previous.crcs)
-        empty = previous._empty - set(removed)
+        gone = set(removed)
+        empty = previous._empty - gone
         if not removed and previous._runs is not None and previous._runs[0] == len(previous.commits):
             appended = []
         for name in removed:
@@ -190,30 +191,30 @@ def list_log(storage: Storage, table: str | None = None, previous: LogListing | 
             elif lf is not None and lf.kind == "crc":
                 listing.crcs.pop(lf.version, None)  # type: ignore[arg-type]
         merged.update(new_entries)
-        gone = set(removed)
         others = {name: e for name, e in previous._others.items() if name not in gone}
-        others.update((name, e) for name, e in new_entries.items()
-                      if e[0] is None or e[0].kind not in ("commit", "crc"))
-        fresh = new_entries
     else:
-        merged = dict(new_entries)
-        others = {name: e for name, e in merged.items()
-                  if e[0] is None or e[0].kind not in ("commit", "crc")}
-        fresh = merged
-    for name, (lf, status) in fresh.items():
-        if lf is not None and lf.kind in ("commit", "crc"):
+        merged = new_entries
+        others = {}
+    commits, crcs = listing.commits, listing.crcs
+    for name, entry in new_entries.items():
+        lf, status = entry
+        kind = lf.kind if lf is not None else None
+        if kind == "commit" or kind == "crc":
             if status.size == 0:
                 empty.add(name)
-            else:
+            elif empty:
                 empty.discard(name)
-            if lf.version is not None and lf.version > MAX_VERSION:
+            version: int = lf.version  # type: ignore[union-attr,assignment]
+            if version > MAX_VERSION:
                 stray.append(status)
-            elif lf.kind == "commit":
-                if appended is not None and lf.version not in listing.commits:
-                    appended.append(lf.version)  # type: ignore[arg-type]
-                listing.commits[lf.version] = status  # type: ignore[index]
+            elif kind == "commit":
+                if appended is not None and version not in commits:
+                    appended.append(version)
+                commits[version] = status
             else:
-                listing.crcs[lf.version] = status  # type: ignore[index]
+                crcs[version] = status
+        else:
+            others[name] = entry
     for name, (lf, status) in others.items():
         if lf is None:
             listing.unknown.append(status)
@@ -279,7 +280,7 @@ def _extend_runs(runs: tuple[int, list[int], list[int]], appended: list[int]
 
 def _entry(status: FileStatus) -> tuple[str, tuple[LogFile | None, FileStatus]] | None:
     name = status.path.rsplit("/", 1)[-1]
-    if name.startswith(".") or name.startswith("_"):
+    if name[:1] in (".", "_"):
         # Hidden Hadoop checksum files (.x.crc), _last_checkpoint, _commits temp files.
         return None
     return name, (parse_log_file(name), status)
@@ -300,7 +301,12 @@ def _scan(storage: Storage, table: str, previous: LogListing | None, stat_known:
     if not statuses and not storage.exists(LOG_DIR):
         _no_log(storage, table, "it has no _delta_log directory")
     if not known:
-        return dict(e for e in map(_entry, statuses) if e is not None), []
+        found: dict[str, tuple[LogFile | None, FileStatus]] = {}
+        for status in statuses:  # the first listing of a log: every name parsed, inline (hot)
+            name = status.path.rsplit("/", 1)[-1]
+            if name[:1] not in (".", "_"):  # hidden checksum files, _last_checkpoint, _commits
+                found[name] = (parse_log_file(name), status)
+        return found, []
     changed: dict[str, tuple[LogFile | None, FileStatus]] = {}
     seen = set()
     for status in statuses:
