@@ -164,6 +164,7 @@ class InvalidIdentifierError(BadInputError):
     error_class = "INVALID_IDENTIFIER"
     sqlstate = "42602"
 
+
 class BadDurationError(BadInputError):
     """A duration (retention, interval) that is not a duration, is negative, or is longer than
     :data:`delta_downgrade.clock.MAX_DURATION_MS` (so that ``now ± duration`` stays a date)."""
