@@ -12,11 +12,9 @@ before and after.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import subprocess
-import sys
 
 import pytest
 
@@ -24,26 +22,11 @@ from delta_downgrade.builders import TableBuilder
 from delta_downgrade.dv_builder import create_dv_table, delete_rows
 from delta_downgrade.protocol import Protocol
 from tests.drop_support import SCHEMA, build, rows
+from tests.process_support import run_cli, tree_hashes
 
 VPC = "vacuumProtocolCheck"
 VPC_PROTOCOL = Protocol(3, 7, frozenset({VPC}), frozenset({VPC}))
 CP = "checkpointProtection"
-
-
-def tree_hashes(path: str) -> dict[str, str]:
-    """sha256 of every file under the table directory (data, log, hidden files)."""
-    out = {}
-    for root, _dirs, files in os.walk(path):
-        for name in files:
-            full = os.path.join(root, name)
-            with open(full, "rb") as fh:
-                out[os.path.relpath(full, path)] = hashlib.sha256(fh.read()).hexdigest()
-    return out
-
-
-def cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "delta_downgrade.cli", *args],
-                          capture_output=True, text=True, timeout=300)
 
 
 def assert_refused(path: str, args: list[str], error_class: str) -> None:
@@ -51,7 +34,7 @@ def assert_refused(path: str, args: list[str], error_class: str) -> None:
     the real run and for its dry run alike."""
     before = tree_hashes(path)
     for extra in ([], ["--dry-run"]):
-        done = cli(*args, *extra)
+        done = run_cli(*args, *extra)
         output = done.stdout + done.stderr
         assert done.returncode == 2, (extra, done.returncode, output)
         assert f"[{error_class}]" in done.stderr, (extra, output)
@@ -137,7 +120,7 @@ def test_every_bad_property_is_named_at_once(tmp_path):
     path = str(tmp_path / "t")
     build(path, VPC_PROTOCOL, properties={"delta.logRetentionDuration": "banana",
                                           "delta.checkpointInterval": "x"})
-    done = cli("drop-feature", path, VPC)
+    done = run_cli("drop-feature", path, VPC)
     assert done.returncode == 2
     assert "delta.logRetentionDuration" in done.stderr and "delta.checkpointInterval" in done.stderr
     assert "nothing was written" in done.stderr
@@ -163,9 +146,9 @@ def test_v2_checkpoint_drop_itself_is_not_refused(tmp_path):
     path = str(tmp_path / "t")
     protocol = Protocol(3, 7, frozenset({"v2Checkpoint"}), frozenset({"v2Checkpoint"}))
     build(path, protocol, properties={"delta.checkpointPolicy": "v2"})
-    done = cli("drop-feature", path, "v2Checkpoint", "--dry-run")
+    done = run_cli("drop-feature", path, "v2Checkpoint", "--dry-run")
     assert done.returncode == 0, done.stderr
-    done = cli("drop-feature", path, "v2Checkpoint")
+    done = run_cli("drop-feature", path, "v2Checkpoint")
     assert done.returncode == 0, done.stderr
     assert result_of(done)["status"] == "dropped"
 
@@ -190,7 +173,7 @@ def test_valid_table_still_drops(tmp_path):
     build(path, VPC_PROTOCOL, properties={"delta.deletedFileRetentionDuration": "interval 2 days",
                                           "delta.checkpointInterval": "5",
                                           "delta.enableInCommitTimestamps": "FALSE"})
-    done = cli("drop-feature", path, VPC)
+    done = run_cli("drop-feature", path, VPC)
     assert done.returncode == 0, done.stderr
     assert result_of(done)["status"] == "dropped"
 

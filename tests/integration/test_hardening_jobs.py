@@ -5,7 +5,6 @@ no run directory was made, no program named by the job ran."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -16,24 +15,10 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests.process_support import assert_bad_input, tree_hashes
+
 REPO = Path(__file__).resolve().parents[2]
 TASK_SOURCE = "import sys; from delta_downgrade.jobs.entrypoints import {0} as f; sys.exit(f())"
-
-
-def tree_hash(root: str | Path) -> dict[str, str]:
-    """Every file (and symlink) under ``root`` with a digest of its bytes."""
-    out = {}
-    for dirpath, dirnames, filenames in os.walk(root):
-        for name in dirnames + filenames:
-            path = Path(dirpath) / name
-            rel = str(path.relative_to(root))
-            if path.is_symlink():
-                out[rel] = "link:" + os.readlink(path)
-            elif path.is_file():
-                out[rel] = hashlib.sha256(path.read_bytes()).hexdigest()
-            else:
-                out[rel] = "dir"
-    return out
 
 
 def _env(**extra: str) -> dict[str, str]:
@@ -52,24 +37,17 @@ def run_cli(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=600)
 
 
-def assert_bad_input(proc: subprocess.CompletedProcess, error_class: str) -> None:
-    output = proc.stdout + proc.stderr
-    assert proc.returncode == 2, output[-3000:]
-    assert f"[{error_class}]" in proc.stderr, output[-3000:]
-    assert "Traceback" not in output, output[-3000:]
-
-
 # --- item 7: settings files, through the task process ------------------------------------------------
 
 def test_7_tables_file_not_utf8_exits_2_and_writes_nothing(golden_table, tmp_path):
     table = golden_table("vacuum_protocol_check")
     listing = tmp_path / "tables.txt"
     listing.write_bytes(table.encode() + b"\n/data/caf\xe9\n")
-    before = tree_hash(table)
+    before = tree_hashes(table)
     proc = run_task("drop_feature_task", [f"--table={table}", f"--tables_file={listing}",
                                           "--feature=vacuumProtocolCheck"], tmp_path)
     assert_bad_input(proc, "DELTA_DOWNGRADE_BAD_CONFIG")
-    assert tree_hash(table) == before
+    assert tree_hashes(table) == before
 
 
 @pytest.mark.parametrize("section", ["drop_feature_task = 3", 'drop_feature_task = "x"', "drop_feature_task = []"])
@@ -77,10 +55,10 @@ def test_7_toml_section_not_a_table_exits_2_and_writes_nothing(golden_table, tmp
     table = golden_table("vacuum_protocol_check")
     config = tmp_path / "drop.toml"
     config.write_text(f'table = "{table}"\nfeature = "vacuumProtocolCheck"\n{section}\n')
-    before = tree_hash(table)
+    before = tree_hashes(table)
     proc = run_task("drop_feature_task", [f"--config={config}"], tmp_path)
     assert_bad_input(proc, "DELTA_DOWNGRADE_BAD_CONFIG")
-    assert tree_hash(table) == before
+    assert tree_hashes(table) == before
 
 
 # --- item 10: '#' in a tables file -----------------------------------------------------------------
@@ -93,13 +71,13 @@ def test_10_table_whose_path_contains_hash_is_the_one_dropped(golden_table, tmp_
     shutil.move(golden_table("vacuum_protocol_check"), plain)
     listing = tmp_path / "tables.txt"
     listing.write_text(f"# the fleet\n{hashed}\n")
-    plain_before, hashed_before = tree_hash(plain), tree_hash(hashed)
+    plain_before, hashed_before = tree_hashes(plain), tree_hashes(hashed)
     proc = run_task("drop_feature_task", [f"--tables_file={listing}", "--feature=vacuumProtocolCheck"], tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
     results = [json.loads(line[len("RESULT "):]) for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
     assert [(r["table"], r["status"]) for r in results] == [(str(hashed), "dropped")]
-    assert tree_hash(plain) == plain_before  # the sibling without '#' is untouched
-    assert tree_hash(hashed) != hashed_before
+    assert tree_hashes(plain) == plain_before  # the sibling without '#' is untouched
+    assert tree_hashes(hashed) != hashed_before
 
 
 # --- the runner: items 7, 11 and 12 ----------------------------------------------------------------
@@ -143,14 +121,14 @@ def table(golden_table, tmp_path):
 def test_runner_control_a_good_job_runs_and_changes_the_table(table, tmp_path):
     """The control for the refusals below: without the bad task the same job runs, through the
     wheel's declared entry points, and the table's bytes change."""
-    before = tree_hash(table)
+    before = tree_hashes(table)
     verify = {"task_key": "second", "python_wheel_task": {
         "package_name": "delta_downgrade", "entry_point": "verify_task",
         "named_parameters": {"table": "{{job.parameters.table}}", "expect_absent_feature": "vacuumProtocolCheck",
                              "expect_min_reader_version": "{{tasks.drop.values.min_reader_version}}"}}}
     proc, _, run_dir = _run_job(tmp_path, yaml.safe_dump(_job(verify)))
     assert proc.returncode == 0, proc.stderr[-3000:]
-    assert tree_hash(table) != before
+    assert tree_hashes(table) != before
     assert sorted(p.name for p in (run_dir / "task_values").iterdir()) == ["drop.json", "second.json"]
 
 
@@ -168,14 +146,14 @@ MALICIOUS_ENTRY_POINTS = {
 
 def _assert_nothing_ran(proc, table: Path, before: dict, cwd: Path, run_dir: Path, tmp_path: Path) -> None:
     assert_bad_input(proc, "DELTA_DOWNGRADE_BAD_JOB")
-    assert tree_hash(table) == before, "a task ran"
+    assert tree_hashes(table) == before, "a task ran"
     assert not run_dir.exists()
     assert not list(tmp_path.rglob("PWNED")) and not (cwd / "PWNED").exists()
 
 
 @pytest.mark.parametrize("case", sorted(MALICIOUS_ENTRY_POINTS))
 def test_11_entry_point_not_declared_by_the_wheel_is_refused_before_any_task(table, tmp_path, case):
-    before = tree_hash(table)
+    before = tree_hashes(table)
     proc, cwd, run_dir = _run_job(tmp_path, yaml.safe_dump(_job(MALICIOUS_ENTRY_POINTS[case])))
     _assert_nothing_ran(proc, table, before, cwd, run_dir, tmp_path)
     assert "entry_point" in proc.stderr or "package_name" in proc.stderr
@@ -185,7 +163,7 @@ def test_11_spark_submit_runner_gets_the_same_check(table, tmp_path):
     submit = shutil.which("spark-submit") or str(Path(sys.prefix) / "bin" / "spark-submit")
     if not os.path.exists(submit):
         pytest.skip("spark-submit is not installed (install delta-downgrade[local])")
-    before = tree_hash(table)
+    before = tree_hashes(table)
     proc, cwd, run_dir = _run_job(tmp_path, yaml.safe_dump(_job(MALICIOUS_ENTRY_POINTS["absolute-program"])),
                                   runner="spark-submit")
     _assert_nothing_ran(proc, table, before, cwd, run_dir, tmp_path)
@@ -215,7 +193,7 @@ BAD_JOBS = {
 
 @pytest.mark.parametrize("case", sorted(BAD_JOBS))
 def test_7_bad_task_is_refused_before_any_task_runs(table, tmp_path, case):
-    before = tree_hash(table)
+    before = tree_hashes(table)
     proc, cwd, run_dir = _run_job(tmp_path, yaml.safe_dump(_job(BAD_JOBS[case])))
     _assert_nothing_ran(proc, table, before, cwd, run_dir, tmp_path)
 
@@ -224,13 +202,13 @@ def test_7_yaml_python_tag_is_never_constructed(table, tmp_path):
     job = yaml.safe_dump(_job(_wheel("verify_task", named_parameters={"table": ""})))
     job = job.replace("table: ''", "table: !!python/object/apply:os.system ['touch PWNED']", 1)
     assert "!!python/object/apply" in job
-    before = tree_hash(table)
+    before = tree_hashes(table)
     proc, cwd, run_dir = _run_job(tmp_path, job)
     _assert_nothing_ran(proc, table, before, cwd, run_dir, tmp_path)
 
 
 def test_12_job_parameter_named_task_key_is_refused(table, tmp_path):
-    before = tree_hash(table)
+    before = tree_hashes(table)
     proc, cwd, run_dir = _run_job(tmp_path, yaml.safe_dump(_job(None)), "--param", "task_key=../../escape")
     _assert_nothing_ran(proc, table, before, cwd, run_dir, tmp_path)
     assert "task_key" in proc.stderr
@@ -244,7 +222,7 @@ def test_12_task_value_reference_with_an_absolute_task_name_is_refused(table, tm
     (secret_dir / "secret.json").write_text(json.dumps({"k": "stolen"}))
     second = _wheel("verify_task", named_parameters={"table": "{{job.parameters.table}}",
                                                      "expect_absent_feature": f"{{{{tasks.{secret_dir}/secret.values.k}}}}"})
-    before = tree_hash(table)
+    before = tree_hashes(table)
     proc, cwd, run_dir = _run_job(tmp_path, yaml.safe_dump(_job(second)))
     _assert_nothing_ran(proc, table, before, cwd, run_dir, tmp_path)
     assert "stolen" not in proc.stdout + proc.stderr
@@ -257,11 +235,11 @@ def test_12_task_value_reference_with_an_absolute_task_name_is_refused(table, tm
     (["--feature=vacuumProtocolCheck", "--table=main.ops.t; DROP TABLE main.ops.t"], "INVALID_IDENTIFIER"),
 ])
 def test_13_delta_sql_bad_names_exit_2_before_any_sql(table, tmp_path, args, error_class):
-    before = tree_hash(table)
+    before = tree_hashes(table)
     argv = [f"--table={table}", "--engine=delta-sql", *args]
     proc = run_task("drop_feature_task", argv, tmp_path)
     assert_bad_input(proc, error_class)
-    assert tree_hash(table) == before
+    assert tree_hashes(table) == before
 
 
 NAMES = {

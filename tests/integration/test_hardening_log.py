@@ -8,9 +8,7 @@ tests/unit/test_hardening_log.py."""
 
 from __future__ import annotations
 
-import hashlib
 import json
-import os
 import resource
 import subprocess
 import sys
@@ -24,6 +22,7 @@ from delta_downgrade.log.checkpoints import checkpoint_table
 from delta_downgrade.log.delta_log import DeltaLog
 from delta_downgrade.log.files import LOG_DIR, commit_path
 from tests.unit.test_hardening_log import with_int96_stats_parsed
+from tests.process_support import tree_hashes
 
 T0 = 1_700_000_000_000
 SCHEMA = json.dumps({"type": "struct", "fields": [{"name": "id", "type": "long", "nullable": True,
@@ -68,19 +67,6 @@ def _table(tmp_path: Path, commits: int = 3) -> Path:
     return table
 
 
-def _tree_hash(root: Path) -> dict[str, str]:
-    """Every file and directory below ``root`` with the hash of its bytes."""
-    out: dict[str, str] = {}
-    if root.is_file():
-        return {root.name: hashlib.sha256(root.read_bytes()).hexdigest()}
-    for dirpath, dirnames, filenames in os.walk(root):
-        rel = os.path.relpath(dirpath, root)
-        out[rel + "/"] = "dir"
-        for name in filenames:
-            out[os.path.join(rel, name)] = hashlib.sha256(Path(dirpath, name).read_bytes()).hexdigest()
-    return out
-
-
 def _limit_memory() -> None:
     resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
 
@@ -99,7 +85,7 @@ COMMANDS = {
 
 
 def _bad_input(table: Path, command: list[str], error_class: str, *needles: str) -> str:
-    before = _tree_hash(table)
+    before = tree_hashes(table)
     try:
         done = _cli(*command)
     except subprocess.TimeoutExpired:
@@ -110,7 +96,7 @@ def _bad_input(table: Path, command: list[str], error_class: str, *needles: str)
     for needle in needles:
         assert needle in done.stderr, output
     assert "Traceback" not in output and "MemoryError" not in output
-    assert _tree_hash(table) == before  # nothing written
+    assert tree_hashes(table) == before  # nothing written
     return done.stderr
 
 
@@ -186,12 +172,12 @@ def test_databricks_checkpoint_with_int96_stats_in_year_2960(tmp_path, command):
     table = _table(tmp_path, commits=5)
     result = checkpoint_table(DeltaLog(str(table)), 3, clock=ManualClock(T0))
     with_int96_stats_parsed(table / result.paths[0], year=2960)
-    before = _tree_hash(table)
+    before = tree_hashes(table)
     args = ["vacuum", str(table), "--dry-run"] if command == "vacuum" else COMMANDS[command](str(table))
     done = _cli(*args)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "Traceback" not in done.stdout + done.stderr
-    assert _tree_hash(table) == before
+    assert tree_hashes(table) == before
     if command == "inspect-json":
         doc = json.loads(done.stdout)
         assert doc["files"]["live_files"] == 5

@@ -13,12 +13,10 @@ Mounting needs root (CAP_SYS_ADMIN); without it these tests skip with the reason
 
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
 import socket
 import subprocess
-import sys
 import time
 import uuid
 from pathlib import Path
@@ -28,6 +26,7 @@ import pytest
 from delta_downgrade.errors import DeltaDowngradeError
 from delta_downgrade.log.delta_log import DeltaLog
 from delta_downgrade.storage import LocalStorage
+from tests.process_support import run_cli, tree_hashes
 
 GOLDEN = "dv_enabled_no_dvs"   # DROP FEATURE deletionVectors writes commits and checkpoints, no Spark
 
@@ -68,21 +67,6 @@ def _fill(fs: Path) -> Path:
     return filler
 
 
-def _hash_tree(root: str) -> dict[str, str]:
-    out = {}
-    for dirpath, _dirs, files in os.walk(root):
-        for name in files:
-            full = os.path.join(dirpath, name)
-            with open(full, "rb") as fh:
-                out[os.path.relpath(full, root)] = hashlib.sha256(fh.read()).hexdigest()
-    return out
-
-
-def _cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "delta_downgrade.cli", *args], capture_output=True,
-                          text=True, timeout=300)
-
-
 def _no_traceback(proc: subprocess.CompletedProcess) -> None:
     output = proc.stdout + proc.stderr
     assert "Traceback" not in output and "at org.apache" not in output, output
@@ -106,7 +90,7 @@ def test_drop_feature_on_a_full_disk_is_typed_leaves_nothing_and_resumes(golden_
     latest_before = DeltaLog(table).latest_version()
     filler = _fill(tiny_fs)
 
-    proc = _cli("drop-feature", table, "deletionVectors")
+    proc = run_cli("drop-feature", table, "deletionVectors")
     _no_traceback(proc)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "[DELTA_DOWNGRADE_STORAGE_FULL]" in proc.stderr
@@ -115,7 +99,7 @@ def test_drop_feature_on_a_full_disk_is_typed_leaves_nothing_and_resumes(golden_
     assert DeltaLog(table).latest_version() == latest_before   # nothing could be written
 
     filler.unlink()
-    again = _cli("drop-feature", table, "deletionVectors")
+    again = run_cli("drop-feature", table, "deletionVectors")
     assert again.returncode == 0, again.stdout + again.stderr
     assert "deletionVectors" not in DeltaLog(table).snapshot().protocol.features
     assert _log_leftovers(table) == []
@@ -169,12 +153,12 @@ def test_read_only_storage_is_bad_input_and_untouched(read_only_copy, command):
     if command[0] == "cleanup":   # there must be something to delete for the test to mean anything
         from delta_downgrade.operations.cleanup import plan_cleanup
         assert plan_cleanup(DeltaLog(table), retention_ms=0).num_deletions > 0
-    before = _hash_tree(table)
-    proc = _cli(*[c.format(t=table) for c in command])
+    before = tree_hashes(table)
+    proc = run_cli(*[c.format(t=table) for c in command])
     _no_traceback(proc)
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "[DELTA_DOWNGRADE_STORAGE_NOT_WRITABLE]" in proc.stderr
-    assert _hash_tree(table) == before
+    assert tree_hashes(table) == before
 
 
 # --- Hadoop FileSystem in a Spark JVM ---------------------------------------------------------------

@@ -9,7 +9,6 @@ import json
 import os
 import signal
 import time
-import uuid
 from collections import Counter
 from contextlib import contextmanager
 from pathlib import Path

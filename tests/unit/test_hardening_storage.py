@@ -4,42 +4,22 @@ changed. Every command runs as its own process, as a user runs it."""
 
 from __future__ import annotations
 
-import hashlib
-import os
 import subprocess
 import sys
 import textwrap
 import time
-from pathlib import Path
 
 import pytest
 
 from delta_downgrade.errors import BadInputError
 from delta_downgrade.table_config import parse_interval_ms
-
-
-def _hash_tree(root: str) -> dict[str, str]:
-    out = {}
-    for dirpath, _dirs, files in os.walk(root):
-        for name in files:
-            full = os.path.join(dirpath, name)
-            with open(full, "rb") as fh:
-                out[os.path.relpath(full, root)] = hashlib.sha256(fh.read()).hexdigest()
-    return out
+from tests.process_support import assert_bad_input, run_cli, tree_hashes
 
 
 def _cli(*args: str, timeout: float = 120) -> tuple[subprocess.CompletedProcess, float]:
     started = time.monotonic()
-    proc = subprocess.run([sys.executable, "-m", "delta_downgrade.cli", *args], capture_output=True,
-                          text=True, timeout=timeout)
+    proc = run_cli(*args, timeout=timeout)
     return proc, time.monotonic() - started
-
-
-def _assert_bad_input(proc: subprocess.CompletedProcess, error_class: str) -> None:
-    output = proc.stdout + proc.stderr
-    assert proc.returncode == 2, output
-    assert f"[{error_class}]" in proc.stderr, output
-    assert "Traceback" not in output and "Py4J" not in output and "at org.apache" not in output, output
 
 
 @pytest.fixture
@@ -50,18 +30,18 @@ def table(golden_table) -> str:
 @pytest.mark.parametrize("retention", ["99999999999999999999 days", "1" + "0" * 400 + " hours",
                                        "interval 9999999999 weeks"])
 def test_cleanup_overflowing_retention_is_bad_input(table, retention):
-    before = _hash_tree(table)
+    before = tree_hashes(table)
     proc, _ = _cli("cleanup", table, f"--retention={retention}")
-    _assert_bad_input(proc, "DELTA_DOWNGRADE_BAD_DURATION")
-    assert _hash_tree(table) == before
+    assert_bad_input(proc, "DELTA_DOWNGRADE_BAD_DURATION")
+    assert tree_hashes(table) == before
 
 
 @pytest.mark.parametrize("extra", [[], ["--override-retention-check"], ["--dry-run"]])
 def test_vacuum_overflowing_retention_hours_is_bad_input(table, extra):
-    before = _hash_tree(table)
+    before = tree_hashes(table)
     proc, _ = _cli("vacuum", table, "--retention-hours=1e308", *extra)
-    _assert_bad_input(proc, "DELTA_DOWNGRADE_BAD_DURATION")
-    assert _hash_tree(table) == before
+    assert_bad_input(proc, "DELTA_DOWNGRADE_BAD_DURATION")
+    assert tree_hashes(table) == before
 
 
 def test_durations_are_bounded_where_they_are_parsed():
@@ -77,7 +57,7 @@ def test_durations_are_bounded_where_they_are_parsed():
 @pytest.mark.parametrize("command", [["inspect"], ["cleanup"], ["vacuum", "--dry-run"]])
 def test_unserved_scheme_is_refused_quickly(uri, command):
     proc, elapsed = _cli(command[0], uri, *command[1:])
-    _assert_bad_input(proc, "DELTA_DOWNGRADE_UNSUPPORTED_STORAGE")
+    assert_bad_input(proc, "DELTA_DOWNGRADE_UNSUPPORTED_STORAGE")
     scheme = uri.split("://")[0]
     assert f"{scheme}://" in proc.stderr
     # Spark's start-up alone takes several seconds: refusing before it is the point.
