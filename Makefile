@@ -36,12 +36,14 @@ $(PY):
 	  echo "ERROR: '$$py -m venv' failed; on Debian/Ubuntu install the python3-venv package" >&2; \
 	  rm -rf $(VENV); exit 1; }
 
-# Re-install only when pyproject.toml is newer than the stamp (or the venv is new).
-$(STAMP): pyproject.toml | $(PY)
+# Re-install only when a pyproject.toml is newer than the stamp (or the venv is new). The
+# repository-only tools (tools/: table builders, demo, run-job/validate-bundle) are installed
+# here next to the package and nowhere else: the wheel (`make wheel`) never contains them.
+$(STAMP): pyproject.toml tools/pyproject.toml | $(PY)
 	@echo "$(PY) -m pip install --upgrade pip"
 	@$(PY) -m pip install --upgrade pip 2>&1 | $(QUIET_PIP)
-	@echo "$(PY) -m pip install -e '.[dev]'"
-	@$(PY) -m pip install -e '.[dev]' 2>&1 | $(QUIET_PIP)
+	@echo "$(PY) -m pip install -e '.[dev]' -e tools"
+	@$(PY) -m pip install -e '.[dev]' -e tools 2>&1 | $(QUIET_PIP)
 	@touch $(STAMP)
 
 check-java:
@@ -69,7 +71,7 @@ test: venv check-java
 	$(VENV)/bin/pytest -q $(PYTEST_ARGS)
 
 demo: venv check-java
-	$(PY) -m delta_downgrade.demo
+	$(PY) -m delta_downgrade_tools.demo
 
 wheel: venv
 	$(PY) -m build --wheel

@@ -2,8 +2,8 @@
 
 Builds (once per run, in a temp dir) a table of ``--files`` parquet files (default 240) holding
 ``--rows`` rows (default 2.4 million; id, a double, a string, a date), written with pyarrow
-through the package's TableBuilder, then puts deletion vectors on ``--dv-fraction`` of the files
-(default 30%) with dv_builder: a mix of scattered rows and a range, ~10% of each file's rows.
+through the repository tools' TableBuilder, then puts deletion vectors on ``--dv-fraction`` of the
+files (default 30%) with dv_builder: a mix of scattered rows and a range, ~10% of each file's rows.
 
 Then times, in the same run and on the same local Spark session:
   - ``purge``: the ``purge_deletion_vectors`` hook alone (read the DVs, rewrite the affected files
@@ -28,15 +28,16 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "src"))
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tools", "src"))
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
 import pyarrow as pa  # noqa: E402
 
-from delta_downgrade.builders import TableBuilder  # noqa: E402
-from delta_downgrade.dv_builder import create_dv_table, delete_rows  # noqa: E402
 from delta_downgrade.log.delta_log import DeltaLog  # noqa: E402
 from delta_downgrade.operations.drop_feature import DropRun  # noqa: E402
 from delta_downgrade.rewrite.dv_purge import purge_deletion_vectors  # noqa: E402
+from delta_downgrade_tools.builders import TableBuilder  # noqa: E402
+from delta_downgrade_tools.dv_builder import create_dv_table, delete_rows  # noqa: E402
 
 SCHEMA = pa.schema([("id", pa.int64()), ("amount", pa.float64()), ("label", pa.string()),
                     ("day", pa.date32())])

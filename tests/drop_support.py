@@ -11,13 +11,13 @@ from typing import Any, Iterator
 import pyarrow as pa
 
 from delta_downgrade.actions import AnyAction, Metadata
-from delta_downgrade.builders import TableBuilder
 from delta_downgrade.clock import ManualClock
 from delta_downgrade.log.delta_log import DeltaLog
 from delta_downgrade.operations import feature_drops
 from delta_downgrade.operations.feature_drops import FeatureDrop
 from delta_downgrade.protocol import FeatureKind, Protocol, TableFeature
 from delta_downgrade.protocol.features import registry_with, with_registry
+from delta_downgrade_tools.builders import TableBuilder
 
 RW_T = "testRemovableReaderWriter"
 W_T = "testRemovableWriter"

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from importlib.metadata import entry_points
 from typing import Callable, Sequence
 
 from delta_downgrade import __version__
@@ -46,11 +47,17 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+# Entry-point group of subcommands that other installed distributions add (the repository's
+# tools: run-job, validate-bundle); each value is a register(subparsers, commands) function.
+COMMAND_GROUP = "delta_downgrade.commands"
+
+
 def _extra_commands() -> list[Callable[[argparse._SubParsersAction, dict[str, Command]], None]]:
-    """Subcommands of later operations register themselves here (kept import-light)."""
+    """Subcommands of later operations register themselves here (kept import-light), then those
+    that installed distributions declare in :data:`COMMAND_GROUP`, by name: the wheel a job
+    installs has none, so it never refers to the repository-only tools."""
     found = []
-    for module_name in ("delta_downgrade.operations.cli_commands", "delta_downgrade.operations.cli_drop",
-                        "delta_downgrade.jobs.cli_run_job"):
+    for module_name in ("delta_downgrade.operations.cli_commands", "delta_downgrade.operations.cli_drop"):
         try:
             module = __import__(module_name, fromlist=["register"])
         except ModuleNotFoundError as exc:
@@ -58,6 +65,7 @@ def _extra_commands() -> list[Callable[[argparse._SubParsersAction, dict[str, Co
                 raise
             continue
         found.append(module.register)
+    found.extend(ep.load() for ep in sorted(entry_points(group=COMMAND_GROUP), key=lambda ep: ep.name))
     return found
 
 

@@ -18,7 +18,6 @@ import pyarrow.parquet as pq
 import pytest
 
 from delta_downgrade.actions import AddFile
-from delta_downgrade.builders import TableBuilder
 from delta_downgrade.errors import FeatureDropError
 from delta_downgrade.log.delta_log import DeltaLog
 from delta_downgrade.operations.drop_feature import drop_feature
@@ -28,6 +27,7 @@ from delta_downgrade.rewrite import hooks
 from delta_downgrade.rewrite.column_mapping import (
     COLUMN_MAPPING_FIELD_KEYS, INVALID_NAMES_ERROR, iter_named_fields, remove_column_mapping,
 )
+from delta_downgrade_tools.builders import TableBuilder
 from oracle import same_rows
 
 LEGACY_2_5_AFTER = {"minReaderVersion": 1, "minWriterVersion": 7, "readerFeatures": None,

@@ -18,9 +18,9 @@ import subprocess
 
 import pytest
 
-from delta_downgrade.builders import TableBuilder
-from delta_downgrade.dv_builder import create_dv_table, delete_rows
 from delta_downgrade.protocol import Protocol
+from delta_downgrade_tools.builders import TableBuilder
+from delta_downgrade_tools.dv_builder import create_dv_table, delete_rows
 from tests.drop_support import SCHEMA, build, rows
 from tests.process_support import run_cli, tree_hashes
 

@@ -20,7 +20,6 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from delta_downgrade.builders import TableBuilder
 from delta_downgrade.log.delta_log import DeltaLog
 from delta_downgrade.operations.drop_feature import drop_feature
 from delta_downgrade.operations.inspect import inspect_table
@@ -28,6 +27,7 @@ from delta_downgrade.protocol import Protocol
 from delta_downgrade.rewrite import hooks
 from delta_downgrade.schema import arrow_primitive_to_delta
 from delta_downgrade.schema import delta_schema_to_arrow
+from delta_downgrade_tools.builders import TableBuilder
 from oracle import same_rows
 
 

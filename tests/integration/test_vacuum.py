@@ -18,7 +18,6 @@ import pyarrow.parquet as pq
 import pytest
 
 from delta_downgrade.actions import AddFile
-from delta_downgrade.builders import TableBuilder
 from delta_downgrade.cli import main
 from delta_downgrade.clock import ManualClock
 from delta_downgrade.dv_paths import dv_relative_path, encode_uuid_dv
@@ -29,6 +28,7 @@ from delta_downgrade.operations.vacuum import (
     vacuum,
 )
 from delta_downgrade.protocol import Protocol
+from delta_downgrade_tools.builders import TableBuilder
 
 from tests.oracle import same_rows
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from delta_downgrade.jobs.bundle_check import load_jobs, validate_jobs, wheel_entry_points
+from delta_downgrade_tools.bundle_check import load_jobs, validate_jobs, wheel_entry_points
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPTS = {"delta-downgrade", "drop_feature_task", "verify_task", "truncate_task"}

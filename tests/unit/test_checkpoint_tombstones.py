@@ -7,11 +7,11 @@ from __future__ import annotations
 import pyarrow as pa
 
 from delta_downgrade.actions import RemoveFile
-from delta_downgrade.builders import TableBuilder
 from delta_downgrade.clock import ManualClock
 from delta_downgrade.log.arrow_replay import replay_snapshot
 from delta_downgrade.log.checkpoint_writer import CheckpointContent, write_checkpoint
 from delta_downgrade.log.delta_log import DeltaLog
+from delta_downgrade_tools.builders import TableBuilder
 
 
 def test_same_key_add_and_remove_in_a_checkpoint_keep_the_add(tmp_path):

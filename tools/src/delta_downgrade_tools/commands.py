@@ -1,4 +1,10 @@
-"""``delta-downgrade run-job JOB.yml --param k=v … [--var k=v …]``: the job's task graph, locally."""
+"""The repository-only subcommands of ``delta-downgrade``: ``run-job JOB.yml --param k=v … [--var
+k=v …]`` (the job's task graph, locally) and ``validate-bundle`` (the bundle, offline).
+
+They are declared in the ``delta_downgrade.commands`` entry-point group of this distribution
+(tools/pyproject.toml), so the runtime CLI finds them only where the tools are installed and never
+names them itself. Each entry point is a ``register(subparsers, commands)`` function.
+"""
 
 from __future__ import annotations
 
@@ -20,7 +26,7 @@ def _pairs(items: list[str] | None, flag: str) -> dict[str, str]:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from delta_downgrade.jobs.local_runner import run_job
+    from delta_downgrade_tools.local_runner import run_job
 
     run = run_job(args.job_file, params=_pairs(args.param, "--param"), variables=_pairs(args.var, "--var"),
                   job_key=args.job, target=args.target, run_dir=args.run_dir, runner=args.runner)
@@ -32,7 +38,7 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _validate(args: argparse.Namespace) -> int:
-    from delta_downgrade.jobs.bundle_check import (
+    from delta_downgrade_tools.bundle_check import (
         installed_entry_points, load_jobs, validate_jobs, wheel_entry_points,
     )
 
@@ -44,7 +50,10 @@ def _validate(args: argparse.Namespace) -> int:
     return EXIT_OK if not problems else 2
 
 
-def register(sub: argparse._SubParsersAction, commands: dict[str, Callable[[argparse.Namespace], int]]) -> None:
+Commands = dict[str, Callable[[argparse.Namespace], int]]
+
+
+def register_run_job(sub: argparse._SubParsersAction, commands: Commands) -> None:
     p = sub.add_parser("run-job", help="run a bundle job's task graph on this machine")
     p.add_argument("job_file", help="resources/<name>.job.yml")
     p.add_argument("--param", action="append", help="job parameter key=value (repeatable)")
@@ -56,6 +65,8 @@ def register(sub: argparse._SubParsersAction, commands: dict[str, Callable[[argp
                    help="run wheel tasks through their console scripts or spark-submit")
     commands["run-job"] = _run
 
+
+def register_validate_bundle(sub: argparse._SubParsersAction, commands: Commands) -> None:
     v = sub.add_parser("validate-bundle", help="validate databricks.yml and resources/ offline")
     v.add_argument("root", nargs="?", default=".", help="bundle root (where databricks.yml is)")
     v.add_argument("--wheel", default=None, help="check entry points against this built wheel")

@@ -1,5 +1,5 @@
-"""Deletion vectors for tables built with :class:`~delta_downgrade.builders.TableBuilder`: what a
-``DELETE`` on a DV-enabled table commits, written with this package's own DV code.
+"""Deletion vectors for tables built with :class:`~delta_downgrade_tools.builders.TableBuilder`:
+what a ``DELETE`` on a DV-enabled table commits, written with delta_downgrade's own DV code.
 
 For every affected file, one commit holds ``remove(old add)`` + ``add(same path, deletionVector =
 new descriptor, stats with tightBounds = false)`` (PROTOCOL.md "Deletion Vectors": a file with a
@@ -21,7 +21,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from delta_downgrade.actions import AddFile, AnyAction, DeletionVectorDescriptor, RemoveFile
-from delta_downgrade.builders import TableBuilder
+from delta_downgrade_tools.builders import TableBuilder
 from delta_downgrade.deletion_vectors import (
     DvFileReader, inline_descriptor, row_index_list, write_dv_file,
 )

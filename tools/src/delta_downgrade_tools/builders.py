@@ -1,5 +1,5 @@
 """Build real Delta tables directly: parquet data files written with pyarrow and commit JSON
-written through the package's own commit path.
+written through delta_downgrade's own commit path.
 
 Tests use it for tables the golden set lacks (checkpointProtection, stable typeWidening, inline
 deletion vectors, …) and ``make demo`` for its sample table. delta-rs cannot create most of
@@ -27,7 +27,7 @@ from delta_downgrade.log.delta_log import DeltaLog
 from delta_downgrade.log.files import commit_path
 from delta_downgrade.protocol import Protocol
 from delta_downgrade.schema import schema_string
-from delta_downgrade.storage import LocalStorage
+from delta_downgrade.storage.local import LocalStorage
 
 
 def _stat_value(value: Any) -> Any:

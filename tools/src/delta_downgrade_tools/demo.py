@@ -20,17 +20,17 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from delta_downgrade.builders import TableBuilder
+from delta_downgrade_tools.builders import TableBuilder
 from delta_downgrade.log.delta_log import DeltaLog
 from delta_downgrade.protocol import Protocol
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]  # tools/src/delta_downgrade_tools/demo.py
 SCHEMA = pa.schema([("id", pa.int64()), ("category", pa.string()), ("amount", pa.float64())])
 FEATURES = ("deletionVectors", "vacuumProtocolCheck", "checkConstraints")
 
 
 def build_sample_table(path: str) -> None:
-    from delta_downgrade.dv_builder import delete_rows
+    from delta_downgrade_tools.dv_builder import delete_rows
 
     if os.path.exists(path):
         shutil.rmtree(path)
@@ -73,12 +73,12 @@ def describe(path: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m delta_downgrade.demo")
+    parser = argparse.ArgumentParser(prog="python -m delta_downgrade_tools.demo")
     parser.add_argument("--dir", default=str(REPO / ".runs" / "demo"), help="where the sample table goes")
     parser.add_argument("--retry-interval-ms", default="20000")
     args = parser.parse_args(argv)
 
-    from delta_downgrade.jobs.local_runner import run_job
+    from delta_downgrade_tools.local_runner import run_job
 
     table = os.path.join(args.dir, "table")
     print(f"== building the sample table at {table}", flush=True)

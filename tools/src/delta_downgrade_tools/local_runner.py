@@ -434,6 +434,7 @@ def _command(entry_point: str, args: list[str], runner: str) -> list[str]:
     against the wheel's metadata). Fixed programs only: the entry point is an argument, looked up
     again in the metadata by the program that runs it, never a path or a piece of source."""
     if runner == "spark-submit":
+        # The repository root: this file is tools/src/delta_downgrade_tools/local_runner.py.
         launcher = Path(__file__).resolve().parents[3] / "jobs" / "spark_submit.py"
         submit = shutil.which("spark-submit") or str(Path(sys.prefix) / "bin" / "spark-submit")
         return [submit, "--master", os.environ.get("DELTA_DOWNGRADE_SPARK_MASTER", "local[2]"),

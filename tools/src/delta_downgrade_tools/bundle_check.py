@@ -30,7 +30,7 @@ def _outputs() -> dict[str, frozenset[str]]:
 
 
 def load_jobs(root: str | Path) -> dict[str, dict[str, Any]]:
-    from delta_downgrade.jobs.local_runner import _mapping, load_yaml
+    from delta_downgrade_tools.local_runner import _mapping, load_yaml
 
     root = Path(root)
     bundle = _mapping(load_yaml(root / "databricks.yml", "bundle file"), "databricks.yml")
@@ -62,7 +62,7 @@ def _strings(value: Any) -> Iterable[str]:
 
 def validate_jobs(jobs: dict[str, dict[str, Any]], entry_points: set[str]) -> list[str]:
     """Every problem found, as one line each; empty when the bundle is valid."""
-    from delta_downgrade.jobs.local_runner import topological_order
+    from delta_downgrade_tools.local_runner import topological_order
 
     problems: list[str] = []
     try:
