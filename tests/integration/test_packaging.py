@@ -9,6 +9,7 @@ import os
 import shutil
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -33,6 +34,30 @@ def fresh_venv(tmp_path_factory, wheel) -> Path:
                           capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return venv
+
+
+# Repository-only modules (tools/): a job installs the wheel, and the wheel carries only what a
+# task runs.
+TOOLS_MODULES = ("builders", "dv_builder", "demo", "local_runner", "bundle_check", "cli_run_job")
+
+
+def test_wheel_has_no_builders_demo_or_job_runner(wheel):
+    names = zipfile.ZipFile(wheel).namelist()
+    assert any(n == "delta_downgrade/jobs/entrypoints.py" for n in names), names
+    stems = {Path(n).stem for n in names if n.endswith(".py")}
+    assert not stems & set(TOOLS_MODULES), sorted(stems & set(TOOLS_MODULES))
+    assert not any(n.startswith("delta_downgrade_tools") for n in names)
+    entry_points = next(n for n in names if n.endswith(".dist-info/entry_points.txt"))
+    assert "delta_downgrade.commands" not in zipfile.ZipFile(wheel).read(entry_points).decode()
+
+
+@pytest.mark.slow
+def test_installed_wheel_cli_has_no_repository_commands(fresh_venv):
+    proc = subprocess.run([str(fresh_venv / "bin" / "delta-downgrade"), "--help"], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "drop-feature" in proc.stdout
+    assert "run-job" not in proc.stdout and "validate-bundle" not in proc.stdout
 
 
 @pytest.mark.slow
