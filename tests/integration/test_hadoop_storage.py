@@ -8,7 +8,7 @@ import pytest
 from delta_downgrade.errors import CommitFileExistsError, StorageNotAtomicError
 from delta_downgrade.log.commit import commit
 from delta_downgrade.log.delta_log import DeltaLog
-from delta_downgrade.storage_hadoop import HadoopStorage, scheme_of
+from delta_downgrade.storage.hadoop import HadoopStorage, scheme_of
 
 
 def test_reads_the_same_as_local_storage(spark, golden_table):
@@ -43,7 +43,7 @@ def test_s3_refuses_to_commit():
 
 
 def test_walk_files_matches_local(spark, golden_table):
-    from delta_downgrade.storage import LocalStorage
+    from delta_downgrade.storage.local import LocalStorage
 
     path = golden_table("dv_partitioned_checkpoint")
     ours = sorted(s.path for s in HadoopStorage(f"file://{path}", spark).walk_files())

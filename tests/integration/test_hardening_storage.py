@@ -25,7 +25,7 @@ import pytest
 
 from delta_downgrade.errors import DeltaDowngradeError
 from delta_downgrade.log.delta_log import DeltaLog
-from delta_downgrade.storage import LocalStorage
+from delta_downgrade.storage.local import LocalStorage
 from tests.process_support import run_cli, tree_hashes
 
 GOLDEN = "dv_enabled_no_dvs"   # DROP FEATURE deletionVectors writes commits and checkpoints, no Spark
@@ -165,7 +165,7 @@ def test_read_only_storage_is_bad_input_and_untouched(read_only_copy, command):
 
 @pytest.mark.parametrize("method", ["put_if_absent", "write_atomic"])
 def test_hadoop_writes_on_a_full_disk_are_typed_and_leave_nothing(spark, tiny_fs, method):
-    from delta_downgrade.storage_hadoop import HadoopStorage
+    from delta_downgrade.storage.hadoop import HadoopStorage
 
     os.makedirs(tiny_fs / "t" / "_delta_log")
     storage = HadoopStorage(f"file://{tiny_fs}/t", spark)
@@ -177,7 +177,7 @@ def test_hadoop_writes_on_a_full_disk_are_typed_and_leave_nothing(spark, tiny_fs
 
 
 def test_hadoop_scheme_without_file_system_is_typed(spark):
-    from delta_downgrade.storage_hadoop import HadoopStorage
+    from delta_downgrade.storage.hadoop import HadoopStorage
 
     with pytest.raises(DeltaDowngradeError) as info:
         HadoopStorage(f"gs://bucket-{uuid.uuid4().hex[:8]}/t", spark).exists("_delta_log")
@@ -186,7 +186,7 @@ def test_hadoop_scheme_without_file_system_is_typed(spark):
 
 
 def test_unreachable_hdfs_is_typed_and_bounded(spark):
-    from delta_downgrade.storage_hadoop import HadoopStorage
+    from delta_downgrade.storage.hadoop import HadoopStorage
 
     with socket.socket() as s:   # a port nobody listens on
         s.bind(("127.0.0.1", 0))

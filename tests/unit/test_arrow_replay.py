@@ -31,7 +31,7 @@ from delta_downgrade.log.checkpoints import checkpoint_content, checkpoint_table
 from delta_downgrade.log.delta_log import DeltaLog
 from delta_downgrade.log.files import LOG_DIR
 from delta_downgrade.log.snapshot import LogSegment, Snapshot, TableState
-from delta_downgrade.storage import LocalStorage
+from delta_downgrade.storage.local import LocalStorage
 
 EXCLUDED = {"catalog_managed_ict"}
 

@@ -31,7 +31,7 @@ from delta_downgrade.log.checkpoint_writer import (CHECKPOINT_SCHEMA, DEFAULT_PA
                                                    split_into_parts, write_checkpoint)
 from delta_downgrade.log.files import (LAST_CHECKPOINT, classic_checkpoint_path, commit_path,
                                        parse_log_file)
-from delta_downgrade.storage import LocalStorage
+from delta_downgrade.storage.local import LocalStorage
 
 # --- helpers -------------------------------------------------------------------------------------
 

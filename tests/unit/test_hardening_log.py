@@ -28,7 +28,8 @@ from delta_downgrade.log.delta_log import DeltaLog
 from delta_downgrade.log.files import LOG_DIR, classic_checkpoint_path, commit_path
 from delta_downgrade.log.listing import list_log
 from delta_downgrade.log.snapshot import Snapshot
-from delta_downgrade.storage import FileStatus, LocalStorage
+from delta_downgrade.storage import FileStatus
+from delta_downgrade.storage.local import LocalStorage
 
 T0 = 1_700_000_000_000
 SCHEMA = json.dumps({"type": "struct", "fields": [

@@ -29,7 +29,8 @@ from typing import Any, NoReturn
 from delta_downgrade.errors import NotADeltaTableError, TableNotFoundError, VersionsNotContiguousError
 from delta_downgrade.log.files import LOG_DIR, MAX_VERSION, LogFile, parse_log_file
 from delta_downgrade.log.last_checkpoint import read_last_checkpoint
-from delta_downgrade.storage import FileStatus, LocalStorage, Storage
+from delta_downgrade.storage import FileStatus, Storage
+from delta_downgrade.storage.local import LocalStorage
 
 
 @dataclass(frozen=True)

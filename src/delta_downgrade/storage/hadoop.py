@@ -18,16 +18,14 @@ from delta_downgrade.errors import (
     CommitFileExistsError, DeltaDowngradeError, StorageNotAtomicError, StorageUnreachableError,
     UnsupportedStorageError,
 )
-from delta_downgrade.storage import FileStatus, temp_name, typed_write_error
+from delta_downgrade.storage.base import FileStatus, scheme_of
+from delta_downgrade.storage.temp_files import temp_name
+from delta_downgrade.storage.write_errors import typed_write_error
 
 # Schemes whose FileSystem.create(overwrite=false) is atomic (reference: Delta's LogStore
 # implementations — HDFSLogStore, AzureLogStore via rename, GCSLogStore via preconditions).
 ATOMIC_CREATE_SCHEMES = frozenset({"hdfs", "viewfs", "abfs", "abfss", "gs", "file"})
 NON_ATOMIC_SCHEMES = frozenset({"s3", "s3a", "s3n", "wasb", "wasbs", "oss", "cos"})
-
-
-def scheme_of(uri: str) -> str:
-    return uri.split("://", 1)[0].lower() if "://" in uri else "file"
 
 
 # --- can this process serve the scheme at all? (checked before a JVM is started) -----------------
@@ -153,6 +151,19 @@ def java_storage_error(exc: BaseException, root: str, what: str, *,
 class HadoopStorage:
     """A table at ``root`` (a URI) read and written through the JVM's Hadoop FileSystem."""
 
+    @classmethod
+    def from_location(cls, location: str) -> HadoopStorage:
+        """The storage for a URI, refusing before any JVM is started a scheme nothing here can
+        serve (exit 2), not after ten seconds of Spark start-up and a Java
+        UnsupportedFileSystemException."""
+        check_scheme_servable(location)
+        try:
+            return cls(location)
+        except RuntimeError as exc:  # no PySpark
+            raise UnsupportedStorageError(
+                f"{location}: reading {location.split('://', 1)[0]}:// tables needs Spark's Hadoop "
+                f"FileSystem ({exc})", table=location) from None
+
     def __init__(self, root: str, spark: Any = None) -> None:
         if spark is None:
             from delta_downgrade.spark import get_spark
@@ -174,7 +185,8 @@ class HadoopStorage:
     @contextmanager
     def _java(self, what: str, *, write: bool = False) -> Iterator[None]:
         """Map JVM failures to typed errors: no file system for the scheme, unreachable, and
-        (for writes) disk full / read-only, as :mod:`delta_downgrade.storage` does for local files."""
+        (for writes) disk full / read-only, as :mod:`delta_downgrade.storage.write_errors` maps
+        them for local files."""
         try:
             yield
         except Exception as exc:
@@ -280,8 +292,8 @@ class HadoopStorage:
 
     def write_atomic(self, rel_path: str, data: bytes) -> None:
         """Write to a temporary name, then rename over the target (checkpoints, _last_checkpoint).
-        The temporary name is the package's (:func:`delta_downgrade.storage.temp_name`), so a
-        crash's leftover is recognised by ``cleanup``; a failure removes it at once."""
+        The temporary name is the package's (:func:`delta_downgrade.storage.temp_files.temp_name`),
+        so a crash's leftover is recognised by ``cleanup``; a failure removes it at once."""
         directory, _, name = rel_path.rpartition("/")
         tmp = f"{directory}/{temp_name(name)}" if directory else temp_name(name)
         with self._java(f"writing {rel_path}", write=True):

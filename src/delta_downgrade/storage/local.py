@@ -1,113 +1,16 @@
-"""Storage behind a table: a small interface, local files now, Hadoop FileSystem later.
-
-Paths are relative to the table root and use ``/`` (``_delta_log/00000000000000000000.json``).
-The one operation that makes a log safe is :meth:`Storage.put_if_absent`: a commit must never
-overwrite another writer's commit. Implementations that cannot do it atomically must say so
-(``atomic_put_if_absent = False``) so that writers refuse instead of risking a lost commit.
-"""
+"""A table on a local (or locally mounted) file system: the ``file`` scheme and plain paths."""
 
 from __future__ import annotations
 
 import errno
 import os
-import re
-from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator, Protocol as TypingProtocol
+from typing import Iterator
 
-from delta_downgrade.errors import (
-    CommitFileExistsError, DeltaDowngradeError, StorageFullError, StorageNotWritableError,
-)
-
-#: Temporary files of this package: ``.<final name>.<pid>.<12 hex digits>.tmp`` next to the final
-#: name. Every writer (local and Hadoop) uses :func:`temp_name`, so that ``cleanup`` can recognise
-#: stale ones of its own and nothing else (delta-spark's are ``.<name>.<uuid>.tmp``, with dashes).
-TEMP_NAME_RE = re.compile(r"^\.(?P<name>.+)\.(?P<pid>\d+)\.(?P<rand>[0-9a-f]{12})\.tmp$")
-
-
-def temp_name(final_name: str) -> str:
-    """The name of a temporary file for ``final_name`` (hidden: starts with ``.``)."""
-    return f".{final_name}.{os.getpid()}.{os.urandom(6).hex()}.tmp"
-
-
-def is_package_temp(rel_path: str) -> bool:
-    """Whether the last component of ``rel_path`` has this package's temporary-file name."""
-    return TEMP_NAME_RE.match(rel_path.rsplit("/", 1)[-1]) is not None
-
-
-# --- typed write failures ------------------------------------------------------------------------
-
-_FULL_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT})
-_NOT_WRITABLE_ERRNOS = frozenset({errno.EROFS, errno.EACCES, errno.EPERM})
-# The same conditions as a JVM (Hadoop FileSystem, a Spark write) reports them.
-_JAVA_FULL = ("No space left on device", "Disk quota exceeded", "DSQuotaExceededException",
-              "NSQuotaExceededException")
-_JAVA_NOT_WRITABLE = ("Read-only file system", "Permission denied", "AccessControlException",
-                      "AccessDeniedException")
-
-
-def typed_write_error(exc: BaseException, what: str, table: str | None) -> DeltaDowngradeError | None:
-    """The typed error for a write that failed with ``exc`` (an ``OSError`` by errno, or a JVM
-    error by its message), or None when it is not a storage condition we name.
-
-    ``what`` says what was being written, e.g. ``writing _delta_log/00000000000000000003.json``.
-    """
-    if isinstance(exc, DeltaDowngradeError):
-        return None
-    code = exc.errno if isinstance(exc, OSError) else None
-    text = str(exc)
-    if code in _FULL_ERRNOS or (code is None and any(m in text for m in _JAVA_FULL)):
-        reason = os.strerror(code) if code else "no space left on the storage"
-        return StorageFullError(
-            f"{what} failed: {reason}. That file was not written (its temporary file was removed); "
-            f"every step before it is complete and recorded in the log. Free some space and rerun: "
-            f"the rerun resumes from there", table=table,
-            params={"errno": errno.errorcode.get(code, "") if code else "", "step": what})
-    if code in _NOT_WRITABLE_ERRNOS or (code is None and any(m in text for m in _JAVA_NOT_WRITABLE)):
-        reason = os.strerror(code) if code else "the storage refused the write"
-        return StorageNotWritableError(
-            f"{what} failed: {reason}. The table's storage is read-only or not writable by this "
-            f"user; this step wrote nothing. Run where the table is writable (or fix its "
-            f"permissions) and rerun", table=table,
-            params={"errno": errno.errorcode.get(code, "") if code else "", "step": what})
-    return None
-
-
-@contextmanager
-def typed_write_errors(what: str, table: str | None) -> Iterator[None]:
-    """Turn a storage failure inside the block into :class:`StorageFullError` /
-    :class:`StorageNotWritableError` (one line for the user, no traceback); other errors pass
-    unchanged."""
-    try:
-        yield
-    except Exception as exc:
-        typed = typed_write_error(exc, what, table)
-        if typed is None:
-            raise
-        raise typed from exc
-
-
-@dataclass(frozen=True)
-class FileStatus:
-    path: str          # relative to the table root
-    size: int
-    modification_time_ms: int
-
-
-class Storage(TypingProtocol):
-    root: str
-    atomic_put_if_absent: bool
-
-    def list_dir(self, rel_dir: str) -> list[FileStatus]: ...
-    def exists(self, rel_path: str) -> bool: ...
-    def read_bytes(self, rel_path: str) -> bytes: ...
-    def status(self, rel_path: str) -> FileStatus: ...
-    def put_if_absent(self, rel_path: str, data: bytes) -> None: ...
-    def write_atomic(self, rel_path: str, data: bytes) -> None: ...
-    def delete(self, rel_path: str) -> bool: ...
-    def local_path(self, rel_path: str) -> str: ...
-    def set_modification_time(self, rel_path: str, epoch_ms: int) -> None: ...
+from delta_downgrade.errors import CommitFileExistsError
+from delta_downgrade.storage.base import FileStatus
+from delta_downgrade.storage.temp_files import temp_name
+from delta_downgrade.storage.write_errors import typed_write_error, typed_write_errors
 
 
 def _fsync_dir(path: Path) -> None:
@@ -135,6 +38,14 @@ class LocalStorage:
 
     def __init__(self, root: str | os.PathLike[str]) -> None:
         self.root = os.path.abspath(os.fspath(root))
+
+    @classmethod
+    def from_location(cls, location: str) -> LocalStorage:
+        """A plain path, or a ``file://`` / ``file:`` URI."""
+        for prefix in ("file://", "file:"):
+            if location[:len(prefix)].lower() == prefix:
+                return cls(location[len(prefix):])
+        return cls(location)
 
     def __repr__(self) -> str:
         return f"LocalStorage({self.root!r})"
@@ -296,27 +207,3 @@ class LocalStorage:
         """Tests and benches age files to exercise retention; never used on real tables."""
         secs = epoch_ms / 1000
         os.utime(self._abs(rel_path), (secs, secs))
-
-
-def open_storage(location: str) -> Storage:
-    """The storage for a table location: local paths and ``file:`` URIs directly; other schemes
-    (``abfss://``, ``gs://``, ``hdfs://``, ``s3://`` …) through Hadoop FileSystem in the Spark
-    session's JVM, which commits only where the scheme has an atomic create."""
-    if location.startswith("file://"):
-        return LocalStorage(location[len("file://"):])
-    if location.startswith("file:"):
-        return LocalStorage(location[len("file:"):])
-    if "://" in location:
-        from delta_downgrade.errors import UnsupportedStorageError
-        from delta_downgrade.storage_hadoop import HadoopStorage, check_scheme_servable
-
-        # Before any JVM is started: a scheme nothing here can serve is refused at once (exit 2),
-        # not after ten seconds of Spark start-up and a Java UnsupportedFileSystemException.
-        check_scheme_servable(location)
-        try:
-            return HadoopStorage(location)
-        except RuntimeError as exc:  # no PySpark
-            raise UnsupportedStorageError(
-                f"{location}: reading {location.split('://', 1)[0]}:// tables needs Spark's Hadoop "
-                f"FileSystem ({exc})", table=location) from None
-    return LocalStorage(location)

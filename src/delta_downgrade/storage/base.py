@@ -1,0 +1,40 @@
+"""The storage behind a table, as an interface: what the log and the operations may ask of it.
+
+Paths are relative to the table root and use ``/`` (``_delta_log/00000000000000000000.json``).
+The one operation that makes a log safe is :meth:`Storage.put_if_absent`: a commit must never
+overwrite another writer's commit (PROTOCOL.md "Delta Log Entries": a version is written once, by
+mutual exclusion). Implementations that cannot do it atomically must say so
+(``atomic_put_if_absent = False``) so that writers refuse instead of risking a lost commit.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol as TypingProtocol
+
+
+def scheme_of(location: str) -> str:
+    """The URI scheme of a table location, lower case; ``file`` for a plain path or ``file:``."""
+    return location.split("://", 1)[0].lower() if "://" in location else "file"
+
+
+@dataclass(frozen=True)
+class FileStatus:
+    path: str          # relative to the table root
+    size: int
+    modification_time_ms: int
+
+
+class Storage(TypingProtocol):
+    root: str
+    atomic_put_if_absent: bool
+
+    def list_dir(self, rel_dir: str) -> list[FileStatus]: ...
+    def exists(self, rel_path: str) -> bool: ...
+    def read_bytes(self, rel_path: str) -> bytes: ...
+    def status(self, rel_path: str) -> FileStatus: ...
+    def put_if_absent(self, rel_path: str, data: bytes) -> None: ...
+    def write_atomic(self, rel_path: str, data: bytes) -> None: ...
+    def delete(self, rel_path: str) -> bool: ...
+    def local_path(self, rel_path: str) -> str: ...
+    def set_modification_time(self, rel_path: str, epoch_ms: int) -> None: ...
