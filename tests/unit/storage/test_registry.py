@@ -1,0 +1,124 @@
+"""The storage scheme registry: which implementation serves a location, lazy loading (the base
+imports no implementation), unserved schemes refused as bad input, and explicit overrides."""
+
+from __future__ import annotations
+
+import ast
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+import delta_downgrade.storage as storage_pkg
+from delta_downgrade.errors import UnsupportedStorageError
+from delta_downgrade.storage import SCHEMES, implementation_for, open_storage
+from delta_downgrade.storage.hadoop import HadoopStorage
+from delta_downgrade.storage.local import LocalStorage
+
+IMPLEMENTATIONS = ("delta_downgrade.storage.local", "delta_downgrade.storage.hadoop")
+
+
+class InMemoryStorage:
+    """A stand-in implementation: records the location it was opened for."""
+
+    def __init__(self, location: str) -> None:
+        self.root = location
+
+    @classmethod
+    def from_location(cls, location: str) -> InMemoryStorage:
+        return cls(location)
+
+
+IN_MEMORY = f"{__name__}:InMemoryStorage"
+
+
+@pytest.mark.parametrize("location", ["/tmp/t", "relative/t", "file:///tmp/t", "file:/tmp/t",
+                                      "FILE:///tmp/t"])
+def test_local_paths_and_file_uris_are_local(location):
+    assert implementation_for(location) is LocalStorage
+
+
+@pytest.mark.parametrize("location,root", [("/tmp/t", "/tmp/t"), ("file:///tmp/t", "/tmp/t"),
+                                           ("file:/tmp/t", "/tmp/t")])
+def test_open_storage_local_root(location, root):
+    storage = open_storage(location)
+    assert isinstance(storage, LocalStorage) and storage.root == root
+
+
+@pytest.mark.parametrize("scheme", ["hdfs", "abfss", "abfs", "wasbs", "gs", "s3", "s3a", "dbfs"])
+def test_cloud_and_hdfs_schemes_are_hadoop(scheme):
+    assert SCHEMES[scheme] == "delta_downgrade.storage.hadoop:HadoopStorage"
+    assert implementation_for(f"{scheme}://bucket/t") is HadoopStorage
+    assert implementation_for(f"{scheme.upper()}://bucket/t") is HadoopStorage
+
+
+def test_unserved_scheme_is_unsupported_storage_before_a_jvm(tmp_path):
+    # A fresh process with no Spark session, no Databricks runtime and no Spark/Hadoop conf: the
+    # scheme has no entry and nothing here serves it.
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("DATABRICKS_RUNTIME_VERSION", "SPARK_HOME", "SPARK_CONF_DIR",
+                        "HADOOP_CONF_DIR", "PYSPARK_SUBMIT_ARGS", "SPARK_DIST_CLASSPATH",
+                        "DELTA_DOWNGRADE_DELTA_JARS")}
+    script = textwrap.dedent("""
+        from delta_downgrade.errors import UnsupportedStorageError
+        from delta_downgrade.storage import open_storage
+        try:
+            open_storage("nosuch://bucket/t")
+            print("NO ERROR")
+        except UnsupportedStorageError as exc:
+            print("CLASS", exc.error_class, exc.exit_code)
+        from pyspark import SparkContext
+        print("JVM", SparkContext._gateway is not None)
+    """)
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=120, env=env, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split("\n")[:2] == ["CLASS DELTA_DOWNGRADE_UNSUPPORTED_STORAGE 2", "JVM False"]
+
+
+def test_unknown_implementation_is_unsupported_storage():
+    with pytest.raises(UnsupportedStorageError) as info:
+        open_storage("/tmp/t", implementation="delta_downgrade.storage.nosuch:NoStorage")
+    assert info.value.exit_code == 2
+    assert "delta_downgrade.storage.nosuch:NoStorage" in info.value.message
+
+
+def test_importing_the_package_imports_no_implementation():
+    script = ("import sys, delta_downgrade.storage\n"
+              f"print(sorted(m for m in {IMPLEMENTATIONS + ('pyspark',)!r} if m in sys.modules))")
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "[]"
+
+
+def test_base_modules_never_import_an_implementation():
+    # Every module of the package except the implementations themselves.
+    package_dir = Path(storage_pkg.__file__).parent
+    base_modules = [p for p in package_dir.glob("*.py") if p.stem not in ("local", "hadoop")]
+    assert {p.stem for p in base_modules} >= {"__init__", "base", "registry"}
+    for path in base_modules:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom):
+                names = [node.module or ""] + [f"{node.module}.{a.name}" for a in node.names]
+            elif isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            else:
+                continue
+            assert not any(n.startswith(IMPLEMENTATIONS) for n in names), (path.name, names)
+
+
+def test_explicit_implementation_overrides_the_registry():
+    storage = open_storage("s3://bucket/t", implementation=IN_MEMORY)
+    assert isinstance(storage, InMemoryStorage) and storage.root == "s3://bucket/t"
+    assert isinstance(open_storage("/tmp/t", implementation=IN_MEMORY), InMemoryStorage)
+
+
+def test_a_registry_entry_adds_or_replaces_an_implementation(monkeypatch):
+    monkeypatch.setitem(SCHEMES, "mem", IN_MEMORY)
+    monkeypatch.setitem(SCHEMES, "gs", IN_MEMORY)
+    assert isinstance(open_storage("mem://t"), InMemoryStorage)
+    assert isinstance(open_storage("gs://bucket/t"), InMemoryStorage)
+    assert implementation_for("hdfs://nn/t") is HadoopStorage
