@@ -1,0 +1,102 @@
+"""The one gate: may this package perform an operation on a table with a given protocol?
+
+PROTOCOL.md "Table Features": a reader must support every feature of ``readerFeatures`` to read a
+table, and a writer every feature of ``writerFeatures`` to write it. Each operation of this package
+is one of the kinds below, and :func:`ensure_supported` is the only place that turns a protocol
+into "allowed" or a typed refusal, as delta-kernel-rs's ``ensure_operation_supported`` and
+delta-rs's ``ProtocolChecker`` do. Callers read the protocol (I/O); the decision is made here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from enum import Enum
+
+from delta_downgrade.errors import UnsupportedFeaturesError
+from delta_downgrade.protocol.protocol import Protocol
+
+__all__ = ["Decision", "Operation", "ensure_supported", "unsupported_features"]
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What a protocol rule says about a planned action: ``allowed`` or not, and why.
+
+    ``rule`` names the rule (``"a"``…``"d"`` of the Checkpoint Protection RFC,
+    ``"vacuumProtocolCheck"``); ``reason`` starts with it. ``clause`` says which part of the rule
+    decided, for callers that act differently per part; ``version`` is the version that decided
+    (when one did) and ``features`` the unsupported features behind a refusal.
+    """
+
+    allowed: bool
+    rule: str
+    reason: str
+    clause: str = ""
+    version: int | None = None
+    features: frozenset[str] = frozenset()
+
+
+class Operation(Enum):
+    """What the caller is about to do to the table."""
+
+    #: Read the table's state (PROTOCOL.md: reader features).
+    READ = "read"
+    #: Write a commit (PROTOCOL.md: writer features).
+    WRITE = "write"
+    #: Write a checkpoint: it restates the whole reconciled state, so every reader-side feature
+    #: must be understood as well as every writer feature (Checkpoint Protection RFC rule (b)
+    #: asks this for versions before the boundary; this package asks it for every version, since
+    #: a checkpoint that loses what an unknown feature means corrupts the table for everyone).
+    CHECKPOINT = "checkpoint"
+    #: Delete log files (PROTOCOL.md "Metadata Cleanup"): a write, and one that decides which
+    #: history stays readable, so reading and writing must both be supported.
+    CLEANUP = "cleanup"
+    #: Delete data files (VACUUM Protocol Check RFC: check the table's *write* protocol first,
+    #: unconditionally for every table).
+    VACUUM = "vacuum"
+
+
+def unsupported_features(protocol: Protocol, operation: Operation) -> frozenset[str]:
+    """The features of ``protocol`` that keep this package from doing ``operation``."""
+    if operation is Operation.READ:
+        return protocol.unsupported_for_read()
+    if operation in (Operation.WRITE, Operation.VACUUM):
+        return protocol.unsupported_for_write()
+    return protocol.unsupported_for_read() | protocol.unsupported_for_write()
+
+
+# What each refusal says: the verb of "cannot <verb>" and what was left undone.
+_WORDING: dict[Operation, tuple[str, str]] = {
+    Operation.READ: ("read", "nothing was read"),
+    Operation.WRITE: ("write", "nothing was written"),
+    Operation.CHECKPOINT: ("write a checkpoint for", "no checkpoint was written"),
+    Operation.CLEANUP: ("write", "metadata cleanup is a write, nothing was deleted"),
+    Operation.VACUUM: ("write", ("a client that does not support every writer feature must not "
+                                 "vacuum (VACUUM Protocol Check); use a client that supports them")),
+}
+
+
+def ensure_supported(protocol: Protocol, operation: Operation, *, table: str | None = None,
+                     version: int | None = None, ignore: Iterable[str] = (),
+                     purpose: str | None = None) -> None:
+    """Raise :class:`UnsupportedFeaturesError` unless this package can do ``operation`` on a table
+    with ``protocol``: ``DELTA_UNSUPPORTED_FEATURES_FOR_READ`` for :attr:`Operation.READ`,
+    ``DELTA_UNSUPPORTED_FEATURES_FOR_WRITE`` for every other operation (all of them write).
+
+    ``ignore``: features the operation itself removes (a DROP FEATURE of one of them needs no
+    support for it). ``version`` and ``purpose`` (e.g. ``"drop deletionVectors"``) only word the
+    message.
+    """
+    unsupported = unsupported_features(protocol, operation) - frozenset(ignore)
+    if not unsupported:
+        return
+    verb, outcome = _WORDING[operation]
+    subject = (f"version {version} has protocol {protocol} with" if version is not None
+               else f"the table's protocol {protocol} has")
+    because = f", so it cannot {purpose} safely" if purpose else ""
+    prefix = "VACUUM refused: " if operation is Operation.VACUUM else ""
+    raise UnsupportedFeaturesError(
+        f"{prefix}{subject} feature(s) {sorted(unsupported)} that delta-downgrade cannot "
+        f"{verb}{because}; {outcome}", features=unsupported,
+        for_write=operation is not Operation.READ, table=table)
