@@ -1,6 +1,6 @@
 """Deletion vector bytes (PROTOCOL.md "Deletion Vector Format", "Deletion Vector File Storage
-Format"): the golden tables' DV files, round trips, a cross-check against pyroaring (CRoaring),
-and the errors a bad DV raises."""
+Format"): the golden tables' DV files, round trips, a cross-check of our RoaringBitmapArray
+framing against pyroaring's 64-bit bitmaps (CRoaring), and the errors a bad DV raises."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import zlib
 from pathlib import Path
 
 import pyarrow as pa
+import pyroaring
 import pytest
 
 from delta_downgrade.actions import DeletionVectorDescriptor
@@ -18,19 +19,13 @@ from delta_downgrade.deletion_vectors import (
     MAGIC_NUMBER, DeletionVectorCardinalityError, DeletionVectorChecksumError, DeletionVectorError,
     DeletionVectorFormatError, DeletionVectorNotFoundError, DeletionVectorSizeError, DvFileReader,
     decode_inline, dv_data_cardinality, dv_file_bytes, encode_inline, inline_descriptor,
-    parse_dv_data, parse_portable_bitmap64, parse_roaring32, read_deletion_vector, row_index_list,
-    serialize_bitmap, serialize_roaring32, write_dv_file,
+    parse_dv_data, parse_dv_runs, parse_portable_bitmap64, parse_roaring32, read_deletion_vector,
+    row_index_list, serialize_bitmap, serialize_roaring32, write_dv_file,
 )
+from delta_downgrade.deletion_vectors import bitmap as dv_bitmap
 from delta_downgrade.dv_paths import Z85_ALPHABET, dv_relative_path, z85_encode
 from delta_downgrade.errors import CorruptLogError
 from delta_downgrade.log.delta_log import DeltaLog
-
-try:  # dev-only: the package never needs a Roaring library; the cross-checks do
-    import pyroaring
-except ImportError:  # pragma: no cover
-    pyroaring = None
-
-needs_pyroaring = pytest.mark.skipif(pyroaring is None, reason="pyroaring is not installed")
 
 GOLDEN_DV_TABLES = ["dv_basic_no_checkpoint", "dv_partitioned_checkpoint", "dv_cm_name_checkpoint",
                     "dv_cdf_shared_dv_file_dbr"]
@@ -184,7 +179,6 @@ def _random_set(rng: random.Random) -> list[int]:
     return sorted(out)
 
 
-@needs_pyroaring
 @pytest.mark.parametrize("seed", range(12))
 def test_cross_check_with_pyroaring(seed):
     rng = random.Random(seed)
@@ -202,7 +196,6 @@ def test_cross_check_with_pyroaring(seed):
     assert serialize_bitmap(values)[4:] == ref.serialize()
 
 
-@needs_pyroaring
 def test_cross_check_without_run_containers():
     # Values that never touch give no runs anywhere: array and bitmap containers only.
     rng = random.Random(7)
@@ -211,7 +204,6 @@ def test_cross_check_without_run_containers():
     assert serialize_bitmap(values)[4:] == pyroaring.BitMap64(values).serialize()
 
 
-@needs_pyroaring
 @pytest.mark.parametrize("seed", range(6))
 def test_cross_check_32_bit_bitmaps(seed):
     rng = random.Random(100 + seed)
@@ -225,6 +217,35 @@ def test_cross_check_32_bit_bitmaps(seed):
     got = [k << 16 | v for k, low in containers for v in low.to_pylist()]
     assert got == values
     assert pyroaring.BitMap.deserialize(serialize_roaring32(values)) == pyroaring.BitMap(values)
+
+
+def test_header_and_contents_that_disagree_are_refused():
+    # A run container whose header claims 51 values while its runs cover 100: the header-only
+    # count and the decoded rows would disagree, so the bitmap is malformed.
+    data = bytearray(serialize_bitmap(range(100)))
+    struct.pack_into("<H", data, 16 + 7, 50)  # cookie (4) + run flags (1) + key (2), then card - 1
+    assert dv_data_cardinality(bytes(data)) == 51
+    with pytest.raises(DeletionVectorFormatError, match="headers say 51"):
+        parse_dv_data(bytes(data))
+    with pytest.raises(DeletionVectorFormatError, match="headers say 51"):
+        parse_dv_runs(bytes(data))
+
+
+def test_unsorted_array_container_is_refused():
+    data = bytearray(serialize_bitmap([1, 2, 3]))
+    struct.pack_into("<H", data, 32, 9)  # the first value of the array container: 9, 2, 3
+    with pytest.raises(DeletionVectorFormatError, match="not strictly increasing"):
+        parse_dv_data(bytes(data))
+
+
+def test_runs_are_merged_across_decoding_windows(monkeypatch):
+    # A bucket is expanded a window of row indexes at a time; a run crossing windows is one run.
+    monkeypatch.setattr(dv_bitmap, "_RUNS_WINDOW", 1 << 16)
+    values = list(range(0, 100_000, 2)) + list(range(100_001, 300_000)) + [2**32 + 5]
+    starts, ends = parse_dv_runs(serialize_bitmap(values))
+    assert starts.to_pylist()[-3:] == [99_998, 100_001, 2**32 + 5]
+    assert ends.to_pylist()[-3:] == [99_998, 299_999, 2**32 + 5]
+    assert len(starts) == 50_000 + 2
 
 
 def test_large_bitmap_decodes_quickly():
@@ -383,8 +404,6 @@ def test_inline_partial_group_and_padding():
 @pytest.mark.parametrize("values", [[], [5], [1, 2, 3, 7, 8, 65535, 65536, 65537, 2**33, 2**33 + 1],
                                     list(range(0, 200_000)) + list(range(300_000, 300_005, 2))])
 def test_runs(values):
-    from delta_downgrade.deletion_vectors import parse_dv_runs
-
     starts, ends = parse_dv_runs(serialize_bitmap(values))
     expanded = [v for s, e in zip(starts.to_pylist(), ends.to_pylist()) for v in range(s, e + 1)]
     assert expanded == sorted(set(values))

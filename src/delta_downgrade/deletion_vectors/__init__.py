@@ -5,7 +5,7 @@ A deletion vector (DV) is the set of row indexes (0-based positions of rows in t
 that are deleted. Three layers, each its own module:
 
 - ``bitmap``: *DV data*, the magic number and the RoaringBitmapArray (64-bit portable Roaring),
-  read and written by hand (RoaringFormatSpec);
+  whose 32-bit bitmaps CRoaring (pyroaring) encodes and decodes;
 - ``files``: DV data stored in a DV file (version byte, size prefix, CRC-32) or inline (Z85), and
   writing them;
 - ``reader``: from a data file's descriptor to its deleted row indexes, with table errors.
