@@ -21,14 +21,14 @@ import pyarrow as pa
 import pytest
 
 from delta_downgrade.actions import CommitInfo, parse_commit
-from delta_downgrade.builders import TableBuilder
-from delta_downgrade.dv_builder import create_dv_table, delete_rows
 from delta_downgrade.errors import ConcurrentWriteError, DeltaDowngradeError
 from delta_downgrade.log.commit import commit, fail_on_any_conflict, rebase_unless_protocol_changed
 from delta_downgrade.log.delta_log import DeltaLog
 from delta_downgrade.operations.drop_feature import drop_feature
 from delta_downgrade.protocol import Protocol
-from delta_downgrade.storage import LocalStorage
+from delta_downgrade.storage.local import LocalStorage
+from delta_downgrade_tools.builders import TableBuilder
+from delta_downgrade_tools.dv_builder import create_dv_table, delete_rows
 from tests.drop_support import SCHEMA, build, rows
 
 VPC = "vacuumProtocolCheck"
