@@ -1,9 +1,10 @@
-"""Checkpoint a table at a version: reconcile its state, apply the writer rules, write the files.
+"""Checkpoint a table at a version: reconcile its state, ask the writer rules, write the files.
 
-Checkpoint Protection rule (b) lives here: no checkpoint at a version below the boundary unless
-this package supports every feature of *that version's* protocol. The package is stricter still:
-it never writes a checkpoint for a protocol it cannot fully read and write, at any version, since
-a checkpoint that silently drops what an unknown feature means corrupts the table for everyone.
+The rules are decided in :mod:`delta_downgrade.protocol`: Checkpoint Protection rule (b) (no
+checkpoint before the boundary unless this package supports *that version's* protocol) by
+:func:`~delta_downgrade.protocol.checkpoint_protection.rule_b`, and the package's own stricter
+demand (never a checkpoint of a protocol it cannot fully read and write, at any version) by the
+``Operation.CHECKPOINT`` gate. This module finds the version, its protocol and the boundary.
 """
 
 from __future__ import annotations
@@ -22,20 +23,11 @@ from delta_downgrade.log.checkpoint_writer import (CheckpointContent, Checkpoint
 from delta_downgrade.log.delta_log import DeltaLog, check_protocol
 from delta_downgrade.log.snapshot import BOUNDARY_PROPERTY, Snapshot
 from delta_downgrade.protocol import CHECKPOINT_PROTECTION, Protocol
+from delta_downgrade.protocol.checkpoint_protection import rule_b
+from delta_downgrade.protocol.support import Operation, ensure_supported
 from delta_downgrade.table_config import TableConfig
 
 _log = logging.getLogger(__name__)
-
-
-def _rule_b_allows(version: int, protocol: Protocol, boundary_version: int | None) -> bool:
-    if boundary_version is None or version >= boundary_version:
-        return True
-    return not (protocol.unsupported_for_read() or protocol.unsupported_for_write())
-
-
-def rule_b_allows_checkpoint(snapshot: Snapshot, boundary_version: int | None) -> bool:
-    """RFC Checkpoint Protection, writer rule (b)."""
-    return _rule_b_allows(snapshot.version, snapshot.protocol, boundary_version)
 
 
 def _boundary(protocol: Protocol, metadata: Metadata) -> int | None:
@@ -75,21 +67,14 @@ def checkpoint_content(snapshot: Snapshot, now_ms: int) -> CheckpointContent:
 def check_checkpoint_writable(table: str, version: int, protocol: Protocol, metadata: Metadata,
                               boundary: int | None) -> None:
     """Raise unless this package may write a checkpoint of ``version`` with this protocol and
-    metadata: rule (b), every feature supported, and a classic checkpoint policy. No I/O, so that
+    metadata: rule (b), the checkpoint gate, and a classic checkpoint policy. No I/O, so that
     an operation can ask before its first write whether the checkpoints it plans can be written
     (a plan that cannot finish is refused up front)."""
-    if not _rule_b_allows(version, protocol, boundary):
-        raise UnsupportedFeaturesError(
-            f"checkpoint protection rule (b): version {version} is below the boundary "
-            f"{boundary} and its protocol {protocol} has features this package does not support; "
-            f"no checkpoint was written", features=protocol.unsupported_for_read() | protocol.unsupported_for_write(),
-            for_write=True, table=table)
-    unsupported = protocol.unsupported_for_read() | protocol.unsupported_for_write()
-    if unsupported:
-        raise UnsupportedFeaturesError(
-            f"version {version} has protocol {protocol} with features this package cannot "
-            f"write a checkpoint for; no checkpoint was written", features=unsupported,
-            for_write=True, table=table)
+    allowed = rule_b(version, protocol, boundary=boundary)
+    if not allowed.allowed:
+        raise UnsupportedFeaturesError(f"{allowed.reason}; no checkpoint was written",
+                                       features=allowed.features, for_write=True, table=table)
+    ensure_supported(protocol, Operation.CHECKPOINT, table=table, version=version)
     # PROTOCOL.md "V2 Checkpoint Table Feature": under delta.checkpointPolicy=v2 a writer must
     # write v2 checkpoints; this package writes classic ones only.
     if TableConfig(metadata.configuration, table=table).checkpoint_policy == "v2":

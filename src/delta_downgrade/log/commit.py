@@ -20,12 +20,13 @@ from delta_downgrade.actions import (
 )
 from delta_downgrade.clock import SYSTEM_CLOCK, Clock
 from delta_downgrade.errors import (
-    CommitFileExistsError, ConcurrentWriteError, StorageNotAtomicError, UnsupportedFeaturesError,
+    CommitFileExistsError, ConcurrentWriteError, StorageNotAtomicError,
 )
 from delta_downgrade.log.delta_log import DeltaLog
 from delta_downgrade.log.files import commit_path
 from delta_downgrade.log.snapshot import read_commit_actions
 from delta_downgrade.protocol import Protocol
+from delta_downgrade.protocol.support import Operation, ensure_supported
 from delta_downgrade.storage import FileStatus
 from delta_downgrade.table_config import TableConfig
 
@@ -257,12 +258,7 @@ def _check_writable(log: DeltaLog, protocol: Protocol | None, pending: Sequence[
     protocols = [protocol] if protocol is not None else []
     protocols += [a.protocol for a in pending if isinstance(a, ProtocolAction)]
     for p in protocols:
-        unsupported = p.unsupported_for_write()
-        if unsupported:
-            raise UnsupportedFeaturesError(
-                f"the table's protocol {p} has writer feature(s) {sorted(unsupported)} that "
-                f"delta-downgrade cannot write; nothing was written", features=unsupported,
-                for_write=True, table=log.table)
+        ensure_supported(p, Operation.WRITE, table=log.table)
 
 
 def _commit_info(metadata: Metadata | None, pending: Sequence[AnyAction], read_version: int,

@@ -35,8 +35,10 @@ Procedure (PROTOCOL.md "Metadata Cleanup", reference §1.7, §6.1)
    not part of the log (PROTOCOL.md "Delta Log Entries" names no such file), only what a crashed
    or failed write left behind. They go whatever the checkpoint-protection gate decides.
 
-Checkpoint Protection (RFC, reference §1.5) — the rules as this module applies them
------------------------------------------------------------------------------------
+Checkpoint Protection (RFC) — the rules as this module applies them
+-------------------------------------------------------------------
+The rules are decided by :mod:`delta_downgrade.protocol.checkpoint_protection` (``rule_a``,
+``rule_c``, ``rule_d``); this module gathers their inputs and turns their decisions into a plan.
 They apply only when ``checkpointProtection`` is in the latest protocol. ``V`` is
 ``delta.requireCheckpointProtectionBeforeVersion`` of the latest metadata (0 when unset).
 
@@ -65,8 +67,9 @@ They apply only when ``checkpointProtection`` is in the latest protocol. ``V`` i
   before, and checkpoint ``C`` and everything after it are never touched. A v2 checkpoint goes
   before its sidecars, so no remaining checkpoint ever misses one.
 
-Beyond the RFC: cleanup is a write, so a table whose latest protocol this package cannot write is
-refused with ``DELTA_UNSUPPORTED_FEATURES_FOR_WRITE`` (also for a dry run, like VACUUM DRY RUN).
+Beyond the RFC: cleanup is a write, so a table whose latest protocol this package cannot read and
+write is refused with ``DELTA_UNSUPPORTED_FEATURES_FOR_WRITE`` (the ``Operation.CLEANUP`` gate of
+:mod:`delta_downgrade.protocol.support`; also for a dry run, like VACUUM DRY RUN).
 """
 
 from __future__ import annotations
@@ -76,14 +79,15 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from delta_downgrade.clock import SYSTEM_CLOCK, Clock, to_utc_iso
-from delta_downgrade.errors import (
-    BadInputError, ConcurrentWriteError, DeltaDowngradeError, UnsupportedFeaturesError,
-)
+from delta_downgrade.errors import BadInputError, ConcurrentWriteError, DeltaDowngradeError
 from delta_downgrade.log.checkpoint_reader import CheckpointReader
 from delta_downgrade.log.delta_log import DeltaLog, ProtocolSpan
 from delta_downgrade.log.files import SIDECAR_DIR, STAGED_COMMITS_DIR, classify
 from delta_downgrade.log.listing import CheckpointInstance, LogListing
-from delta_downgrade.protocol import CHECKPOINT_PROTECTION, Protocol
+from delta_downgrade.protocol import CHECKPOINT_PROTECTION
+from delta_downgrade.protocol import checkpoint_protection as rules
+from delta_downgrade.protocol.checkpoint_protection import first_unsupported_version
+from delta_downgrade.protocol.support import Operation, ensure_supported
 from delta_downgrade.storage import FileStatus, is_package_temp
 from delta_downgrade.table_config import DAY_MS, HOUR_MS, MINUTE_MS, TableConfig
 
@@ -227,8 +231,12 @@ class CleanupPlan:
             else:
                 rest.append((1, 0, path))
         checkpoints = sorted(((classify(p).version or 0, p) for p in self.delete_checkpoints))
-        return ([p for *_, p in sorted(commitlike)] + [p for _, p in checkpoints]
-                + [p for *_, p in sorted(rest)])
+        commits = sorted(commitlike)
+        order = rules.rule_d([*(("commit", v) for v, rank, _ in commits if rank == 0),
+                              *(("checkpoint", v) for v, _ in checkpoints)])
+        if not order.allowed:  # the sort above makes this impossible; never delete out of order
+            raise AssertionError(order.reason)
+        return [p for *_, p in commits] + [p for _, p in checkpoints] + [p for *_, p in sorted(rest)]
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -292,37 +300,6 @@ def select_cutoff_checkpoint(listing: LogListing, cutoff_ms: int, *,
     return None
 
 
-def _unsupported_reason(protocol: Protocol) -> str | None:
-    problems = protocol.problems()
-    if problems:
-        return "invalid protocol: " + "; ".join(problems)
-    missing = sorted(protocol.unsupported_for_read() | protocol.unsupported_for_write())
-    if missing:
-        return "unsupported feature(s) " + ", ".join(missing)
-    return None
-
-
-def first_unsupported_version(spans: Sequence[ProtocolSpan] | None, start: int, end: int) -> tuple[int, str] | None:
-    """Rule (c): the first version in ``[start, end]`` whose protocol this package cannot read and
-    write, with why; None when every version is supported. Versions no span covers (not
-    reconstructable) count as unsupported: their protocol cannot be established."""
-    if spans is None:
-        return start, "the protocol history could not be read"
-    covered = start
-    for span in sorted(spans, key=lambda s: s.start):
-        if span.end < covered:
-            continue
-        if span.start > covered:
-            return covered, "its protocol cannot be established (the version is not reconstructable)"
-        why = _unsupported_reason(span.protocol)
-        if why is not None:
-            return max(span.start, covered), f"protocol {span.protocol} has {why}"
-        covered = span.end + 1
-        if covered > end:
-            return None
-    return covered, "its protocol cannot be established (the version is not reconstructable)"
-
-
 @dataclass(frozen=True)
 class _Candidates:
     commits: list[tuple[int, str]]
@@ -379,7 +356,7 @@ def build_plan(inputs: CleanupInputs, *, cutoff_ms: int, now_ms: int,
     """
     listing = inputs.listing
     protected = inputs.checkpoint_protection
-    boundary = inputs.boundary if protected else 0
+    boundary = inputs.boundary if protected else None  # V; None: no checkpointProtection
     c = cutoff_checkpoint
     if c is None:
         c = select_cutoff_checkpoint(listing, cutoff_ms, exclude=inputs.unreadable_checkpoints)
@@ -392,7 +369,7 @@ def build_plan(inputs: CleanupInputs, *, cutoff_ms: int, now_ms: int,
             delete_checkpoints=tuple(checkpoints), delete_other=tuple(other), allowed=allowed,
             reason=reason, truncates_before=c if allowed and c is not None else None,
             decision=decision, checkpoint_protection=protected,
-            boundary_version=inputs.boundary if protected else None,
+            boundary_version=boundary,
             latest_version=inputs.latest_version, kept_checkpoints=tuple(sorted(set(kept))),
             retention_ms=retention_ms, granularity=granularity,
             delete_temps=tuple(stale_temps(inputs, now_ms)))
@@ -405,11 +382,11 @@ def build_plan(inputs: CleanupInputs, *, cutoff_ms: int, now_ms: int,
                            f"Cleanup step 2)")
 
     cand = _candidates(inputs, c)
-    keep_checkpoints = False
-    if protected and boundary > 0 and c < boundary:
-        # Rule (a): this cleanup cannot remove every version < V (C < V), so no checkpoint < V may
-        # go — and every candidate checkpoint is < C < V.
-        keep_checkpoints = True
+    # Rule (a): unless this cleanup removes every version < V (C >= V), no checkpoint < V goes —
+    # and every candidate checkpoint is < C.
+    checkpoint_rule = rules.rule_a([ck.version for ck in cand.checkpoints], boundary=boundary,
+                                   truncates_before=c)
+    keep_checkpoints = not checkpoint_rule.allowed
     kept_instances = [ck for ck in listing.checkpoints if ck.version >= c or keep_checkpoints]
     deleted_instances = [] if keep_checkpoints else cand.checkpoints
     sidecars = _sidecars_to_delete(inputs, kept_instances, now_ms)
@@ -423,71 +400,36 @@ def build_plan(inputs: CleanupInputs, *, cutoff_ms: int, now_ms: int,
         return plan(allowed=True, decision=NOTHING_TO_DELETE, kept=kept_versions,
                     reason=f"nothing older than the cutoff checkpoint {c} is left to delete")
 
-    if not protected:
-        return plan(allowed=True, decision=UNPROTECTED, commits=commit_paths, checkpoints=checkpoint_paths,
-                    other=other, kept=kept_versions,
-                    reason=f"PROTOCOL.md Metadata Cleanup: everything before checkpoint {c} goes; "
-                           f"checkpointProtection is not in the protocol")
-    if boundary <= 0:
-        return plan(allowed=True, decision=UNPROTECTED, commits=commit_paths, checkpoints=checkpoint_paths,
-                    other=other, kept=kept_versions,
-                    reason=f"checkpointProtection without a boundary (V = {boundary}) protects "
-                           f"nothing: everything before checkpoint {c} goes")
-    if c >= boundary:
-        return plan(allowed=True, decision=ALL_AT_ONCE, commits=commit_paths, checkpoints=checkpoint_paths,
-                    other=other, kept=kept_versions,
-                    reason=f"rules (a) and (c), all-at-once form: the cutoff checkpoint {c} is at or "
-                           f"after the boundary V = {boundary}, so this one operation removes every "
-                           f"version < {boundary}, checkpoints included")
-
-    # C < V: rule (a) keeps every checkpoint; rule (c) decides about the rest.
-    if not partial_when_supported:
-        return plan(allowed=False, decision=SKIPPED_PARTIAL, kept=all_checkpoint_versions,
-                    reason=f"rule (c): the cutoff checkpoint {c} is before the boundary V = {boundary}, "
-                           f"so this cleanup would not remove all versions < {boundary} in one "
-                           f"operation, and cleaning a supported range is disabled; skipped")
-    if not cand.commits:
-        # No version loses its commit: what goes (.crc, compacted, staged files of versions whose
-        # commits an earlier cleanup deleted, sidecars no checkpoint references) is not history
-        # anybody can read, so rule (c) has no range to check; rule (a) keeps the checkpoints.
-        if not other:
-            return plan(allowed=True, decision=NOTHING_TO_DELETE, kept=kept_versions,
-                        reason=f"rule (a): the cutoff checkpoint {c} is before the boundary V = "
-                               f"{boundary}; the checkpoints before it are kept and nothing else is "
-                               f"left to delete")
-        return plan(allowed=True, decision=SUPPORTED_RANGE, other=other, kept=kept_versions,
-                    reason=f"rule (a): the cutoff checkpoint {c} is before the boundary V = {boundary}, "
-                           f"so every checkpoint is kept; no commit is deleted, only leftovers of "
-                           f"versions whose commits are already gone (rule (c) has no range to check)")
-    start = cand.commits[0][0]
-    bad = first_unsupported_version(spans, start, c)
-    if bad is not None:
-        version, why = bad
-        return plan(allowed=False, decision=SKIPPED_UNSUPPORTED, kept=all_checkpoint_versions,
-                    reason=f"rule (c): version {version} in the range {start}..{c} is not supported "
-                           f"by delta-downgrade ({why}), and the cutoff checkpoint {c} is before the "
-                           f"boundary V = {boundary}, so this cleanup would not remove all versions "
-                           f"< {boundary} in one operation; skipped (rule (a) keeps the checkpoints)")
+    # Rule (c) decides whether the commits go. No commit deleted (only .crc, compacted, staged
+    # files of versions whose commits an earlier cleanup deleted, sidecars no checkpoint
+    # references): that is not history anybody can read, so there is no range to check.
+    history_rule = rules.rule_c(spans, boundary=boundary, truncates_before=c,
+                                first_deleted=cand.commits[0][0] if cand.commits else None,
+                                allow_supported_range=partial_when_supported)
+    clause = history_rule.clause
+    if clause in (rules.NO_BOUNDARY, rules.ALL_AT_ONCE):
+        return plan(allowed=True, decision=UNPROTECTED if clause == rules.NO_BOUNDARY else ALL_AT_ONCE,
+                    commits=commit_paths, checkpoints=checkpoint_paths, other=other,
+                    kept=kept_versions, reason=history_rule.reason)
+    if not history_rule.allowed:
+        return plan(allowed=False, kept=all_checkpoint_versions, reason=history_rule.reason,
+                    decision=SKIPPED_UNSUPPORTED if clause == rules.UNSUPPORTED_VERSION else SKIPPED_PARTIAL)
+    reason = f"{checkpoint_rule.reason}; {history_rule.reason}"
+    if clause == rules.NO_RANGE and not other:
+        return plan(allowed=True, decision=NOTHING_TO_DELETE, kept=kept_versions,
+                    reason=f"{checkpoint_rule.reason}; nothing else is left to delete")
     return plan(allowed=True, decision=SUPPORTED_RANGE, commits=commit_paths, other=other,
-                kept=kept_versions,
-                reason=f"rule (c): every version in {start}..{c} has a protocol delta-downgrade "
-                       f"reads and writes, so commits before checkpoint {c} go although {c} is "
-                       f"before the boundary V = {boundary}; rule (a): every checkpoint is kept")
+                kept=kept_versions, reason=reason)
 
 
 # --- gathering inputs (I/O) ----------------------------------------------------------------------
 
-def _check_writable(log: DeltaLog) -> tuple[bool, int]:
-    """Rule 4 of this package: cleanup is a write. Returns (checkpointProtection?, V)."""
-    snapshot = log.snapshot(check_read=False)
+def _latest_protection(log: DeltaLog) -> tuple[bool, int]:
+    """(checkpointProtection?, V) of the latest version, after the cleanup gate: metadata cleanup
+    is a write (:class:`~delta_downgrade.protocol.support.Operation`)."""
+    snapshot = log.snapshot(check_read=False)  # (refuses an invalid protocol)
     protocol = snapshot.protocol
-    # (log.snapshot has already refused an invalid protocol.)
-    unsupported = protocol.unsupported_for_read() | protocol.unsupported_for_write()
-    if unsupported:
-        raise UnsupportedFeaturesError(
-            f"the table's protocol {protocol} has feature(s) {sorted(unsupported)} that "
-            f"delta-downgrade cannot write; metadata cleanup is a write, nothing was deleted",
-            features=unsupported, for_write=True, table=log.table)
+    ensure_supported(protocol, Operation.CLEANUP, table=log.table)
     protected = CHECKPOINT_PROTECTION in protocol.features
     boundary = snapshot.boundary_version if protected else None
     return protected, max(0, boundary or 0)
@@ -543,7 +485,7 @@ def plan_cleanup(log: DeltaLog, *, retention_ms: int, granularity: str = "day",
     granularity = granularity.strip().lower() if isinstance(granularity, str) else granularity
     _granularity_ms(granularity)
     log.refresh()
-    protected, boundary = _check_writable(log)
+    protected, boundary = _latest_protection(log)
     now = clock.now_ms()
     cutoff = cutoff_timestamp_ms(now, retention_ms, granularity)
     inputs = _gather_inputs(log, protected, boundary)
@@ -575,7 +517,7 @@ def _check_still_current(log: DeltaLog, plan: CleanupPlan) -> None:
     """The gate's decision depends on the latest protocol and boundary; a concurrent DROP FEATURE
     may have raised V since planning. Refuse a stale plan rather than break rule (a)."""
     log.refresh()
-    protected, boundary = _check_writable(log)
+    protected, boundary = _latest_protection(log)
     planned_boundary = plan.boundary_version if plan.checkpoint_protection else None
     now_boundary = boundary if protected else None
     if protected != plan.checkpoint_protection or (protected and (planned_boundary or 0) != now_boundary):

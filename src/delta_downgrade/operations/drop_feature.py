@@ -18,7 +18,7 @@ from delta_downgrade.actions import (
 from delta_downgrade.clock import SYSTEM_CLOCK, Clock, to_utc_iso
 from delta_downgrade.errors import (
     ConcurrentWriteError, DeltaDowngradeError, DropCheckpointFailedError, DropConflictError,
-    FeatureDropError, InvalidProtocolDowngradeError, RetentionWaitError, UnsupportedFeaturesError,
+    FeatureDropError, InvalidProtocolDowngradeError, RetentionWaitError,
 )
 from delta_downgrade.jobs.result import protocol_fields
 from delta_downgrade.log.checkpoints import checkpoint_table
@@ -30,6 +30,7 @@ from delta_downgrade.log.snapshot import BOUNDARY_PROPERTY, LogSegment, Snapshot
 from delta_downgrade.operations.drop_validation import clean_feature_name, validate_drop, validate_plan
 from delta_downgrade.operations.feature_drops import FeatureDrop, drop_for
 from delta_downgrade.protocol import CHECKPOINT_PROTECTION, Protocol, TableFeature
+from delta_downgrade.protocol.support import Operation, ensure_supported
 from delta_downgrade.table_config import MINUTE_MS, TableConfig
 
 # reference §3: snapshotLoading.maxRetries (2) + 1, so that old readers give up before they
@@ -206,13 +207,10 @@ def truncate_after_ms(log: DeltaLog, boundary: int, clock: Clock) -> int | None:
 
 
 def _ensure_writable(snapshot: Snapshot, feature: str, table: str) -> None:
-    """Every other feature of the protocol must be writable by this package."""
-    unsupported = snapshot.protocol.unsupported_for_write() - {feature}
-    if unsupported:
-        raise UnsupportedFeaturesError(
-            f"the table has feature(s) {sorted(unsupported)} that delta-downgrade cannot write, so it "
-            f"cannot drop {feature} safely; nothing was written", features=unsupported,
-            for_write=True, table=table)
+    """Every other feature of the protocol must be writable by this package (the drop removes
+    ``feature`` itself, so it needs no support for it)."""
+    ensure_supported(snapshot.protocol, Operation.WRITE, table=table, ignore={feature},
+                     purpose=f"drop {feature}")
 
 
 def drop_feature(location: str, feature: str, *, truncate_history: bool = False, dry_run: bool = False,

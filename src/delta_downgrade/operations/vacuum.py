@@ -7,9 +7,10 @@ Specification (PROTOCOL.md and reference §1.6, §2.4, §6.3):
    recommends the check for every table, and ``vacuumProtocolCheck`` (a reader-writer feature, so
    that old clients which checked only the reader protocol fail) makes it mandatory. We check it
    unconditionally, dry run included, as delta-spark's ``VacuumCommand.gc`` does
-   (``protocolWrite`` → ``DELTA_UNSUPPORTED_FEATURES_FOR_WRITE``; reference scenario 76). That
-   also refuses catalog-managed tables (reference §6.3: "VACUUM is blocked on catalog-managed
-   tables"): this package cannot write their logs.
+   (``protocolWrite`` → ``DELTA_UNSUPPORTED_FEATURES_FOR_WRITE``). That also refuses
+   catalog-managed tables: this package cannot write their logs. The check is decided by
+   :mod:`delta_downgrade.protocol.vacuum_protocol_check` and raised by the ``Operation.VACUUM``
+   gate of :mod:`delta_downgrade.protocol.support`.
 2. **Retention** (PROTOCOL.md "Add File and Remove File": tombstones are kept at least as long as
    ``delta.deletedFileRetentionDuration``, default one week). A shorter retention is refused
    unless the caller overrides the check (delta-spark's ``retentionDurationCheck.enabled``).
@@ -62,7 +63,8 @@ from typing import TYPE_CHECKING, Any, Iterable
 from delta_downgrade.actions import AddFile, RemoveFile
 from delta_downgrade.clock import SYSTEM_CLOCK, Clock, check_duration_ms, to_utc_iso
 from delta_downgrade.dv_paths import dv_relative_path, table_relative_path
-from delta_downgrade.errors import BadInputError, CorruptLogError, UnsupportedFeaturesError
+from delta_downgrade.errors import BadInputError, CorruptLogError
+from delta_downgrade.protocol.support import Operation, ensure_supported
 from delta_downgrade.rewrite import PURGE_DIR_PREFIX, STAGING_DIR
 from delta_downgrade.storage import FileStatus, is_package_temp
 from delta_downgrade.table_config import DELETED_FILE_RETENTION, HOUR_MS, TableConfig
@@ -142,23 +144,6 @@ class VacuumResult:
         }
 
 
-# --- 1. the write-protocol check ----------------------------------------------------------------
-
-def check_write_protocol(snapshot: Snapshot, table: str) -> None:
-    """PROTOCOL.md "VACUUM Protocol Check": refuse when this package cannot write the table.
-
-    Done for every table and in dry runs too (delta-spark ``VacuumCommand.gc`` →
-    ``protocolWrite``; reference §6.3, scenario 76).
-    """
-    unsupported = snapshot.protocol.unsupported_for_write()
-    if unsupported:
-        raise UnsupportedFeaturesError(
-            f"VACUUM refused: version {snapshot.version} has protocol {snapshot.protocol} with "
-            f"feature(s) {sorted(unsupported)} that delta-downgrade cannot write. A client that "
-            f"does not support every writer feature must not vacuum (VACUUM Protocol Check); "
-            f"use a client that supports them", features=unsupported, for_write=True, table=table)
-
-
 # --- 2. retention -------------------------------------------------------------------------------
 
 def _hours_display(ms: int) -> str:
@@ -228,7 +213,7 @@ def action_paths(action: AddFile | RemoveFile, table_root: str) -> list[str]:
 
 
 def retained_paths(state: TableState, table_root: str, delete_before_ms: int) -> set[str]:
-    """Every table-relative path the log still needs (rule 3)."""
+    """Every table-relative path the log still needs (module docstring, "What stays")."""
     keep: set[str] = set()
     for add in state.files.values():
         keep.update(action_paths(add, table_root))
@@ -403,7 +388,8 @@ def vacuum(log: DeltaLog | str, *, retention_hours: float | None = None, dry_run
     """
     log = _open(log).refresh()
     snapshot = log.snapshot(check_read=False)
-    check_write_protocol(snapshot, log.table)
+    ensure_supported(snapshot.protocol, Operation.VACUUM, table=log.table,
+                     version=snapshot.version)
     config = TableConfig(snapshot.metadata.configuration)
     retention_ms = resolve_retention_ms(config, retention_hours,
                                         enforce_retention_check=enforce_retention_check,
@@ -418,7 +404,8 @@ def vacuum(log: DeltaLog | str, *, retention_hours: float | None = None, dry_run
         # Another writer committed while we listed: plan again on its version (which may, e.g.,
         # re-add a file whose tombstone had expired), with the same clock and retention.
         snapshot = log.snapshot(check_read=False)
-        check_write_protocol(snapshot, log.table)
+        ensure_supported(snapshot.protocol, Operation.VACUUM, table=log.table,
+                         version=snapshot.version)
         result = plan_vacuum(log, snapshot, retention_ms=retention_ms,
                              configured_ms=config.deleted_file_retention_ms, dry_run=dry_run,
                              now_ms=now_ms)
@@ -475,6 +462,6 @@ def register_vacuum(subparsers: Any, commands: dict[str, Any]) -> None:
 
 __all__ = [
     "VacuumResult", "VacuumRetentionTooShortError", "VacuumNegativeRetentionError", "vacuum",
-    "plan_vacuum", "execute_plan", "check_write_protocol", "resolve_retention_ms",
+    "plan_vacuum", "execute_plan", "resolve_retention_ms",
     "retained_paths", "is_candidate", "register_vacuum", "render_text",
 ]
