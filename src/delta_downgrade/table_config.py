@@ -1,4 +1,5 @@
-"""Table properties that drive retention and checkpoints, with Delta's defaults (reference §7).
+"""Table properties that drive retention and checkpoints, with Delta's defaults (delta-spark's
+``DeltaConfigs``).
 
 Durations are Spark calendar intervals (``interval 24 hours``, ``30 days``, ``1 DAY``,
 ``interval 1 week``); we read them into milliseconds. Months and years are refused: they have no

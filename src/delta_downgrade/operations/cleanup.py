@@ -4,8 +4,8 @@ Planning is pure (:func:`build_plan` on a :class:`CleanupInputs`); :func:`plan_c
 gathers the inputs from the log, and :func:`execute_cleanup` only deletes what a plan lists, in
 the order of rule (d).
 
-Procedure (PROTOCOL.md "Metadata Cleanup", reference §1.7, §6.1)
------------------------------------------------------------------
+Procedure (PROTOCOL.md "Metadata Cleanup", Checkpoint Protection RFC)
+---------------------------------------------------------------------
 1. ``cutoff = truncate(now - retention, granularity)`` in UTC; granularity ``day`` (midnight,
    ``delta.logRetentionDuration``), ``hour``, or ``minute`` (TRUNCATE HISTORY,
    ``delta.dropFeatureTruncateHistory.retentionDuration``).
@@ -56,8 +56,8 @@ They apply only when ``checkpointProtection`` is in the latest protocol. ``V`` i
   leftovers of versions whose commits are already gone), there is no range to check.
   ``partial_when_supported=False`` turns this exception off (Spark's
   ``allowMetadataCleanupWhenAllProtocolsSupported=false``): with ``C < V`` nothing is deleted.
-* Not copied from Spark: its "a checkpoint already exists at end+1" shortcut (reference §6.1 gate
-  step 3). It deletes checkpoints ``< V`` without removing all history ``< V``, which rule (a)
+* Not copied from Spark: its "a checkpoint already exists at end+1" shortcut (``MetadataCleanup``'s
+  gate). It deletes checkpoints ``< V`` without removing all history ``< V``, which rule (a)
   forbids.
 * **(d)** — deletion order (:meth:`CleanupPlan.ordered_deletions`): every commit (with its staged
   copy and ``.crc``) ascending, then the checkpoint files ascending, then compacted files and
@@ -569,7 +569,7 @@ def cleanup_expired_logs(log: DeltaLog, *, retention_ms: int | None = None, gran
     return execute_cleanup(log, plan)
 
 
-# --- history questions for DROP FEATURE (§5) ---------------------------------------------------------
+# --- history questions for DROP FEATURE (Checkpoint Protection RFC) -----------------------------------
 
 def _earliest_reliable_checkpoint(listing: LogListing, latest: int) -> int | None:
     """The earliest complete checkpoint from which the latest version can be rebuilt (every
@@ -581,9 +581,10 @@ def _earliest_reliable_checkpoint(listing: LogListing, latest: int) -> int | Non
 
 
 def history_truncated_before(log: DeltaLog, boundary: int) -> bool:
-    """Reference §5 step 1: ``boundary <= 0``, or the earliest reliable checkpoint is at or after
-    ``boundary`` and no commit file of a version in ``[0, boundary - 1]`` exists. Uses the log's
-    current listing (``refresh()`` it first if it may be stale)."""
+    """Whether the history before the Checkpoint Protection RFC's boundary is truncated:
+    ``boundary <= 0``, or the earliest reliable checkpoint is at or after ``boundary`` and no
+    commit file of a version in ``[0, boundary - 1]`` exists. Uses the log's current listing
+    (``refresh()`` it first if it may be stale)."""
     if boundary <= 0:
         return True
     listing = log.listing()

@@ -1,5 +1,5 @@
-"""DROP FEATURE: the fast path with protected checkpoints (reference §3) and the TRUNCATE HISTORY
-path (§4), for tables this package writes itself.
+"""DROP FEATURE: the fast path with protected checkpoints (Checkpoint Protection RFC) and the
+TRUNCATE HISTORY path (PROTOCOL.md "Table Features"), for tables this package writes itself.
 
 Every step is a separate commit or checkpoint, and every step can be repeated: a crash at any
 point leaves a readable table, and rerunning the drop finishes it. A rerun after the downgrade
@@ -33,8 +33,8 @@ from delta_downgrade.protocol import CHECKPOINT_PROTECTION, Protocol, TableFeatu
 from delta_downgrade.protocol.support import Operation, ensure_supported
 from delta_downgrade.table_config import MINUTE_MS, TableConfig
 
-# reference §3: snapshotLoading.maxRetries (2) + 1, so that old readers give up before they
-# could fall back to a checkpoint from before the drop.
+# delta-spark's DROP FEATURE: snapshotLoading.maxRetries (2) + 1, so that old readers give up
+# before they could fall back to a checkpoint from before the drop.
 NUMBER_OF_BARRIER_CHECKPOINTS = 3
 MAX_CHECKPOINT_RETRIES = 3
 
@@ -293,7 +293,7 @@ def _already_absent(log: DeltaLog, name: str, protocol: Protocol, exc: FeatureDr
                        protected_checkpoint_paths(log, boundary), [], written, truncate_after, error=exc)
 
 
-# --- fast path (§3) ---------------------------------------------------------------------------------
+# --- fast path (Checkpoint Protection RFC) ------------------------------------------------------------
 
 def _fast_drop(run: DropRun, spec: TableFeature, behaviour: FeatureDrop, before: Protocol) -> DropOutcome:
     history_protection = spec.requires_history_protection
@@ -408,8 +408,9 @@ def _downgrade_commit(run: DropRun, spec: TableFeature, behaviour: FeatureDrop, 
 
     def resolve(winners: list[WinningCommit], log: DeltaLog) -> Sequence[AnyAction]:
         # Every concurrent write conflicts with a drop: re-validate against the winner, and move
-        # the boundary to the version this commit will now get (reference §6.4). (A winner that
-        # dropped the feature itself was handled by the run's guard.)
+        # the boundary to the version this commit will now get (Checkpoint Protection RFC: the
+        # boundary is the downgrade commit's version). (A winner that dropped the feature itself
+        # was handled by the run's guard.)
         described = ", ".join(w.describe() for w in winners)
         if any(w.changes_metadata or w.changes_protocol for w in winners):
             raise DropConflictError(
@@ -451,7 +452,7 @@ def _outcome(run: DropRun, before: Protocol, after: Protocol, status: str) -> Dr
                        list(run.checkpoints), truncate_after, plan=list(run.plan))
 
 
-# --- TRUNCATE HISTORY path (§4) ------------------------------------------------------------------
+# --- TRUNCATE HISTORY path ------------------------------------------------------------------------
 
 def _retention_params(snapshot: Snapshot, feature: str) -> dict[str, str]:
     config = TableConfig(snapshot.metadata.configuration)
@@ -522,7 +523,7 @@ def _drop_with_history_truncation(run: DropRun, spec: TableFeature, behaviour: F
 
 
 def history_uses_feature(log: DeltaLog, behaviour: FeatureDrop) -> bool:
-    """delta-spark's ``historyContainsFeature`` (§4 step 4b): the state at the earliest retained
+    """delta-spark's ``historyContainsFeature``: the state at the earliest retained
     checkpoint (without tombstones) or any action of any retained commit uses the feature."""
     earliest = log.earliest_version()
     base = log.snapshot(earliest, check_read=False)

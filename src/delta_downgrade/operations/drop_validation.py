@@ -1,6 +1,6 @@
-"""DROP FEATURE validation, in delta-spark's order (reference §2.2), and the plan's checks
-(:func:`validate_plan`). Pure: nothing is read or written here, so a validation error can never
-leave anything behind."""
+"""DROP FEATURE validation, in delta-spark's order (``AlterTableDropFeatureDeltaCommand``), and
+the plan's checks (:func:`validate_plan`). Pure: nothing is read or written here, so a
+validation error can never leave anything behind."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ NEXT_STEP_NOT_PRESENT = "Nothing to do: the table does not use it (run `delta-do
 
 
 def clean_feature_name(raw: str) -> str:
-    """The name may be bare, single-quoted or back-quoted (reference §2.1)."""
+    """The name may be bare, single-quoted or back-quoted (Spark SQL's ``DROP FEATURE`` syntax)."""
     name = raw.strip()
     if len(name) >= 2 and name[0] == name[-1] and name[0] in "'`\"":
         name = name[1:-1].strip()
@@ -33,7 +33,8 @@ def _error(error_class: str, sqlstate: str, message: str, table: str | None, fea
 
 def validate_drop(protocol: Protocol, raw_name: str, *, truncate_history: bool,
                   table: str | None = None) -> TableFeature:
-    """Return the feature to drop, or raise the first error of §2.2 that applies."""
+    """Return the feature to drop, or raise the first validation error that applies, in
+    delta-spark's order."""
     name = clean_feature_name(raw_name)
     # 1. Presence is checked case-sensitively against implicit + explicit names, as Spark does.
     present = name in protocol.features
@@ -91,12 +92,12 @@ def validate_plan(snapshot: Snapshot, spec: TableFeature, *, planned_updates: Ma
 
     - every table property the drop reads (retentions, checkpoint policy and interval, in-commit
       timestamps), now and after the pre-downgrade's ``planned_updates``;
-    - the checkpoints the plan writes (the barriers and the one at the boundary, reference §3;
-      the legacy path's checkpoint, §4): PROTOCOL.md "V2 Checkpoint Table Feature" — under
-      ``delta.checkpointPolicy=v2`` only v2 checkpoints may be written, and this package writes
-      classic ones;
+    - the checkpoints the plan writes (the barriers and the one at the boundary of the
+      Checkpoint Protection RFC; the TRUNCATE HISTORY path's checkpoint): PROTOCOL.md "V2
+      Checkpoint Table Feature" — under ``delta.checkpointPolicy=v2`` only v2 checkpoints may be
+      written, and this package writes classic ones;
     - the protocol transition of the downgrade commit (PROTOCOL.md "Table Features": the
-      feature's removal with normalisation, plus ``checkpointProtection`` for §3).
+      feature's removal with normalisation, plus ``checkpointProtection`` for the fast path).
     """
     from delta_downgrade.log.checkpoints import check_checkpoint_writable
 
@@ -107,8 +108,8 @@ def validate_plan(snapshot: Snapshot, spec: TableFeature, *, planned_updates: Ma
     TableConfig(planned.configuration, table=table).validate()
 
     if spec.name == CHECKPOINT_PROTECTION:
-        # §5: its checkpoint (only when none exists at or after the boundary) is checked where
-        # truncate decides to write it.
+        # Checkpoint Protection RFC: its checkpoint (only when none exists at or after the
+        # boundary) is checked where truncate decides to write it.
         after = protocol.without_feature(spec.name)
     elif truncate_history:
         after = protocol.without_feature(spec.name)

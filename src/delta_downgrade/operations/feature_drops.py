@@ -1,5 +1,6 @@
-"""Per-feature DROP FEATURE behaviour: delta-spark's ``RemovableFeature`` contract (reference §2.3,
-§2.4) as one small class per feature.
+"""Per-feature DROP FEATURE behaviour: delta-spark's ``RemovableFeature`` contract
+(``preDowngradeCommand``, ``validateDropInvariants``, ``actionUsesFeature``) as one small class
+per feature.
 
 - ``remove_traces`` — the pre-downgrade: first disable the feature (so concurrent writers cannot
   add traces), then clean up; returns whether it changed anything ("performedChanges").
@@ -86,7 +87,8 @@ def rehearse(run: "DropRun", hook: Callable[["DropRun"], bool]) -> None:
 
 
 class DeletionVectorsDrop(FeatureDrop):
-    """Disable, purge every file that has a DV, add DV tombstones (reference §2.4)."""
+    """Disable, purge every file that has a DV, add DV tombstones (delta-spark's
+    ``DeletionVectorsPreDowngradeCommand``)."""
 
     feature = "deletionVectors"
 
@@ -191,7 +193,8 @@ class V2CheckpointDrop(FeatureDrop):
 
 
 class CheckConstraintsDrop(FeatureDrop):
-    """Constraints are never dropped automatically (reference §2.4)."""
+    """Constraints are never dropped automatically (delta-spark's
+    ``DELTA_CANNOT_DROP_CHECK_CONSTRAINT_FEATURE``)."""
 
     feature = "checkConstraints"
 
@@ -344,7 +347,7 @@ class VacuumProtocolCheckDrop(FeatureDrop):
 
 
 class CheckpointProtectionDrop(FeatureDrop):
-    """Handled by the truncate operation (reference §5); traces = the boundary property."""
+    """Handled by the truncate operation (Checkpoint Protection RFC); traces = the boundary property."""
 
     feature = "checkpointProtection"
 

@@ -1,7 +1,7 @@
 """Traces a feature leaves in the latest state of a table.
 
 A feature can be in the protocol yet unused; DROP FEATURE must remove every trace before the
-protocol may lose the feature (delta-spark's ``validateDropInvariants``, reference §2.4), and
+protocol may lose the feature (delta-spark's ``validateDropInvariants``), and
 ``inspect`` reports the same traces as "in use". One function per feature, one registry.
 """
 

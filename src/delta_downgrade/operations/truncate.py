@@ -1,5 +1,6 @@
 """Dropping ``checkpointProtection``: truncate all history before the boundary in one go, unset
-the boundary, remove the feature (reference §5; what ``truncate_task`` runs).
+the boundary, remove the feature (Checkpoint Protection RFC, "Dropping the feature"; what
+``truncate_task`` runs).
 
 Stricter than delta-spark in one way: while the retention has not passed, nothing is written
 (delta-spark adds an empty commit and a checkpoint on every attempt). A checkpoint at or after

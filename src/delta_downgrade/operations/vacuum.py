@@ -1,6 +1,6 @@
 """VACUUM: delete the files of a table that no retained version needs any more.
 
-Specification (PROTOCOL.md and reference §1.6, §2.4, §6.3):
+Specification (PROTOCOL.md "VACUUM", VACUUM Protocol Check RFC):
 
 1. **VACUUM Protocol Check** (PROTOCOL.md "VACUUM Protocol Check", an accepted RFC): a writer that
    implements VACUUM must check the table's *write* protocol before it deletes anything; the RFC
@@ -20,8 +20,8 @@ Specification (PROTOCOL.md and reference §1.6, §2.4, §6.3):
    whose ``deletionTimestamp`` is inside the retention window, and the **deletion-vector file** of
    any such add or remove (PROTOCOL.md "Deletion Vector Descriptor Schema", resolved by
    :mod:`delta_downgrade.dv_paths`). Without the last rule, time travel to a version inside the
-   window fails with "``.bin`` does not exist" — reference §2.4/§6.3, which is why DROP FEATURE
-   deletionVectors writes DV tombstones for DV-unaware VACUUMs.
+   window fails with "``.bin`` does not exist"; that is also why DROP FEATURE deletionVectors
+   writes DV tombstones for DV-unaware VACUUMs.
 4. **What is never looked at**: ``_delta_log`` and every other hidden name (starting with ``_``
    or ``.``) at any depth, except ``_change_data`` (PROTOCOL.md "Change Data Files": its files are
    deleted once older than the retention, no state references them) and partition directories

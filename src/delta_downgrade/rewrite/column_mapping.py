@@ -1,6 +1,6 @@
-"""DROP FEATURE columnMapping: rewrite the data files with logical column names (reference §2.4,
-delta-spark's ``RemoveColumnMappingCommand``), and the per-file Parquet rewrite both this drop and
-the type-widening drop use.
+"""DROP FEATURE columnMapping: rewrite the data files with logical column names
+(PROTOCOL.md "Column Mapping", delta-spark's ``RemoveColumnMappingCommand``), and the per-file
+Parquet rewrite both this drop and the type-widening drop use.
 
 PROTOCOL.md, "Column Mapping":
 

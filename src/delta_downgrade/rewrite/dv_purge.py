@@ -1,5 +1,5 @@
 """Purge deletion vectors: rewrite every live file that has a DV without its deleted rows, on Spark
-(delta-spark's ``REORG TABLE … APPLY (PURGE)``, reference drop-feature-semantics.md §2.4).
+(delta-spark's ``REORG TABLE … APPLY (PURGE)``, PROTOCOL.md "Deletion Vectors").
 
 How it works:
 

@@ -1,5 +1,5 @@
 """DROP FEATURE typeWidening / typeWidening-preview: rewrite the files that still store a narrower
-type, then drop the type-change metadata (reference §2.4).
+type, then drop the type-change metadata (PROTOCOL.md "Type Widening").
 
 PROTOCOL.md, "Type Widening": readers of a table with the feature must convert values of files
 written before a type change to the current, wider type; ``delta.typeChanges`` in the field
@@ -12,7 +12,7 @@ schema", and ``delta.enableTypeWidening`` must not be set.
 Steps, each its own commit so that a crash never redoes committed work:
 
 1. ``UNSET TBLPROPERTIES`` of ``delta.enableTypeWidening`` when it is true (no further widening
-   can start). Merely unsetting it is not a "change" (§2.4: an unused feature drops in one run).
+   can start). Merely unsetting it is not a "change" (an unused feature drops in one run).
 2. Decide per live file from its Parquet footer alone (no data read) whether it stores a type the
    table has widened since — at every level: struct fields, map keys and values, array elements.
 3. Rewrite those files only, one output file per input file, casting to the table types (and
