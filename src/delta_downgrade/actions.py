@@ -12,12 +12,8 @@ from dataclasses import MISSING, dataclass, field, fields, replace
 from typing import Any, Callable, ClassVar, Iterable, Mapping
 from urllib.parse import unquote
 
+from delta_downgrade.errors import MalformedActionError  # noqa: F401 - re-exported
 from delta_downgrade.protocol import Protocol
-
-
-class MalformedActionError(ValueError):
-    """An action lacks a field the protocol requires, or a field has the wrong JSON type, or a
-    log line is not an action at all (PROTOCOL.md "Actions": each line is one JSON object)."""
 
 
 def _clean_map(value: Any) -> dict[str, Any] | None:

@@ -4,17 +4,24 @@ Every error a user can meet is a subclass of :class:`DeltaDowngradeError`. It ca
 error class (the names of delta-spark's ``delta-error-classes.json``), its SQLSTATE, the table it
 concerns, a message that says what is wrong and what to do next, and the process exit code of the
 task contract (DESIGN.md): 2 bad input, 3 wait for a retention period, 4 concurrent writer, 1 else.
+
+Every error type is declared here, once, with its error class, SQLSTATE and exit code as class
+attributes; a raise site picks the type and never sets those three itself (``tests/unit/
+test_errors.py`` holds the package to that). The one exception is :func:`from_delta_error_class`,
+which keeps the error class a Delta runtime reported, whatever it is.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar
 
 EXIT_OK = 0
 EXIT_FAILURE = 1
 EXIT_BAD_INPUT = 2
 EXIT_WAIT = 3
 EXIT_CONFLICT = 4
+
+_E = TypeVar("_E", bound="DeltaDowngradeError")
 
 
 class DeltaDowngradeError(Exception):
@@ -44,6 +51,20 @@ class DeltaDowngradeError(Exception):
     def __str__(self) -> str:
         where = f" (table {self.table})" if self.table else ""
         return f"[{self.error_class}] {self.message}{where}"
+
+    def amended(self: _E, message: str, *, table: str | None = None, feature: str | None = None,
+                params: dict[str, Any] | None = None) -> _E:
+        """The same error (same type, error class, SQLSTATE, exit code and other attributes) with
+        a new message and params; ``table`` and ``feature`` fill in only what was not known."""
+        # Not copy.copy: it would call __init__ again, whose signature differs per subclass.
+        new = type(self).__new__(type(self))
+        new.__dict__.update(self.__dict__)
+        new.message = message
+        new.table = self.table or table
+        new.feature = self.feature or feature
+        new.params = dict(self.params if params is None else params)
+        new.args = (new.__str__(),)
+        return new
 
     def to_dict(self) -> dict[str, Any]:
         """The error as it appears in a RESULT line."""
@@ -115,10 +136,85 @@ class UnsupportedFeaturesError(BadInputError):
 
 
 class FeatureDropError(BadInputError):
-    """A DROP FEATURE validation error; ``error_class`` is set per instance (§9 of the reference)."""
+    """DROP FEATURE refused before anything was written. The base of the validation errors below,
+    one per delta-spark error class (``delta-error-classes.json``), checked in delta-spark's order
+    (``AlterTableDropFeatureDeltaCommand``); its own class is the one for a feature this client
+    cannot remove."""
 
     error_class = "DELTA_FEATURE_DROP_UNSUPPORTED_CLIENT_FEATURE"
     sqlstate = "0AKDC"
+
+
+class FeatureIsDeltaPropertyError(FeatureDropError):
+    """A ``delta.*`` table property was given where a feature name belongs."""
+
+    error_class = "DELTA_FEATURE_DROP_FEATURE_IS_DELTA_PROPERTY"
+    sqlstate = "42000"
+
+
+class FeatureNotPresentError(FeatureDropError):
+    """A known feature that the table's protocol does not list: the drop has nothing to do (a
+    rerun of a completed drop reports this and exits 0)."""
+
+    error_class = "DELTA_FEATURE_DROP_FEATURE_NOT_PRESENT"
+    sqlstate = "55000"
+
+
+class NonRemovableFeatureError(FeatureDropError):
+    """A feature Delta cannot drop at all (not a ``RemovableFeature`` in delta-spark)."""
+
+    error_class = "DELTA_FEATURE_DROP_NONREMOVABLE_FEATURE"
+    sqlstate = "0AKDC"
+
+
+class UnsupportedClientFeatureError(FeatureDropError):
+    """A feature this package cannot remove: unknown to it, or governed by a catalog or commit
+    coordinator it cannot write through."""
+
+
+class HistoryTruncationNotAllowedError(FeatureDropError):
+    """TRUNCATE HISTORY asked for a feature that needs no history protection."""
+
+    error_class = "DELTA_FEATURE_DROP_HISTORY_TRUNCATION_NOT_ALLOWED"
+    sqlstate = "42000"
+
+
+class CheckpointProtectionNeedsTruncationError(FeatureDropError):
+    """``checkpointProtection`` goes only by truncating the history before its boundary
+    (Checkpoint Protection RFC)."""
+
+    error_class = "DELTA_FEATURE_CAN_ONLY_DROP_CHECKPOINT_PROTECTION_WITH_HISTORY_TRUNCATION"
+    sqlstate = "55000"
+
+
+class DependentFeatureError(FeatureDropError):
+    """Another feature of the protocol requires the one to drop (PROTOCOL.md "Table Features")."""
+
+    error_class = "DELTA_FEATURE_DROP_DEPENDENT_FEATURE"
+    sqlstate = "55000"
+
+
+class CheckConstraintsPresentError(FeatureDropError):
+    """``checkConstraints`` cannot go while the table has constraints; they are never dropped for
+    the user."""
+
+    error_class = "DELTA_CANNOT_DROP_CHECK_CONSTRAINT_FEATURE"
+    sqlstate = "0AKDE"
+
+
+class GeospatialColumnsPresentError(FeatureDropError):
+    """A geospatial feature cannot go while a geometry or geography column exists."""
+
+    error_class = "DELTA_CANNOT_DROP_GEOSPATIAL_FEATURE"
+    sqlstate = "0AKDE"
+
+
+class InvalidColumnNamesForMappingRemovalError(FeatureDropError):
+    """Column names that Parquet files without column mapping cannot hold (PROTOCOL.md "Column
+    Mapping": physical names are free, logical names become the file's names)."""
+
+    error_class = "DELTA_INVALID_COLUMN_NAMES_WHEN_REMOVING_COLUMN_MAPPING"
+    sqlstate = "42K05"
 
 
 class NotSupportedYetError(BadInputError):
@@ -156,6 +252,18 @@ class BadTaskValueError(BadInputError):
     """A task key or task-value key that is not ``[A-Za-z0-9_-]+`` (what Databricks accepts)."""
 
     error_class = "DELTA_DOWNGRADE_BAD_TASK_VALUE"
+
+
+class TaskValueTooLargeError(BadInputError):
+    """A task value whose JSON is over the 48 KiB that Databricks task values hold."""
+
+    error_class = "DELTA_DOWNGRADE_TASK_VALUE_TOO_LARGE"
+
+
+class EngineUnavailableError(BadInputError):
+    """``--engine=delta-sql`` without a Spark session that has Delta SQL."""
+
+    error_class = "DELTA_DOWNGRADE_ENGINE_UNAVAILABLE"
 
 
 class InvalidIdentifierError(BadInputError):
@@ -226,6 +334,72 @@ class DuplicateActionsError(CorruptLogError):
     sqlstate = "2D521"
 
 
+class DeletionVectorError(CorruptLogError):
+    """A deletion vector of the table cannot be used. Nothing was committed when it is raised:
+    the operation stops before it would drop the rows the DV deletes."""
+
+    error_class = "DELTA_DOWNGRADE_DV_CORRUPT"
+    sqlstate = "XXKDS"
+
+
+class DeletionVectorNotFoundError(DeletionVectorError):
+    """The DV file a descriptor resolves to does not exist or cannot be read."""
+
+    error_class = "DELTA_DOWNGRADE_DV_FILE_NOT_FOUND"
+    sqlstate = "42K03"
+
+
+class DeletionVectorChecksumError(DeletionVectorError):
+    """The stored DV does not match its checksum (PROTOCOL.md "Deletion Vector Format")."""
+
+    error_class = "DELTA_DELETION_VECTOR_CHECKSUM_MISMATCH"
+
+
+class DeletionVectorSizeError(DeletionVectorError):
+    """The stored DV is not ``sizeInBytes`` long (PROTOCOL.md "Deletion Vector Descriptor")."""
+
+    error_class = "DELTA_DELETION_VECTOR_SIZE_MISMATCH"
+
+
+class DeletionVectorCardinalityError(DeletionVectorError):
+    """The DV holds another number of rows than the descriptor's ``cardinality``."""
+
+    error_class = "DELTA_DOWNGRADE_DV_CARDINALITY_MISMATCH"
+
+
+class DeletionVectorRowIndexError(DeletionVectorError):
+    """The DV deletes a row index at or past the data file's ``numRecords``."""
+
+    error_class = "DELTA_DELETION_VECTOR_INVALID_ROW_INDEX"
+
+
+class FileLayoutError(BadInputError):
+    """A data file's Parquet schema cannot be matched with the table schema."""
+
+    error_class = "DELTA_DOWNGRADE_FILE_SCHEMA_MISMATCH"
+    sqlstate = "42K09"
+
+
+class VacuumRetentionTooShortError(BadInputError):
+    """The requested retention is shorter than ``delta.deletedFileRetentionDuration``.
+
+    delta-spark has no error class for this (``VacuumCommand.checkRetentionPeriodSafety`` fails a
+    ``require`` with "Are you sure you would like to vacuum files with such a low retention
+    period?"), so the class is the package's own.
+    """
+
+    error_class = "DELTA_DOWNGRADE_VACUUM_RETENTION_TOO_SHORT"
+    sqlstate = "22023"
+
+
+class VacuumNegativeRetentionError(BadInputError):
+    """A negative (or not finite) retention: delta-spark's "Retention for Vacuum can't be less
+    than 0." (a ``require`` as well, no Delta error class). Never overridable."""
+
+    error_class = "DELTA_DOWNGRADE_VACUUM_NEGATIVE_RETENTION"
+    sqlstate = "22023"
+
+
 # --- must wait (exit 3) ----------------------------------------------------------------------------
 
 class RetentionWaitError(DeltaDowngradeError):
@@ -238,6 +412,20 @@ class RetentionWaitError(DeltaDowngradeError):
     def __init__(self, message: str, *, retry_after: Any = None, **kw: Any) -> None:
         self.retry_after = retry_after
         super().__init__(message, **kw)
+
+
+class HistoricalVersionsExistError(RetentionWaitError):
+    """The traces are gone from the current version, but retained history still uses the feature
+    (delta-spark's ``historyContainsFeature``); rerun after the retention period."""
+
+    error_class = "DELTA_FEATURE_DROP_HISTORICAL_VERSIONS_EXIST"
+
+
+class CheckpointProtectionWaitError(RetentionWaitError):
+    """History before the ``checkpointProtection`` boundary cannot be truncated yet (Checkpoint
+    Protection RFC: only once it is older than the retention period)."""
+
+    error_class = "DELTA_FEATURE_DROP_CHECKPOINT_PROTECTION_WAIT_FOR_RETENTION_PERIOD"
 
 
 # --- concurrent writers (exit 4) -------------------------------------------------------------------
@@ -273,6 +461,14 @@ class StorageNotAtomicError(BadInputError):
 
 # --- storage failures (exit 1) ---------------------------------------------------------------------
 
+class DvPurgeError(DeltaDowngradeError):
+    """The rewrite produced something other than what the log promises (row counts); the batch
+    was not committed."""
+
+    error_class = "DELTA_DOWNGRADE_DV_PURGE_VERIFICATION_FAILED"
+    sqlstate = "XXKDS"
+
+
 class StorageFullError(DeltaDowngradeError):
     """A write failed for lack of space (ENOSPC, EDQUOT). Not bad input (exit 1): the file being
     written was removed (temporary file included), the steps before it are complete, and a rerun
@@ -285,8 +481,65 @@ class StorageFullError(DeltaDowngradeError):
 # --- drop failures (exit 1) ------------------------------------------------------------------------
 
 class DropCheckpointFailedError(DeltaDowngradeError):
-    """A barrier checkpoint of DROP FEATURE could not be written after its retries (reference
-    §3); only empty commits were written, and a rerun continues."""
+    """A barrier checkpoint of DROP FEATURE could not be written after its retries (Checkpoint
+    Protection RFC: the protected checkpoints must exist before the downgrade commit); only empty
+    commits were written, and a rerun continues."""
 
     error_class = "DELTA_FEATURE_DROP_CHECKPOINT_FAILED"
     sqlstate = "22KD0"
+
+
+# --- parse errors: plain ValueErrors, turned into a DeltaDowngradeError where the file is known ---
+
+class MalformedActionError(ValueError):
+    """An action lacks a field the protocol requires, or a field has the wrong JSON type, or a
+    log line is not an action at all (PROTOCOL.md "Actions": each line is one JSON object)."""
+
+
+class DeletionVectorFormatError(ValueError):
+    """Bytes that do not follow the DV data format (pure parsing; no file context)."""
+
+
+class DvSizeMismatch(DeletionVectorFormatError):
+    """A stored DV is not as long as its descriptor's ``sizeInBytes`` says, or runs past the end of
+    its file (PROTOCOL.md "Deletion Vector Format")."""
+
+
+class DvChecksumMismatch(DeletionVectorFormatError):
+    """The CRC-32 stored after a DV does not match its bytes (PROTOCOL.md "Deletion Vector
+    Format")."""
+
+
+# --- errors a Delta runtime reported ----------------------------------------------------------------
+
+# Delta error classes → our error types (and so exit codes).
+_WAIT_CLASSES = frozenset({
+    "DELTA_FEATURE_DROP_WAIT_FOR_RETENTION_PERIOD", "DELTA_FEATURE_DROP_HISTORICAL_VERSIONS_EXIST",
+    "DELTA_FEATURE_DROP_CHECKPOINT_PROTECTION_WAIT_FOR_RETENTION_PERIOD"})
+_CONFLICT_CLASSES = frozenset({
+    "DELTA_FEATURE_DROP_CONFLICT_REVALIDATION_FAIL", "DELTA_CONCURRENT_APPEND",
+    "DELTA_CONCURRENT_DELETE_READ", "DELTA_CONCURRENT_DELETE_DELETE", "DELTA_METADATA_CHANGED",
+    "DELTA_PROTOCOL_CHANGED", "DELTA_CONCURRENT_TRANSACTION", "DELTA_CONCURRENT_WRITE"})
+_FEATURE_DROP_CLASSES = frozenset({"DELTA_INVALID_COLUMN_NAMES_WHEN_REMOVING_COLUMN_MAPPING",
+                                   "DELTA_ONLY_OPERATION"})
+_NOT_FOUND_CLASSES = frozenset({"TABLE_OR_VIEW_NOT_FOUND", "DELTA_TABLE_NOT_FOUND",
+                                "DELTA_MISSING_DELTA_TABLE", "PATH_NOT_FOUND"})
+
+
+def from_delta_error_class(error_class: str, message: str, *, table: str | None = None,
+                           feature: str | None = None) -> DeltaDowngradeError:
+    """An error a Delta runtime raised, as ours: the runtime's error class is kept verbatim (it may
+    be one this package never declares), the type gives the exit code."""
+    kw: dict[str, Any] = {"table": table, "feature": feature, "error_class": error_class}
+    if error_class in _WAIT_CLASSES:
+        return RetentionWaitError(message, **kw)
+    if error_class in _CONFLICT_CLASSES:
+        return ConcurrentWriteError(message, **kw)
+    if error_class.startswith("DELTA_UNSUPPORTED_FEATURES_FOR"):
+        return UnsupportedFeaturesError(message, features=[], for_write=error_class.endswith("WRITE"), **kw)
+    if error_class.startswith("DELTA_FEATURE_DROP") or error_class.startswith("DELTA_CANNOT_DROP") \
+            or error_class in _FEATURE_DROP_CLASSES:
+        return FeatureDropError(message, **kw)
+    if error_class in _NOT_FOUND_CLASSES:
+        return BadInputError(message, **kw)
+    return DeltaDowngradeError(message, **kw)

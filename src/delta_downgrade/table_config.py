@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping
 
-from delta_downgrade.errors import BadInputError, DeltaDowngradeError, InvalidTablePropertyError
+from delta_downgrade.errors import BadDurationError, DeltaDowngradeError, InvalidTablePropertyError
 
 SECOND_MS = 1000
 MINUTE_MS = 60 * SECOND_MS
@@ -42,17 +42,16 @@ def parse_interval_ms(text: str, *, key: str = "duration") -> int:
     parts = _PART.findall(body)
     leftover = _PART.sub("", body).strip()
     if not parts or leftover:
-        raise BadInputError(f"{key}={text!r} is not a duration such as 'interval 24 hours'",
-                            error_class="DELTA_DOWNGRADE_BAD_DURATION")
+        raise BadDurationError(f"{key}={text!r} is not a duration such as 'interval 24 hours'")
     total = 0.0
     for number, unit in parts:
         unit_key = unit.lower().rstrip("s")
         if unit_key not in _UNITS:
-            raise BadInputError(f"{key}={text!r}: unit {unit!r} has no fixed length; use weeks, days, "
-                                f"hours, minutes or seconds", error_class="DELTA_DOWNGRADE_BAD_DURATION")
+            raise BadDurationError(f"{key}={text!r}: unit {unit!r} has no fixed length; use weeks, days, "
+                                   f"hours, minutes or seconds")
         total += float(number) * _UNITS[unit_key]
     if total < 0:
-        raise BadInputError(f"{key}={text!r} is negative", error_class="DELTA_DOWNGRADE_BAD_DURATION")
+        raise BadDurationError(f"{key}={text!r} is negative")
     # The one shared upper bound (clock.MAX_DURATION_MS): "99999999999999999999 days" would
     # otherwise overflow the cutoff dates computed from it.
     from delta_downgrade.clock import check_duration_ms

@@ -35,6 +35,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyroaring import BitMap
 
+from delta_downgrade.errors import DeletionVectorFormatError  # noqa: F401 - re-exported
+
 MAGIC_NUMBER = 1681511377            # "RoaringBitmapArray, portable serialization"
 MAX_ROW_INDEX = (1 << 63) - 1        # bucket keys must have their top bit clear
 
@@ -50,10 +52,6 @@ BITMAP_CONTAINER_BYTES = 8192        # 2^16 bits
 _RUNS_WINDOW = 1 << 24
 
 _UINT32_TYPECODE = next(code for code in "IL" if array.array(code).itemsize == 4)
-
-
-class DeletionVectorFormatError(ValueError):
-    """Bytes that do not follow the DV data format (pure parsing; no file context)."""
 
 
 # --- headers of a 32-bit Roaring bitmap ----------------------------------------------------------

@@ -20,11 +20,7 @@ from typing import Any
 import pyarrow as pa
 
 from delta_downgrade.actions import DeletionVectorDescriptor
-from delta_downgrade.deletion_vectors.bitmap import (
-    DeletionVectorFormatError,
-    dv_data_of_sorted,
-    sorted_row_indexes,
-)
+from delta_downgrade.deletion_vectors.bitmap import dv_data_of_sorted, sorted_row_indexes
 from delta_downgrade.dv_paths import (
     STORAGE_INLINE,
     STORAGE_UUID,
@@ -33,6 +29,9 @@ from delta_downgrade.dv_paths import (
     encode_uuid_dv,
     z85_decode,
     z85_encode,
+)
+from delta_downgrade.errors import (  # noqa: F401 - the size and checksum errors are re-exported
+    DeletionVectorFormatError, DvChecksumMismatch, DvSizeMismatch,
 )
 
 DV_FILE_FORMAT_VERSION = 1
@@ -78,14 +77,6 @@ def unframe_dv(file_bytes: bytes | memoryview, offset: int | None, size_in_bytes
     if zlib.crc32(data) & 0xFFFFFFFF != checksum:
         raise DvChecksumMismatch(f"CRC-32 of the DV at offset {start} does not match its stored checksum")
     return data
-
-
-class DvSizeMismatch(DeletionVectorFormatError):
-    pass
-
-
-class DvChecksumMismatch(DeletionVectorFormatError):
-    pass
 
 
 def encode_inline(dv_data: bytes) -> str:

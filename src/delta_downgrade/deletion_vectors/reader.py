@@ -31,34 +31,10 @@ from delta_downgrade.dv_paths import (
     local_path_of_uri,
     table_relative_path,
 )
-from delta_downgrade.errors import CorruptLogError
-
-
-class DeletionVectorError(CorruptLogError):
-    """A deletion vector of the table cannot be used. Nothing was committed when it is raised:
-    the operation stops before it would drop the rows the DV deletes."""
-
-    error_class = "DELTA_DOWNGRADE_DV_CORRUPT"
-    sqlstate = "XXKDS"
-
-
-class DeletionVectorNotFoundError(DeletionVectorError):
-    """The DV file a descriptor resolves to does not exist or cannot be read."""
-
-    error_class = "DELTA_DOWNGRADE_DV_FILE_NOT_FOUND"
-    sqlstate = "42K03"
-
-
-class DeletionVectorChecksumError(DeletionVectorError):
-    error_class = "DELTA_DELETION_VECTOR_CHECKSUM_MISMATCH"
-
-
-class DeletionVectorSizeError(DeletionVectorError):
-    error_class = "DELTA_DELETION_VECTOR_SIZE_MISMATCH"
-
-
-class DeletionVectorCardinalityError(DeletionVectorError):
-    error_class = "DELTA_DOWNGRADE_DV_CARDINALITY_MISMATCH"
+from delta_downgrade.errors import (  # noqa: F401 - re-exported: the DV reader's errors
+    DeletionVectorCardinalityError, DeletionVectorChecksumError, DeletionVectorError,
+    DeletionVectorNotFoundError, DeletionVectorSizeError,
+)
 
 
 class DvFileReader:

@@ -12,19 +12,11 @@ import re
 from typing import Any
 
 from delta_downgrade.errors import (
-    BadInputError, ConcurrentWriteError, DeltaDowngradeError, FeatureDropError, InvalidIdentifierError,
-    RetentionWaitError, UnsupportedFeaturesError,
+    DeltaDowngradeError, EngineUnavailableError, FeatureNotPresentError, InvalidIdentifierError,
+    UnsupportedClientFeatureError, from_delta_error_class,
 )
 
 _ERROR_CLASS = re.compile(r"\[([A-Z][A-Z0-9_]+)(?:\.[A-Z0-9_]+)?\]")
-
-# Delta error classes → our error types (and so exit codes).
-_WAIT = {"DELTA_FEATURE_DROP_WAIT_FOR_RETENTION_PERIOD", "DELTA_FEATURE_DROP_HISTORICAL_VERSIONS_EXIST",
-         "DELTA_FEATURE_DROP_CHECKPOINT_PROTECTION_WAIT_FOR_RETENTION_PERIOD"}
-_CONFLICT = {"DELTA_FEATURE_DROP_CONFLICT_REVALIDATION_FAIL", "DELTA_CONCURRENT_APPEND",
-             "DELTA_CONCURRENT_DELETE_READ", "DELTA_CONCURRENT_DELETE_DELETE", "DELTA_METADATA_CHANGED",
-             "DELTA_PROTOCOL_CHANGED", "DELTA_CONCURRENT_TRANSACTION", "DELTA_CONCURRENT_WRITE"}
-_NOT_PRESENT = "DELTA_FEATURE_DROP_FEATURE_NOT_PRESENT"
 
 
 def delta_sql_available() -> bool:
@@ -61,20 +53,7 @@ def map_error(exc: BaseException, table: str, feature: str) -> DeltaDowngradeErr
     """Translate a runtime error into ours, keeping the Delta error class and message."""
     error_class = error_class_of(exc) or "DELTA_DOWNGRADE_ENGINE_ERROR"
     message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-    if error_class in _WAIT:
-        return RetentionWaitError(message, table=table, feature=feature, error_class=error_class)
-    if error_class in _CONFLICT:
-        return ConcurrentWriteError(message, table=table, feature=feature, error_class=error_class)
-    if error_class.startswith("DELTA_UNSUPPORTED_FEATURES_FOR"):
-        return UnsupportedFeaturesError(message, features=[], for_write=error_class.endswith("WRITE"),
-                                        table=table, feature=feature, error_class=error_class)
-    if error_class.startswith("DELTA_FEATURE_DROP") or error_class.startswith("DELTA_CANNOT_DROP") \
-            or error_class in ("DELTA_INVALID_COLUMN_NAMES_WHEN_REMOVING_COLUMN_MAPPING", "DELTA_ONLY_OPERATION"):
-        return FeatureDropError(message, table=table, feature=feature, error_class=error_class)
-    if error_class in ("TABLE_OR_VIEW_NOT_FOUND", "DELTA_TABLE_NOT_FOUND", "DELTA_MISSING_DELTA_TABLE",
-                       "PATH_NOT_FOUND"):
-        return BadInputError(message, table=table, feature=feature, error_class=error_class)
-    return DeltaDowngradeError(message, table=table, feature=feature, error_class=error_class)
+    return from_delta_error_class(error_class, message, table=table, feature=feature)
 
 
 # An unquoted identifier part as Spark's parser accepts it (letters, digits, underscore); anything
@@ -174,8 +153,9 @@ def feature_name(feature: str, table: str | None = None) -> str:
     if known is not None:
         return known.name
     if not _PLAIN_FEATURE.fullmatch(name):
-        raise FeatureDropError(f"{feature!r} is not a table feature name: a feature name is letters, "
-                               f"digits, '-' and '_' (e.g. deletionVectors)", table=table, feature=feature)
+        raise UnsupportedClientFeatureError(
+            f"{feature!r} is not a table feature name: a feature name is letters, digits, '-' and "
+            f"'_' (e.g. deletionVectors)", table=table, feature=feature)
     return name
 
 
@@ -196,10 +176,9 @@ class DeltaSqlEngine:
 
             spark = get_spark()
             if not has_delta_sql(spark):
-                raise BadInputError(
+                raise EngineUnavailableError(
                     "the delta-sql engine needs a Spark session with Delta (a Databricks runtime, or "
-                    "delta-spark >= 4 jars via DELTA_DOWNGRADE_DELTA_JARS); use --engine=native",
-                    error_class="DELTA_DOWNGRADE_ENGINE_UNAVAILABLE")
+                    "delta-spark >= 4 jars via DELTA_DOWNGRADE_DELTA_JARS); use --engine=native")
             self._spark = spark
         return self._spark
 
@@ -234,7 +213,8 @@ class DeltaSqlEngine:
             self.spark().sql(statement)
         except Exception as exc:  # noqa: BLE001 - py4j/pyspark exception types vary by runtime
             mapped = map_error(exc, table, name)
-            if mapped.error_class != _NOT_PRESENT:
+            # The runtime's error keeps its own class; "not present" means already done (exit 0).
+            if mapped.error_class != FeatureNotPresentError.error_class:
                 raise mapped from exc
             status, error = STATUS_ALREADY_ABSENT, mapped
         log.refresh()

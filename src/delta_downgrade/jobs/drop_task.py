@@ -7,7 +7,7 @@ from typing import Any, ClassVar
 
 from pydantic import field_validator
 
-from delta_downgrade.errors import EXIT_OK, BadInputError
+from delta_downgrade.errors import EXIT_OK, BadSettingsError
 from delta_downgrade.jobs.settings import TaskSettings
 
 
@@ -40,8 +40,8 @@ def _engine_for(settings: TaskSettings, table: str) -> Any:
 def drop_one(settings: TaskSettings, table: str) -> tuple[dict[str, Any], int]:
     assert isinstance(settings, DropFeatureSettings)
     if not settings.feature:
-        raise BadInputError("drop_feature_task needs --feature=NAME (for example deletionVectors)",
-                            table=table, error_class="DELTA_DOWNGRADE_BAD_SETTINGS")
+        raise BadSettingsError("drop_feature_task needs --feature=NAME (for example deletionVectors)",
+                               table=table)
     engine = _engine_for(settings, table)
     outcome = engine.drop_feature(table, settings.feature, truncate_history=settings.truncate_history,
                                   dry_run=settings.dry_run, progress=_progress(table))

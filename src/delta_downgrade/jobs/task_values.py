@@ -15,7 +15,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Protocol
 
-from delta_downgrade.errors import BadInputError, BadTaskValueError
+from delta_downgrade.errors import BadTaskValueError, TaskValueTooLargeError
 
 MAX_VALUE_BYTES = 48 * 1024
 RUN_DIR_ENV = "DELTA_DOWNGRADE_RUN_DIR"
@@ -38,8 +38,8 @@ def check_key(key: Any, what: str = "task key") -> str:
 def encode_value(key: str, value: Any) -> str:
     text = json.dumps(value, sort_keys=True, default=str)
     if len(text.encode("utf-8")) > MAX_VALUE_BYTES:
-        raise BadInputError(f"task value {key!r} is {len(text)} bytes of JSON, over the 48 KiB limit",
-                            error_class="DELTA_DOWNGRADE_TASK_VALUE_TOO_LARGE")
+        raise TaskValueTooLargeError(
+            f"task value {key!r} is {len(text)} bytes of JSON, over the 48 KiB limit")
     return text
 
 

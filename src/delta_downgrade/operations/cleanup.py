@@ -124,8 +124,8 @@ def _granularity_ms(granularity: str) -> int:
     try:
         return GRANULARITY_MS[granularity.strip().lower()]
     except (KeyError, AttributeError):
-        raise BadInputError(f"granularity must be one of {sorted(GRANULARITY_MS)}, got {granularity!r}",
-                            error_class="DELTA_DOWNGRADE_BAD_INPUT") from None
+        raise BadInputError(f"granularity must be one of {sorted(GRANULARITY_MS)}, got {granularity!r}") \
+            from None
 
 
 def cutoff_timestamp_ms(now_ms: int, retention_ms: int, granularity: str = "day") -> int:

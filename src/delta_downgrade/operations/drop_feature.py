@@ -18,7 +18,8 @@ from delta_downgrade.actions import (
 from delta_downgrade.clock import SYSTEM_CLOCK, Clock, to_utc_iso
 from delta_downgrade.errors import (
     ConcurrentWriteError, DeltaDowngradeError, DropCheckpointFailedError, DropConflictError,
-    FeatureDropError, InvalidProtocolDowngradeError, RetentionWaitError,
+    FeatureDropError, FeatureNotPresentError, HistoricalVersionsExistError,
+    InvalidProtocolDowngradeError, RetentionWaitError,
 )
 from delta_downgrade.jobs.result import protocol_fields
 from delta_downgrade.log.checkpoints import checkpoint_table
@@ -141,8 +142,8 @@ class DropRun:
         else:
             context = "Nothing of this run was written."
         params = {**exc.params, "landedVersions": list(self.commits)}
-        return type(exc)(f"{exc.message} {context}", table=exc.table or self.table,
-                         feature=exc.feature or self.feature, error_class=exc.error_class, params=params)
+        return exc.amended(f"{exc.message} {context}", table=self.table, feature=self.feature,
+                           params=params)
 
 
 @dataclass
@@ -230,7 +231,7 @@ def drop_feature(location: str, feature: str, *, truncate_history: bool = False,
     except FeatureDropError as exc:
         # Not present means already done (exit 0): reruns of a job stay green, and the RESULT
         # still carries the error class.
-        if exc.error_class == "DELTA_FEATURE_DROP_FEATURE_NOT_PRESENT":
+        if isinstance(exc, FeatureNotPresentError):
             return _already_absent(log, name, before, exc, clock, dry_run)
         raise
     run = DropRun(log, spec.name, clock=clock, dry_run=dry_run, hooks=dict(hooks or {}),
@@ -262,7 +263,7 @@ def _dropped_by_another_writer(run: DropRun, name: str, before: Protocol) -> Dro
     try:
         validate_drop(latest.protocol, name, truncate_history=False, table=run.table)
     except FeatureDropError as exc:
-        if exc.error_class != "DELTA_FEATURE_DROP_FEATURE_NOT_PRESENT":
+        if not isinstance(exc, FeatureNotPresentError):
             raise
         outcome = _already_absent(run.log, name, latest.protocol, exc, run.clock, run.dry_run)
         outcome.protocol_before = before
@@ -486,7 +487,7 @@ def _drop_with_history_truncation(run: DropRun, spec: TableFeature, behaviour: F
                 f"{params['truncateHistoryLogRetentionPeriod']} "
                 f"(delta.dropFeatureTruncateHistory.retentionDuration) has passed",
                 retry_after=_wait_time_after(run, empty - 1), table=run.table, feature=spec.name,
-                error_class="DELTA_FEATURE_DROP_WAIT_FOR_RETENTION_PERIOD", params=params)
+                params=params)
     snapshot = run.latest()
     if not run.dry_run:
         _revalidate(snapshot, spec, behaviour, None)
@@ -500,11 +501,11 @@ def _drop_with_history_truncation(run: DropRun, spec: TableFeature, behaviour: F
         if history_uses_feature(run.log, behaviour):
             params = _retention_params(snapshot, spec.name)
             newest = run.log.latest_version()
-            raise RetentionWaitError(
+            raise HistoricalVersionsExistError(
                 f"cannot drop {spec.name} yet: retained history still uses it. Rerun after the "
                 f"retention period {params['truncateHistoryLogRetentionPeriod']} has passed",
                 retry_after=_wait_time_after(run, max(0, newest - 1)), table=run.table,
-                feature=spec.name, error_class="DELTA_FEATURE_DROP_HISTORICAL_VERSIONS_EXIST", params=params)
+                feature=spec.name, params=params)
     snapshot = run.latest()
     if not run.dry_run:
         run.require_present(snapshot)

@@ -6,7 +6,11 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from delta_downgrade.errors import FeatureDropError, InvalidProtocolDowngradeError
+from delta_downgrade.errors import (
+    CheckpointProtectionNeedsTruncationError, DependentFeatureError, FeatureDropError,
+    FeatureIsDeltaPropertyError, FeatureNotPresentError, HistoryTruncationNotAllowedError,
+    InvalidProtocolDowngradeError, NonRemovableFeatureError, UnsupportedClientFeatureError,
+)
 from delta_downgrade.log.snapshot import Snapshot
 from delta_downgrade.protocol import CHECKPOINT_PROTECTION, Protocol, TableFeature, lookup_feature
 from delta_downgrade.protocol.features import get_feature, is_delta_table_property
@@ -23,12 +27,9 @@ def clean_feature_name(raw: str) -> str:
     return name
 
 
-def _error(error_class: str, sqlstate: str, message: str, table: str | None, feature: str,
+def _error(kind: type[FeatureDropError], message: str, table: str | None, feature: str,
            **params: object) -> FeatureDropError:
-    err = FeatureDropError(message, table=table, feature=feature, error_class=error_class,
-                           params={"feature": feature, **params})
-    err.sqlstate = sqlstate
-    return err
+    return kind(message, table=table, feature=feature, params={"feature": feature, **params})
 
 
 def validate_drop(protocol: Protocol, raw_name: str, *, truncate_history: bool,
@@ -41,7 +42,7 @@ def validate_drop(protocol: Protocol, raw_name: str, *, truncate_history: bool,
     spec = get_feature(name) or lookup_feature(name)
     # 2. A `delta.*` table property given instead of a feature name.
     if not present and name.lower().startswith("delta.") and is_delta_table_property(name):
-        raise _error("DELTA_FEATURE_DROP_FEATURE_IS_DELTA_PROPERTY", "42000",
+        raise _error(FeatureIsDeltaPropertyError,
                      f"'{name}' is a Delta table property, not a table feature. Give the feature's "
                      f"name instead (for example deletionVectors for delta.enableDeletionVectors)",
                      table, name)
@@ -50,34 +51,34 @@ def validate_drop(protocol: Protocol, raw_name: str, *, truncate_history: bool,
         hint = ""
         if spec.name in protocol.features and spec.name != name:
             hint = f" The table has '{spec.name}': feature names are case-sensitive."
-        raise _error("DELTA_FEATURE_DROP_FEATURE_NOT_PRESENT", "55000",
+        raise _error(FeatureNotPresentError,
                      f"cannot drop {name}: it is not present in the table's protocol {protocol}.{hint} "
                      + NEXT_STEP_NOT_PRESENT, table, name)
     # 4. Present but not removable.
     if spec is not None and not spec.removable:
-        raise _error("DELTA_FEATURE_DROP_NONREMOVABLE_FEATURE", "0AKDC",
+        raise _error(NonRemovableFeatureError,
                      f"cannot drop {name}: dropping this feature is not supported by Delta. Clients "
                      f"that must read this table need to support {name}", table, name)
     # 5. Unknown to this package (present or not).
     if spec is None:
-        raise _error("DELTA_FEATURE_DROP_UNSUPPORTED_CLIENT_FEATURE", "0AKDC",
+        raise _error(UnsupportedClientFeatureError,
                      f"cannot drop {name}: delta-downgrade does not know this feature, so it cannot "
                      f"tell how to remove its traces. Check the spelling (`delta-downgrade inspect` "
                      f"lists the table's features)", table, name)
     # 6. TRUNCATE HISTORY for a feature that needs no history protection.
     if truncate_history and not spec.requires_history_protection and spec.name != CHECKPOINT_PROTECTION:
-        raise _error("DELTA_FEATURE_DROP_HISTORY_TRUNCATION_NOT_ALLOWED", "42000",
+        raise _error(HistoryTruncationNotAllowedError,
                      f"{name} does not require history truncation: drop it without "
                      f"--truncate-history", table, name)
     # 7. checkpointProtection only goes with TRUNCATE HISTORY.
     if spec.name == CHECKPOINT_PROTECTION and not truncate_history:
-        raise _error("DELTA_FEATURE_CAN_ONLY_DROP_CHECKPOINT_PROTECTION_WITH_HISTORY_TRUNCATION", "55000",
+        raise _error(CheckpointProtectionNeedsTruncationError,
                      "checkpointProtection can only be dropped by truncating the history before its "
                      "boundary: use truncate_task (or drop-feature --truncate-history)", table, name)
     # 8. Another present feature requires it.
     dependents = sorted(protocol.dependents_of(spec.name))
     if dependents:
-        raise _error("DELTA_FEATURE_DROP_DEPENDENT_FEATURE", "55000",
+        raise _error(DependentFeatureError,
                      f"cannot drop {name} because other features in this table depend on it "
                      f"({', '.join(dependents)}); drop those first", table, name,
                      dependentFeatures=", ".join(dependents))

@@ -18,7 +18,10 @@ from urllib.parse import quote
 from delta_downgrade.actions import (
     AddCDCFile, AddFile, AnyAction, CheckpointMetadata, DomainMetadata, Metadata, RemoveFile, Sidecar,
 )
-from delta_downgrade.errors import FeatureDropError, NotSupportedYetError
+from delta_downgrade.errors import (
+    CheckConstraintsPresentError, GeospatialColumnsPresentError, NotSupportedYetError,
+    UnsupportedClientFeatureError,
+)
 from delta_downgrade.log.commit import rebase_over_blind_appends
 from delta_downgrade.log.snapshot import BOUNDARY_PROPERTY, Snapshot
 from delta_downgrade.operations.traces import (
@@ -202,13 +205,10 @@ class CheckConstraintsDrop(FeatureDrop):
         names = constraint_names(snapshot.metadata.configuration)
         if names:
             listed = ", ".join(f"`{n}`" for n in names)
-            err = FeatureDropError(
+            raise CheckConstraintsPresentError(
                 f"cannot drop checkConstraints: the following constraints must be dropped first: "
                 f"{listed} (ALTER TABLE … DROP CONSTRAINT). delta-downgrade never drops constraints",
-                table=run.table, feature=self.feature,
-                error_class="DELTA_CANNOT_DROP_CHECK_CONSTRAINT_FEATURE", params={"constraints": listed})
-            err.sqlstate = "0AKDE"
-            raise err
+                table=run.table, feature=self.feature, params={"constraints": listed})
 
 
 ICT_PROPERTIES = ("delta.inCommitTimestampEnablementVersion", "delta.inCommitTimestampEnablementTimestamp")
@@ -308,12 +308,9 @@ class GeospatialDrop(FeatureDrop):
         cols = [f["name"] for f in iter_fields(snapshot.schema)
                 if isinstance(f.get("type"), str) and f["type"].split("(")[0] in ("geometry", "geography")]
         if cols:
-            err = FeatureDropError(
+            raise GeospatialColumnsPresentError(
                 f"cannot drop {self.feature}: drop or recreate the geometry/geography column(s) "
-                f"{', '.join(cols)} first", table=run.table, feature=self.feature,
-                error_class="DELTA_CANNOT_DROP_GEOSPATIAL_FEATURE")
-            err.sqlstate = "0AKDE"
-            raise err
+                f"{', '.join(cols)} first", table=run.table, feature=self.feature)
 
 
 class NeedsRewriteDrop(FeatureDrop):
@@ -359,12 +356,10 @@ class UnsupportedClientDrop(FeatureDrop):
         self.feature = feature
 
     def preflight(self, run: "DropRun", snapshot: Snapshot) -> None:
-        err = FeatureDropError(
+        raise UnsupportedClientFeatureError(
             f"cannot drop {self.feature}: its commits are governed by a catalog or a commit "
             f"coordinator that delta-downgrade cannot write through. Use the engine that owns the "
-            f"table (--engine=delta-sql on Databricks)", table=run.table, feature=self.feature,
-            error_class="DELTA_FEATURE_DROP_UNSUPPORTED_CLIENT_FEATURE")
-        raise err
+            f"table (--engine=delta-sql on Databricks)", table=run.table, feature=self.feature)
 
 
 def _cm_uses(action: AnyAction) -> bool:

@@ -14,7 +14,9 @@ from typing import TYPE_CHECKING
 
 from delta_downgrade.actions import ProtocolAction
 from delta_downgrade.clock import to_utc_iso
-from delta_downgrade.errors import InvalidProtocolDowngradeError, RetentionWaitError
+from delta_downgrade.errors import (
+    CheckpointProtectionWaitError, InvalidProtocolDowngradeError, RetentionWaitError,
+)
 from delta_downgrade.log.checkpoints import check_checkpoint_writable
 from delta_downgrade.log.snapshot import BOUNDARY_PROPERTY
 from delta_downgrade.operations.cleanup import (
@@ -29,12 +31,11 @@ if TYPE_CHECKING:
 
 def _wait(run: "DropRun", boundary: int, retention_display: str, when_ms: int | None) -> RetentionWaitError:
     when = to_utc_iso(when_ms) if when_ms is not None else None
-    return RetentionWaitError(
+    return CheckpointProtectionWaitError(
         f"history before the checkpoint-protection boundary (version {boundary}) cannot be truncated "
         f"yet: delta.dropFeatureTruncateHistory.retentionDuration ({retention_display}) has not passed"
         + (f"; rerun after {when}" if when else ""),
         retry_after=when, table=run.table, feature=CHECKPOINT_PROTECTION,
-        error_class="DELTA_FEATURE_DROP_CHECKPOINT_PROTECTION_WAIT_FOR_RETENTION_PERIOD",
         params={"truncateHistoryLogRetentionPeriod": retention_display})
 
 

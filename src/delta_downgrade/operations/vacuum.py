@@ -63,7 +63,9 @@ from typing import TYPE_CHECKING, Any, Iterable
 from delta_downgrade.actions import AddFile, RemoveFile
 from delta_downgrade.clock import SYSTEM_CLOCK, Clock, check_duration_ms, to_utc_iso
 from delta_downgrade.dv_paths import dv_relative_path, table_relative_path
-from delta_downgrade.errors import BadInputError, CorruptLogError
+from delta_downgrade.errors import (  # noqa: F401 - re-exported: VACUUM's own errors
+    BadInputError, CorruptLogError, VacuumNegativeRetentionError, VacuumRetentionTooShortError,
+)
 from delta_downgrade.protocol.support import Operation, ensure_supported
 from delta_downgrade.rewrite import PURGE_DIR_PREFIX, STAGING_DIR
 from delta_downgrade.storage import FileStatus, is_package_temp
@@ -80,26 +82,6 @@ UNIVERSAL_FORMATS = "delta.universalFormat.enabledFormats"
 REPLAN_ATTEMPTS = 3
 SPARK_TEMPORARY_DIR = "_temporary"
 _PURGE_DIR_RE = re.compile(re.escape(PURGE_DIR_PREFIX) + r"[0-9a-f]{16}$")
-
-
-class VacuumRetentionTooShortError(BadInputError):
-    """The requested retention is shorter than ``delta.deletedFileRetentionDuration``.
-
-    delta-spark has no error class for this (``VacuumCommand.checkRetentionPeriodSafety`` fails a
-    ``require`` with "Are you sure you would like to vacuum files with such a low retention
-    period?"), so the class is the package's own.
-    """
-
-    error_class = "DELTA_DOWNGRADE_VACUUM_RETENTION_TOO_SHORT"
-    sqlstate = "22023"
-
-
-class VacuumNegativeRetentionError(BadInputError):
-    """A negative (or not finite) retention: delta-spark's "Retention for Vacuum can't be less
-    than 0." (a ``require`` as well, no Delta error class). Never overridable."""
-
-    error_class = "DELTA_DOWNGRADE_VACUUM_NEGATIVE_RETENTION"
-    sqlstate = "22023"
 
 
 @dataclass

@@ -47,7 +47,9 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence
 from urllib.parse import quote
 
 from delta_downgrade.actions import AddFile, AnyAction, RemoveFile
-from delta_downgrade.errors import BadInputError, FeatureDropError
+from delta_downgrade.errors import (  # noqa: F401 - FileLayoutError is re-exported
+    BadInputError, FeatureDropError, FileLayoutError, InvalidColumnNamesForMappingRemovalError,
+)
 from delta_downgrade.log.commit import rebase_unless_files_touched
 from delta_downgrade.log.delta_log import DeltaLog
 from delta_downgrade.rewrite import STAGING_DIR
@@ -76,7 +78,7 @@ COLUMN_MAPPING_FIELD_KEYS = (ID_KEY, PHYSICAL_NAME_KEY, NESTED_IDS_KEY, PARQUET_
 # delta-spark refuses to remove column mapping when a column name holds one of these characters:
 # without column mapping such names are not valid Parquet column names for Spark.
 INVALID_NAME_CHARS = " ,;{}()\n\t="
-INVALID_NAMES_ERROR = "DELTA_INVALID_COLUMN_NAMES_WHEN_REMOVING_COLUMN_MAPPING"
+INVALID_NAMES_ERROR = InvalidColumnNamesForMappingRemovalError.error_class
 
 # Row tracking may materialize row ids / commit versions in hidden Parquet columns that are not in
 # the table schema (PROTOCOL.md "Row Tracking"); a rewrite must keep them.
@@ -198,13 +200,6 @@ def is_widening(from_type: str, to_type: str) -> bool:
 
 
 # --- per-file plan: how to read a file and what to write -------------------------------------------
-
-class FileLayoutError(BadInputError):
-    """A data file's Parquet schema cannot be matched with the table schema."""
-
-    error_class = "DELTA_DOWNGRADE_FILE_SCHEMA_MISMATCH"
-    sqlstate = "42K09"
-
 
 @dataclass(frozen=True)
 class Naming:
@@ -809,14 +804,11 @@ def check_column_names(run: "DropRun", schema: dict[str, Any]) -> None:
     bad = invalid_column_names(schema)
     if bad:
         listed = ", ".join(f"`{b}`" for b in bad)
-        err = FeatureDropError(
+        raise InvalidColumnNamesForMappingRemovalError(
             f"cannot remove column mapping: column name(s) {listed} contain one of the characters "
             f"' ,;{{}}()\\n\\t=' that Parquet files without column mapping cannot hold. Rename the "
             f"column(s) first (ALTER TABLE … RENAME COLUMN); nothing was written",
-            table=run.table, feature="columnMapping", error_class=INVALID_NAMES_ERROR,
-            params={"invalidColumnNames": ", ".join(bad)})
-        err.sqlstate = "42K05"
-        raise err
+            table=run.table, feature="columnMapping", params={"invalidColumnNames": ", ".join(bad)})
 
 
 def remove_column_mapping(run: "DropRun", *, workers: int = DEFAULT_WORKERS,

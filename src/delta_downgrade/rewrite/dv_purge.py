@@ -71,14 +71,15 @@ import pyarrow.compute as pc
 
 from delta_downgrade.actions import AddFile, AnyAction, DeletionVectorDescriptor, Metadata, RemoveFile
 from delta_downgrade.deletion_vectors import (
-    DeletionVectorError, DvFileReader, parse_dv_runs,
+    DvFileReader, parse_dv_runs,
 )
 from delta_downgrade.dv_paths import is_absolute_log_path, table_relative_path
 from delta_downgrade.log.commit import rebase_unless_files_touched
 from delta_downgrade.rewrite import PURGE_DIR_PREFIX
 from delta_downgrade.storage import typed_write_error
-from delta_downgrade.errors import (
-    ConcurrentWriteError, DeltaDowngradeError, NotSupportedYetError,
+from delta_downgrade.errors import (  # noqa: F401 - DvPurgeError is re-exported
+    ConcurrentWriteError, DeletionVectorRowIndexError, DeltaDowngradeError, DvPurgeError,
+    NotSupportedYetError,
 )
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -116,14 +117,6 @@ _PAIR_R = "__dv_purge_deleted_key"
 
 _ATOMIC_STATS_TYPES = {"byte", "short", "integer", "long", "float", "double", "date", "timestamp",
                        "timestamp_ntz", "string"}
-
-
-class DvPurgeError(DeltaDowngradeError):
-    """The rewrite produced something other than what the log promises (row counts); the batch
-    was not committed."""
-
-    error_class = "DELTA_DOWNGRADE_DV_PURGE_VERIFICATION_FAILED"
-    sqlstate = "XXKDS"
 
 
 # --- what to purge ------------------------------------------------------------------------------------
@@ -910,10 +903,9 @@ def _load_dvs(ctx: _Context, batch: _Batch, strategy: str) -> dict[int, Any]:
             continue
         values = ctx.reader.read(f.dv, data_file=f.add.path, table=ctx.run.table)
         if f.num_records is not None and len(values) and int(values[-1].as_py()) >= f.num_records:
-            raise DeletionVectorError(
+            raise DeletionVectorRowIndexError(
                 f"the deletion vector of data file {f.add.path} deletes row {values[-1].as_py()}, but the "
-                f"file has {f.num_records} rows. Nothing was committed for it", table=ctx.run.table,
-                error_class="DELTA_DELETION_VECTOR_INVALID_ROW_INDEX")
+                f"file has {f.num_records} rows. Nothing was committed for it", table=ctx.run.table)
         dvs[i] = values
     return dvs
 
