@@ -1,7 +1,9 @@
 """Table features: what each one is, what it needs, and whether this package can handle it.
 
-The registry mirrors the feature catalog of the reference (drop-feature-semantics.md §1.3), which
-follows Spark's registry and PROTOCOL.md's "Valid Feature Names" appendix. It is data, not logic:
+The registry mirrors delta-spark's feature catalogue (``TableFeature.scala``, cited as [DS]
+below with its DROP FEATURE validation), which follows PROTOCOL.md's "Valid Feature Names" appendix;
+[TF] is PROTOCOL.md "Table Features", [PE] its "Protocol Evolution", [CP] the Checkpoint Protection
+RFC. It is data, not logic:
 the protocol algebra in :mod:`delta_downgrade.protocol.protocol` reads it.
 
 Tests reproduce Spark's suites with test-only features (``testRemovableWriter`` …) that must never
@@ -37,14 +39,14 @@ __all__ = [
 
 CHECKPOINT_PROTECTION = "checkpointProtection"
 
-# Legacy protocol versions: below these, features are implied by the versions (§1.2).
+# Legacy protocol versions: below these, features are implied by the versions ([PE]).
 TABLE_FEATURES_READER_VERSION = 3
 TABLE_FEATURES_WRITER_VERSION = 7
 
 
 class FeatureKind(str, Enum):
     """Writer-only features are listed in ``writerFeatures`` only; reader-writer ones in both
-    lists (PROTOCOL.md "Table Features"; reference §1.1)."""
+    lists (PROTOCOL.md "Table Features")."""
 
     WRITER = "writer"
     READER_WRITER = "readerWriter"
@@ -52,12 +54,12 @@ class FeatureKind(str, Enum):
 
 @dataclass(frozen=True)
 class TableFeature:
-    """One table feature (reference §1.3).
+    """One table feature ([DS]).
 
-    ``min_reader_version`` is 1 for writer-only features; Spark says 0, and §1.4's minimum versions
+    ``min_reader_version`` is 1 for writer-only features; Spark says 0, and [DS]'s minimum versions
     clamp to 1 anyway, so 0 is accepted and means the same. ``requires_history_protection`` is
-    Spark's ``requiresHistoryProtection``: meaningful for removable features; for the others (“–”
-    in §1.3) it holds Spark's default, true for reader-writer and false for writer features.
+    Spark's ``requiresHistoryProtection``: meaningful for removable features; for the others it
+    holds Spark's default ([DS]), true for reader-writer and false for writer features.
     ``properties`` are the ``delta.*`` table properties that enable or trace the feature; an entry
     ending in ``.*`` stands for every key with that prefix (see :meth:`traces_property`).
     """
@@ -104,7 +106,7 @@ class TableFeature:
 
 
 def _feature_problems(f: TableFeature) -> list[str]:
-    """Consistency of a feature definition with the version rules of §1.1/§1.2."""
+    """Consistency of a feature definition with the version rules of [TF] and [PE]."""
     out: list[str] = []
     if not f.name or f.name != f.name.strip():
         out.append("the name must be non-empty and carry no surrounding blanks")
@@ -118,7 +120,7 @@ def _feature_problems(f: TableFeature) -> list[str]:
         if f.min_reader_version >= TABLE_FEATURES_READER_VERSION:
             out.append("a legacy feature has min reader version <= 2")
     else:
-        # Non-legacy features exist only in table-features protocols (§1.1).
+        # Non-legacy features exist only in table-features protocols ([TF]).
         if f.min_writer_version != TABLE_FEATURES_WRITER_VERSION:
             out.append("a table feature has min writer version 7")
         if f.is_reader_writer and f.min_reader_version != TABLE_FEATURES_READER_VERSION:
@@ -137,7 +139,7 @@ def _w(name: str, writer: int = TABLE_FEATURES_WRITER_VERSION, **kw: object) -> 
 def _rw(name: str, reader: int = TABLE_FEATURES_READER_VERSION,
         writer: int = TABLE_FEATURES_WRITER_VERSION, **kw: object) -> TableFeature:
     """A reader-writer feature; legacy iff its writer version is below 7. Spark's default
-    ``requiresHistoryProtection`` for reader-writer features is true (§1.3 note)."""
+    ``requiresHistoryProtection`` for reader-writer features is true ([DS])."""
     kw.setdefault("requires_history_protection", True)
     return TableFeature(name, FeatureKind.READER_WRITER, reader, writer,
                         is_legacy=writer < TABLE_FEATURES_WRITER_VERSION, **kw)  # type: ignore[arg-type]
@@ -157,7 +159,7 @@ _COORDINATED_COMMITS_PROPS = ("delta.coordinatedCommits.commitCoordinator-previe
                               "delta.coordinatedCommits.commitCoordinatorConf-preview",
                               "delta.coordinatedCommits.tableConf-preview")
 
-# §1.3, row by row. Order follows the table.
+# [DS], feature by feature.
 _CATALOG: tuple[TableFeature, ...] = (
     _w("appendOnly", 2, properties=("delta.appendOnly",), in_spec=True),
     # invariants, generated and identity columns live in column metadata, not table properties.
@@ -171,7 +173,7 @@ _CATALOG: tuple[TableFeature, ...] = (
     _w("allowColumnDefaults", in_spec=True),
     _rw("deletionVectors", removable=True, properties=("delta.enableDeletionVectors",),
         in_spec=True),
-    # rowTracking overrides the writer default explicitly (§1.3): false.
+    # rowTracking overrides the writer default explicitly ([DS]): false.
     _w("rowTracking", removable=True, required_features={"domainMetadata"},
        properties=_ROW_TRACKING_PROPS, in_spec=True),
     _w("domainMetadata", removable=True, in_spec=True),
@@ -190,7 +192,7 @@ _CATALOG: tuple[TableFeature, ...] = (
     _rw("typeWidening-preview", removable=True, properties=_TYPE_WIDENING_PROPS),
     _rw("variantType"),
     _rw("variantType-preview"),
-    # Only the stable shredding feature depends on the stable variant feature (§1.3).
+    # Only the stable shredding feature depends on the stable variant feature ([DS]).
     _rw("variantShredding", required_features={"variantType"}),
     _rw("variantShredding-preview"),
     _rw("catalogManaged", removable=True,
@@ -203,12 +205,12 @@ _CATALOG: tuple[TableFeature, ...] = (
     _rw("geospatial-dev", removable=True),
     _w("materializePartitionColumns", removable=True,
        properties=("delta.enableMaterializePartitionColumnsFeature",)),
-    # The reader-writer redirect feature overrides the default: no history protection (§1.3).
+    # The reader-writer redirect feature overrides the default: no history protection ([DS]).
     _rw("redirectReaderWriter-preview", removable=True, requires_history_protection=False,
         properties=("delta.redirectReaderWriter-preview",), **_UNSUPPORTED),
     _w("redirectWriterOnly-preview", removable=True,
        properties=("delta.redirectWriterOnly-preview",), **_UNSUPPORTED),
-    # Removable only with TRUNCATE HISTORY (§5); HistProt false is Spark's special case.
+    # Removable only with TRUNCATE HISTORY ([CP]); HistProt false is Spark's special case.
     _w(CHECKPOINT_PROTECTION, removable=True,
        properties=("delta.requireCheckpointProtectionBeforeVersion",)),
     _rw("adaptiveMetadata-preview",
@@ -230,7 +232,7 @@ def active_registry() -> Mapping[str, TableFeature]:
 
 @contextmanager
 def with_registry(registry: Mapping[str, TableFeature]) -> Iterator[Mapping[str, TableFeature]]:
-    """Use ``registry`` instead of :data:`FEATURES` inside the block (for tests: §1.3's test-only
+    """Use ``registry`` instead of :data:`FEATURES` inside the block (for tests: [DS]'s test-only
     features). The previous registry is restored on exit, also on error."""
     for key, feature in registry.items():
         if key != feature.name:
@@ -264,7 +266,7 @@ def get_feature(name: str) -> TableFeature | None:
 def lookup_feature(name: str) -> TableFeature | None:
     """Case-insensitive lookup in the active registry; None for an unknown name.
 
-    Spark resolves user-typed names this way (``featureNameToFeature``), §2.2 step 1.
+    Spark resolves user-typed names this way (``featureNameToFeature``), [DS] validation step 1.
     """
     registry = active_registry()
     exact = registry.get(name)
@@ -278,9 +280,9 @@ def lookup_feature(name: str) -> TableFeature | None:
 
 
 # Known ``delta.*`` table configuration keys (Spark's DeltaConfigs). Used by DROP FEATURE
-# validation step 2 (§2.2): a name that is one of these is a property, not a feature.
+# validation step 2 ([DS]): a name that is one of these is a property, not a feature.
 _KNOWN_PROPERTIES: tuple[str, ...] = (
-    # §7
+    # checkpoint protection and DROP FEATURE ([CP], [DS])
     "delta.requireCheckpointProtectionBeforeVersion",
     "delta.dropFeatureTruncateHistory.retentionDuration",
     "delta.logRetentionDuration",
@@ -330,6 +332,6 @@ _DELTA_TABLE_PROPERTIES_LOWER = frozenset(p.lower() for p in DELTA_TABLE_PROPERT
 
 
 def is_delta_table_property(name: str) -> bool:
-    """Whether ``name`` is a known ``delta.*`` table property, case-insensitively (§2.2 step 2;
+    """Whether ``name`` is a known ``delta.*`` table property, case-insensitively ([DS] step 2;
     e.g. ``DELTA.ENABLEROWTRACKING``)."""
     return name.lower() in _DELTA_TABLE_PROPERTIES_LOWER

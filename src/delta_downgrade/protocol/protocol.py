@@ -1,11 +1,13 @@
 """The ``protocol`` action as a value type, with the algebra DROP FEATURE needs.
 
-Rules implemented here (reference drop-feature-semantics.md):
-- §1.1 validity: which lists may appear with which versions, and where each kind of feature goes;
-- §1.2 legacy versions imply features;
-- §1.4 minimum versions, normalize / denormalize, ``removeFeature`` and the commit-time guard
-  ``canDowngradeTo``;
-- §3 step 3 / §4 step 5 the protocol of the downgrade commit.
+Rules implemented here, with the tags their citations below use:
+- [TF] PROTOCOL.md "Table Features": which lists may appear with which versions, and where each
+  kind of feature goes;
+- [PE] PROTOCOL.md "Protocol Evolution": legacy versions imply features;
+- [DS] delta-spark's ``Protocol`` and DROP FEATURE: minimum versions, normalize / denormalize,
+  ``removeFeature``, the commit-time guard ``canDowngradeTo``, validation and dependents;
+- [CP] the Checkpoint Protection RFC: the protocol of a fast drop's downgrade commit (a TRUNCATE
+  HISTORY drop's is plain ``removeFeature``, [DS]).
 
 Feature names in a protocol action are matched **exactly** against the active registry (see
 :func:`delta_downgrade.protocol.features.active_registry`). Spark resolves them
@@ -83,7 +85,7 @@ def required_closure(names: Iterable[str]) -> frozenset[str]:
 
 
 def _minimum_versions(features: Iterable[TableFeature]) -> tuple[int, int]:
-    """§1.4 ``minimumRequiredVersions``: the highest minimum of each side, at least 1 (writer-only
+    """[DS] ``minimumRequiredVersions``: the highest minimum of each side, at least 1 (writer-only
     features say reader 0 in Spark; 0 and 1 are alike here)."""
     reader, writer = 1, 1
     for feature in features:
@@ -94,7 +96,7 @@ def _minimum_versions(features: Iterable[TableFeature]) -> tuple[int, int]:
 
 @dataclass(frozen=True, repr=False)
 class Protocol:
-    """A ``protocol`` action (PROTOCOL.md "Protocol Evolution"; reference §1).
+    """A ``protocol`` action (PROTOCOL.md "Protocol Evolution").
 
     ``reader_features`` / ``writer_features`` are None when the action has no such list, which is
     distinct from an empty list. Any iterable of names is accepted and stored as a frozenset.
@@ -164,10 +166,10 @@ class Protocol:
     def __repr__(self) -> str:
         return f"Protocol{self}"
 
-    # --- validity (§1.1) -------------------------------------------------------------------------
+    # --- validity ([TF]) -------------------------------------------------------------------------
 
     def problems(self) -> list[str]:
-        """Every way this action breaks §1.1, in a stable order; empty when valid.
+        """Every way this action breaks [TF], in a stable order; empty when valid.
 
         Unknown feature names are not a validity problem (they make the table unsupported, see
         :meth:`unsupported_for_read`). Beyond the brief's list, a known feature listed while the
@@ -228,7 +230,7 @@ class Protocol:
                 table=table, params={"protocol": str(self), "problems": problems})
         return self
 
-    # --- feature sets (§1.2) ---------------------------------------------------------------------
+    # --- feature sets ([PE]) ---------------------------------------------------------------------
 
     @property
     def supports_reader_features(self) -> bool:
@@ -251,7 +253,7 @@ class Protocol:
 
     @property
     def implicit_features(self) -> frozenset[str]:
-        """§1.2: with w < 7, every legacy feature whose minimum versions are both met; with
+        """[PE]: with w < 7, every legacy feature whose minimum versions are both met; with
         w = 7 nothing is implied. So (1,5) ≡ (1,4), (2,4) ≡ (1,4) and (2,6) has all seven."""
         r, w = self.min_reader_version, self.min_writer_version
         if not self.is_legacy:
@@ -286,7 +288,7 @@ class Protocol:
         return frozenset(out)
 
     def dependents_of(self, name: str) -> frozenset[str]:
-        """Features of this protocol that directly require ``name`` (§2.2 step 8)."""
+        """Features of this protocol that directly require ``name`` ([DS] dependents)."""
         return frozenset(n for n in self.features
                          if (f := get_feature(n)) is not None and name in f.required_features)
 
@@ -301,7 +303,7 @@ class Protocol:
         return frozenset(n for n in self.features
                          if (f := get_feature(n)) is None or not f.package_writes)
 
-    # --- algebra (§1.4) --------------------------------------------------------------------------
+    # --- algebra ([DS]) --------------------------------------------------------------------------
 
     def _require_known_versions(self) -> None:
         """Rewriting a protocol whose versions we do not know would misstate it."""
@@ -317,7 +319,7 @@ class Protocol:
 
     @classmethod
     def _normal_form(cls, names: frozenset[str], infos: Mapping[str, TableFeature]) -> Protocol:
-        """§1.4 normalize, on a feature set: the legacy pair for the minimum versions when it
+        """[DS] normalize, on a feature set: the legacy pair for the minimum versions when it
         implies exactly ``names``, else (r,7) listing them — reader-writer features in
         ``readerFeatures`` only when r ≥ 3 (so columnMapping with r = 2 is writer-listed only)."""
         reader, writer = _minimum_versions(infos[n] for n in names)
@@ -332,7 +334,7 @@ class Protocol:
         return cls(reader, _MAX_WRITER, listed_for_read, names)
 
     def normalized(self) -> Protocol:
-        """§1.4 normalize: the smallest spelling of the same feature set. Legacy protocols are
+        """[DS] normalize: the smallest spelling of the same feature set. Legacy protocols are
         already normal. Versions beyond those this package knows are left alone rather than
         reinterpreted."""
         if self.min_writer_version != _MAX_WRITER or self.min_reader_version > _MAX_READER:
@@ -341,7 +343,7 @@ class Protocol:
         return self._normal_form(names, {n: self._info(n) for n in names})
 
     def denormalized(self) -> Protocol:
-        """§1.4 denormalize: a legacy (r,w) spelled as (minReader(implicit),7) listing every
+        """[DS] denormalize: a legacy (r,w) spelled as (minReader(implicit),7) listing every
         implied feature; e.g. (2,5) → (2,7,W=[appendOnly,…,columnMapping]). Table-features
         protocols (and invalid versions) are returned as they are."""
         if not 1 <= self.min_writer_version < _MAX_WRITER:
@@ -355,7 +357,7 @@ class Protocol:
 
     def with_feature(self, name: str) -> Protocol:
         """Support ``name`` and, transitively, the features it requires; the result is
-        normalized (§1.4). Re-adding a dropped feature gives back the original protocol.
+        normalized ([DS]). Re-adding a dropped feature gives back the original protocol.
 
         ``name`` is resolved case-insensitively; an unknown name is a ``ValueError`` because
         nothing says where it would go or what it needs.
@@ -370,9 +372,9 @@ class Protocol:
         return self._normal_form(names, infos)
 
     def without_feature(self, name: str) -> Protocol:
-        """Spark's ``removeFeature``: denormalize, drop ``name`` from the lists, normalize (§1.4).
+        """Spark's ``removeFeature``: denormalize, drop ``name`` from the lists, normalize ([DS]).
 
-        Only ``name`` goes: dependents are the caller's business (§2.2 step 8). ``name`` is taken
+        Only ``name`` goes: dependents are the caller's business ([DS]). ``name`` is taken
         as spelled when the protocol lists it, else resolved case-insensitively.
         """
         self._require_known_versions()
@@ -385,9 +387,9 @@ class Protocol:
     def downgrade_for_drop(self, name: str, *, checkpoint_protection: bool) -> Protocol:
         """The protocol of the DROP FEATURE downgrade commit.
 
-        Fast drop of a feature with history protection (§3 step 3): denormalize, add
+        Fast drop of a feature with history protection ([CP]): denormalize, add
         ``checkpointProtection``, remove ``name``, normalize. Otherwise — no history protection,
-        or the TRUNCATE HISTORY path (§4 step 5) — just :meth:`without_feature`.
+        or the TRUNCATE HISTORY path ([DS]) — just :meth:`without_feature`.
         """
         if not checkpoint_protection:
             return self.without_feature(name)
@@ -408,13 +410,13 @@ class Protocol:
         return cls._normal_form(closed, {n: cls(1, 1)._info(n) for n in closed})
 
     def can_downgrade_to(self, new: Protocol, dropped: str) -> bool:
-        """§1.4 commit-time guard (Spark ``canDowngradeTo``): ``new`` supports exactly this
+        """[DS] commit-time guard (Spark ``canDowngradeTo``): ``new`` supports exactly this
         protocol's features minus ``dropped``, except that ``checkpointProtection`` may be
         added. Anything else is ``DELTA_INVALID_PROTOCOL_DOWNGRADE``.
 
         Stricter than Spark in one point: ``dropped`` must be supported here. Spark's check
         passes when it is absent and nothing else changes, or when only checkpointProtection is
-        added — an upgrade, not a drop; validation (§2.2 step 3) rules those out anyway.
+        added — an upgrade, not a drop; validation ([DS]) rules those out anyway.
         """
         old_names, new_names = self.features, new.features
         target = dropped if dropped in old_names else _canonical(dropped)
