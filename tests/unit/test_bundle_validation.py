@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from delta_downgrade.errors import BadJobDefinitionError
 from delta_downgrade_tools.bundle_check import load_jobs, validate_jobs, wheel_entry_points
 
 REPO = Path(__file__).resolve().parents[2]
@@ -91,3 +92,16 @@ def test_unknown_job_parameter(jobs):
     broken = copy.deepcopy(jobs)
     _task(broken, "delta_downgrade", "drop_feature")["python_wheel_task"]["named_parameters"]["table"] = "{{job.parameters.tabel}}"
     assert any("unknown job parameter 'tabel'" in p for p in validate_jobs(broken, SCRIPTS))
+
+
+def test_task_order_puts_dependencies_first_then_follows_the_file():
+    from delta_downgrade_tools.local_runner import topological_order
+
+    def task(key, *deps):
+        return {"task_key": key, "notebook_task": {"notebook_path": "x"},
+                **({"depends_on": [{"task_key": d} for d in deps]} if deps else {})}
+
+    keys = [t["task_key"] for t in topological_order([task("x", "z"), task("y"), task("z"), task("w", "x", "y")])]
+    assert keys == ["y", "z", "x", "w"]
+    with pytest.raises(BadJobDefinitionError, match=r"cycle: (a -> b -> a|b -> a -> b)"):
+        topological_order([task("a", "b"), task("b", "a")])

@@ -21,6 +21,7 @@
 
 from __future__ import annotations
 
+import heapq
 import json
 import os
 import re
@@ -30,6 +31,7 @@ import sys
 import time
 import uuid
 from dataclasses import dataclass, field
+from graphlib import CycleError, TopologicalSorter
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
@@ -172,24 +174,28 @@ def topological_order(tasks: list[dict[str, Any]]) -> list[dict[str, Any]]:
     by_key = {t["task_key"]: t for t in tasks}
     if len(by_key) != len(tasks):
         raise BadJobDefinitionError("duplicate task_key in the job")
+    graph: dict[str, list[str]] = {}
+    for key, task in by_key.items():
+        graph[key] = [dep["task_key"] for dep in task.get("depends_on") or []]
+        for dep in graph[key]:
+            if dep not in by_key:
+                raise BadJobDefinitionError(f"task {key} depends on unknown task {dep!r}")
+    sorter = TopologicalSorter(graph)
+    try:
+        sorter.prepare()
+    except CycleError as exc:
+        raise BadJobDefinitionError(f"the task graph has a cycle: {' -> '.join(exc.args[1])}") from None
+    # Of the tasks whose dependencies are done, the one written first runs first: the local run
+    # is sequential and follows the job file where the graph leaves a choice.
+    position = {key: i for i, key in enumerate(by_key)}
+    ready: list[tuple[int, str]] = []
     order: list[dict[str, Any]] = []
-    state: dict[str, int] = {}
-
-    def visit(key: str, chain: tuple[str, ...]) -> None:
-        if state.get(key) == 2:
-            return
-        if state.get(key) == 1:
-            raise BadJobDefinitionError(f"the task graph has a cycle: {' -> '.join(chain + (key,))}")
-        if key not in by_key:
-            raise BadJobDefinitionError(f"task {chain[-1] if chain else '?'} depends on unknown task {key!r}")
-        state[key] = 1
-        for dep in by_key[key].get("depends_on") or []:
-            visit(dep["task_key"], chain + (key,))
-        state[key] = 2
+    while sorter.is_active():
+        for key in sorter.get_ready():
+            heapq.heappush(ready, (position[key], key))
+        _, key = heapq.heappop(ready)
         order.append(by_key[key])
-
-    for task in tasks:
-        visit(task["task_key"], ())
+        sorter.done(key)
     return order
 
 
