@@ -22,7 +22,6 @@ in progress?).
 from __future__ import annotations
 
 import bisect
-import os
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
@@ -30,7 +29,6 @@ from delta_downgrade.errors import NotADeltaTableError, TableNotFoundError, Vers
 from delta_downgrade.log.files import LOG_DIR, MAX_VERSION, LogFile, parse_log_file
 from delta_downgrade.log.last_checkpoint import read_last_checkpoint
 from delta_downgrade.storage import FileStatus, Storage
-from delta_downgrade.storage.local import LocalStorage
 
 
 @dataclass(frozen=True)
@@ -293,8 +291,8 @@ def _scan(storage: Storage, table: str, previous: LogListing | None, stat_known:
     without it), and the names of the previous entries that are gone. Names already known are
     not parsed again; with ``stat_known`` False (local storage) they are not even stat'ed."""
     known = previous._entries if previous is not None else {}
-    if not stat_known and known and isinstance(storage, LocalStorage):
-        return _scan_local(storage, table, previous)  # type: ignore[arg-type]
+    if not stat_known and known and storage.lists_names_cheaply:
+        return _scan_names(storage, table, previous)  # type: ignore[arg-type]
     try:
         statuses = storage.list_dir(LOG_DIR)
     except NotADirectoryError:
@@ -325,20 +323,19 @@ def _scan(storage: Storage, table: str, previous: LogListing | None, stat_known:
     return changed, removed
 
 
-def _scan_local(storage: LocalStorage, table: str, previous: LogListing
+def _scan_names(storage: Storage, table: str, previous: LogListing
                 ) -> tuple[dict[str, tuple[LogFile | None, FileStatus]], list[str]]:
-    """:func:`_scan` on local storage: names from the directory (set operations, no per-file
-    work for the known ones), a stat for new names and again for the files that may change in
-    place: checkpoints (a writer may replace one), unknown and empty files (maybe a write still
-    in progress)."""
+    """:func:`_scan` where names are cheap (:attr:`Storage.lists_names_cheaply`): names from the
+    directory (set operations, no per-file work for the known ones), a stat for new names and
+    again for the files that may change in place: checkpoints (a writer may replace one),
+    unknown and empty files (maybe a write still in progress)."""
     prefix = f"{LOG_DIR}/"
-    base = storage.local_path(LOG_DIR)
     try:
-        present = set(os.listdir(base))
-    except FileNotFoundError:
-        _no_log(storage, table, "it has no _delta_log directory")
+        present = storage.list_names(LOG_DIR)
     except NotADirectoryError:
         _no_log(storage, table, "its _delta_log is a file, not a directory")
+    if not present and not storage.exists(LOG_DIR):
+        _no_log(storage, table, "it has no _delta_log directory")
     known = previous._entries
     removed = list(known.keys() - present)
     new = [n for n in present - known.keys() if not n.startswith((".", "_"))]
@@ -346,8 +343,6 @@ def _scan_local(storage: LocalStorage, table: str, previous: LogListing
     for name in sorted(new) + sorted((previous._others.keys() | previous._empty) & present):
         entry = known.get(name)
         lf = entry[0] if entry is not None else parse_log_file(name)
-        if lf is None and os.path.isdir(os.path.join(base, name)):
-            continue  # list_dir lists files only
         try:
             status = storage.status(prefix + name)
         except FileNotFoundError:  # deleted since the directory was read

@@ -28,8 +28,16 @@ class FileStatus:
 class Storage(TypingProtocol):
     root: str
     atomic_put_if_absent: bool
+    #: Whether :meth:`list_names` is much cheaper than :meth:`list_dir` (a local directory: one
+    #: readdir against a stat per file). Where a listing returns statuses anyway (Hadoop, object
+    #: stores), an incremental listing compares statuses instead of stat'ing files one by one.
+    lists_names_cheaply: bool
 
     def list_dir(self, rel_dir: str) -> list[FileStatus]: ...
+    def list_names(self, rel_dir: str) -> set[str]:
+        """Names of the files (not folders) directly in ``rel_dir``, without statuses; empty when
+        it does not exist; ``NotADirectoryError`` when it is a file."""
+        ...
     def exists(self, rel_path: str) -> bool: ...
     def read_bytes(self, rel_path: str) -> bytes: ...
     def status(self, rel_path: str) -> FileStatus: ...

@@ -218,6 +218,9 @@ class HadoopStorage:
         out.sort(key=lambda s: s.path)
         return out
 
+    def list_names(self, rel_dir: str) -> set[str]:
+        return {status.path.rsplit("/", 1)[-1] for status in self.list_dir(rel_dir)}
+
     def walk_files(self, rel_dir: str = "") -> Any:
         """Every file below ``rel_dir``, recursively (VACUUM's listing)."""
         with self._java(f"listing {rel_dir or '/'}"):

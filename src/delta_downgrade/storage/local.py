@@ -35,6 +35,7 @@ class LocalStorage:
     """
 
     atomic_put_if_absent = True
+    lists_names_cheaply = True
 
     def __init__(self, root: str | os.PathLike[str]) -> None:
         self.root = os.path.abspath(os.fspath(root))
@@ -74,6 +75,14 @@ class LocalStorage:
             out.append(FileStatus(prefix + entry.name, st.st_size, int(st.st_mtime * 1000)))
         out.sort(key=lambda s: s.path)
         return out
+
+    def list_names(self, rel_dir: str) -> set[str]:
+        try:
+            entries = list(os.scandir(self._abs(rel_dir)))
+        except FileNotFoundError:
+            return set()
+        # is_file() uses the directory entry's type where the file system reports it: no stat.
+        return {entry.name for entry in entries if entry.is_file()}
 
     def walk_files(self, rel_dir: str = "") -> Iterator[FileStatus]:
         """Every file below ``rel_dir``, recursively."""
