@@ -217,7 +217,8 @@ def commit(
     if read_version >= 0:
         snapshot = log.snapshot(read_version, check_read=False)
         protocol, metadata = snapshot.protocol, snapshot.metadata
-        previous_ict = _ict_of(log, read_version)
+        if _ict_enabled_after(metadata, pending):  # only then is the previous commit's ICT needed
+            previous_ict = _ict_of(log, read_version)
     for attempt in range(1, max_attempts + 1):
         _check_writable(log, protocol, pending)
         info = _commit_info(metadata, pending, read_version, operation, operation_parameters or {},
@@ -261,16 +262,22 @@ def _check_writable(log: DeltaLog, protocol: Protocol | None, pending: Sequence[
         ensure_supported(p, Operation.WRITE, table=log.table)
 
 
+def _ict_enabled_after(metadata: Metadata | None, pending: Sequence[AnyAction]) -> bool:
+    """Whether in-commit timestamps are on once ``pending`` (which may change the metadata) is
+    committed on top of ``metadata``."""
+    new_metadata = next((a for a in reversed(pending) if isinstance(a, Metadata)), None)
+    config = new_metadata or metadata
+    return config is not None and TableConfig(config.configuration).in_commit_timestamps_enabled
+
+
 def _commit_info(metadata: Metadata | None, pending: Sequence[AnyAction], read_version: int,
                  operation: str, parameters: dict[str, Any], clock: Clock, is_blind_append: bool,
                  txn_id: str, previous_ict: int | None) -> CommitInfo:
     now = clock.now_ms()
-    new_metadata = next((a for a in reversed(pending) if isinstance(a, Metadata)), None)
-    config = new_metadata or metadata
     ict = None
     # PROTOCOL.md "In-Commit Timestamps": when enabled (after this commit), commitInfo carries
     # inCommitTimestamp, strictly greater than the previous commit's.
-    if config is not None and TableConfig(config.configuration).in_commit_timestamps_enabled:
+    if _ict_enabled_after(metadata, pending):
         ict = max(now, (previous_ict or 0) + 1)
     extra: dict[str, Any] = {"isBlindAppend": is_blind_append, "txnId": txn_id}
     if read_version >= 0:
