@@ -79,6 +79,21 @@ def require_hook(run: "DropRun", name: str, why: str) -> Callable[["DropRun"], b
         table=run.table, feature=run.feature)
 
 
+def commit_properties(run: "DropRun", snapshot: Snapshot, updates: dict[str, str | None],
+                      operation: str, *, allow_deletion_vectors: bool = True) -> int:
+    """One metadata-only commit of ``updates`` (None unsets a key) on top of ``snapshot``.
+
+    It depends only on the metadata it read, so blind appends that land first do not change what
+    it means: it is retried on top of them (``rebase_over_blind_appends``); anything else, and
+    unless ``allow_deletion_vectors`` a winner writing deletion vectors, is a real conflict.
+    Parameters as Delta records them: UNSET lists the keys, SET the key/value map."""
+    actions = [snapshot.metadata.with_configuration(updates)]
+    keys: object = sorted(updates) if operation.startswith("UNSET") else updates
+    return run.commit(actions, operation, {"properties": keys}, read_version=snapshot.version,
+                      resolve=rebase_over_blind_appends(actions, operation=operation,
+                                                        allow_deletion_vectors=allow_deletion_vectors))
+
+
 def rehearse(run: "DropRun", hook: Callable[["DropRun"], bool]) -> None:
     """Run a data-rewrite hook as a dry run of the same table before the drop's first write.
     Every rewrite checks what can stop it (unreadable DVs, unsupported tables, invalid column
@@ -114,12 +129,8 @@ class DeletionVectorsDrop(FeatureDrop):
         performed = False
         updates = self.property_updates(snapshot)
         if updates:
-            actions = [snapshot.metadata.with_configuration(updates)]
-            # Metadata-only: blind appends (files without DVs) that land first do not change what
-            # it means, so it is retried on top of them; anything else is a real conflict.
-            run.commit(actions, "UNSET TBLPROPERTIES", {"properties": sorted(updates)},
-                       read_version=snapshot.version,
-                       resolve=rebase_over_blind_appends(actions, operation="UNSET TBLPROPERTIES"))
+            # Blind appends that write DVs would bring the feature's traces back: no rebase over those.
+            commit_properties(run, snapshot, updates, "UNSET TBLPROPERTIES", allow_deletion_vectors=False)
             performed = True
         if any(f.dv is not None for f in run.latest().state().files.values()):
             purge = require_hook(run, "purge_deletion_vectors", "live files carry deletion vectors")
@@ -180,10 +191,7 @@ class V2CheckpointDrop(FeatureDrop):
         snapshot = run.latest()
         updates = self.property_updates(snapshot)
         if updates:
-            actions = [snapshot.metadata.with_configuration(updates)]
-            run.commit(actions, "SET TBLPROPERTIES", {"properties": updates}, read_version=snapshot.version,
-                       resolve=rebase_over_blind_appends(actions, operation="SET TBLPROPERTIES",
-                                                         allow_deletion_vectors=True))
+            commit_properties(run, snapshot, updates, "SET TBLPROPERTIES")
             # The current checkpoint must be classic too; the barriers provide it on the fast
             # path, the legacy path checkpoints right after its empty commit.
             return True
@@ -229,11 +237,7 @@ class InCommitTimestampDrop(FeatureDrop):
         updates = self.property_updates(snapshot)
         if not updates:
             return False
-        actions = [snapshot.metadata.with_configuration(updates)]
-        run.commit(actions, "UNSET TBLPROPERTIES", {"properties": sorted(updates)},
-                   read_version=snapshot.version,
-                   resolve=rebase_over_blind_appends(actions, operation="UNSET TBLPROPERTIES",
-                                                     allow_deletion_vectors=True))
+        commit_properties(run, snapshot, updates, "UNSET TBLPROPERTIES")
         return True
 
 
@@ -268,10 +272,7 @@ class RowTrackingDrop(FeatureDrop):
         performed = False
         if conf.get("delta.enableRowTracking", "").lower() == "true" or conf.get("delta.rowTrackingSuspended", "").lower() != "true":
             updates = {"delta.enableRowTracking": "false", "delta.rowTrackingSuspended": "true"}
-            actions = [snapshot.metadata.with_configuration(updates)]
-            run.commit(actions, "SET TBLPROPERTIES", {"properties": updates}, read_version=snapshot.version,
-                       resolve=rebase_over_blind_appends(actions, operation="SET TBLPROPERTIES",
-                                                         allow_deletion_vectors=True))
+            commit_properties(run, snapshot, updates, "SET TBLPROPERTIES")
             performed = True
         snapshot = run.latest()
         files = [f for f in snapshot.state().files.values()
