@@ -574,8 +574,9 @@ def cleanup_expired_logs(log: DeltaLog, *, retention_ms: int | None = None, gran
 def _earliest_reliable_checkpoint(listing: LogListing, latest: int) -> int | None:
     """The earliest complete checkpoint from which the latest version can be rebuilt (every
     commit after it is present)."""
+    first_needed = listing.contiguous_start(latest)  # commits first_needed .. latest all exist
     for version in listing.checkpoint_versions:
-        if version <= latest and all(v in listing.commits for v in range(version + 1, latest + 1)):
+        if version <= latest and version + 1 >= first_needed:
             return version
     return None
 
