@@ -227,6 +227,9 @@ def test_incremental_listing_equals_a_full_listing(tmp_path):
     (table / LOG_DIR / f"{11:020d}.crc").write_text("{}")
     (table / LOG_DIR / "notes.txt").write_text("x")
     same()
+    # a folder in the log (not hidden, not a log file name) is no file of the listing
+    (table / LOG_DIR / "some-folder").mkdir()
+    same()
     # a zero-byte checkpoint (a write in progress) that is then completed
     cp = table / classic_checkpoint_path(12)
     cp.write_bytes(b"")

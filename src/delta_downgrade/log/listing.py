@@ -343,6 +343,8 @@ def _scan_names(storage: Storage, table: str, previous: LogListing
     for name in sorted(new) + sorted((previous._others.keys() | previous._empty) & present):
         entry = known.get(name)
         lf = entry[0] if entry is not None else parse_log_file(name)
+        if lf is None and storage.is_dir(prefix + name):
+            continue  # a folder (list_dir lists files only); log file names are never folders
         try:
             status = storage.status(prefix + name)
         except FileNotFoundError:  # deleted since the directory was read
