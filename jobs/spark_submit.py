@@ -42,13 +42,13 @@ def main(argv: list[str] | None = None) -> int:
         return _usage(argv)
     task = argv[1]
     try:
-        wheel_entry = importlib.import_module("delta_downgrade.jobs.wheel_entry")
+        wheel_entry = importlib.import_module("delta_downgrade.app.tasks.wheel_entry")
     except ModuleNotFoundError as exc:
         src = REPO / "src"
         if not exc.name or not exc.name.startswith("delta_downgrade") or not (src / "delta_downgrade").is_dir():
             raise
         sys.path.insert(0, str(src))
-        wheel_entry = importlib.import_module("delta_downgrade.jobs.wheel_entry")
+        wheel_entry = importlib.import_module("delta_downgrade.app.tasks.wheel_entry")
     from delta_downgrade.errors import DeltaDowngradeError
 
     try:

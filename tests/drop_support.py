@@ -10,7 +10,7 @@ from typing import Any, Iterator
 
 import pyarrow as pa
 
-from delta_downgrade.actions import AnyAction, Metadata
+from delta_downgrade.protocol.actions import AnyAction, Metadata
 from delta_downgrade.clock import ManualClock
 from delta_downgrade.log.delta_log import DeltaLog
 from delta_downgrade.operations import feature_drops
@@ -109,7 +109,7 @@ def commit_versions(path: str) -> list[int]:
 
 def run_task(task: Any, argv: list[str]) -> tuple[int, list[dict[str, Any]], str]:
     """Run a task entry point in-process; return its exit code, RESULT lines and stderr."""
-    from delta_downgrade.jobs.result import parse_result_lines
+    from delta_downgrade.app.tasks.result import parse_result_lines
 
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):

@@ -38,7 +38,7 @@ def tree_hashes(root: str | os.PathLike[str]) -> dict[str, str]:
 def run_cli(*args: str, timeout: float = 300, **kwargs: Any) -> subprocess.CompletedProcess[str]:
     """``delta-downgrade ARGS`` in a fresh interpreter (extra keyword arguments go to
     ``subprocess.run``, e.g. ``preexec_fn`` for resource limits)."""
-    return subprocess.run([sys.executable, "-m", "delta_downgrade.cli", *args], capture_output=True,
+    return subprocess.run([sys.executable, "-m", "delta_downgrade.app.cli", *args], capture_output=True,
                           text=True, timeout=timeout, **kwargs)
 
 

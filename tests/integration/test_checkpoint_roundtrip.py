@@ -32,7 +32,7 @@ from delta_downgrade.log.checkpoints import checkpoint_table
 from delta_downgrade.log.delta_log import DeltaLog
 from delta_downgrade.log.files import LAST_CHECKPOINT, LOG_DIR, parse_log_file
 from delta_downgrade.log.snapshot import TableState
-from delta_downgrade.table_config import TableConfig
+from delta_downgrade.protocol.table_config import TableConfig
 
 from tests.oracle import same_rows
 

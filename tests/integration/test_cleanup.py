@@ -24,8 +24,8 @@ from typing import Mapping, Sequence
 import pyarrow as pa
 import pytest
 
-from delta_downgrade.actions import AnyAction, CommitInfo, Metadata, ProtocolAction, Sidecar, serialize_commit
-from delta_downgrade.cli import main as cli_main
+from delta_downgrade.protocol.actions import AnyAction, CommitInfo, Metadata, ProtocolAction, Sidecar, serialize_commit
+from delta_downgrade.app.cli import main as cli_main
 from delta_downgrade.clock import ManualClock
 from delta_downgrade.errors import UnsupportedFeaturesError
 from delta_downgrade.log.checkpoint_writer import write_checkpoint
@@ -42,8 +42,8 @@ from delta_downgrade.operations.cleanup import (
     plan_cleanup,
 )
 from delta_downgrade.protocol import Protocol
-from delta_downgrade.schema import schema_string
-from delta_downgrade.table_config import DAY_MS, HOUR_MS, MINUTE_MS
+from delta_downgrade.protocol.schema import schema_string
+from delta_downgrade.protocol.table_config import DAY_MS, HOUR_MS, MINUTE_MS
 from delta_downgrade_tools.builders import TableBuilder
 
 T0 = 1_704_067_200_000            # 2024-01-01T00:00:00Z, "day 0" (a UTC midnight)

@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from delta_downgrade.actions import AddFile
+from delta_downgrade.protocol.actions import AddFile
 from delta_downgrade.errors import FeatureDropError
 from delta_downgrade.log.delta_log import DeltaLog
 from delta_downgrade.operations.drop_feature import drop_feature

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from delta_downgrade.actions import AddFile, CommitInfo, parse_commit
+from delta_downgrade.protocol.actions import AddFile, CommitInfo, parse_commit
 from delta_downgrade.errors import EXIT_CONFLICT, ConcurrentWriteError, DeltaDowngradeError
 from delta_downgrade.log.checkpoints import checkpoint_table
 from delta_downgrade.log.commit import commit, fail_on_any_conflict

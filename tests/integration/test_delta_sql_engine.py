@@ -15,7 +15,7 @@ pytestmark = pytest.mark.skipif(
 
 
 def test_drop_vacuum_protocol_check_with_delta_sql(spark, golden_table):
-    from delta_downgrade.engines.delta_sql import DeltaSqlEngine
+    from delta_downgrade.app.engines.delta_sql import DeltaSqlEngine
     from delta_downgrade.log.delta_log import DeltaLog
 
     path = golden_table("vacuum_protocol_check")

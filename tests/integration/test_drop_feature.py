@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from delta_downgrade.jobs.entrypoints import drop_feature_task
+from delta_downgrade.app.tasks.entrypoints import drop_feature_task
 from delta_downgrade.log.snapshot import BOUNDARY_PROPERTY
 from delta_downgrade.protocol import Protocol
 from tests.drop_support import (

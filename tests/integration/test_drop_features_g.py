@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from delta_downgrade.actions import DomainMetadata
+from delta_downgrade.protocol.actions import DomainMetadata
 from delta_downgrade.clock import ManualClock
 from delta_downgrade.errors import FeatureDropError, RetentionWaitError
 from delta_downgrade.log.delta_log import DeltaLog

@@ -212,7 +212,7 @@ def test_e49_history_already_truncated(tmp_path):
 
 
 def test_truncate_task_exit_code_and_result(tmp_path):
-    from delta_downgrade.jobs.entrypoints import truncate_task
+    from delta_downgrade.app.tasks.entrypoints import truncate_task
     from tests.drop_support import run_task
 
     path, clock = str(tmp_path), ManualClock()

@@ -22,10 +22,10 @@ import pytest
 
 from oracle import same_rows
 
-from delta_downgrade.actions import AddFile, CommitInfo, RemoveFile
+from delta_downgrade.protocol.actions import AddFile, CommitInfo, RemoveFile
 from delta_downgrade.clock import ManualClock
 from delta_downgrade.deletion_vectors import DeletionVectorNotFoundError
-from delta_downgrade.dv_paths import dv_relative_path
+from delta_downgrade.protocol.dv_paths import dv_relative_path
 from delta_downgrade.errors import NotSupportedYetError
 from delta_downgrade.log.delta_log import DeltaLog
 from delta_downgrade.log.snapshot import read_commit_actions
@@ -35,7 +35,7 @@ from delta_downgrade.protocol import Protocol
 from delta_downgrade.rewrite.dv_purge import (
     PURGE_DIR_PREFIX, check_deletion_vectors, purge_deletion_vectors,
 )
-from delta_downgrade.table_config import TableConfig
+from delta_downgrade.protocol.table_config import TableConfig
 from delta_downgrade_tools.builders import TableBuilder
 from delta_downgrade_tools.dv_builder import DV_PROTOCOL, create_dv_table, delete_rows
 

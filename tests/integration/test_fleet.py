@@ -3,7 +3,7 @@ table does not stop the others; the exit code is the worst outcome."""
 
 from __future__ import annotations
 
-from delta_downgrade.jobs.entrypoints import drop_feature_task, verify_task
+from delta_downgrade.app.tasks.entrypoints import drop_feature_task, verify_task
 from tests.drop_support import run_task
 
 GOOD = ["vacuum_protocol_check", "classic_checkpoint", "multipart_checkpoint", "legacy_1_4_cdf",

@@ -20,7 +20,7 @@ from typing import Callable
 import pyarrow as pa
 import pytest
 
-from delta_downgrade.actions import CommitInfo, parse_commit
+from delta_downgrade.protocol.actions import CommitInfo, parse_commit
 from delta_downgrade.errors import ConcurrentWriteError, DeltaDowngradeError
 from delta_downgrade.log.commit import commit, fail_on_any_conflict, rebase_unless_protocol_changed
 from delta_downgrade.log.delta_log import DeltaLog
@@ -112,7 +112,7 @@ def _race_worker(conn, barrier) -> None:
     import contextlib
     import io
 
-    from delta_downgrade.cli import main
+    from delta_downgrade.app.cli import main
 
     while True:
         table = conn.recv()

@@ -18,7 +18,7 @@ import yaml
 from tests.process_support import assert_bad_input, tree_hashes
 
 REPO = Path(__file__).resolve().parents[2]
-TASK_SOURCE = "import sys; from delta_downgrade.jobs.entrypoints import {0} as f; sys.exit(f())"
+TASK_SOURCE = "import sys; from delta_downgrade.app.tasks.entrypoints import {0} as f; sys.exit(f())"
 
 
 def _env(**extra: str) -> dict[str, str]:
@@ -33,7 +33,7 @@ def run_task(task: str, args: list[str], cwd: Path, **env: str) -> subprocess.Co
 
 
 def run_cli(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "delta_downgrade.cli", *args], cwd=cwd, env=_env(),
+    return subprocess.run([sys.executable, "-m", "delta_downgrade.app.cli", *args], cwd=cwd, env=_env(),
                           capture_output=True, text=True, timeout=600)
 
 
@@ -264,7 +264,7 @@ def test_13_identifiers_round_trip_through_sparks_parser(spark):
     """Plain Spark has no DROP FEATURE grammar (that is Delta's extension), so its parser checks
     the two identifiers of the statement: every table name and every feature name comes back
     as exactly the parts it stands for."""
-    from delta_downgrade.engines.delta_sql import drop_feature_sql, quote_identifier, feature_name, table_identifier
+    from delta_downgrade.app.engines.delta_sql import drop_feature_sql, quote_identifier, feature_name, table_identifier
     from delta_downgrade.protocol.features import FEATURES
 
     for name, parts in NAMES.items():
@@ -279,7 +279,7 @@ def test_13_identifiers_round_trip_through_sparks_parser(spark):
 
 @pytest.mark.parametrize("name", ["main.ops.t; DROP TABLE x", "a..b", "main.`ops", "a.`b`c"])
 def test_13_names_refused_are_names_spark_refuses(spark, name):
-    from delta_downgrade.engines.delta_sql import table_identifier
+    from delta_downgrade.app.engines.delta_sql import table_identifier
     from delta_downgrade.errors import BadInputError
 
     with pytest.raises(Exception) as spark_error:

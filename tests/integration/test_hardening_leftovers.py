@@ -87,7 +87,7 @@ def test_failed_multipart_checkpoint_leaves_no_part(golden_root, tiny_fs, tmp_pa
 # --- cleanup of stale temporary files ----------------------------------------------------------------
 
 def _cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "delta_downgrade.cli", *args], capture_output=True,
+    return subprocess.run([sys.executable, "-m", "delta_downgrade.app.cli", *args], capture_output=True,
                           text=True, timeout=300)
 
 

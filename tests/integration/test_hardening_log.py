@@ -72,7 +72,7 @@ def _limit_memory() -> None:
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "delta_downgrade.cli", *args], capture_output=True,
+    return subprocess.run([sys.executable, "-m", "delta_downgrade.app.cli", *args], capture_output=True,
                           text=True, timeout=TIMEOUT, preexec_fn=_limit_memory)
 
 

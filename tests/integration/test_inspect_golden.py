@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from delta_downgrade.cli import main
+from delta_downgrade.app.cli import main
 
 # Checkpoint inventory, read by hand from each table's _delta_log: version -> (kind, parts).
 CHECKPOINTS: dict[str, dict[int, tuple[str, int]]] = {
@@ -74,7 +74,7 @@ READS_FINE = {"bad_empty_last_checkpoint", "bad_dv_file_unresolvable"}
 
 
 def _inspect(path: str, *extra: str) -> dict:
-    proc = subprocess.run([sys.executable, "-m", "delta_downgrade.cli", "inspect", path, "--json", *extra],
+    proc = subprocess.run([sys.executable, "-m", "delta_downgrade.app.cli", "inspect", path, "--json", *extra],
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout)

@@ -25,8 +25,8 @@ from delta_downgrade.operations.drop_feature import drop_feature
 from delta_downgrade.operations.inspect import inspect_table
 from delta_downgrade.protocol import Protocol
 from delta_downgrade.rewrite import hooks
-from delta_downgrade.schema import arrow_primitive_to_delta
-from delta_downgrade.schema import delta_schema_to_arrow
+from delta_downgrade.protocol.schema import arrow_primitive_to_delta
+from delta_downgrade.protocol.schema import delta_schema_to_arrow
 from delta_downgrade_tools.builders import TableBuilder
 from oracle import same_rows
 

@@ -17,10 +17,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from delta_downgrade.actions import AddFile
-from delta_downgrade.cli import main
+from delta_downgrade.protocol.actions import AddFile
+from delta_downgrade.app.cli import main
 from delta_downgrade.clock import ManualClock
-from delta_downgrade.dv_paths import dv_relative_path, encode_uuid_dv
+from delta_downgrade.protocol.dv_paths import dv_relative_path, encode_uuid_dv
 from delta_downgrade.errors import UnsupportedFeaturesError
 from delta_downgrade.log.delta_log import DeltaLog
 from delta_downgrade.operations.vacuum import (
@@ -294,7 +294,7 @@ def test_dv_tombstone_keeps_the_dv_file(tmp_path, clock):
     builder = TableBuilder(tmp_path / "t", clock)
     builder.create(SCHEMA, protocol=DV_PROTOCOL, rows=[{"id": 0}])
     dv_rel = _touch(builder.path, f"deletion_vector_{uuid.uuid4()}.bin", clock.now_ms())
-    from delta_downgrade.actions import RemoveFile
+    from delta_downgrade.protocol.actions import RemoveFile
 
     clock.advance(days=8)
     builder.commit([RemoveFile(path=dv_rel, deletionTimestamp=clock.now_ms(), dataChange=False)],

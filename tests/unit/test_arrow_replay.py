@@ -21,7 +21,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from delta_downgrade.actions import AddFile, Metadata, ProtocolAction, RemoveFile
+from delta_downgrade.protocol.actions import AddFile, Metadata, ProtocolAction, RemoveFile
 from delta_downgrade.clock import ManualClock
 from delta_downgrade.errors import CorruptLogError
 from delta_downgrade.log import arrow_replay

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from delta_downgrade.actions import RemoveFile
+from delta_downgrade.protocol.actions import RemoveFile
 from delta_downgrade.clock import ManualClock
 from delta_downgrade.log.arrow_replay import replay_snapshot
 from delta_downgrade.log.checkpoint_writer import CheckpointContent, write_checkpoint

@@ -20,7 +20,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from delta_downgrade.actions import (AddFile, DeletionVectorDescriptor, DomainMetadata, Metadata,
+from delta_downgrade.protocol.actions import (AddFile, DeletionVectorDescriptor, DomainMetadata, Metadata,
                                      ProtocolAction, RemoveFile, Txn, parse_commit)
 from delta_downgrade.log import last_checkpoint as lc
 from delta_downgrade.log.checkpoint_writer import (CHECKPOINT_SCHEMA, DEFAULT_PART_SIZE,

@@ -22,7 +22,7 @@ from delta_downgrade.operations.cleanup import (
 )
 from delta_downgrade.protocol import Protocol
 from delta_downgrade.storage import FileStatus
-from delta_downgrade.table_config import DAY_MS, HOUR_MS, MINUTE_MS
+from delta_downgrade.protocol.table_config import DAY_MS, HOUR_MS, MINUTE_MS
 
 T0 = 1_704_067_200_000        # 2024-01-01T00:00:00Z
 OLD = T0 + HOUR_MS

@@ -14,7 +14,7 @@ import pyarrow as pa
 import pyroaring
 import pytest
 
-from delta_downgrade.actions import DeletionVectorDescriptor
+from delta_downgrade.protocol.actions import DeletionVectorDescriptor
 from delta_downgrade.deletion_vectors import (
     MAGIC_NUMBER, DeletionVectorCardinalityError, DeletionVectorChecksumError, DeletionVectorError,
     DeletionVectorFormatError, DeletionVectorNotFoundError, DeletionVectorSizeError, DvFileReader,
@@ -23,7 +23,7 @@ from delta_downgrade.deletion_vectors import (
     row_index_list, serialize_bitmap, serialize_roaring32, write_dv_file,
 )
 from delta_downgrade.deletion_vectors import bitmap as dv_bitmap
-from delta_downgrade.dv_paths import Z85_ALPHABET, dv_relative_path, z85_encode
+from delta_downgrade.protocol.dv_paths import Z85_ALPHABET, dv_relative_path, z85_encode
 from delta_downgrade.errors import CorruptLogError
 from delta_downgrade.log.delta_log import DeltaLog
 

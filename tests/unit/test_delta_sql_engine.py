@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from delta_downgrade.engines import NativeEngine, select_engine
-from delta_downgrade.engines.delta_sql import drop_feature_sql, error_class_of, map_error, table_identifier
+from delta_downgrade.app.engines import NativeEngine, select_engine
+from delta_downgrade.app.engines.delta_sql import drop_feature_sql, error_class_of, map_error, table_identifier
 
 
 class FakeAnalysisException(Exception):

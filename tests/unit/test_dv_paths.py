@@ -7,8 +7,8 @@ import uuid
 
 import pytest
 
-from delta_downgrade.actions import DeletionVectorDescriptor
-from delta_downgrade.dv_paths import (
+from delta_downgrade.protocol.actions import DeletionVectorDescriptor
+from delta_downgrade.protocol.dv_paths import (
     Z85_ALPHABET, dv_absolute_path, dv_relative_path, encode_uuid_dv, split_uuid_dv,
     table_relative_path, z85_decode, z85_encode,
 )

@@ -11,7 +11,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from delta_downgrade.actions import AddFile, Metadata
+from delta_downgrade.protocol.actions import AddFile, Metadata
 from delta_downgrade.rewrite.dv_purge import (
     PurgeFile, StatsLeaf, _Group, _join_key, deleted_masks, footer_stats, physical_schemas, plan_batches,
     stat_value, stats_json, stats_leaves, unique_residue_modulus,

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from delta_downgrade.errors import BadInputError
-from delta_downgrade.jobs.drop_task import DropFeatureSettings
-from delta_downgrade.jobs.settings import VerifySettings, load_settings
-from delta_downgrade.jobs.task_values import LocalTaskValues, read_task_values
+from delta_downgrade.app.tasks.drop_task import DropFeatureSettings
+from delta_downgrade.app.tasks.settings import VerifySettings, load_settings
+from delta_downgrade.app.tasks.task_values import LocalTaskValues, read_task_values
 
 
 @pytest.fixture(autouse=True)
@@ -119,7 +119,7 @@ def test_12_temp_file_is_created_exclusively_with_a_random_name(tmp_path):
             if event == "open" and args[0] is not None and str(args[0]).startswith(run_dir):
                 opened.append((str(args[0]), args[1], args[2]))
         sys.addaudithook(hook)
-        from delta_downgrade.jobs.task_values import LocalTaskValues
+        from delta_downgrade.app.tasks.task_values import LocalTaskValues
         for i in range(2):
             LocalTaskValues(run_dir, "drop_feature").set("status", "dropped")
         print(json.dumps(opened))
@@ -162,7 +162,7 @@ def test_12_task_key_from_the_environment_is_validated(monkeypatch):
 @pytest.mark.parametrize("feature", ["x` TRUNCATE HISTORY --", "deletionVectors` TRUNCATE HISTORY",
                                      "a b", "v2Checkpoint;", "`x``y`", ""])
 def test_13_feature_name_that_could_change_the_statement_is_refused(feature):
-    from delta_downgrade.engines.delta_sql import drop_feature_sql
+    from delta_downgrade.app.engines.delta_sql import drop_feature_sql
 
     with pytest.raises(BadInputError) as info:
         drop_feature_sql("/data/t", feature, False)
@@ -170,7 +170,7 @@ def test_13_feature_name_that_could_change_the_statement_is_refused(feature):
 
 
 def test_13_known_features_take_the_registry_spelling_and_plain_unknown_names_pass():
-    from delta_downgrade.engines.delta_sql import drop_feature_sql
+    from delta_downgrade.app.engines.delta_sql import drop_feature_sql
 
     assert drop_feature_sql("/d", "DELETIONVECTORS", False) == "ALTER TABLE delta.`/d` DROP FEATURE `deletionVectors`"
     assert drop_feature_sql("/d", "typeWidening-preview", True) == \
@@ -181,7 +181,7 @@ def test_13_known_features_take_the_registry_spelling_and_plain_unknown_names_pa
 @pytest.mark.parametrize("name", ["main.ops.t; DROP TABLE x", "main.ops.t DROP FEATURE x --", "a..b",
                                   "main.`ops", "main.ops.", "a.`b`c"])
 def test_13_table_name_that_is_not_an_identifier_is_refused(name):
-    from delta_downgrade.engines.delta_sql import drop_feature_sql
+    from delta_downgrade.app.engines.delta_sql import drop_feature_sql
 
     with pytest.raises(BadInputError) as info:
         drop_feature_sql(name, "deletionVectors", False)

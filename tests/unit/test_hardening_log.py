@@ -18,7 +18,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from delta_downgrade.actions import MalformedActionError, parse_commit
+from delta_downgrade.protocol.actions import MalformedActionError, parse_commit
 from delta_downgrade.clock import ManualClock
 from delta_downgrade.errors import CorruptLogError, NotADeltaTableError, VersionsNotContiguousError
 from delta_downgrade.log.arrow_replay import replay_segment

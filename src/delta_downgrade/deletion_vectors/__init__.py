@@ -10,7 +10,7 @@ that are deleted. Three layers, each its own module:
   writing them;
 - ``reader``: from a data file's descriptor to its deleted row indexes, with table errors.
 
-Where a DV lives (``u``/``p``/``i`` descriptors, Z85) is ``delta_downgrade.dv_paths``.
+Where a DV lives (``u``/``p``/``i`` descriptors, Z85) is ``delta_downgrade.protocol.dv_paths``.
 """
 
 from delta_downgrade.deletion_vectors.bitmap import (

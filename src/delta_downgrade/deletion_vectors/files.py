@@ -19,9 +19,9 @@ from typing import Any
 
 import pyarrow as pa
 
-from delta_downgrade.actions import DeletionVectorDescriptor
+from delta_downgrade.protocol.actions import DeletionVectorDescriptor
 from delta_downgrade.deletion_vectors.bitmap import dv_data_of_sorted, sorted_row_indexes
-from delta_downgrade.dv_paths import (
+from delta_downgrade.protocol.dv_paths import (
     STORAGE_INLINE,
     STORAGE_UUID,
     Z85_ALPHABET,

@@ -11,7 +11,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from delta_downgrade.actions import DeletionVectorDescriptor
+from delta_downgrade.protocol.actions import DeletionVectorDescriptor
 from delta_downgrade.deletion_vectors.bitmap import (
     DeletionVectorFormatError,
     dv_data_cardinality,
@@ -23,7 +23,7 @@ from delta_downgrade.deletion_vectors.files import (
     decode_inline,
     unframe_dv,
 )
-from delta_downgrade.dv_paths import (
+from delta_downgrade.protocol.dv_paths import (
     STORAGE_INLINE,
     STORAGE_PATH,
     STORAGE_UUID,

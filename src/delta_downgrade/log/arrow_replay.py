@@ -55,7 +55,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pj
 
-from delta_downgrade.actions import (AddFile, DomainMetadata, Metadata, ProtocolAction, RemoveFile,
+from delta_downgrade.protocol.actions import (AddFile, DomainMetadata, Metadata, ProtocolAction, RemoveFile,
                                      Sidecar, Txn, parse_action, parse_commit)
 from delta_downgrade.errors import CheckpointUnreadableError, CorruptLogError
 from delta_downgrade.log.checkpoint_reader import CheckpointReader, read_checkpoint_columns, sidecar_rel_path

@@ -14,7 +14,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from delta_downgrade.actions import ACTION_TYPES, Action, parse_commit
+from delta_downgrade.protocol.actions import ACTION_TYPES, Action, parse_commit
 from delta_downgrade.errors import CheckpointUnreadableError, CorruptLogError
 from delta_downgrade.log.files import LOG_DIR
 from delta_downgrade.log.listing import CheckpointInstance

@@ -57,7 +57,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from delta_downgrade.actions import (AddFile, DeletionVectorDescriptor, DomainMetadata, Metadata,
+from delta_downgrade.protocol.actions import (AddFile, DeletionVectorDescriptor, DomainMetadata, Metadata,
                                      ProtocolAction, RemoveFile, Txn)
 from delta_downgrade.log.files import classic_checkpoint_path, multipart_checkpoint_path
 from delta_downgrade.log.last_checkpoint import write_last_checkpoint

@@ -13,7 +13,7 @@ import logging
 
 import pyarrow as pa
 
-from delta_downgrade.actions import Metadata, ProtocolAction
+from delta_downgrade.protocol.actions import Metadata, ProtocolAction
 from delta_downgrade.clock import SYSTEM_CLOCK, Clock
 from delta_downgrade.errors import (CheckpointUnreadableError, CorruptLogError,
                                     UnsupportedCheckpointPolicyError, UnsupportedFeaturesError)
@@ -25,7 +25,7 @@ from delta_downgrade.log.snapshot import BOUNDARY_PROPERTY, Snapshot
 from delta_downgrade.protocol import CHECKPOINT_PROTECTION, Protocol
 from delta_downgrade.protocol.checkpoint_protection import rule_b
 from delta_downgrade.protocol.support import Operation, ensure_supported
-from delta_downgrade.table_config import TableConfig
+from delta_downgrade.protocol.table_config import TableConfig
 
 _log = logging.getLogger(__name__)
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Callable, Sequence
 
 from delta_downgrade import ENGINE_INFO
-from delta_downgrade.actions import (
+from delta_downgrade.protocol.actions import (
     Action, AddCDCFile, AddFile, AnyAction, CommitInfo, Metadata, ProtocolAction, RemoveFile,
     serialize_commit,
 )
@@ -28,7 +28,7 @@ from delta_downgrade.log.snapshot import read_commit_actions
 from delta_downgrade.protocol import Protocol
 from delta_downgrade.protocol.support import Operation, ensure_supported
 from delta_downgrade.storage import FileStatus
-from delta_downgrade.table_config import TableConfig
+from delta_downgrade.protocol.table_config import TableConfig
 
 
 @dataclass(frozen=True)

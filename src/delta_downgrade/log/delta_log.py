@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
-from delta_downgrade.actions import Metadata, ProtocolAction
+from delta_downgrade.protocol.actions import Metadata, ProtocolAction
 from delta_downgrade.errors import (
     CheckpointUnreadableError, DeltaDowngradeError, UnsupportedFeaturesError, VersionNotFoundError,
     VersionsNotContiguousError,

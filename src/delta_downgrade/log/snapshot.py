@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Iterator, Sequence
 
-from delta_downgrade.actions import (
+from delta_downgrade.protocol.actions import (
     Action, AddFile, AnyAction, CommitInfo, DomainMetadata, MalformedActionError, Metadata,
     ProtocolAction, RemoveFile, Txn, parse_action, parse_commit,
 )

@@ -89,7 +89,7 @@ from delta_downgrade.protocol import checkpoint_protection as rules
 from delta_downgrade.protocol.checkpoint_protection import first_unsupported_version
 from delta_downgrade.protocol.support import Operation, ensure_supported
 from delta_downgrade.storage import FileStatus, is_package_temp
-from delta_downgrade.table_config import DAY_MS, HOUR_MS, MINUTE_MS, TableConfig
+from delta_downgrade.protocol.table_config import DAY_MS, HOUR_MS, MINUTE_MS, TableConfig
 
 __all__ = [
     "CleanupInputs", "CleanupPlan", "CleanupResult", "build_plan", "cleanup_expired_logs",

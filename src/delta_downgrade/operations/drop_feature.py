@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
-from delta_downgrade.actions import (
+from delta_downgrade.protocol.actions import (
     AddCDCFile, AddFile, AnyAction, CommitInfo, Metadata, ProtocolAction, RemoveFile, Txn,
 )
 from delta_downgrade.clock import SYSTEM_CLOCK, Clock, to_utc_iso
@@ -21,7 +21,7 @@ from delta_downgrade.errors import (
     FeatureDropError, FeatureNotPresentError, HistoricalVersionsExistError,
     InvalidProtocolDowngradeError, RetentionWaitError,
 )
-from delta_downgrade.jobs.result import protocol_fields
+from delta_downgrade.app.tasks.result import protocol_fields
 from delta_downgrade.log.checkpoints import checkpoint_table
 from delta_downgrade.log.commit import (
     ConflictResolver, WinningCommit, commit, fail_on_any_conflict, rebase_unless_protocol_changed,
@@ -32,7 +32,7 @@ from delta_downgrade.operations.drop_validation import clean_feature_name, valid
 from delta_downgrade.operations.feature_drops import FeatureDrop, drop_for
 from delta_downgrade.protocol import CHECKPOINT_PROTECTION, Protocol, TableFeature
 from delta_downgrade.protocol.support import Operation, ensure_supported
-from delta_downgrade.table_config import MINUTE_MS, TableConfig
+from delta_downgrade.protocol.table_config import MINUTE_MS, TableConfig
 
 # delta-spark's DROP FEATURE: snapshotLoading.maxRetries (2) + 1, so that old readers give up
 # before they could fall back to a checkpoint from before the drop.

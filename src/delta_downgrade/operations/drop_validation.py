@@ -14,7 +14,7 @@ from delta_downgrade.errors import (
 from delta_downgrade.log.snapshot import Snapshot
 from delta_downgrade.protocol import CHECKPOINT_PROTECTION, Protocol, TableFeature, lookup_feature
 from delta_downgrade.protocol.features import get_feature, is_delta_table_property
-from delta_downgrade.table_config import TableConfig
+from delta_downgrade.protocol.table_config import TableConfig
 
 NEXT_STEP_NOT_PRESENT = "Nothing to do: the table does not use it (run `delta-downgrade inspect` to see its features)."
 

@@ -15,7 +15,7 @@ import json
 from typing import TYPE_CHECKING, Callable
 from urllib.parse import quote
 
-from delta_downgrade.actions import (
+from delta_downgrade.protocol.actions import (
     AddCDCFile, AddFile, AnyAction, CheckpointMetadata, DomainMetadata, Metadata, RemoveFile, Sidecar,
 )
 from delta_downgrade.errors import (
@@ -27,7 +27,7 @@ from delta_downgrade.log.snapshot import BOUNDARY_PROPERTY, Snapshot
 from delta_downgrade.operations.traces import (
     TYPE_CHANGES_KEY, TraceContext, constraint_names, feature_traces, type_change_fields,
 )
-from delta_downgrade.table_config import TableConfig
+from delta_downgrade.protocol.table_config import TableConfig
 
 if TYPE_CHECKING:
     from delta_downgrade.operations.drop_feature import DropRun
@@ -142,7 +142,7 @@ class DeletionVectorsDrop(FeatureDrop):
     def _add_tombstones(self, run: "DropRun") -> None:
         """One ``remove`` per distinct relative, non-inline DV file still referenced by a remove
         within ``delta.deletedFileRetentionDuration``, so that a DV-unaware VACUUM keeps it."""
-        from delta_downgrade.dv_paths import dv_relative_path
+        from delta_downgrade.protocol.dv_paths import dv_relative_path
 
         snapshot = run.latest()
         state = snapshot.state()

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from delta_downgrade.actions import ProtocolAction
+from delta_downgrade.protocol.actions import ProtocolAction
 from delta_downgrade.clock import to_utc_iso
 from delta_downgrade.errors import (
     CheckpointProtectionWaitError, InvalidProtocolDowngradeError, RetentionWaitError,
@@ -23,7 +23,7 @@ from delta_downgrade.operations.cleanup import (
     earliest_truncation_time_ms, execute_cleanup, history_truncated_before, plan_cleanup,
 )
 from delta_downgrade.protocol import CHECKPOINT_PROTECTION, Protocol
-from delta_downgrade.table_config import TableConfig
+from delta_downgrade.protocol.table_config import TableConfig
 
 if TYPE_CHECKING:
     from delta_downgrade.operations.drop_feature import DropOutcome, DropRun

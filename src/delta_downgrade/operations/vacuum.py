@@ -19,7 +19,7 @@ Specification (PROTOCOL.md "VACUUM", VACUUM Protocol Check RFC):
 3. **What stays**: every file named by the latest state (``add``), by a tombstone (``remove``)
    whose ``deletionTimestamp`` is inside the retention window, and the **deletion-vector file** of
    any such add or remove (PROTOCOL.md "Deletion Vector Descriptor Schema", resolved by
-   :mod:`delta_downgrade.dv_paths`). Without the last rule, time travel to a version inside the
+   :mod:`delta_downgrade.protocol.dv_paths`). Without the last rule, time travel to a version inside the
    window fails with "``.bin`` does not exist"; that is also why DROP FEATURE deletionVectors
    writes DV tombstones for DV-unaware VACUUMs.
 4. **What is never looked at**: ``_delta_log`` and every other hidden name (starting with ``_``
@@ -60,16 +60,16 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Iterable
 
-from delta_downgrade.actions import AddFile, RemoveFile
+from delta_downgrade.protocol.actions import AddFile, RemoveFile
 from delta_downgrade.clock import SYSTEM_CLOCK, Clock, check_duration_ms, to_utc_iso
-from delta_downgrade.dv_paths import dv_relative_path, table_relative_path
+from delta_downgrade.protocol.dv_paths import dv_relative_path, table_relative_path
 from delta_downgrade.errors import (  # noqa: F401 - re-exported: VACUUM's own errors
     BadInputError, CorruptLogError, VacuumNegativeRetentionError, VacuumRetentionTooShortError,
 )
 from delta_downgrade.protocol.support import Operation, ensure_supported
 from delta_downgrade.rewrite import PURGE_DIR_PREFIX, STAGING_DIR
 from delta_downgrade.storage import FileStatus, is_package_temp
-from delta_downgrade.table_config import DELETED_FILE_RETENTION, HOUR_MS, TableConfig
+from delta_downgrade.protocol.table_config import DELETED_FILE_RETENTION, HOUR_MS, TableConfig
 
 if TYPE_CHECKING:  # the log modules load pyarrow: keep ``--help`` fast (register_vacuum)
     from delta_downgrade.log.delta_log import DeltaLog

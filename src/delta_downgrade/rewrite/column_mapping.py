@@ -46,7 +46,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence
 from urllib.parse import quote
 
-from delta_downgrade.actions import AddFile, AnyAction, RemoveFile
+from delta_downgrade.protocol.actions import AddFile, AnyAction, RemoveFile
 from delta_downgrade.errors import (  # noqa: F401 - FileLayoutError is re-exported
     BadInputError, FeatureDropError, FileLayoutError, InvalidColumnNamesForMappingRemovalError,
 )
@@ -54,7 +54,7 @@ from delta_downgrade.log.commit import rebase_unless_files_touched
 from delta_downgrade.log.delta_log import DeltaLog
 from delta_downgrade.rewrite import STAGING_DIR
 from delta_downgrade.storage import typed_write_errors
-from delta_downgrade.schema import arrow_primitive_to_delta
+from delta_downgrade.protocol.schema import arrow_primitive_to_delta
 
 if TYPE_CHECKING:  # pragma: no cover
     import pyarrow as pa

@@ -69,11 +69,11 @@ from urllib.parse import quote, unquote
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from delta_downgrade.actions import AddFile, AnyAction, DeletionVectorDescriptor, Metadata, RemoveFile
+from delta_downgrade.protocol.actions import AddFile, AnyAction, DeletionVectorDescriptor, Metadata, RemoveFile
 from delta_downgrade.deletion_vectors import (
     DvFileReader, parse_dv_runs,
 )
-from delta_downgrade.dv_paths import is_absolute_log_path, table_relative_path
+from delta_downgrade.protocol.dv_paths import is_absolute_log_path, table_relative_path
 from delta_downgrade.log.commit import rebase_unless_files_touched
 from delta_downgrade.rewrite import PURGE_DIR_PREFIX
 from delta_downgrade.storage import typed_write_error

@@ -20,13 +20,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from delta_downgrade.actions import AddFile, AnyAction, Metadata, ProtocolAction, RemoveFile
+from delta_downgrade.protocol.actions import AddFile, AnyAction, Metadata, ProtocolAction, RemoveFile
 from delta_downgrade.clock import SYSTEM_CLOCK, Clock
 from delta_downgrade.log.commit import commit
 from delta_downgrade.log.delta_log import DeltaLog
 from delta_downgrade.log.files import commit_path
 from delta_downgrade.protocol import Protocol
-from delta_downgrade.schema import schema_string
+from delta_downgrade.protocol.schema import schema_string
 from delta_downgrade.storage.local import LocalStorage
 
 

@@ -22,7 +22,7 @@ _JOB_PARAM = re.compile(r"\{\{\s*job\.parameters\.([A-Za-z0-9_.-]+)\s*\}\}")
 
 def _outputs() -> dict[str, frozenset[str]]:
     if not TASK_OUTPUTS:
-        from delta_downgrade.jobs.entrypoints import TASK_VALUE_KEYS
+        from delta_downgrade.app.tasks.entrypoints import TASK_VALUE_KEYS
 
         for name in ("drop_feature_task", "verify_task", "truncate_task"):
             TASK_OUTPUTS[name] = frozenset(TASK_VALUE_KEYS)
@@ -138,6 +138,6 @@ def wheel_entry_points(wheel: str | Path) -> set[str]:
 
 
 def installed_entry_points() -> set[str]:
-    from delta_downgrade.jobs.wheel_entry import declared_entry_points
+    from delta_downgrade.app.tasks.wheel_entry import declared_entry_points
 
     return set(declared_entry_points())

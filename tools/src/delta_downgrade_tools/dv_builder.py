@@ -20,7 +20,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from delta_downgrade.actions import AddFile, AnyAction, DeletionVectorDescriptor, RemoveFile
+from delta_downgrade.protocol.actions import AddFile, AnyAction, DeletionVectorDescriptor, RemoveFile
 from delta_downgrade_tools.builders import TableBuilder
 from delta_downgrade.deletion_vectors import (
     DvFileReader, inline_descriptor, row_index_list, write_dv_file,

@@ -12,7 +12,7 @@
 - ``{{job.parameters.X}}``, ``{{tasks.T.values.K}}``, ``{{job.run_id}}``, ``{{task.name}}`` and
   ``${var.X}`` are resolved (task values from the local store under the run directory);
 - wheel tasks run only through an entry point the installed wheel declares
-  (:mod:`delta_downgrade.jobs.wheel_entry`, or ``spark-submit jobs/spark_submit.py TASK``), and
+  (:mod:`delta_downgrade.app.tasks.wheel_entry`, or ``spark-submit jobs/spark_submit.py TASK``), and
   receive job parameters pushed down plus their ``named_parameters`` as ``--key=value``; their task
   key and values directory travel in the environment, never as parameters;
 - ``max_retries`` and ``min_retry_interval_millis`` are honoured, so a truncate task that exits 3
@@ -38,9 +38,9 @@ from typing import Any, Callable, Mapping
 import yaml
 
 from delta_downgrade.errors import BadInputError, BadJobDefinitionError, DeltaDowngradeError
-from delta_downgrade.jobs.settings import ENV_PREFIX, RUNNER_ONLY, parse_cli_args
-from delta_downgrade.jobs.task_values import KEY_PATTERN, check_key, read_task_values
-from delta_downgrade.jobs.wheel_entry import declared_entry_points, resolve_entry_point
+from delta_downgrade.app.tasks.settings import ENV_PREFIX, RUNNER_ONLY, parse_cli_args
+from delta_downgrade.app.tasks.task_values import KEY_PATTERN, check_key, read_task_values
+from delta_downgrade.app.tasks.wheel_entry import declared_entry_points, resolve_entry_point
 
 _REF = re.compile(r"\{\{\s*([^{}]+?)\s*\}\}")
 _VAR = re.compile(r"\$\{var\.([A-Za-z0-9_.-]+)\}")
@@ -445,7 +445,7 @@ def _command(entry_point: str, args: list[str], runner: str) -> list[str]:
         submit = shutil.which("spark-submit") or str(Path(sys.prefix) / "bin" / "spark-submit")
         return [submit, "--master", os.environ.get("DELTA_DOWNGRADE_SPARK_MASTER", "local[2]"),
                 str(launcher), entry_point, *args]
-    return [sys.executable, "-m", "delta_downgrade.jobs.wheel_entry", entry_point, *args]
+    return [sys.executable, "-m", "delta_downgrade.app.tasks.wheel_entry", entry_point, *args]
 
 
 def run_job(job_file: str | os.PathLike[str], *, params: Mapping[str, str] | None = None,
@@ -512,7 +512,7 @@ def _fail(state: TaskRun, exc: DeltaDowngradeError, say: Callable[[str], None]) 
 def _run_wheel_task(task: dict[str, Any], state: TaskRun, run: JobRun, resolver: Resolver,
                     job_params: Mapping[str, str], runner: str, retry: tuple[int, float],
                     say: Callable[[str], None], sleep: Callable[[float], None]) -> None:
-    from delta_downgrade.jobs.result import parse_result_lines
+    from delta_downgrade.app.tasks.result import parse_result_lines
 
     key = task["task_key"]
     wheel = task["python_wheel_task"]

@@ -57,7 +57,7 @@ def _extra_commands() -> list[Callable[[argparse._SubParsersAction, dict[str, Co
     that installed distributions declare in :data:`COMMAND_GROUP`, by name: the wheel a job
     installs has none, so it never refers to the repository-only tools."""
     found = []
-    for module_name in ("delta_downgrade.operations.cli_commands", "delta_downgrade.operations.cli_drop"):
+    for module_name in ("delta_downgrade.app.cli.cleanup", "delta_downgrade.app.cli.drop"):
         try:
             module = __import__(module_name, fromlist=["register"])
         except ModuleNotFoundError as exc:

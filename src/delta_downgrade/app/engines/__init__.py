@@ -39,16 +39,16 @@ def select_engine(name: str, table: str) -> Engine:
         # auto: delta-sql only for catalog tables on a session with the Delta SQL extension;
         # path-based tables always go native.
         if name == "auto" and not _looks_like_path(table):
-            from delta_downgrade.engines.delta_sql import DeltaSqlEngine, delta_sql_available
+            from delta_downgrade.app.engines.delta_sql import DeltaSqlEngine, delta_sql_available
             if delta_sql_available():
                 return DeltaSqlEngine()
         return NativeEngine()
-    from delta_downgrade.engines.delta_sql import DeltaSqlEngine
+    from delta_downgrade.app.engines.delta_sql import DeltaSqlEngine
 
     return DeltaSqlEngine()
 
 
 def _looks_like_path(table: str) -> bool:
-    from delta_downgrade.engines.delta_sql import is_path
+    from delta_downgrade.app.engines.delta_sql import is_path
 
     return is_path(table)

@@ -29,7 +29,7 @@ from pydantic import ValidationError, field_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from delta_downgrade.errors import BadConfigError, BadInputError, BadSettingsError
-from delta_downgrade.jobs.task_values import check_key
+from delta_downgrade.app.tasks.task_values import check_key
 
 ENV_PREFIX = "DELTA_DOWNGRADE_"
 

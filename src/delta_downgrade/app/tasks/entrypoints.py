@@ -15,9 +15,9 @@ from typing import Any, Callable, Sequence
 from delta_downgrade.errors import (
     EXIT_BAD_INPUT, EXIT_CONFLICT, EXIT_FAILURE, EXIT_OK, EXIT_WAIT, BadSettingsError, DeltaDowngradeError,
 )
-from delta_downgrade.jobs.result import emit_result
-from delta_downgrade.jobs.settings import TaskSettings, VerifySettings, load_settings
-from delta_downgrade.jobs.task_values import task_values_for
+from delta_downgrade.app.tasks.result import emit_result
+from delta_downgrade.app.tasks.settings import TaskSettings, VerifySettings, load_settings
+from delta_downgrade.app.tasks.task_values import task_values_for
 
 # Worst last: a wait is the mildest failure, an unexpected error the worst.
 _SEVERITY = [EXIT_OK, EXIT_WAIT, EXIT_CONFLICT, EXIT_BAD_INPUT, EXIT_FAILURE]
@@ -133,14 +133,14 @@ def verify_task(argv: Sequence[str] | None = None) -> int:
 
 def drop_feature_task(argv: Sequence[str] | None = None) -> int:
     """Drop one feature from one or many tables."""
-    from delta_downgrade.jobs.drop_task import DropFeatureSettings, drop_one
+    from delta_downgrade.app.tasks.drop_task import DropFeatureSettings, drop_one
 
     return run_task(DropFeatureSettings, drop_one, argv)
 
 
 def truncate_task(argv: Sequence[str] | None = None) -> int:
     """Drop checkpointProtection by truncating history before the boundary, once retention allows."""
-    from delta_downgrade.jobs.drop_task import TruncateSettings, truncate_one
+    from delta_downgrade.app.tasks.drop_task import TruncateSettings, truncate_one
 
     return run_task(TruncateSettings, truncate_one, argv)
 

@@ -1,4 +1,4 @@
-"""Subcommands of the later operations, registered into ``delta-downgrade`` by :mod:`delta_downgrade.cli`.
+"""Subcommands of the later operations, registered into ``delta-downgrade`` by :mod:`delta_downgrade.app.cli`.
 
 One small ``_register_<name>`` function (and its runner) per subcommand; :func:`register` calls
 them all. Imports of the operations stay inside the runners so ``--help`` stays fast.
@@ -42,7 +42,7 @@ def _register_cleanup(subparsers: Any, commands: dict[str, Command]) -> None:
 def _run_cleanup(args: argparse.Namespace) -> int:
     from delta_downgrade.log.delta_log import DeltaLog
     from delta_downgrade.operations.cleanup import cleanup_expired_logs
-    from delta_downgrade.table_config import parse_interval_ms
+    from delta_downgrade.protocol.table_config import parse_interval_ms
 
     retention = parse_interval_ms(args.retention, key="--retention") if args.retention else None
     log = DeltaLog(args.table)

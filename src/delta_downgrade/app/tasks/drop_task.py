@@ -8,7 +8,7 @@ from typing import Any, ClassVar
 from pydantic import field_validator
 
 from delta_downgrade.errors import EXIT_OK, BadSettingsError
-from delta_downgrade.jobs.settings import TaskSettings
+from delta_downgrade.app.tasks.settings import TaskSettings
 
 
 class DropFeatureSettings(TaskSettings):
@@ -32,7 +32,7 @@ class TruncateSettings(TaskSettings):
 
 
 def _engine_for(settings: TaskSettings, table: str) -> Any:
-    from delta_downgrade.engines import select_engine
+    from delta_downgrade.app.engines import select_engine
 
     return select_engine(settings.engine, table)
 

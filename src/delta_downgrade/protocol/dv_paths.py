@@ -25,7 +25,7 @@ import uuid
 from typing import Any
 from urllib.parse import unquote, urlparse
 
-from delta_downgrade.actions import DeletionVectorDescriptor
+from delta_downgrade.protocol.actions import DeletionVectorDescriptor
 
 Z85_ALPHABET = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ.-:+=^!/*?&<>()[]{}@%$#"
 _Z85_INDEX = {c: i for i, c in enumerate(Z85_ALPHABET)}

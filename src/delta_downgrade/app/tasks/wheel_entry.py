@@ -7,7 +7,7 @@ distribution's ``console_scripts`` entry points (``importlib.metadata``) and the
 with ``EntryPoint.load()``. No path, no program and no source text taken from a job definition is
 ever run.
 
-``python -m delta_downgrade.jobs.wheel_entry NAME [ARG ...]`` runs entry point NAME with
+``python -m delta_downgrade.app.tasks.wheel_entry NAME [ARG ...]`` runs entry point NAME with
 ``sys.argv[1:] = ARG ...`` (how the local runner starts a wheel task in a subprocess).
 """
 
@@ -67,7 +67,7 @@ def run_entry_point(entry_point: EntryPoint, args: Sequence[str]) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv:
-        print("usage: python -m delta_downgrade.jobs.wheel_entry ENTRY_POINT [ARG ...]", file=sys.stderr)
+        print("usage: python -m delta_downgrade.app.tasks.wheel_entry ENTRY_POINT [ARG ...]", file=sys.stderr)
         return 2
     try:
         entry_point = resolve_entry_point(argv[0])
