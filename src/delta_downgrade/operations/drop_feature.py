@@ -9,202 +9,35 @@ reports ``already_absent``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
-from delta_downgrade.protocol.actions import (
-    AddCDCFile, AddFile, AnyAction, CommitInfo, Metadata, ProtocolAction, RemoveFile, Txn,
-)
 from delta_downgrade.clock import SYSTEM_CLOCK, Clock, to_utc_iso
 from delta_downgrade.errors import (
     ConcurrentWriteError, DeltaDowngradeError, DropCheckpointFailedError, DropConflictError,
     FeatureDropError, FeatureNotPresentError, HistoricalVersionsExistError,
     InvalidProtocolDowngradeError, RetentionWaitError,
 )
-from delta_downgrade.app.tasks.result import protocol_fields
 from delta_downgrade.log.checkpoints import checkpoint_table
-from delta_downgrade.log.commit import (
-    ConflictResolver, WinningCommit, commit, fail_on_any_conflict, rebase_unless_protocol_changed,
-)
+from delta_downgrade.log.commit import WinningCommit, rebase_unless_protocol_changed
 from delta_downgrade.log.delta_log import DeltaLog
 from delta_downgrade.log.snapshot import BOUNDARY_PROPERTY, LogSegment, Snapshot, TableState
+from delta_downgrade.operations.drop_run import (
+    NUMBER_OF_BARRIER_CHECKPOINTS, STATUS_ALREADY_ABSENT, STATUS_DROPPED, DropOutcome, DropRun,
+    _DroppedConcurrently, finish, protected_checkpoint_paths, truncate_after_ms,
+)
 from delta_downgrade.operations.drop_validation import clean_feature_name, validate_drop, validate_plan
 from delta_downgrade.operations.feature_drops import FeatureDrop, drop_for
+from delta_downgrade.operations.truncate import drop_checkpoint_protection
 from delta_downgrade.protocol import CHECKPOINT_PROTECTION, Protocol, TableFeature
+from delta_downgrade.protocol.actions import (
+    AddCDCFile, AddFile, AnyAction, CommitInfo, Metadata, ProtocolAction, RemoveFile, Txn,
+)
 from delta_downgrade.protocol.support import Operation, ensure_supported
 from delta_downgrade.protocol.table_config import MINUTE_MS, TableConfig
 
-# delta-spark's DROP FEATURE: snapshotLoading.maxRetries (2) + 1, so that old readers give up
-# before they could fall back to a checkpoint from before the drop.
-NUMBER_OF_BARRIER_CHECKPOINTS = 3
 MAX_CHECKPOINT_RETRIES = 3
 
-STATUS_DROPPED = "dropped"
-STATUS_ALREADY_ABSENT = "already_absent"
-STATUS_PLANNED = "planned"
-
-
-class _DroppedConcurrently(Exception):
-    """Control flow, never shown: another writer's commit removed the feature this run is
-    dropping (two drops of the same feature at once). The run ends as ``already_absent``."""
-
-    def __init__(self, version: int | None) -> None:
-        super().__init__(f"dropped concurrently at version {version}")
-        self.version = version
-
-
-@dataclass
-class DropRun:
-    """State of one drop run: the table, the clock, and what this run wrote (or would write)."""
-
-    log: DeltaLog
-    feature: str
-    clock: Clock = SYSTEM_CLOCK
-    dry_run: bool = False
-    hooks: dict[str, Callable[["DropRun"], Any]] = field(default_factory=dict)
-    progress: Callable[[str], None] = lambda message: None
-    commits: list[int] = field(default_factory=list)
-    checkpoints: list[str] = field(default_factory=list)
-    plan: list[str] = field(default_factory=list)
-    _planned_version: int | None = None
-    _operations: list[str] = field(default_factory=list)
-
-    @property
-    def table(self) -> str:
-        return self.log.table
-
-    def latest(self) -> Snapshot:
-        self.log.refresh()
-        return self.log.snapshot(check_read=False)
-
-    def _say(self, message: str) -> None:
-        self.plan.append(message)
-        self.progress(message)
-
-    def require_present(self, snapshot: Snapshot) -> None:
-        """Stop (as ``already_absent``) when the feature has left the protocol under this run."""
-        if self.feature not in snapshot.protocol.features:
-            raise _DroppedConcurrently(snapshot.version)
-
-    def _guard(self, resolve: ConflictResolver) -> ConflictResolver:
-        """Every conflict of a drop first asks whether a winner dropped the feature itself: then
-        this run has nothing left to do (it must not fail, nor try the same downgrade again)."""
-        def guarded(winners: list[WinningCommit], log: DeltaLog) -> Sequence[AnyAction]:
-            protocols = [a for w in winners for a in w.actions if isinstance(a, ProtocolAction)]
-            if protocols and self.feature not in protocols[-1].protocol.features:
-                raise _DroppedConcurrently(next(w.version for w in reversed(winners)
-                                                if any(isinstance(a, ProtocolAction) for a in w.actions)))
-            return resolve(winners, log)
-        return guarded
-
-    def commit(self, actions: Sequence[AnyAction], operation: str, parameters: dict[str, Any] | None = None,
-               resolve: ConflictResolver | None = None, *, read_version: int | None = None) -> int:
-        """One commit (or, in a dry run, its description).
-
-        ``read_version``: the version the actions were derived from, so that anything committed
-        since goes through ``resolve``; None for commits that depend on nothing (empty commits),
-        which go on top of the latest version."""
-        if self.dry_run:
-            base = self._planned_version if self._planned_version is not None else self.latest().version
-            self._planned_version = base + 1
-            self._say(f"commit v{base + 1}: {operation} ({len(actions)} action(s))")
-            return base + 1
-        if read_version is None:
-            read_version = self.log.refresh().latest_version()
-        version = commit(self.log, read_version, actions, operation=operation,
-                         operation_parameters=parameters or {}, clock=self.clock,
-                         resolve_conflict=self._guard(resolve or fail_on_any_conflict))
-        self.commits.append(version)
-        self._operations.append(operation)
-        self._say(f"committed v{version}: {operation}")
-        return version
-
-    def checkpoint(self, version: int | None = None) -> list[str]:
-        if self.dry_run:
-            target = version if version is not None else (self._planned_version or self.latest().version)
-            self._say(f"checkpoint at v{target}")
-            return []
-        result = checkpoint_table(self.log, version, clock=self.clock)
-        self.checkpoints.extend(result.paths)
-        self._say(f"checkpoint at v{result.version}: {', '.join(result.paths)}")
-        return list(result.paths)
-
-    def conflict_error(self, exc: ConcurrentWriteError) -> ConcurrentWriteError:
-        """``exc`` (raised by one step) told about the whole run: which of this run's commits
-        landed before the conflict, so that exit 4 never claims that nothing was written."""
-        if self.commits or self.checkpoints:
-            landed = ", ".join(f"v{v} ({op})" for v, op in zip(self.commits, self._operations))
-            done = (f"This run had already committed {landed}" if landed else "This run had written no commit")
-            if self.checkpoints:
-                done += f" and written {len(self.checkpoints)} checkpoint file(s)"
-            context = (f"{done}; they stay, the table is consistent, and rerunning the drop resumes "
-                       f"from there.")
-        else:
-            context = "Nothing of this run was written."
-        params = {**exc.params, "landedVersions": list(self.commits)}
-        return exc.amended(f"{exc.message} {context}", table=self.table, feature=self.feature,
-                           params=params)
-
-
-@dataclass
-class DropOutcome:
-    table: str
-    feature: str
-    status: str
-    protocol_before: Protocol
-    protocol_after: Protocol
-    boundary_version: int | None
-    protected_checkpoints: list[str]
-    commits: list[int]
-    checkpoints_written: list[str]
-    truncate_after: str | None = None
-    plan: list[str] = field(default_factory=list)
-    error: DeltaDowngradeError | None = None
-
-    @property
-    def needs_truncate(self) -> bool:
-        return CHECKPOINT_PROTECTION in self.protocol_after.features
-
-    def result(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "table": self.table, "feature": self.feature, "status": self.status,
-            **protocol_fields(self.protocol_after),
-            "protocol_before": self.protocol_before.to_action(),
-            "boundary_version": self.boundary_version,
-            "protected_checkpoints": self.protected_checkpoints,
-            "needs_truncate": self.needs_truncate,
-            "truncate_after": self.truncate_after,
-            "commits": self.commits,
-            "checkpoints_written": self.checkpoints_written,
-        }
-        if self.plan and self.status == STATUS_PLANNED:
-            out["plan"] = self.plan
-        if self.error is not None:
-            out.update(self.error.to_dict())
-        return out
-
-
-def protected_checkpoint_paths(log: DeltaLog, boundary: int | None) -> list[str]:
-    """The barrier checkpoints and the one at the boundary: the newest
-    ``NUMBER_OF_BARRIER_CHECKPOINTS + 1`` complete checkpoints at or below the boundary."""
-    if boundary is None:
-        return []
-    # One checkpoint per version (the inventory is sorted by version); the newest ones win.
-    by_version: dict[int, Any] = {}
-    for c in log.refresh().checkpoint_inventory():
-        if c.complete and c.version <= boundary:
-            by_version.setdefault(c.version, c)
-    chosen = list(by_version.values())[-(NUMBER_OF_BARRIER_CHECKPOINTS + 1):]
-    return [p for c in chosen for p in c.paths]
-
-
-def truncate_after_ms(log: DeltaLog, boundary: int, clock: Clock) -> int | None:
-    """When history before ``boundary`` can be truncated in one go (the truncate retention)."""
-    from delta_downgrade.operations.cleanup import earliest_truncation_time_ms
-
-    retention = TableConfig(log.snapshot(check_read=False).metadata.configuration,
-                            table=log.table).truncate_history_retention_ms
-    return earliest_truncation_time_ms(log, boundary, retention, "minute")
+__all__ = ["DropOutcome", "DropRun", "drop_feature", "protected_checkpoint_paths"]
 
 
 def _ensure_writable(snapshot: Snapshot, feature: str, table: str) -> None:
@@ -245,7 +78,6 @@ def drop_feature(location: str, feature: str, *, truncate_history: bool = False,
 
     try:
         if spec.name == CHECKPOINT_PROTECTION:
-            from delta_downgrade.operations.truncate import drop_checkpoint_protection
             return drop_checkpoint_protection(run, before)
         if truncate_history:
             return _drop_with_history_truncation(run, spec, behaviour, before)
@@ -312,7 +144,7 @@ def _fast_drop(run: DropRun, spec: TableFeature, behaviour: FeatureDrop, before:
             run.checkpoint(version if not run.dry_run else None)
         except DeltaDowngradeError as exc:
             run.progress(f"checkpoint at the downgrade version failed ({exc}); rerun to complete it")
-    return _outcome(run, before, after, STATUS_DROPPED)
+    return finish(run, before, after, STATUS_DROPPED)
 
 
 def _barrier(run: DropRun) -> None:
@@ -438,21 +270,6 @@ def _downgrade_commit(run: DropRun, spec: TableFeature, behaviour: FeatureDrop, 
     return version, after
 
 
-def _outcome(run: DropRun, before: Protocol, after: Protocol, status: str) -> DropOutcome:
-    if run.dry_run:
-        return DropOutcome(run.table, run.feature, STATUS_PLANNED, before, after, None, [], [], [],
-                           plan=list(run.plan))
-    snapshot = run.latest()
-    boundary = snapshot.boundary_version if CHECKPOINT_PROTECTION in snapshot.protocol.features else None
-    truncate_after = None
-    if boundary is not None:
-        when = truncate_after_ms(run.log, boundary, run.clock)
-        truncate_after = to_utc_iso(when) if when is not None else None
-    return DropOutcome(run.table, run.feature, status, before, snapshot.protocol, boundary,
-                       protected_checkpoint_paths(run.log, boundary), list(run.commits),
-                       list(run.checkpoints), truncate_after, plan=list(run.plan))
-
-
 # --- TRUNCATE HISTORY path ------------------------------------------------------------------------
 
 def _retention_params(snapshot: Snapshot, feature: str) -> dict[str, str]:
@@ -520,7 +337,7 @@ def _drop_with_history_truncation(run: DropRun, spec: TableFeature, behaviour: F
     actions += behaviour.actions_at_downgrade(snapshot)
     run.commit(actions, "DROP FEATURE", {"featureName": spec.name, "truncateHistory": True},
                read_version=snapshot.version)
-    return _outcome(run, before, new_protocol, STATUS_DROPPED)
+    return finish(run, before, new_protocol, STATUS_DROPPED)
 
 
 def history_uses_feature(log: DeltaLog, behaviour: FeatureDrop) -> bool:

@@ -12,7 +12,7 @@ per feature.
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Callable
+from typing import Callable
 from urllib.parse import quote
 
 from delta_downgrade.protocol.actions import (
@@ -24,13 +24,11 @@ from delta_downgrade.errors import (
 )
 from delta_downgrade.log.commit import rebase_over_blind_appends
 from delta_downgrade.log.snapshot import BOUNDARY_PROPERTY, Snapshot
+from delta_downgrade.operations.drop_run import DropRun
 from delta_downgrade.operations.traces import (
     TYPE_CHANGES_KEY, TraceContext, constraint_names, feature_traces, type_change_fields,
 )
 from delta_downgrade.protocol.table_config import TableConfig
-
-if TYPE_CHECKING:
-    from delta_downgrade.operations.drop_feature import DropRun
 
 
 class FeatureDrop:
@@ -38,7 +36,7 @@ class FeatureDrop:
 
     feature: str = ""
 
-    def preflight(self, run: "DropRun", snapshot: Snapshot) -> None:
+    def preflight(self, run: DropRun, snapshot: Snapshot) -> None:
         """Every refusal this feature's drop can meet, checked before the drop's first write (a
         plan that cannot finish is refused up front, and ``--dry-run`` says the same)."""
 
@@ -47,7 +45,7 @@ class FeatureDrop:
         checks see the configuration the later steps (checkpoints) will run under."""
         return {}
 
-    def remove_traces(self, run: "DropRun") -> bool:
+    def remove_traces(self, run: DropRun) -> bool:
         return False
 
     def traces(self, snapshot: Snapshot) -> list[str]:
@@ -63,7 +61,7 @@ class FeatureDrop:
         return False
 
 
-def require_hook(run: "DropRun", name: str, why: str) -> Callable[["DropRun"], bool]:
+def require_hook(run: DropRun, name: str, why: str) -> Callable[[DropRun], bool]:
     """The data-rewrite step ``name``, or a clear refusal before anything is written."""
     hook = run.hooks.get(name)
     if hook is not None:
@@ -79,7 +77,7 @@ def require_hook(run: "DropRun", name: str, why: str) -> Callable[["DropRun"], b
         table=run.table, feature=run.feature)
 
 
-def commit_properties(run: "DropRun", snapshot: Snapshot, updates: dict[str, str | None],
+def commit_properties(run: DropRun, snapshot: Snapshot, updates: dict[str, str | None],
                       operation: str, *, allow_deletion_vectors: bool = True) -> int:
     """One metadata-only commit of ``updates`` (None unsets a key) on top of ``snapshot``.
 
@@ -94,13 +92,11 @@ def commit_properties(run: "DropRun", snapshot: Snapshot, updates: dict[str, str
                                                         allow_deletion_vectors=allow_deletion_vectors))
 
 
-def rehearse(run: "DropRun", hook: Callable[["DropRun"], bool]) -> None:
+def rehearse(run: DropRun, hook: Callable[[DropRun], bool]) -> None:
     """Run a data-rewrite hook as a dry run of the same table before the drop's first write.
     Every rewrite checks what can stop it (unreadable DVs, unsupported tables, invalid column
     names, unreadable footers …) before its dry-run plan, so a refusal surfaces here, with nothing
     written, instead of after the drop's first commits."""
-    from delta_downgrade.operations.drop_feature import DropRun
-
     hook(DropRun(run.log, run.feature, clock=run.clock, dry_run=True, hooks=run.hooks))
 
 
@@ -110,7 +106,7 @@ class DeletionVectorsDrop(FeatureDrop):
 
     feature = "deletionVectors"
 
-    def preflight(self, run: "DropRun", snapshot: Snapshot) -> None:
+    def preflight(self, run: DropRun, snapshot: Snapshot) -> None:
         with_dv = [f for f in snapshot.state().files.values() if f.dv is not None]
         if not with_dv:
             return
@@ -124,7 +120,7 @@ class DeletionVectorsDrop(FeatureDrop):
             return {"delta.enableDeletionVectors": None}
         return {}
 
-    def remove_traces(self, run: "DropRun") -> bool:
+    def remove_traces(self, run: DropRun) -> bool:
         snapshot = run.latest()
         performed = False
         updates = self.property_updates(snapshot)
@@ -139,7 +135,7 @@ class DeletionVectorsDrop(FeatureDrop):
         self._add_tombstones(run)
         return performed
 
-    def _add_tombstones(self, run: "DropRun") -> None:
+    def _add_tombstones(self, run: DropRun) -> None:
         """One ``remove`` per distinct relative, non-inline DV file still referenced by a remove
         within ``delta.deletedFileRetentionDuration``, so that a DV-unaware VACUUM keeps it."""
         from delta_downgrade.protocol.dv_paths import dv_relative_path
@@ -187,7 +183,7 @@ class V2CheckpointDrop(FeatureDrop):
             return {"delta.checkpointPolicy": "classic"}
         return {}
 
-    def remove_traces(self, run: "DropRun") -> bool:
+    def remove_traces(self, run: DropRun) -> bool:
         snapshot = run.latest()
         updates = self.property_updates(snapshot)
         if updates:
@@ -209,7 +205,7 @@ class CheckConstraintsDrop(FeatureDrop):
 
     feature = "checkConstraints"
 
-    def preflight(self, run: "DropRun", snapshot: Snapshot) -> None:
+    def preflight(self, run: DropRun, snapshot: Snapshot) -> None:
         names = constraint_names(snapshot.metadata.configuration)
         if names:
             listed = ", ".join(f"`{n}`" for n in names)
@@ -232,7 +228,7 @@ class InCommitTimestampDrop(FeatureDrop):
             updates["delta.enableInCommitTimestamps"] = "false"
         return updates
 
-    def remove_traces(self, run: "DropRun") -> bool:
+    def remove_traces(self, run: DropRun) -> bool:
         snapshot = run.latest()
         updates = self.property_updates(snapshot)
         if not updates:
@@ -244,7 +240,7 @@ class InCommitTimestampDrop(FeatureDrop):
 class DomainMetadataDrop(FeatureDrop):
     feature = "domainMetadata"
 
-    def remove_traces(self, run: "DropRun") -> bool:
+    def remove_traces(self, run: DropRun) -> bool:
         snapshot = run.latest()
         domains = snapshot.state().live_domains
         if not domains:
@@ -264,7 +260,7 @@ class RowTrackingDrop(FeatureDrop):
 
     feature = "rowTracking"
 
-    def remove_traces(self, run: "DropRun") -> bool:
+    def remove_traces(self, run: DropRun) -> bool:
         from dataclasses import replace
 
         snapshot = run.latest()
@@ -303,7 +299,7 @@ class MaterializePartitionColumnsDrop(FeatureDrop):
 class GeospatialDrop(FeatureDrop):
     feature = "geospatial"
 
-    def preflight(self, run: "DropRun", snapshot: Snapshot) -> None:
+    def preflight(self, run: DropRun, snapshot: Snapshot) -> None:
         from delta_downgrade.operations.traces import iter_fields
 
         cols = [f["name"] for f in iter_fields(snapshot.schema)
@@ -322,12 +318,12 @@ class NeedsRewriteDrop(FeatureDrop):
         self.feature = feature
         self._uses = uses
 
-    def preflight(self, run: "DropRun", snapshot: Snapshot) -> None:
+    def preflight(self, run: DropRun, snapshot: Snapshot) -> None:
         traces = self.traces(snapshot)
         if traces:
             rehearse(run, require_hook(run, f"remove_{self.feature}", "; ".join(traces)))
 
-    def remove_traces(self, run: "DropRun") -> bool:
+    def remove_traces(self, run: DropRun) -> bool:
         traces = self.traces(run.latest())
         if not traces:
             return False
@@ -356,7 +352,7 @@ class UnsupportedClientDrop(FeatureDrop):
     def __init__(self, feature: str) -> None:
         self.feature = feature
 
-    def preflight(self, run: "DropRun", snapshot: Snapshot) -> None:
+    def preflight(self, run: DropRun, snapshot: Snapshot) -> None:
         raise UnsupportedClientFeatureError(
             f"cannot drop {self.feature}: its commits are governed by a catalog or a commit "
             f"coordinator that delta-downgrade cannot write through. Use the engine that owns the "

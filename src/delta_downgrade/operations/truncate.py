@@ -10,8 +10,6 @@ none exists does this write an empty commit and a checkpoint, so that a later ru
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from delta_downgrade.protocol.actions import ProtocolAction
 from delta_downgrade.clock import to_utc_iso
 from delta_downgrade.errors import (
@@ -19,17 +17,15 @@ from delta_downgrade.errors import (
 )
 from delta_downgrade.log.checkpoints import check_checkpoint_writable
 from delta_downgrade.log.snapshot import BOUNDARY_PROPERTY
+from delta_downgrade.operations.drop_run import STATUS_DROPPED, DropOutcome, DropRun, finish
 from delta_downgrade.operations.cleanup import (
     earliest_truncation_time_ms, execute_cleanup, history_truncated_before, plan_cleanup,
 )
 from delta_downgrade.protocol import CHECKPOINT_PROTECTION, Protocol
 from delta_downgrade.protocol.table_config import TableConfig
 
-if TYPE_CHECKING:
-    from delta_downgrade.operations.drop_feature import DropOutcome, DropRun
 
-
-def _wait(run: "DropRun", boundary: int, retention_display: str, when_ms: int | None) -> RetentionWaitError:
+def _wait(run: DropRun, boundary: int, retention_display: str, when_ms: int | None) -> RetentionWaitError:
     when = to_utc_iso(when_ms) if when_ms is not None else None
     return CheckpointProtectionWaitError(
         f"history before the checkpoint-protection boundary (version {boundary}) cannot be truncated "
@@ -39,9 +35,7 @@ def _wait(run: "DropRun", boundary: int, retention_display: str, when_ms: int | 
         params={"truncateHistoryLogRetentionPeriod": retention_display})
 
 
-def drop_checkpoint_protection(run: "DropRun", before: Protocol) -> "DropOutcome":
-    from delta_downgrade.operations.drop_feature import STATUS_DROPPED, _outcome
-
+def drop_checkpoint_protection(run: DropRun, before: Protocol) -> DropOutcome:
     snapshot = run.latest()
     boundary = snapshot.boundary_version or 0
     config = TableConfig(snapshot.metadata.configuration, table=run.table)
@@ -91,4 +85,4 @@ def drop_checkpoint_protection(run: "DropRun", before: Protocol) -> "DropOutcome
             f"refusing the protocol transition {snapshot.protocol} -> {new_protocol}", table=run.table)
     run.commit([ProtocolAction.of(new_protocol)], "DROP FEATURE",
                {"featureName": CHECKPOINT_PROTECTION, "truncateHistory": True}, read_version=snapshot.version)
-    return _outcome(run, before, new_protocol, STATUS_DROPPED)
+    return finish(run, before, new_protocol, STATUS_DROPPED)

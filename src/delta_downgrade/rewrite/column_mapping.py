@@ -60,7 +60,7 @@ if TYPE_CHECKING:  # pragma: no cover
     import pyarrow as pa
     from pyspark.sql import SparkSession
 
-    from delta_downgrade.operations.drop_feature import DropRun
+    from delta_downgrade.operations.drop_run import DropRun
 
 # --- PROTOCOL.md "Column Mapping" ------------------------------------------------------------------
 

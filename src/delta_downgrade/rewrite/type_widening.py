@@ -39,7 +39,7 @@ from delta_downgrade.rewrite.column_mapping import (
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import SparkSession
 
-    from delta_downgrade.operations.drop_feature import DropRun
+    from delta_downgrade.operations.drop_run import DropRun
 
 ENABLE_KEY = "delta.enableTypeWidening"
 DEFAULT_BATCH_FILES = 100

@@ -191,7 +191,7 @@ class DeltaSqlEngine:
     def drop_feature(self, table: str, feature: str, *, truncate_history: bool = False,
                      dry_run: bool = False, progress: Any = None, clock: Any = None) -> Any:
         from delta_downgrade.log.delta_log import DeltaLog
-        from delta_downgrade.operations.drop_feature import (
+        from delta_downgrade.operations.drop_run import (
             STATUS_ALREADY_ABSENT, STATUS_DROPPED, STATUS_PLANNED, DropOutcome, protected_checkpoint_paths,
         )
         from delta_downgrade.protocol import CHECKPOINT_PROTECTION
