@@ -25,9 +25,8 @@ from delta_downgrade.errors import (
 from delta_downgrade.log.commit import rebase_over_blind_appends
 from delta_downgrade.log.snapshot import BOUNDARY_PROPERTY, Snapshot
 from delta_downgrade.operations.drop_run import DropRun
-from delta_downgrade.operations.traces import (
-    TYPE_CHANGES_KEY, TraceContext, constraint_names, feature_traces, type_change_fields,
-)
+from delta_downgrade.operations.traces import TraceContext, constraint_names, feature_traces
+from delta_downgrade.protocol.schema import TYPE_CHANGES_KEY, iter_fields, type_change_fields
 from delta_downgrade.protocol.table_config import TableConfig
 
 
@@ -300,8 +299,6 @@ class GeospatialDrop(FeatureDrop):
     feature = "geospatial"
 
     def preflight(self, run: DropRun, snapshot: Snapshot) -> None:
-        from delta_downgrade.operations.traces import iter_fields
-
         cols = [f["name"] for f in iter_fields(snapshot.schema)
                 if isinstance(f.get("type"), str) and f["type"].split("(")[0] in ("geometry", "geography")]
         if cols:

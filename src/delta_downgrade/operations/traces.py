@@ -7,17 +7,11 @@ protocol may lose the feature (delta-spark's ``validateDropInvariants``), and
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator
+from typing import Callable
 
 from delta_downgrade.log.snapshot import BOUNDARY_PROPERTY, Snapshot, TableState
-
-# Column-mapping field metadata keys (PROTOCOL.md, "Column Mapping").
-CM_METADATA_KEYS = ("delta.columnMapping.id", "delta.columnMapping.physicalName",
-                    "delta.columnMapping.nested.ids", "parquet.field.id")
-TYPE_CHANGES_KEY = "delta.typeChanges"
-
+from delta_downgrade.protocol.schema import CM_METADATA_KEYS, iter_fields, type_change_fields
 
 @dataclass
 class TraceContext:
@@ -38,23 +32,6 @@ class TraceContext:
 
     def prop_true(self, key: str) -> bool:
         return str(self.configuration.get(key, "")).strip().lower() == "true"
-
-
-def iter_fields(schema: dict[str, Any]) -> Iterator[dict[str, Any]]:
-    """Every struct field at every nesting level (structs, arrays, maps)."""
-    def walk_type(t: Any) -> Iterator[dict[str, Any]]:
-        if isinstance(t, dict):
-            kind = t.get("type")
-            if kind == "struct":
-                for f in t.get("fields", []):
-                    yield f
-                    yield from walk_type(f.get("type"))
-            elif kind == "array":
-                yield from walk_type(t.get("elementType"))
-            elif kind == "map":
-                yield from walk_type(t.get("keyType"))
-                yield from walk_type(t.get("valueType"))
-    yield from walk_type(schema)
 
 
 def _deletion_vectors(ctx: TraceContext) -> list[str]:
@@ -87,10 +64,6 @@ def constraint_names(configuration: dict[str, str]) -> list[str]:
 def _check_constraints(ctx: TraceContext) -> list[str]:
     names = constraint_names(ctx.configuration)
     return [f"constraint(s) {', '.join('`%s`' % n for n in names)}"] if names else []
-
-
-def type_change_fields(schema: dict[str, Any]) -> list[str]:
-    return [f["name"] for f in iter_fields(schema) if TYPE_CHANGES_KEY in (f.get("metadata") or {})]
 
 
 def _type_widening(ctx: TraceContext) -> list[str]:
@@ -185,7 +158,3 @@ def feature_traces(feature: str, ctx: TraceContext) -> list[str]:
     """Human-readable traces of ``feature`` in the latest state; empty when none are left."""
     check = TRACE_CHECKS.get(feature)
     return check(ctx) if check else []
-
-
-def schema_json(schema: dict[str, Any]) -> str:
-    return json.dumps(schema, separators=(",", ":"))

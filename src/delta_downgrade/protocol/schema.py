@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from typing import Any, Iterator
 
 import pyarrow as pa
 
@@ -101,3 +101,34 @@ def arrow_schema_to_delta(schema: pa.Schema) -> dict[str, Any]:
 
 def schema_string(schema: pa.Schema) -> str:
     return json.dumps(arrow_schema_to_delta(schema), separators=(",", ":"))
+
+
+# Column-mapping field metadata keys (PROTOCOL.md, "Column Mapping").
+CM_METADATA_KEYS = ("delta.columnMapping.id", "delta.columnMapping.physicalName",
+                    "delta.columnMapping.nested.ids", "parquet.field.id")
+TYPE_CHANGES_KEY = "delta.typeChanges"
+
+
+def iter_fields(schema: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """Every struct field at every nesting level (structs, arrays, maps)."""
+    def walk_type(t: Any) -> Iterator[dict[str, Any]]:
+        if isinstance(t, dict):
+            kind = t.get("type")
+            if kind == "struct":
+                for f in t.get("fields", []):
+                    yield f
+                    yield from walk_type(f.get("type"))
+            elif kind == "array":
+                yield from walk_type(t.get("elementType"))
+            elif kind == "map":
+                yield from walk_type(t.get("keyType"))
+                yield from walk_type(t.get("valueType"))
+    yield from walk_type(schema)
+
+
+def type_change_fields(schema: dict[str, Any]) -> list[str]:
+    return [f["name"] for f in iter_fields(schema) if TYPE_CHANGES_KEY in (f.get("metadata") or {})]
+
+
+def schema_json(schema: dict[str, Any]) -> str:
+    return json.dumps(schema, separators=(",", ":"))

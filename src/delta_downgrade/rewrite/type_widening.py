@@ -29,7 +29,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Sequence
 
 from delta_downgrade.protocol.actions import AddFile, AnyAction
-from delta_downgrade.operations.traces import TYPE_CHANGES_KEY, type_change_fields
+from delta_downgrade.protocol.schema import TYPE_CHANGES_KEY, type_change_fields
 from delta_downgrade.log.commit import rebase_unless_files_touched
 from delta_downgrade.rewrite.column_mapping import (
     DEFAULT_WORKERS, FilePlan, FileRewriter, Naming, column_mapping_mode, plan_file,
