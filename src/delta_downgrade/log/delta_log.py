@@ -15,6 +15,7 @@ from delta_downgrade.log.checkpoint_reader import CheckpointReader
 from delta_downgrade.log.listing import CheckpointInstance, LogListing, list_log
 from delta_downgrade.log.snapshot import BOUNDARY_PROPERTY, LogSegment, Snapshot, read_commit_actions
 from delta_downgrade.protocol import Protocol
+from delta_downgrade.protocol.protocol import protocol_document
 from delta_downgrade.protocol.features import get_feature
 from delta_downgrade.storage import FileStatus, Storage, open_storage
 
@@ -29,8 +30,6 @@ class ProtocolSpan:
     boundary_version: int | None
 
     def to_dict(self) -> dict[str, Any]:
-        from delta_downgrade.operations.inspect import protocol_document
-
         return {"start_version": self.start, "end_version": self.end,
                 "protocol": protocol_document(self.protocol), "boundary_version": self.boundary_version}
 

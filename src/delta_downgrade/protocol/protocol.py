@@ -33,7 +33,7 @@ from delta_downgrade.protocol.features import (
     lookup_feature,
 )
 
-__all__ = ["Protocol", "required_closure"]
+__all__ = ["Protocol", "protocol_document", "required_closure"]
 
 _MAX_READER = TABLE_FEATURES_READER_VERSION
 _MAX_WRITER = TABLE_FEATURES_WRITER_VERSION
@@ -426,3 +426,11 @@ class Protocol:
         if not added <= {CHECKPOINT_PROTECTION}:
             return False
         return old_names - {target} == new_names - added
+
+
+def protocol_document(protocol: Protocol) -> dict[str, Any]:
+    """The protocol as a JSON document with all four keys of the ``protocol`` action
+    (PROTOCOL.md "Protocol Evolution"); a feature list is null when the protocol has none."""
+    action = protocol.to_action()
+    return {"minReaderVersion": action["minReaderVersion"], "minWriterVersion": action["minWriterVersion"],
+            "readerFeatures": action.get("readerFeatures"), "writerFeatures": action.get("writerFeatures")}
