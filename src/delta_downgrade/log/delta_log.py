@@ -8,7 +8,7 @@ from typing import Any, NoReturn
 
 from delta_downgrade.protocol.actions import Metadata, ProtocolAction
 from delta_downgrade.errors import (
-    CheckpointUnreadableError, DeltaDowngradeError, UnsupportedFeaturesError, VersionNotFoundError,
+    CheckpointUnreadableError, DeltaDowngradeError, VersionNotFoundError,
     VersionsNotContiguousError,
 )
 from delta_downgrade.log.checkpoint_reader import CheckpointReader
@@ -16,7 +16,7 @@ from delta_downgrade.log.listing import CheckpointInstance, LogListing, list_log
 from delta_downgrade.log.snapshot import BOUNDARY_PROPERTY, LogSegment, Snapshot, read_commit_actions
 from delta_downgrade.protocol import Protocol
 from delta_downgrade.protocol.protocol import protocol_document
-from delta_downgrade.protocol.features import get_feature
+from delta_downgrade.protocol.support import Operation, ensure_supported
 from delta_downgrade.storage import FileStatus, Storage, open_storage
 
 
@@ -323,17 +323,13 @@ def commit_version(status: FileStatus) -> int:
 
 
 def check_protocol(protocol: Protocol, table: str, version: int, *, check_read: bool) -> None:
-    """Refuse protocols that are invalid or that name reader features nobody knows."""
+    """Refuse protocols that are invalid; with ``check_read``, also those this package cannot
+    read the log of (the READ gate: reader features it does not know)."""
     problems = protocol.problems()
     if problems:
         raise_invalid(protocol, table, version, problems)
     if check_read:
-        unknown = {f for f in protocol.reader_side_features if get_feature(f) is None}
-        if unknown:
-            raise UnsupportedFeaturesError(
-                f"version {version} has reader feature(s) {sorted(unknown)} that delta-downgrade "
-                f"does not know; it cannot tell what the log means and will not touch the table",
-                features=unknown, for_write=False, table=table)
+        ensure_supported(protocol, Operation.READ, table=table, version=version, unknown_only=True)
 
 
 def raise_invalid(protocol: Protocol, table: str, version: int, problems: list[str]) -> None:

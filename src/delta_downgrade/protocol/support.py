@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 from delta_downgrade.errors import UnsupportedFeaturesError
+from delta_downgrade.protocol.features import get_feature
 from delta_downgrade.protocol.protocol import Protocol
 
 __all__ = ["Decision", "Operation", "ensure_supported", "unsupported_features"]
@@ -40,7 +41,8 @@ class Decision:
 class Operation(Enum):
     """What the caller is about to do to the table."""
 
-    #: Read the table's state (PROTOCOL.md: reader features).
+    #: Read the table's state (PROTOCOL.md: reader features). With ``unknown_only`` (see
+    #: :func:`ensure_supported`): read its log to describe it or to plan an operation on it.
     READ = "read"
     #: Write a commit (PROTOCOL.md: writer features).
     WRITE = "write"
@@ -57,8 +59,14 @@ class Operation(Enum):
     VACUUM = "vacuum"
 
 
-def unsupported_features(protocol: Protocol, operation: Operation) -> frozenset[str]:
-    """The features of ``protocol`` that keep this package from doing ``operation``."""
+def unsupported_features(protocol: Protocol, operation: Operation, *,
+                         unknown_only: bool = False) -> frozenset[str]:
+    """The features of ``protocol`` that keep this package from doing ``operation``; with
+    ``unknown_only`` (READ only), the reader-side features it does not know at all."""
+    if unknown_only:
+        if operation is not Operation.READ:
+            raise ValueError(f"unknown_only applies to Operation.READ, not {operation}")
+        return frozenset(n for n in protocol.reader_side_features if get_feature(n) is None)
     if operation is Operation.READ:
         return protocol.unsupported_for_read()
     if operation in (Operation.WRITE, Operation.VACUUM):
@@ -79,7 +87,7 @@ _WORDING: dict[Operation, tuple[str, str]] = {
 
 def ensure_supported(protocol: Protocol, operation: Operation, *, table: str | None = None,
                      version: int | None = None, ignore: Iterable[str] = (),
-                     purpose: str | None = None) -> None:
+                     purpose: str | None = None, unknown_only: bool = False) -> None:
     """Raise :class:`UnsupportedFeaturesError` unless this package can do ``operation`` on a table
     with ``protocol``: ``DELTA_UNSUPPORTED_FEATURES_FOR_READ`` for :attr:`Operation.READ`,
     ``DELTA_UNSUPPORTED_FEATURES_FOR_WRITE`` for every other operation (all of them write).
@@ -87,10 +95,24 @@ def ensure_supported(protocol: Protocol, operation: Operation, *, table: str | N
     ``ignore``: features the operation itself removes (a DROP FEATURE of one of them needs no
     support for it). ``version`` and ``purpose`` (e.g. ``"drop deletionVectors"``) only word the
     message.
+
+    ``unknown_only`` (with :attr:`Operation.READ`): refuse only reader-side features this package
+    does not know. That is what reading a log to describe it or to plan an operation on it needs
+    (``DeltaLog.snapshot(check_read=True)``: inspect, verify, the start of a drop): an unknown
+    feature may change what the log means (PROTOCOL.md "Table Features": readers must support
+    every reader feature), while a known one the package cannot serve reads of (catalogManaged,
+    whose latest commits may not be published in ``_delta_log`` yet) is described and flagged,
+    and refused by the operation's own gate when it writes.
     """
-    unsupported = unsupported_features(protocol, operation) - frozenset(ignore)
+    unsupported = unsupported_features(protocol, operation, unknown_only=unknown_only) - frozenset(ignore)
     if not unsupported:
         return
+    if unknown_only:
+        subject = f"version {version} has" if version is not None else "the table has"
+        raise UnsupportedFeaturesError(
+            f"{subject} reader feature(s) {sorted(unsupported)} that delta-downgrade does not know; "
+            f"it cannot tell what the log means and will not touch the table",
+            features=unsupported, for_write=False, table=table)
     verb, outcome = _WORDING[operation]
     subject = (f"version {version} has protocol {protocol} with" if version is not None
                else f"the table's protocol {protocol} has")
