@@ -26,7 +26,8 @@ from delta_downgrade.clock import ManualClock
 from delta_downgrade.errors import CorruptLogError
 from delta_downgrade.log import arrow_replay
 from delta_downgrade.log.arrow_replay import ArrowState, replay_segment
-from delta_downgrade.log.checkpoint_writer import CHECKPOINT_SCHEMA, write_checkpoint
+from delta_downgrade.log.checkpoint_schema import CHECKPOINT_SCHEMA
+from delta_downgrade.log.checkpoint_writer import write_checkpoint
 from delta_downgrade.log.checkpoints import checkpoint_content, checkpoint_table
 from delta_downgrade.log.delta_log import DeltaLog
 from delta_downgrade.log.files import LOG_DIR

@@ -23,12 +23,12 @@ import pytest
 from delta_downgrade.protocol.actions import (AddFile, DeletionVectorDescriptor, DomainMetadata, Metadata,
                                      ProtocolAction, RemoveFile, Txn, parse_commit)
 from delta_downgrade.log import last_checkpoint as lc
-from delta_downgrade.log.checkpoint_writer import (CHECKPOINT_SCHEMA, DEFAULT_PART_SIZE,
-                                                   CheckpointContent, CheckpointResult,
-                                                   plan_num_parts,
-                                                   resolve_part_size, spark_murmur3_hash,
-                                                   spark_murmur3_hashes, spark_partition_of,
-                                                   split_into_parts, write_checkpoint)
+from delta_downgrade.log.checkpoint_schema import CHECKPOINT_SCHEMA
+from delta_downgrade.log.checkpoint_writer import (DEFAULT_PART_SIZE, CheckpointContent,
+                                                   CheckpointResult, plan_num_parts,
+                                                   resolve_part_size, split_into_parts,
+                                                   write_checkpoint)
+from delta_downgrade.log.spark_hash import spark_murmur3_hash, spark_murmur3_hashes, spark_partition_of
 from delta_downgrade.log.files import (LAST_CHECKPOINT, classic_checkpoint_path, commit_path,
                                        parse_log_file)
 from delta_downgrade.storage.local import LocalStorage

@@ -59,8 +59,9 @@ from delta_downgrade.protocol.actions import (AddFile, DomainMetadata, Metadata,
                                      Sidecar, Txn, parse_action, parse_commit)
 from delta_downgrade.errors import CheckpointUnreadableError, CorruptLogError
 from delta_downgrade.log.checkpoint_reader import CheckpointReader, read_checkpoint_columns, sidecar_rel_path
-from delta_downgrade.log.checkpoint_writer import (ADD_TYPE, DV_TYPE, MEMORY_POOL, REMOVE_TYPE,
-                                                   _add_array, _remove_array)
+from delta_downgrade.log.checkpoint_columns import add_array, remove_array
+from delta_downgrade.log.checkpoint_schema import ADD_TYPE, DV_TYPE, REMOVE_TYPE
+from delta_downgrade.log.memory_pool import MEMORY_POOL
 from delta_downgrade.log.listing import CheckpointInstance
 from delta_downgrade.log.snapshot import (LogSegment, Snapshot, check_single_protocol_and_metadata,
                                          commit_parse_error, with_checkpoint_fallback)
@@ -570,8 +571,8 @@ def _checkpoint_pieces(storage: Storage, checkpoint: CheckpointInstance) -> _Pie
             # the JSON manifest's actions go through to_obj/from_obj, as in CheckpointReader.rows
             adds = [AddFile.from_obj(a.to_obj()) for a in actions if isinstance(a, AddFile)]
             removes = [RemoveFile.from_obj(a.to_obj()) for a in actions if isinstance(a, RemoveFile)]
-            out.add("add", _add_array(adds), _ranks(0, len(adds)))  # type: ignore[arg-type]
-            out.add("remove", _remove_array(removes), _ranks(1, len(removes)))  # type: ignore[arg-type]
+            out.add("add", add_array(adds), _ranks(0, len(adds)))  # type: ignore[arg-type]
+            out.add("remove", remove_array(removes), _ranks(1, len(removes)))  # type: ignore[arg-type]
             sidecars += [a.path for a in actions if isinstance(a, Sidecar)]
             continue
         table = _read_parquet(storage, status.path, ["add", "remove", "sidecar"])
@@ -786,8 +787,8 @@ class _ChunkReader:
                 out.domains.append(((i, line_no), action))
             elif isinstance(action, (ProtocolAction, Metadata)):
                 out.meta.append(((i, line_no), action))
-        out.add("remove", _remove_array(removes), _ranks(2 + 2 * i, len(removes)))
-        out.add("add", _add_array(adds), _ranks(3 + 2 * i, len(adds)))
+        out.add("remove", remove_array(removes), _ranks(2 + 2 * i, len(removes)))
+        out.add("add", add_array(adds), _ranks(3 + 2 * i, len(adds)))
         return out
 
     # -- Arrow ---------------------------------------------------------------------------------------
@@ -928,8 +929,8 @@ class _ChunkReader:
                 elif isinstance(action, (ProtocolAction, Metadata)):
                     out.meta.append(((c, r), action))
 
-        for kind, typ, build, offset in (("remove", REMOVE_TYPE, _remove_array, 2),
-                                         ("add", ADD_TYPE, _add_array, 3)):
+        for kind, typ, build, offset in (("remove", REMOVE_TYPE, remove_array, 2),
+                                         ("add", ADD_TYPE, add_array, 3)):
             extras = extra[kind]
             if kind not in file_rows and not extras:
                 continue

@@ -1,24 +1,14 @@
-"""Write classic and multi-part checkpoints (PROTOCOL.md "Checkpoints", "Checkpoint Schema",
-"Last Checkpoint File"; "Requirements for Writers" > "Checkpoints").
+"""Write classic and multi-part checkpoints (PROTOCOL.md "Checkpoints", "Last Checkpoint File";
+"Requirements for Writers" > "Checkpoints").
 
 The caller passes the reconciled state at a version - as action objects
 (:class:`CheckpointContent`, :func:`write_checkpoint`) or with the file actions as Arrow columns
 already (:func:`write_checkpoint_arrow`, fed by ``arrow_replay``); this module only lays it out,
-the same way for both:
+the same way for both, in the schema of :mod:`~delta_downgrade.log.checkpoint_schema` with the
+columns of :mod:`~delta_downgrade.log.checkpoint_columns`:
 
-* **Schema** - the V1 spec, as delta-spark writes it: top-level struct columns ``txn``, ``add``,
-  ``remove``, ``metaData``, ``protocol``, ``domainMetadata``, in that order, every field nullable
-  (:data:`CHECKPOINT_SCHEMA`). One action per row; the other columns of that row are null.
-  ``add.stats`` stays a JSON string, also when ``delta.checkpoint.writeStatsAsJson=false`` (files
-  with a DV need ``numRecords`` and we write no struct stats). Neither ``stats_parsed`` nor
-  ``partitionValues_parsed`` is written, whatever ``delta.checkpoint.writeStatsAsStruct`` says:
-  readers use the ``partitionValues`` map and the JSON stats, and typed copies parsed wrongly
-  would be worse than none. ``remove`` has no ``stats`` and ``tags`` (its rows "are tombstones
-  used only by VACUUM"). Fields an action keeps in ``extra`` are *not*
-  written: the checkpoint schema is fixed, and a checkpoint is a cache of the log, which keeps
-  them.
-* **Values** - like delta-spark, ``dataChange`` is false in every checkpointed ``add`` and
-  ``remove``. Domain-metadata tombstones (``removed=true``) are dropped: "Domain Metadata that
+* **Values** - ``dataChange`` is false in every checkpointed ``add`` and ``remove``, as delta-spark
+  writes them. Domain-metadata tombstones (``removed=true``) are dropped: "Domain Metadata that
   have not been removed (i.e. excluding tombstones with removed=true)".
 * **Rows** - protocol, metaData, txns, domains, adds, removes, in the caller's order.
 * **Parquet** - snappy, row groups of :data:`BATCH_ROWS` rows or more, dictionary encoding for
@@ -27,14 +17,9 @@ the same way for both:
   actions (adds + removes) exceed the part size (delta-spark counts the same:
   ``numParts = ceil((numFiles + numRemoves) / partSize)``). Multi-part checkpoints are never
   written for tables that support ``v2Checkpoint`` (forbidden there); they get a classic one.
-  Rows are spread over the parts by Spark-style hash partitioning of the file path ("multi-part
-  checkpoints MUST be clustered by spark-style hash partitioning"): part =
-  ``pmod(murmur3_32(path, seed=42), numParts) + 1``, exactly what delta-spark's
-  ``repartition(numParts, coalesce(add.path, remove.path))`` gives. Non-file actions hash as
-  null, i.e. to ``42 % numParts + 1``. So a Spark writer racing us on the same version and part
-  count writes the same content into every part file. (The spec names ``(path, dvId)`` as key
-  for DV tables; delta-spark hashes the path alone and we follow it.) Parts may be empty: each
-  is still a complete parquet file with the full schema.
+  Rows are spread over the parts by Spark's hash partitioning of the file path
+  (:mod:`~delta_downgrade.log.spark_hash`). Parts may be empty: each is still a complete parquet
+  file with the full schema.
 * **Order of writes** - every parquet file via :meth:`Storage.write_atomic` (never a partial
   file under its final name), then ``_last_checkpoint``. A multi-part checkpoint counts only
   once all its parts exist, so readers cannot take a half-written one as complete.
@@ -47,21 +32,26 @@ The caller guarantees what the spec asks of checkpoint writers before the call: 
 from __future__ import annotations
 
 import math
-import struct
-import sys
 import time
 from dataclasses import dataclass, field, replace
-from typing import Any, Iterable, Iterator, Mapping, Sequence
+from typing import Any, Iterable, Iterator, Sequence
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from delta_downgrade.protocol.actions import (AddFile, DeletionVectorDescriptor, DomainMetadata, Metadata,
-                                     ProtocolAction, RemoveFile, Txn)
+from delta_downgrade.log.checkpoint_columns import (BUILDERS, action_batch, metadata_array,
+                                                    protocol_array)
+from delta_downgrade.log.checkpoint_schema import ADD_TYPE, CHECKPOINT_SCHEMA, REMOVE_TYPE
 from delta_downgrade.log.files import classic_checkpoint_path, multipart_checkpoint_path
 from delta_downgrade.log.last_checkpoint import write_last_checkpoint
+from delta_downgrade.log.memory_pool import MEMORY_POOL
+from delta_downgrade.log.spark_hash import spark_partition_ids, spark_partition_of, spark_partitions_of
+from delta_downgrade.protocol.actions import AddFile, DomainMetadata, Metadata, ProtocolAction, RemoveFile, Txn
 from delta_downgrade.storage import Storage
+
+_STR = pa.string()
+_BOOL = pa.bool_()
 
 #: Part size (file actions per part) when neither the call nor the table says otherwise. Large on
 #: purpose: multi-part checkpoints are deprecated (PROTOCOL.md "Problems with multi-part
@@ -72,64 +62,6 @@ DEFAULT_PART_SIZE = 1_000_000
 PART_SIZE_PROPERTY = "delta.checkpoint.partSize"
 #: Rows per record batch / parquet row group.
 BATCH_ROWS = 50_000
-
-
-def _memory_pool() -> pa.MemoryPool:
-    """jemalloc when pyarrow has it, else pyarrow's default pool. The default, mimalloc, backs
-    large allocations with transparent huge pages; in a fresh process on a busy machine their
-    first touch can stall in the kernel (compaction) for a tenth of a second or more (measured
-    on the checkpoint of a 46 MB log). jemalloc's small pages cost a steady few tens of ms."""
-    try:
-        return pa.jemalloc_memory_pool()
-    except (NotImplementedError, pa.ArrowException, AttributeError):
-        return pa.default_memory_pool()
-
-
-#: The pool for the large buffers of checkpoint writing and of the Arrow replay
-#: (``arrow_replay``): commit buffers, what ``pyarrow.json`` reads, the parquet file.
-MEMORY_POOL = _memory_pool()
-
-# --- schema -------------------------------------------------------------------------------------
-
-_STR = pa.string()
-_LONG = pa.int64()
-_INT = pa.int32()
-_BOOL = pa.bool_()
-_MAP = pa.map_(pa.string(), pa.string())
-_STR_LIST = pa.list_(pa.field("element", pa.string()))
-
-DV_TYPE = pa.struct([
-    ("storageType", _STR), ("pathOrInlineDv", _STR), ("offset", _INT),
-    ("sizeInBytes", _INT), ("cardinality", _LONG), ("maxRowIndex", _LONG),
-])
-TXN_TYPE = pa.struct([("appId", _STR), ("version", _LONG), ("lastUpdated", _LONG)])
-ADD_TYPE = pa.struct([
-    ("path", _STR), ("partitionValues", _MAP), ("size", _LONG), ("modificationTime", _LONG),
-    ("dataChange", _BOOL), ("tags", _MAP), ("deletionVector", DV_TYPE), ("baseRowId", _LONG),
-    ("defaultRowCommitVersion", _LONG), ("clusteringProvider", _STR), ("stats", _STR),
-])
-REMOVE_TYPE = pa.struct([
-    ("path", _STR), ("deletionTimestamp", _LONG), ("dataChange", _BOOL),
-    ("extendedFileMetadata", _BOOL), ("partitionValues", _MAP), ("size", _LONG),
-    ("deletionVector", DV_TYPE), ("baseRowId", _LONG), ("defaultRowCommitVersion", _LONG),
-])
-FORMAT_TYPE = pa.struct([("provider", _STR), ("options", _MAP)])
-METADATA_TYPE = pa.struct([
-    ("id", _STR), ("name", _STR), ("description", _STR), ("format", FORMAT_TYPE),
-    ("schemaString", _STR), ("partitionColumns", _STR_LIST), ("configuration", _MAP),
-    ("createdTime", _LONG),
-])
-PROTOCOL_TYPE = pa.struct([
-    ("minReaderVersion", _INT), ("minWriterVersion", _INT),
-    ("readerFeatures", _STR_LIST), ("writerFeatures", _STR_LIST),
-])
-DOMAIN_TYPE = pa.struct([("domain", _STR), ("configuration", _STR), ("removed", _BOOL)])
-
-#: The checkpoint's parquet schema (delta-spark's column and field order).
-CHECKPOINT_SCHEMA = pa.schema([
-    ("txn", TXN_TYPE), ("add", ADD_TYPE), ("remove", REMOVE_TYPE), ("metaData", METADATA_TYPE),
-    ("protocol", PROTOCOL_TYPE), ("domainMetadata", DOMAIN_TYPE),
-])
 
 # Low-cardinality string columns get dictionary encoding; unique ones (paths, stats) do not.
 _DICTIONARY_COLUMNS = [
@@ -210,289 +142,6 @@ class CheckpointResult:
         return info
 
 
-# --- Spark's hash partitioning ------------------------------------------------------------------
-
-_M32 = 0xFFFFFFFF
-_SPARK_HASH_SEED = 42
-
-
-def spark_murmur3_hash(data: bytes, seed: int = _SPARK_HASH_SEED) -> int:
-    """Spark's ``Murmur3Hash`` of a string/binary value (signed 32-bit result).
-
-    This is Murmur3 x86_32 as Spark's ``Murmur3_x86_32.hashUnsafeBytes`` computes it: 4-byte
-    little-endian words, then each trailing byte mixed on its own as a sign-extended int (not the
-    reference tail handling), then the finaliser with the byte length.
-    """
-    h = seed & _M32
-    n = len(data)
-    aligned = n - n % 4
-    for (k,) in struct.iter_unpack("<I", data[:aligned]):
-        k = (k * 0xCC9E2D51) & _M32
-        k = ((k << 15) | (k >> 17)) & _M32
-        h ^= (k * 0x1B873593) & _M32
-        h = ((h << 13) | (h >> 19)) & _M32
-        h = (h * 5 + 0xE6546B64) & _M32
-    for b in data[aligned:]:
-        k = ((b - 256 if b >= 128 else b) * 0xCC9E2D51) & _M32
-        k = ((k << 15) | (k >> 17)) & _M32
-        h ^= (k * 0x1B873593) & _M32
-        h = ((h << 13) | (h >> 19)) & _M32
-        h = (h * 5 + 0xE6546B64) & _M32
-    h ^= n
-    h ^= h >> 16
-    h = (h * 0x85EBCA6B) & _M32
-    h ^= h >> 13
-    h = (h * 0xC2B2AE35) & _M32
-    h ^= h >> 16
-    return h - (1 << 32) if h & 0x80000000 else h
-
-
-def spark_partition_of(path: str | None, num_parts: int) -> int:
-    """0-based partition of a row keyed by ``path`` under Spark's ``HashPartitioning``
-    (``pmod(murmur3(key, 42), n)``; a null key hashes to the seed)."""
-    h = _SPARK_HASH_SEED if path is None else spark_murmur3_hash(path.encode("utf-8"))
-    return h % num_parts  # Python's % on a positive modulus is Spark's pmod
-
-
-_U32 = pa.uint32()
-
-
-def _u32(value: int) -> pa.Scalar:
-    return pa.scalar(value, _U32)
-
-
-def _rotl(x: pa.Array, r: int) -> pa.Array:
-    return pc.bit_wise_or(pc.shift_left(x, _u32(r)), pc.shift_right(x, _u32(32 - r)))
-
-
-def _mix(h: pa.Array, k: pa.Array) -> pa.Array:
-    k = pc.multiply(_rotl(pc.multiply(k, _u32(0xCC9E2D51)), 15), _u32(0x1B873593))
-    h = _rotl(pc.bit_wise_xor(h, k), 13)
-    return pc.add(pc.multiply(h, _u32(5)), _u32(0xE6546B64))
-
-
-def _reinterpret(fixed: pa.Array, typ: pa.DataType) -> pa.Array:
-    """The bytes of a fixed_size_binary array read as ``typ`` (same width, little endian)."""
-    return pa.Array.from_buffers(typ, len(fixed), [None, fixed.buffers()[1]], offset=fixed.offset)
-
-
-def spark_murmur3_hashes(values: Sequence[str]) -> list[int]:
-    """:func:`spark_murmur3_hash` of many UTF-8 strings at once, vectorised with pyarrow
-    kernels (unsigned 32-bit arithmetic wraps): one pass per 4-byte word position instead of a
-    Python loop per word of every string. Falls back to the scalar code on big-endian hosts."""
-    if sys.byteorder != "little":
-        return [spark_murmur3_hash(v.encode("utf-8")) for v in values]
-    if len(values) == 0:
-        return []
-    return _murmur3_arrow(pa.array(values, _STR)).to_pylist()
-
-
-def _murmur3_arrow(strings: pa.Array) -> pa.Array:
-    """The vectorised hash of a non-null string array, as an int32 array (little-endian hosts)."""
-    n = len(strings)
-    data = strings.cast(pa.binary())
-    if data.null_count:
-        raise ValueError("file action paths must not be null")
-    lengths = pc.binary_length(data).cast(_U32)
-    words = pc.divide(lengths, _u32(4))  # integer division on unsigned ints
-    h = pa.array([_SPARK_HASH_SEED] * n, _U32)
-    zero_word, zero_byte = pa.scalar(b"\0\0\0\0", pa.binary()), pa.scalar(b"\0", pa.binary())
-    for j in range(int(pc.max(words).as_py()) + 1):
-        full = pc.greater(words, _u32(j))
-        if pc.any(full).as_py():
-            word = pc.if_else(full, pc.binary_slice(data, 4 * j, 4 * j + 4), zero_word)
-            h = pc.if_else(full, _mix(h, _reinterpret(word.cast(pa.binary(4)), _U32)), h)
-        # rows whose trailing bytes start at word j: mix each byte, sign-extended, on its own
-        ends_here = pc.equal(words, _u32(j))
-        remaining = pc.subtract(lengths, _u32(4 * j))
-        for t in range(3):
-            sel = pc.and_(ends_here, pc.greater(remaining, _u32(t)))
-            if not pc.any(sel).as_py():
-                break
-            byte = pc.if_else(sel, pc.binary_slice(data, 4 * j + t, 4 * j + t + 1), zero_byte)
-            signed = _reinterpret(byte.cast(pa.binary(1)), pa.int8()).cast(pa.int32())
-            h = pc.if_else(sel, _mix(h, signed.cast(_U32, safe=False)), h)
-    h = pc.bit_wise_xor(h, lengths)
-    h = pc.bit_wise_xor(h, pc.shift_right(h, _u32(16)))
-    h = pc.multiply(h, _u32(0x85EBCA6B))
-    h = pc.bit_wise_xor(h, pc.shift_right(h, _u32(13)))
-    h = pc.multiply(h, _u32(0xC2B2AE35))
-    h = pc.bit_wise_xor(h, pc.shift_right(h, _u32(16)))
-    return h.cast(pa.int32(), safe=False)
-
-
-def spark_partitions_of(paths: Sequence[str], num_parts: int) -> list[int]:
-    """:func:`spark_partition_of` for many non-null paths."""
-    return [h % num_parts for h in spark_murmur3_hashes(paths)]
-
-
-def spark_partition_ids(paths: pa.Array | pa.ChunkedArray, num_parts: int) -> pa.Array:
-    """:func:`spark_partitions_of` for an Arrow string array, as an int64 array."""
-    if isinstance(paths, pa.ChunkedArray):
-        paths = paths.combine_chunks()
-    if len(paths) == 0:
-        return pa.array([], _LONG)
-    if sys.byteorder != "little":
-        return pa.array(spark_partitions_of(paths.to_pylist(), num_parts), _LONG)
-    h = _murmur3_arrow(paths).cast(_LONG)
-    rem = pc.subtract(h, pc.multiply(pc.divide(h, num_parts), num_parts))  # truncating division
-    return pc.if_else(pc.less(rem, 0), pc.add(rem, num_parts), rem)  # pmod
-
-
-# --- column builders ----------------------------------------------------------------------------
-
-def _zero_offsets(n: int) -> pa.Array:
-    return pa.Array.from_buffers(_INT, n + 1, [None, pa.py_buffer(bytes(4 * (n + 1)))])
-
-
-def _map_array(values: Sequence[Mapping[str, str | None] | None]) -> pa.Array:
-    """map<string,string> from dicts (None = null map)."""
-    values = list(values)
-    n = len(values)
-    nulls = values.count(None)
-    if nulls == n:
-        return pa.nulls(n, _MAP)
-    if not nulls and not any(values):  # all empty: the common unpartitioned case
-        return pa.MapArray.from_arrays(_zero_offsets(n), pa.array([], _STR), pa.array([], _STR),
-                                       type=_MAP)
-    offsets = [0] * (n + 1)
-    keys: list[str] = []
-    items: list[str | None] = []
-    pos = 0
-    for i, value in enumerate(values):
-        if value:
-            keys.extend(value.keys())
-            items.extend(value.values())
-            pos += len(value)
-        offsets[i + 1] = pos
-    mask = pa.array([v is None for v in values], _BOOL) if nulls else None
-    return pa.MapArray.from_arrays(pa.array(offsets, _INT), pa.array(keys, _STR),
-                                   pa.array(items, _STR), type=_MAP, mask=mask)
-
-
-def _str_list_array(values: Sequence[Sequence[str] | None]) -> pa.Array:
-    return pa.array([None if v is None else list(v) for v in values], _STR_LIST)
-
-
-def _dv_fields(dv: Any) -> tuple | None:
-    if dv is None:
-        return None
-    if isinstance(dv, DeletionVectorDescriptor):
-        return (dv.storageType, dv.pathOrInlineDv, dv.offset, dv.sizeInBytes, dv.cardinality,
-                dv.maxRowIndex)
-    if isinstance(dv, Mapping):
-        if dv.get("storageType") is None:
-            return None
-        return (dv["storageType"], dv.get("pathOrInlineDv"), dv.get("offset"),
-                dv.get("sizeInBytes"), dv.get("cardinality"), dv.get("maxRowIndex"))
-    raise TypeError(f"deletionVector must be a dict or DeletionVectorDescriptor, got {dv!r}")
-
-
-def _dv_array(values: Sequence[Any]) -> pa.Array:
-    values = list(values)
-    n = len(values)
-    if values.count(None) == n:
-        return pa.nulls(n, DV_TYPE)
-    rows = [_dv_fields(v) for v in values]
-    columns = []
-    for i, f in enumerate(DV_TYPE):
-        columns.append(pa.array([None if r is None else r[i] for r in rows], f.type))
-    mask = pa.array([r is None for r in rows], _BOOL)
-    return pa.StructArray.from_arrays(columns, fields=list(DV_TYPE), mask=mask)
-
-
-def _column(values: list, typ: pa.DataType) -> pa.Array:
-    return pa.array(values, typ)
-
-
-def _false(n: int) -> pa.Array:
-    return pa.array([False] * n, _BOOL)
-
-
-def _add_array(adds: Sequence[AddFile]) -> pa.StructArray:
-    n = len(adds)
-    return pa.StructArray.from_arrays([
-        _column([a.path for a in adds], _STR),
-        _map_array([a.partitionValues for a in adds]),
-        _column([a.size for a in adds], _LONG),
-        _column([a.modificationTime for a in adds], _LONG),
-        _false(n),
-        _map_array([a.tags for a in adds]),
-        _dv_array([a.deletionVector for a in adds]),
-        _column([a.baseRowId for a in adds], _LONG),
-        _column([a.defaultRowCommitVersion for a in adds], _LONG),
-        _column([a.clusteringProvider for a in adds], _STR),
-        _column([a.stats for a in adds], _STR),
-    ], fields=list(ADD_TYPE))
-
-
-def _remove_array(removes: Sequence[RemoveFile]) -> pa.StructArray:
-    n = len(removes)
-    return pa.StructArray.from_arrays([
-        _column([r.path for r in removes], _STR),
-        _column([r.deletionTimestamp for r in removes], _LONG),
-        _false(n),
-        _column([r.extendedFileMetadata for r in removes], _BOOL),
-        _map_array([r.partitionValues for r in removes]),
-        _column([r.size for r in removes], _LONG),
-        _dv_array([r.deletionVector for r in removes]),
-        _column([r.baseRowId for r in removes], _LONG),
-        _column([r.defaultRowCommitVersion for r in removes], _LONG),
-    ], fields=list(REMOVE_TYPE))
-
-
-def _txn_array(txns: Sequence[Txn]) -> pa.StructArray:
-    return pa.StructArray.from_arrays([
-        _column([t.appId for t in txns], _STR),
-        _column([t.version for t in txns], _LONG),
-        _column([t.lastUpdated for t in txns], _LONG),
-    ], fields=list(TXN_TYPE))
-
-
-def _domain_array(domains: Sequence[DomainMetadata]) -> pa.StructArray:
-    return pa.StructArray.from_arrays([
-        _column([d.domain for d in domains], _STR),
-        _column([d.configuration for d in domains], _STR),
-        _column([bool(d.removed) for d in domains], _BOOL),
-    ], fields=list(DOMAIN_TYPE))
-
-
-def _metadata_array(md: Metadata) -> pa.StructArray:
-    fmt = md.format or {}
-    format_array = pa.StructArray.from_arrays(
-        [_column([fmt.get("provider", "parquet")], _STR), _map_array([fmt.get("options") or {}])],
-        fields=list(FORMAT_TYPE))
-    return pa.StructArray.from_arrays([
-        _column([md.id], _STR),
-        _column([md.name], _STR),
-        _column([md.description], _STR),
-        format_array,
-        _column([md.schemaString], _STR),
-        _str_list_array([list(md.partitionColumns or [])]),
-        _map_array([md.configuration or {}]),
-        _column([md.createdTime], _LONG),
-    ], fields=list(METADATA_TYPE))
-
-
-def _protocol_array(p: ProtocolAction) -> pa.StructArray:
-    return pa.StructArray.from_arrays([
-        _column([p.minReaderVersion], _INT),
-        _column([p.minWriterVersion], _INT),
-        _str_list_array([p.readerFeatures]),
-        _str_list_array([p.writerFeatures]),
-    ], fields=list(PROTOCOL_TYPE))
-
-
-_BUILDERS = {"txn": _txn_array, "add": _add_array, "remove": _remove_array,
-             "domainMetadata": _domain_array}
-
-
-def _batch(column: str, values: pa.StructArray) -> pa.RecordBatch:
-    """A batch whose ``column`` holds ``values`` and whose other columns are null."""
-    n = len(values)
-    arrays = [values if f.name == column else pa.nulls(n, f.type) for f in CHECKPOINT_SCHEMA]
-    return pa.RecordBatch.from_arrays(arrays, schema=CHECKPOINT_SCHEMA)
-
 
 @dataclass
 class _PartContent:
@@ -511,13 +160,13 @@ class _PartContent:
 
 def _batches(part: _PartContent) -> Iterator[pa.RecordBatch]:
     if part.protocol is not None:
-        yield _batch("protocol", _protocol_array(part.protocol))
+        yield action_batch("protocol", protocol_array(part.protocol))
     if part.metadata is not None:
-        yield _batch("metaData", _metadata_array(part.metadata))
+        yield action_batch("metaData", metadata_array(part.metadata))
     for column, actions in (("txn", part.txns), ("domainMetadata", part.domains),
                             ("add", part.adds), ("remove", part.removes)):
         for start in range(0, len(actions), BATCH_ROWS):
-            yield _batch(column, _BUILDERS[column](actions[start:start + BATCH_ROWS]))
+            yield action_batch(column, BUILDERS[column](actions[start:start + BATCH_ROWS]))
 
 
 def _parquet_bytes_of(batches: Iterable[pa.RecordBatch | pa.Table]) -> bytes:
@@ -710,12 +359,12 @@ def _arrow_part_batches(protocol: ProtocolAction | None, metadata: Metadata | No
                         ) -> Iterator[pa.RecordBatch | pa.Table]:
     """The rows of one part, in the order :func:`_batches` gives them."""
     if protocol is not None:
-        yield _batch("protocol", _protocol_array(protocol))
+        yield action_batch("protocol", protocol_array(protocol))
     if metadata is not None:
-        yield _batch("metaData", _metadata_array(metadata))
+        yield action_batch("metaData", metadata_array(metadata))
     for column, actions in (("txn", txns), ("domainMetadata", domains)):
         for start in range(0, len(actions), BATCH_ROWS):
-            yield _batch(column, _BUILDERS[column](actions[start:start + BATCH_ROWS]))
+            yield action_batch(column, BUILDERS[column](actions[start:start + BATCH_ROWS]))
     yield from _struct_tables("add", adds)
     yield from _struct_tables("remove", removes)
 
@@ -764,3 +413,4 @@ def write_checkpoint_arrow(storage: Storage, version: int, protocol: ProtocolAct
             parts.append((rows, batches))
     return _write_parts(storage, version, parts, num_add_files=len(add_col), created_ms=created_ms,
                         update_last_checkpoint=update_last_checkpoint)
+

@@ -1,0 +1,180 @@
+"""Arrow columns of the checkpoint schema from action objects
+(:mod:`delta_downgrade.log.checkpoint_schema`).
+
+Like delta-spark, ``dataChange`` is false in every ``add`` and ``remove`` row a checkpoint holds.
+A deletion vector given as a dict or a :class:`DeletionVectorDescriptor` without ``storageType`` is
+no deletion vector.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, Sequence
+
+import pyarrow as pa
+
+from delta_downgrade.log.checkpoint_schema import (ADD_TYPE, CHECKPOINT_SCHEMA, DOMAIN_TYPE, DV_TYPE,
+                                                   FORMAT_TYPE, METADATA_TYPE, PROTOCOL_TYPE,
+                                                   REMOVE_TYPE, TXN_TYPE)
+from delta_downgrade.protocol.actions import (AddFile, DeletionVectorDescriptor, DomainMetadata, Metadata,
+                                              ProtocolAction, RemoveFile, Txn)
+
+_STR = pa.string()
+_LONG = pa.int64()
+_INT = pa.int32()
+_BOOL = pa.bool_()
+_MAP = pa.map_(pa.string(), pa.string())
+_STR_LIST = pa.list_(pa.field("element", pa.string()))
+
+
+def _zero_offsets(n: int) -> pa.Array:
+    return pa.Array.from_buffers(_INT, n + 1, [None, pa.py_buffer(bytes(4 * (n + 1)))])
+
+
+def map_array(values: Sequence[Mapping[str, str | None] | None]) -> pa.Array:
+    """map<string,string> from dicts (None = null map)."""
+    values = list(values)
+    n = len(values)
+    nulls = values.count(None)
+    if nulls == n:
+        return pa.nulls(n, _MAP)
+    if not nulls and not any(values):  # all empty: the common unpartitioned case
+        return pa.MapArray.from_arrays(_zero_offsets(n), pa.array([], _STR), pa.array([], _STR),
+                                       type=_MAP)
+    offsets = [0] * (n + 1)
+    keys: list[str] = []
+    items: list[str | None] = []
+    pos = 0
+    for i, value in enumerate(values):
+        if value:
+            keys.extend(value.keys())
+            items.extend(value.values())
+            pos += len(value)
+        offsets[i + 1] = pos
+    mask = pa.array([v is None for v in values], _BOOL) if nulls else None
+    return pa.MapArray.from_arrays(pa.array(offsets, _INT), pa.array(keys, _STR),
+                                   pa.array(items, _STR), type=_MAP, mask=mask)
+
+
+def str_list_array(values: Sequence[Sequence[str] | None]) -> pa.Array:
+    return pa.array([None if v is None else list(v) for v in values], _STR_LIST)
+
+
+def _dv_fields(dv: Any) -> tuple | None:
+    if dv is None:
+        return None
+    if isinstance(dv, DeletionVectorDescriptor):
+        return (dv.storageType, dv.pathOrInlineDv, dv.offset, dv.sizeInBytes, dv.cardinality,
+                dv.maxRowIndex)
+    if isinstance(dv, Mapping):
+        if dv.get("storageType") is None:
+            return None
+        return (dv["storageType"], dv.get("pathOrInlineDv"), dv.get("offset"),
+                dv.get("sizeInBytes"), dv.get("cardinality"), dv.get("maxRowIndex"))
+    raise TypeError(f"deletionVector must be a dict or DeletionVectorDescriptor, got {dv!r}")
+
+
+def dv_array(values: Sequence[Any]) -> pa.Array:
+    values = list(values)
+    n = len(values)
+    if values.count(None) == n:
+        return pa.nulls(n, DV_TYPE)
+    rows = [_dv_fields(v) for v in values]
+    columns = []
+    for i, f in enumerate(DV_TYPE):
+        columns.append(pa.array([None if r is None else r[i] for r in rows], f.type))
+    mask = pa.array([r is None for r in rows], _BOOL)
+    return pa.StructArray.from_arrays(columns, fields=list(DV_TYPE), mask=mask)
+
+
+def _column(values: list, typ: pa.DataType) -> pa.Array:
+    return pa.array(values, typ)
+
+
+def _false(n: int) -> pa.Array:
+    return pa.array([False] * n, _BOOL)
+
+
+def add_array(adds: Sequence[AddFile]) -> pa.StructArray:
+    n = len(adds)
+    return pa.StructArray.from_arrays([
+        _column([a.path for a in adds], _STR),
+        map_array([a.partitionValues for a in adds]),
+        _column([a.size for a in adds], _LONG),
+        _column([a.modificationTime for a in adds], _LONG),
+        _false(n),
+        map_array([a.tags for a in adds]),
+        dv_array([a.deletionVector for a in adds]),
+        _column([a.baseRowId for a in adds], _LONG),
+        _column([a.defaultRowCommitVersion for a in adds], _LONG),
+        _column([a.clusteringProvider for a in adds], _STR),
+        _column([a.stats for a in adds], _STR),
+    ], fields=list(ADD_TYPE))
+
+
+def remove_array(removes: Sequence[RemoveFile]) -> pa.StructArray:
+    n = len(removes)
+    return pa.StructArray.from_arrays([
+        _column([r.path for r in removes], _STR),
+        _column([r.deletionTimestamp for r in removes], _LONG),
+        _false(n),
+        _column([r.extendedFileMetadata for r in removes], _BOOL),
+        map_array([r.partitionValues for r in removes]),
+        _column([r.size for r in removes], _LONG),
+        dv_array([r.deletionVector for r in removes]),
+        _column([r.baseRowId for r in removes], _LONG),
+        _column([r.defaultRowCommitVersion for r in removes], _LONG),
+    ], fields=list(REMOVE_TYPE))
+
+
+def txn_array(txns: Sequence[Txn]) -> pa.StructArray:
+    return pa.StructArray.from_arrays([
+        _column([t.appId for t in txns], _STR),
+        _column([t.version for t in txns], _LONG),
+        _column([t.lastUpdated for t in txns], _LONG),
+    ], fields=list(TXN_TYPE))
+
+
+def domain_array(domains: Sequence[DomainMetadata]) -> pa.StructArray:
+    return pa.StructArray.from_arrays([
+        _column([d.domain for d in domains], _STR),
+        _column([d.configuration for d in domains], _STR),
+        _column([bool(d.removed) for d in domains], _BOOL),
+    ], fields=list(DOMAIN_TYPE))
+
+
+def metadata_array(md: Metadata) -> pa.StructArray:
+    fmt = md.format or {}
+    format_array = pa.StructArray.from_arrays(
+        [_column([fmt.get("provider", "parquet")], _STR), map_array([fmt.get("options") or {}])],
+        fields=list(FORMAT_TYPE))
+    return pa.StructArray.from_arrays([
+        _column([md.id], _STR),
+        _column([md.name], _STR),
+        _column([md.description], _STR),
+        format_array,
+        _column([md.schemaString], _STR),
+        str_list_array([list(md.partitionColumns or [])]),
+        map_array([md.configuration or {}]),
+        _column([md.createdTime], _LONG),
+    ], fields=list(METADATA_TYPE))
+
+
+def protocol_array(p: ProtocolAction) -> pa.StructArray:
+    return pa.StructArray.from_arrays([
+        _column([p.minReaderVersion], _INT),
+        _column([p.minWriterVersion], _INT),
+        str_list_array([p.readerFeatures]),
+        str_list_array([p.writerFeatures]),
+    ], fields=list(PROTOCOL_TYPE))
+
+
+BUILDERS = {"txn": txn_array, "add": add_array, "remove": remove_array,
+             "domainMetadata": domain_array}
+
+
+def action_batch(column: str, values: pa.StructArray) -> pa.RecordBatch:
+    """A batch whose ``column`` holds ``values`` and whose other columns are null."""
+    n = len(values)
+    arrays = [values if f.name == column else pa.nulls(n, f.type) for f in CHECKPOINT_SCHEMA]
+    return pa.RecordBatch.from_arrays(arrays, schema=CHECKPOINT_SCHEMA)
+
