@@ -4,7 +4,7 @@ commit file far ahead is found in bounded time and memory; a Databricks checkpoi
 ``stats_parsed`` timestamp in year 2960 reads fine.
 
 The unit-level checks (both replays, the history, incremental snapshots) are in
-tests/unit/test_hardening_log.py."""
+tests/unit/log/test_hardening_log.py."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from delta_downgrade.clock import ManualClock
 from delta_downgrade.log.checkpoints import checkpoint_table
 from delta_downgrade.log.delta_log import DeltaLog
 from delta_downgrade.log.files import LOG_DIR, commit_path
-from tests.unit.test_hardening_log import with_int96_stats_parsed
+from tests.unit.log.test_hardening_log import with_int96_stats_parsed
 from tests.process_support import tree_hashes
 
 T0 = 1_700_000_000_000

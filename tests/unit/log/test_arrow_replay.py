@@ -138,7 +138,7 @@ def _segments(path: str) -> list[tuple[str, LogSegment]]:
 
 def _golden_dir() -> Path:
     env = os.environ.get("DELTA_DOWNGRADE_GOLDEN")
-    return Path(env).expanduser() if env else Path(__file__).resolve().parents[2].parent / "shared" / "golden"
+    return Path(env).expanduser() if env else Path(__file__).resolve().parents[3].parent / "shared" / "golden"
 
 
 def _golden_names() -> list[str]:
