@@ -1084,7 +1084,7 @@ def _reconcile(pieces: _Pieces) -> tuple[pa.ChunkedArray, pa.ChunkedArray]:
 
 def _latest(entries: list[tuple[tuple[int, int], Any]], key: Callable[[Any], str]) -> list[Any]:
     """The last entry per key in log order, placed where the key first appeared (dict order, as
-    in :class:`TableState`)."""
+    in :class:`~delta_downgrade.log.reconcile.TableState`)."""
     found: dict[str, Any] = {}
     for _, value in sorted(entries, key=lambda e: e[0]):
         found[key(value)] = value

@@ -9,30 +9,22 @@ separate, explicit :meth:`Snapshot.state` call.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, Iterator, Sequence
 
 from delta_downgrade.protocol.actions import (
-    Action, AddFile, AnyAction, CommitInfo, DomainMetadata, MalformedActionError, Metadata,
-    ProtocolAction, RemoveFile, Txn, parse_action, parse_commit,
+    AnyAction, CommitInfo, MalformedActionError, Metadata, ProtocolAction, parse_action, parse_commit,
 )
 from delta_downgrade.errors import CorruptLogError, DeltaDowngradeError, DuplicateActionsError
 from delta_downgrade.log.checkpoint_reader import CheckpointReader
 from delta_downgrade.log.listing import CheckpointInstance
+from delta_downgrade.log.reconcile import TableState
 from delta_downgrade.protocol import Protocol
 from delta_downgrade.storage import FileStatus, Storage
 
 # A table's boundary property (Checkpoint Protection RFC).
 BOUNDARY_PROPERTY = "delta.requireCheckpointProtectionBeforeVersion"
-
-FileKey = tuple[str, str | None]
-
-
-def file_key(action: AddFile | RemoveFile) -> FileKey:
-    """A logical file is identified by its path and its deletion vector (PROTOCOL.md, "Reconciliation")."""
-    dv = action.dv
-    return (action.decoded_path, dv.unique_id if dv else None)
 
 
 @dataclass(frozen=True)
@@ -46,53 +38,6 @@ class LogSegment:
     @property
     def start_version(self) -> int:
         return self.checkpoint.version + 1 if self.checkpoint else 0
-
-
-@dataclass
-class TableState:
-    """The reconciled state of a version (PROTOCOL.md, "Action Reconciliation")."""
-
-    version: int
-    protocol_action: ProtocolAction
-    metadata: Metadata
-    files: dict[FileKey, AddFile] = field(default_factory=dict)
-    tombstones: dict[FileKey, RemoveFile] = field(default_factory=dict)
-    txns: dict[str, Txn] = field(default_factory=dict)
-    domains: dict[str, DomainMetadata] = field(default_factory=dict)  # removed ones included
-
-    @property
-    def live_domains(self) -> dict[str, DomainMetadata]:
-        return {k: d for k, d in self.domains.items() if not d.removed}
-
-    def copy(self) -> "TableState":
-        """A copy whose dicts can be changed independently (the actions are immutable)."""
-        return TableState(self.version, self.protocol_action, self.metadata, dict(self.files),
-                          dict(self.tombstones), dict(self.txns), dict(self.domains))
-
-    def apply(self, action: AnyAction) -> None:
-        if isinstance(action, AddFile):
-            key = file_key(action)
-            self.files[key] = action
-            self.tombstones.pop(key, None)
-        elif isinstance(action, RemoveFile):
-            key = file_key(action)
-            self.files.pop(key, None)
-            self.tombstones[key] = action
-        elif isinstance(action, Txn):
-            self.txns[action.appId] = action
-        elif isinstance(action, DomainMetadata):
-            self.domains[action.domain] = action
-        elif isinstance(action, ProtocolAction):
-            self.protocol_action = action
-        elif isinstance(action, Metadata):
-            self.metadata = action
-
-
-def _apply_commit(state: "TableState", actions: list[AnyAction]) -> None:
-    # A commit holds at most one action per logical file, so removes may go first: then
-    # remove(path, old DV) + add(path, new DV) reconcile right in either order.
-    for action in sorted(actions, key=lambda a: 0 if isinstance(a, RemoveFile) else 1):
-        state.apply(action)
 
 
 def _might_hold(line: str, keys: tuple[str, ...]) -> bool:
@@ -304,7 +249,7 @@ class Snapshot:
         state = base._state.copy()
         try:
             for status in self._base_commits:
-                _apply_commit(state, read_commit_actions(self.storage, status))
+                state.apply_commit(read_commit_actions(self.storage, status))
         except (DeltaDowngradeError, OSError):
             return None
         state.version = self.version
@@ -318,15 +263,10 @@ class Snapshot:
             # protocol and metaData come from _protocol_and_metadata (projected, checked there)
             found = CheckpointReader(self.storage, self.segment.checkpoint).actions(
                 ["txn", "domainMetadata", "add", "remove"])
-            for key in ("txn", "domainMetadata", "add"):
-                for action in found.get(key, []):
-                    state.apply(action)
-            # A checkpoint is already reconciled: its removes are tombstones only and never
-            # cancel one of its adds.
-            for action in found.get("remove", []):
-                state.tombstones[file_key(action)] = action  # type: ignore[arg-type]
+            state.apply_checkpoint(found.get("txn", []), found.get("domainMetadata", []),  # type: ignore[arg-type]
+                                   found.get("add", []), found.get("remove", []))  # type: ignore[arg-type]
         for status in self.segment.commits:
-            _apply_commit(state, read_commit_actions(self.storage, status))
+            state.apply_commit(read_commit_actions(self.storage, status))
         state.protocol_action, state.metadata = protocol, metadata
         return state
 
@@ -336,6 +276,3 @@ class Snapshot:
             version = int(status.path.rsplit("/", 1)[-1].split(".", 1)[0])
             yield version, read_commit_actions(self.storage, status)
 
-
-def action_key(action: AnyAction) -> str:
-    return action.KEY if isinstance(action, Action) else action.key
