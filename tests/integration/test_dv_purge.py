@@ -32,9 +32,8 @@ from delta_downgrade.log.snapshot import read_commit_actions
 from delta_downgrade.operations.drop_run import DropRun, drop_feature
 from delta_downgrade.operations.inspect import inspect_table
 from delta_downgrade.protocol import Protocol
-from delta_downgrade.rewrite.dv_purge import (
-    PURGE_DIR_PREFIX, check_deletion_vectors, purge_deletion_vectors,
-)
+from delta_downgrade.rewrite.dv_purge import check_deletion_vectors, purge_deletion_vectors
+from delta_downgrade.rewrite.staging import PURGE_DIR_PREFIX
 from delta_downgrade.protocol.table_config import TableConfig
 from delta_downgrade_tools.builders import TableBuilder
 from delta_downgrade_tools.dv_builder import DV_PROTOCOL, create_dv_table, delete_rows

@@ -52,7 +52,7 @@ from delta_downgrade.errors import (  # noqa: F401 - FileLayoutError is re-expor
 )
 from delta_downgrade.log.commit import rebase_unless_files_touched
 from delta_downgrade.log.delta_log import DeltaLog
-from delta_downgrade.rewrite import STAGING_DIR
+from delta_downgrade.rewrite.staging import STAGING_DIR
 from delta_downgrade.storage import typed_write_errors
 from delta_downgrade.protocol.schema import arrow_primitive_to_delta
 

@@ -75,7 +75,7 @@ from delta_downgrade.deletion_vectors import (
 )
 from delta_downgrade.protocol.dv_paths import is_absolute_log_path, table_relative_path
 from delta_downgrade.log.commit import rebase_unless_files_touched
-from delta_downgrade.rewrite import PURGE_DIR_PREFIX
+from delta_downgrade.rewrite.staging import PURGE_DIR_PREFIX
 from delta_downgrade.storage import typed_write_error
 from delta_downgrade.errors import (  # noqa: F401 - DvPurgeError is re-exported
     ConcurrentWriteError, DeletionVectorRowIndexError, DeltaDowngradeError, DvPurgeError,
