@@ -421,7 +421,7 @@ def test_missing_data_file_fails_without_a_commit(tmp_path, spark):
     victim = sorted(DeltaLog(b.path).snapshot(check_read=False).state().files.values(), key=lambda a: a.path)[1]
     os.remove(os.path.join(b.path, victim.decoded_path))
     listing = log_listing(b.path)
-    from delta_downgrade.rewrite.dv_purge import DvPurgeError
+    from delta_downgrade.errors import DvPurgeError
 
     with pytest.raises(DvPurgeError) as info:
         purge_deletion_vectors(DropRun(DeltaLog(b.path), "deletionVectors"), spark=spark)

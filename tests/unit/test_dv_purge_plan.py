@@ -12,10 +12,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from delta_downgrade.protocol.actions import AddFile, Metadata
-from delta_downgrade.rewrite.dv_purge import (
-    PurgeFile, StatsLeaf, _Group, _join_key, deleted_masks, footer_stats, physical_schemas, plan_batches,
-    stat_value, stats_json, stats_leaves, unique_residue_modulus,
-)
+from delta_downgrade.rewrite.dv_purge_join import deleted_masks, join_key, unique_residue_modulus
+from delta_downgrade.rewrite.dv_purge_plan import PurgeFile, PurgeGroup, plan_batches
+from delta_downgrade.rewrite.physical_schema import physical_schemas
+from delta_downgrade.rewrite.stats import StatsLeaf, footer_stats, stat_value, stats_json, stats_leaves
 
 DV = {"storageType": "u", "pathOrInlineDv": "ab^-aqEH.-t@S}K{vb[*", "offset": 1, "sizeInBytes": 36, "cardinality": 2}
 
@@ -146,20 +146,20 @@ def test_unique_residue_modulus():
 
 
 def _group(files):
-    return _Group(list(enumerate(files)), "", {})
+    return PurgeGroup(list(enumerate(files)), "", {})
 
 
 def test_join_key_prefers_sizes_then_name_hashes_then_names():
-    by_size = _join_key(_group([_file("a.parquet", size=100), _file("b.parquet", size=101)]))
+    by_size = join_key(_group([_file("a.parquet", size=100), _file("b.parquet", size=101)]))
     assert by_size.mode == "size" and by_size.modulus == 2 and by_size.residues == {0: 0, 1: 1}
-    same_size = _join_key(_group([_file("a.parquet"), _file("b.parquet")]))
+    same_size = join_key(_group([_file("a.parquet"), _file("b.parquet")]))
     assert same_size.mode == "crc"
     k = same_size.modulus
     assert same_size.residues == {0: zlib.crc32(b"a.parquet") & (k - 1), 1: zlib.crc32(b"b.parquet") & (k - 1)}
-    odd_names = _join_key(_group([_file("a%20b.parquet"), _file("c.parquet")]))
+    odd_names = join_key(_group([_file("a%20b.parquet"), _file("c.parquet")]))
     assert odd_names.mode == "name" and odd_names.modulus is None
     assert odd_names.names[0] == "a b.parquet"
-    assert _join_key(_group([_file("a.parquet", size=1), _file("b.parquet", size=2)]), allow_packed=False).mode == "name"
+    assert join_key(_group([_file("a.parquet", size=1), _file("b.parquet", size=2)]), allow_packed=False).mode == "name"
 
 
 def test_deleted_masks():

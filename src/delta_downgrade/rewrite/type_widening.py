@@ -26,15 +26,16 @@ Returns True (performedChanges) iff files were rewritten or metadata was removed
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING
 
+from delta_downgrade.log.commit import rebase_unless_files_touched
 from delta_downgrade.protocol.actions import AddFile, AnyAction
 from delta_downgrade.protocol.schema import TYPE_CHANGES_KEY, type_change_fields
-from delta_downgrade.log.commit import rebase_unless_files_touched
-from delta_downgrade.rewrite.column_mapping import (
-    DEFAULT_WORKERS, FilePlan, FileRewriter, Naming, column_mapping_mode, plan_file,
-    remove_action, replacement_add, rewrite_conf, schema_string, stats_for_rewrite, strip_field_metadata,
-)
+from delta_downgrade.rewrite.actions import remove_action, replacement_add
+from delta_downgrade.rewrite.file_plan import FilePlan, plan_file
+from delta_downgrade.rewrite.file_rewriter import DEFAULT_WORKERS, FileRewriter, in_batches, rewrite_conf
+from delta_downgrade.rewrite.physical_schema import Naming, column_mapping_mode, schema_string, strip_field_metadata
+from delta_downgrade.rewrite.stats import stats_for_rewrite
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import SparkSession
@@ -63,10 +64,6 @@ def stale_files(run: "DropRun", rewriter: FileRewriter) -> list[tuple[AddFile, F
     return out
 
 
-def _batches(items: Sequence[Any], size: int) -> list[Sequence[Any]]:
-    return [items[i:i + size] for i in range(0, len(items), max(1, size))]
-
-
 def rewrite_type_widening(run: "DropRun", *, batch_files: int = DEFAULT_BATCH_FILES,
                           workers: int = DEFAULT_WORKERS, spark: "SparkSession | None" = None) -> bool:
     """The pre-downgrade of typeWidening(-preview) (module doc)."""
@@ -78,7 +75,7 @@ def rewrite_type_widening(run: "DropRun", *, batch_files: int = DEFAULT_BATCH_FI
     rewriter = FileRewriter(run.log, spark=spark, workers=workers)
     stale = stale_files(run, rewriter)
     total_bytes = sum(a.size or 0 for a, _ in stale)
-    batches = _batches(stale, batch_files)
+    batches = in_batches(stale, batch_files)
     run.progress(f"REORG (type widening): {len(stale)} live file(s) store narrower types "
                  f"({total_bytes} bytes), {len(batches)} batch(es)")
     rewritten = 0
