@@ -37,7 +37,7 @@ from delta_downgrade.errors import InvalidColumnNamesForMappingRemovalError
 from delta_downgrade.log.commit import rebase_unless_files_touched
 from delta_downgrade.protocol.actions import AddFile, AnyAction
 from delta_downgrade.rewrite.actions import remove_action, replacement_add
-from delta_downgrade.rewrite.file_plan import FilePlan, plan_file
+from delta_downgrade.rewrite.file_plan import FilePlan
 from delta_downgrade.rewrite.file_rewriter import DEFAULT_WORKERS, FileRewriter, Rewritten, rewrite_conf
 from delta_downgrade.rewrite.physical_schema import (
     ID_KEY, MODE_KEY, NESTED_IDS_KEY, PARQUET_FIELD_ID_KEY, PHYSICAL_NAME_KEY, Naming, column_mapping_mode,
@@ -117,9 +117,7 @@ def remove_column_mapping(run: "DropRun", *, workers: int = DEFAULT_WORKERS,
     rewriter = FileRewriter(run.log, spark=spark, workers=workers)
     plans: list[tuple[AddFile, FilePlan]] = []
     keep: list[tuple[AddFile, FilePlan]] = []
-    for add, (arrow_schema, num_rows) in zip(files, rewriter.footers(files), strict=True):
-        plan = plan_file(schema, metadata.partitionColumns, configuration, arrow_schema, num_rows, naming,
-                         where=f"data file {add.path}")
+    for add, plan in rewriter.plans(files, schema, metadata.partitionColumns, configuration, naming):
         (keep if plan.identity else plans).append((add, plan))
     total_bytes = sum(a.size or 0 for a, _ in plans)
     run.progress(f"REMOVE COLUMN MAPPING ({mode} mode): {len(plans)} of {len(files)} live file(s) "

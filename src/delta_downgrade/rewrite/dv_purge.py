@@ -26,7 +26,7 @@ Then batch by batch (≤ ``batch_files`` files, ≤ ``batch_bytes`` bytes each; 
      them and a sort-merge anti join removes the rows.
 
    Rows are keyed by one long (``row_index`` scaled, plus a per-file residue of the file size or
-   of a CRC of the file name; see ``_JoinKey``) so that Spark uses its fastest hash relation.
+   of a CRC of the file name; see ``dv_purge_join.JoinKey``) so that Spark uses its fastest hash relation.
    A single scan per directory (not one per file) matters: a union of per-file scans makes
    Spark push the join into every branch, with one broadcast each.
 
@@ -57,22 +57,25 @@ from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Sequence
-from urllib.parse import quote, unquote
+from urllib.parse import unquote
 
 from delta_downgrade.deletion_vectors import DvFileReader, parse_dv_runs
 from delta_downgrade.errors import (
     ConcurrentWriteError, DeletionVectorRowIndexError, DeltaDowngradeError, DvPurgeError, NotSupportedYetError,
 )
 from delta_downgrade.log.commit import rebase_unless_files_touched
-from delta_downgrade.protocol.actions import AddFile, AnyAction, Metadata, RemoveFile
+from delta_downgrade.protocol.actions import AddFile, AnyAction, Metadata
+from delta_downgrade.rewrite.actions import log_path, remove_action
 from delta_downgrade.rewrite.dv_purge_join import join_key, write_group
 from delta_downgrade.rewrite.dv_purge_plan import (
     DEFAULT_BATCH_BYTES, DEFAULT_BATCH_FILES, PurgeFile, PurgeGroup, files_to_purge, group_batch,
     new_dir_name, plan_batches, root_path,
 )
 from delta_downgrade.rewrite.physical_schema import physical_schemas
-from delta_downgrade.rewrite.spark_names import escape_glob, quote_name
-from delta_downgrade.rewrite.stats import STATS_STRING_PREFIX, StatsLeaf, footer_stats, stats_json, stats_leaves
+from delta_downgrade.rewrite.spark_io import escape_glob, metadata_column
+from delta_downgrade.rewrite.stats import (
+    StatsLeaf, footer_stats, spark_leaf_aggregates, spark_leaf_stats, stats_json, stats_leaves,
+)
 from delta_downgrade.storage import typed_write_error
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -117,26 +120,10 @@ def _spark_new_files(spark: "SparkSession", root: str, groups: Sequence[PurgeGro
         return {}
     paths = [escape_glob(f"{root}/{unquote(g.out_rel)}") for g in groups]
     df = spark.read.schema(read_schema).parquet(*paths)
-    meta = df.metadataColumn("_metadata") if hasattr(df, "metadataColumn") else F.col("_metadata")
+    meta = metadata_column(df)
     aggs = [F.count(F.lit(1)).alias("n"), F.first(meta.getField("file_size")).alias("size"),
-            F.first(F.unix_millis(meta.getField("file_modification_time"))).alias("mtime")]
-    names: list[tuple[StatsLeaf, str, str, str]] = []
-    for k, leaf in enumerate(leaves):
-        col = F.col(quote_name(leaf.path[0]))
-        for part in leaf.path[1:]:
-            col = col.getField(part)
-        lo_name, hi_name, null_name = f"min{k}", f"max{k}", f"nulls{k}"
-        aggs.append(F.sum(F.when(col.isNull(), 1).otherwise(0)).alias(null_name))
-        if leaf.min_max:
-            if leaf.delta_type == "timestamp":
-                lo, hi = F.unix_micros(F.min(col)), F.unix_micros(F.max(col))
-            elif leaf.delta_type == "string":
-                lo = F.substring(F.min(col), 1, STATS_STRING_PREFIX)
-                hi = F.when(F.length(F.max(col)) <= STATS_STRING_PREFIX, F.max(col))
-            else:
-                lo, hi = F.min(col), F.max(col)
-            aggs += [lo.alias(lo_name), hi.alias(hi_name)]
-        names.append((leaf, lo_name, hi_name, null_name))
+            F.first(F.unix_millis(meta.getField("file_modification_time"))).alias("mtime"),
+            *spark_leaf_aggregates(leaves)]
     rows = df.groupBy(meta.getField("file_path").alias("path")).agg(*aggs).collect()
     by_dir = {g.dir_name: g for g in groups}
     out: dict[str, list[NewFile]] = {g.dir_name: [] for g in groups}
@@ -146,12 +133,10 @@ def _spark_new_files(spark: "SparkSession", root: str, groups: Sequence[PurgeGro
         group = by_dir.get(parent)
         if group is None:
             raise DvPurgeError(f"Spark reported an unexpected output file {row['path']}")
-        values = {leaf.path: (row[lo] if leaf.min_max else None, row[hi] if leaf.min_max else None, row[nl])
-                  for leaf, lo, hi, nl in names}
         n = int(row["n"])
         out[group.dir_name].append(NewFile(
-            path=f"{group.out_rel}/{quote(name)}", size=int(row["size"]), modification_time=int(row["mtime"]),
-            num_records=n, stats=stats_json(n, leaves, values)))
+            path=f"{group.out_rel}/{log_path(name)}", size=int(row["size"]), modification_time=int(row["mtime"]),
+            num_records=n, stats=stats_json(n, leaves, spark_leaf_stats(row, leaves))))
     return out
 
 
@@ -169,7 +154,7 @@ def _local_new_files(storage: Any, groups: Sequence[PurgeGroup],
             rows, values = footer_stats(storage.local_path(status.path), leaves)
             if rows == 0:
                 continue  # Spark writes an empty file when every row of a job is gone
-            files.append(NewFile(path=f"{g.out_rel}/{quote(name)}", size=status.size,
+            files.append(NewFile(path=f"{g.out_rel}/{log_path(name)}", size=status.size,
                                  modification_time=status.modification_time_ms, num_records=rows,
                                  stats=stats_json(rows, leaves, values)))
         out[g.dir_name] = files
@@ -179,13 +164,6 @@ def _local_new_files(storage: Any, groups: Sequence[PurgeGroup],
 def _count_input_rows(spark: "SparkSession", files: Sequence[PurgeFile], read_schema: Any) -> int:
     df = spark.read.schema(read_schema).parquet(*[f.spark_path for f in files])
     return int(df.count())
-
-
-def _remove_of(add: AddFile, now: int) -> RemoveFile:
-    return RemoveFile(path=add.path, deletionTimestamp=now, dataChange=False, extendedFileMetadata=True,
-                      partitionValues=add.partitionValues, size=add.size, stats=add.stats, tags=add.tags,
-                      deletionVector=add.deletionVector, baseRowId=add.baseRowId,
-                      defaultRowCommitVersion=add.defaultRowCommitVersion)
 
 
 def _cleanup(storage: Any, groups: Sequence[PurgeGroup]) -> None:
@@ -355,7 +333,7 @@ def _batch_actions(batch: _Batch, now: int) -> list[AnyAction]:
     actions: list[AnyAction] = []
     for g in batch.groups:
         for _i, f in g.files:
-            actions.append(_remove_of(f.add, now))
+            actions.append(remove_action(f.add, now, with_stats=True))
             if f.cardinality == 0:  # a DV deleting nothing: the same file, without the DV
                 actions.append(AddFile(
                     path=f.add.path, partitionValues=f.add.partitionValues, size=f.add.size,
@@ -417,7 +395,7 @@ def purge_deletion_vectors(run: "DropRun", *, batch_files: int = DEFAULT_BATCH_F
     verify_deletion_vectors(snapshot, reader)
     if run.dry_run:
         for batch in batches:
-            removes = [_remove_of(f.add, run.clock.now_ms()) for f in batch]
+            removes = [remove_action(f.add, run.clock.now_ms(), with_stats=True) for f in batch]
             run.commit(removes, PURGE_OPERATION, PURGE_PARAMETERS)
         run.progress(f"would purge {total_files} file(s) with deletion vectors ({total_bytes} bytes) "
                      f"in {len(batches)} batch(es)")
@@ -432,6 +410,7 @@ def purge_deletion_vectors(run: "DropRun", *, batch_files: int = DEFAULT_BATCH_F
     session = spark
     if session is None and any(p.to_write for p in plans):
         from delta_downgrade.spark import get_spark
+
         session = get_spark()
     read_schema = write_schema = None
     if session is not None:

@@ -14,7 +14,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from delta_downgrade.rewrite.dv_purge_plan import PurgeFile, PurgeGroup
-from delta_downgrade.rewrite.spark_names import metadata_column, quote_name
+from delta_downgrade.rewrite.spark_io import metadata_column, parquet_writer, quote_name
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame, SparkSession
@@ -210,7 +210,4 @@ def write_group(spark: "SparkSession", root: str, group: PurgeGroup, dvs: Mappin
             col = col.cast(f.dataType).alias(f.name, metadata=f.metadata)
         columns.append(col)
     out = f"{root}/{unquote(group.out_rel)}"
-    (kept.select(*columns).write.mode("errorifexists")
-     .option("compression", codec)
-     .option("mapreduce.fileoutputcommitter.marksuccessfuljobs", "false")
-     .parquet(out))
+    parquet_writer(kept.select(*columns), codec).parquet(out)

@@ -9,11 +9,12 @@ import posixpath
 import uuid
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Sequence
-from urllib.parse import quote, unquote
+from urllib.parse import unquote
 
 from delta_downgrade.protocol.actions import AddFile, DeletionVectorDescriptor
 from delta_downgrade.protocol.dv_paths import is_absolute_log_path, table_relative_path
-from delta_downgrade.rewrite.spark_names import escape_glob
+from delta_downgrade.rewrite.actions import log_path
+from delta_downgrade.rewrite.spark_io import escape_glob
 from delta_downgrade.rewrite.staging import PURGE_DIR_PREFIX
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -69,7 +70,7 @@ def _plan_file(root: str, table: str, add: AddFile) -> PurgeFile:
     if is_absolute_log_path(add.path):
         relative = table_relative_path(table, add.path)
         spark_path = unquote(add.path)
-        encoded_rel = quote(relative, safe="/") if relative is not None else None
+        encoded_rel = log_path(relative) if relative is not None else None
     else:
         encoded_rel = add.path
         spark_path = f"{root}/{add.decoded_path}"

@@ -19,7 +19,9 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 from delta_downgrade.errors import FileLayoutError
 from delta_downgrade.log.delta_log import DeltaLog
 from delta_downgrade.protocol.actions import AddFile
-from delta_downgrade.rewrite.file_plan import FilePlan
+from delta_downgrade.rewrite.file_plan import FilePlan, plan_file
+from delta_downgrade.rewrite.physical_schema import Naming
+from delta_downgrade.rewrite.spark_io import escape_glob, parquet_writer, quote_name
 from delta_downgrade.rewrite.staging import STAGING_DIR
 from delta_downgrade.storage import typed_write_errors
 
@@ -74,15 +76,6 @@ def rewrite_conf(spark: "SparkSession", progress: Callable[[str], None]) -> Iter
                 pass
 
 
-def _quoted(name: str) -> str:
-    return "`" + name.replace("`", "``") + "`"
-
-
-def _glob_escaped(path: str) -> str:
-    """Hadoop expands glob characters in load paths; escape them so a path is read literally."""
-    return re.sub(r"([\\{}\[\]*?])", r"\\\1", path)
-
-
 def _is_absolute(path: str) -> bool:
     return path.startswith("/") or bool(re.match(r"^[A-Za-z][A-Za-z0-9+.-]*:", path))
 
@@ -120,7 +113,9 @@ class FileRewriter:
     def session(self) -> "SparkSession":
         """The Spark session, started on first use (planning and dry runs need none)."""
         if self._spark is None:
-            self._spark = get_session()
+            from delta_downgrade.spark import get_spark
+
+            self._spark = get_spark()
         return self._spark
 
     def local(self, rel: str) -> str:
@@ -151,10 +146,10 @@ class FileRewriter:
         staging_rel = f"{self.staging}/{uuid.uuid4()}"
         staging_local = self.local(staging_rel)
         reader = self.session.read.schema(StructType.fromJson(plan.read_schema))
-        df = reader.parquet(_glob_escaped(self.input_location(add)))
+        df = reader.parquet(escape_glob(self.input_location(add)))
         selected = []
         for c in plan.columns:
-            source = F.col(_quoted(c.source)) if c.source is not None else F.lit(None)
+            source = F.col(quote_name(c.source)) if c.source is not None else F.lit(None)
             target = _parse_datatype_json_value(c.target_type)
             column = source.cast(target)
             selected.append(column.alias(c.out_name, metadata=c.out_metadata) if c.out_metadata
@@ -165,10 +160,7 @@ class FileRewriter:
             return self._stage_and_move(add, plan, df.select(*selected), staging_local)
 
     def _stage_and_move(self, add: AddFile, plan: FilePlan, df: Any, staging_local: str) -> Rewritten:
-        (df.coalesce(1).write.mode("errorifexists")
-           .option("compression", "snappy").option("maxRecordsPerFile", 0)
-           .option("mapreduce.fileoutputcommitter.marksuccessfuljobs", "false")
-           .parquet(staging_local))
+        parquet_writer(df.coalesce(1), "snappy").option("maxRecordsPerFile", 0).parquet(staging_local)
         try:
             written = sorted(n for n in os.listdir(staging_local)
                              if n.endswith(".parquet") and not n.startswith((".", "_")))
@@ -240,17 +232,18 @@ class FileRewriter:
         with ThreadPoolExecutor(max_workers=FOOTER_READERS) as pool:
             yield from pool.map(self.footer, files)
 
+    def plans(self, files: Sequence[AddFile], schema: dict[str, Any], partition_columns: Sequence[str],
+              configuration: dict[str, str], naming: Naming) -> Iterator[tuple[AddFile, FilePlan]]:
+        """Each of ``files`` with its rewrite plan (``file_plan.plan_file``), from its footer alone."""
+        for add, (arrow_schema, num_rows) in zip(files, self.footers(files), strict=True):
+            yield add, plan_file(schema, partition_columns, configuration, arrow_schema, num_rows, naming,
+                                 where=f"data file {add.path}")
+
     def cleanup(self) -> None:
         shutil.rmtree(self.local(self.staging), ignore_errors=True)
         root = self.local(STAGING_DIR)
         with contextlib.suppress(OSError):
             os.rmdir(root)  # only when empty: another run may be staging too
-
-
-def get_session() -> "SparkSession":
-    from delta_downgrade.spark import get_spark
-
-    return get_spark()
 
 
 def in_batches(items: Sequence[Any], size: int) -> list[Sequence[Any]]:

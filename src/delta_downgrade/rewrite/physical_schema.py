@@ -22,20 +22,31 @@ ID_KEY = "delta.columnMapping.id"
 PHYSICAL_NAME_KEY = "delta.columnMapping.physicalName"
 NESTED_IDS_KEY = "delta.columnMapping.nested.ids"
 PARQUET_FIELD_ID_KEY = "parquet.field.id"
+#: The modes under which data files use physical names (and, in ``id`` mode, field ids).
+MAPPED_MODES = ("name", "id")
 
 
-def column_mapping_mode(configuration: dict[str, str]) -> str:
-    return (configuration.get(MODE_KEY) or "none").strip().lower()
+def column_mapping_mode(configuration: Mapping[str, str], *, strip: bool = True) -> str:
+    """``delta.columnMapping.mode``, lower case (``none`` when unset). ``strip``: ignore blanks
+    around the value, as column-mapping removal and type widening always have; the DV purge reads
+    the value as it stands (``strip=False``)."""
+    mode = configuration.get(MODE_KEY) or "none"
+    return (mode.strip() if strip else mode).lower()
 
 
-def physical_name(f: dict[str, Any], mode: str) -> str:
-    """The name the data files use for ``f`` (its logical name when the mode is ``none``)."""
-    if mode in ("name", "id"):
+def physical_name(f: Mapping[str, Any], mode: str, *, as_written: bool = False) -> Any:
+    """The name the data files use for ``f``: its physical name under a mapped mode, else its
+    logical name. ``as_written`` (the DV purge): the metadata value whenever the key is present,
+    as delta-spark's ``DeltaColumnMapping.getPhysicalName`` reads it; otherwise (the per-file
+    rewrite) an empty value falls back to the logical name and the name is a ``str``."""
+    if as_written:
+        return (f.get("metadata") or {}).get(PHYSICAL_NAME_KEY, f["name"]) if mode in MAPPED_MODES else f["name"]
+    if mode in MAPPED_MODES:
         return str((f.get("metadata") or {}).get(PHYSICAL_NAME_KEY) or f["name"])
     return str(f["name"])
 
 
-def column_id(f: dict[str, Any]) -> int | None:
+def column_id(f: Mapping[str, Any]) -> int | None:
     value = (f.get("metadata") or {}).get(ID_KEY)
     return int(value) if value is not None else None
 
@@ -122,31 +133,25 @@ def schema_string(schema: dict[str, Any]) -> str:
 
 # --- the read and write schemas of the deletion-vector purge ----------------------------------------
 
-def metadata_column_mapping_mode(metadata: Metadata) -> str:
-    return (metadata.configuration.get("delta.columnMapping.mode") or "none").lower()
-
-
-def _physical_type(t: Any, cm: bool, with_ids: bool) -> Any:
+def _physical_type(t: Any, mode: str, with_ids: bool) -> Any:
     if isinstance(t, str):
         return t
     kind = t.get("type")
     if kind == "struct":
-        return {"type": "struct", "fields": [_physical_field(f, cm, with_ids) for f in t["fields"]]}
+        return {"type": "struct", "fields": [_physical_field(f, mode, with_ids) for f in t["fields"]]}
     if kind == "array":
-        return {**t, "elementType": _physical_type(t["elementType"], cm, with_ids)}
+        return {**t, "elementType": _physical_type(t["elementType"], mode, with_ids)}
     if kind == "map":
-        return {**t, "keyType": _physical_type(t["keyType"], cm, with_ids),
-                "valueType": _physical_type(t["valueType"], cm, with_ids)}
+        return {**t, "keyType": _physical_type(t["keyType"], mode, with_ids),
+                "valueType": _physical_type(t["valueType"], mode, with_ids)}
     return t
 
 
-def _physical_field(f: Mapping[str, Any], cm: bool, with_ids: bool) -> dict[str, Any]:
-    meta = f.get("metadata") or {}
-    name = meta.get("delta.columnMapping.physicalName", f["name"]) if cm else f["name"]
-    out_meta: dict[str, Any] = {}
-    if cm and with_ids and meta.get("delta.columnMapping.id") is not None:
-        out_meta["parquet.field.id"] = int(meta["delta.columnMapping.id"])
-    return {"name": name, "type": _physical_type(f["type"], cm, with_ids),
+def _physical_field(f: Mapping[str, Any], mode: str, with_ids: bool) -> dict[str, Any]:
+    name = physical_name(f, mode, as_written=True)
+    field_id = column_id(f) if with_ids and mode in MAPPED_MODES else None
+    out_meta: dict[str, Any] = {PARQUET_FIELD_ID_KEY: field_id} if field_id is not None else {}
+    return {"name": name, "type": _physical_type(f["type"], mode, with_ids),
             "nullable": f.get("nullable", True), "metadata": out_meta}
 
 
@@ -162,8 +167,8 @@ def physical_schemas(metadata: Metadata, *,
     (column mapping), no Delta metadata; the write schema carries ``parquet.field.id`` from
     ``delta.columnMapping.id`` so that rewritten files keep their field ids. Partition columns
     are not in the files (unless materialized)."""
-    cm = metadata_column_mapping_mode(metadata) in ("name", "id")
+    mode = column_mapping_mode(metadata.configuration, strip=False)
     fields = _data_fields(metadata, materialized_partitions)
-    read = {"type": "struct", "fields": [_physical_field(f, cm, False) for f in fields]}
-    write = {"type": "struct", "fields": [_physical_field(f, cm, True) for f in fields]}
+    read = {"type": "struct", "fields": [_physical_field(f, mode, False) for f in fields]}
+    write = {"type": "struct", "fields": [_physical_field(f, mode, True) for f in fields]}
     return read, write

@@ -1,6 +1,6 @@
 """The ``stats`` of an ``add`` (PROTOCOL.md "Per-file Statistics"): which leaf columns get
-statistics, their values as JSON with exact numbers, read from a Parquet footer, or carried over
-from the file a rewrite replaces.
+statistics, their values as JSON with exact numbers — from a Parquet footer or a Spark aggregation
+for a file the DV purge wrote, carried over from the replaced file for the other rewrites.
 """
 
 from __future__ import annotations
@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from delta_downgrade.protocol.actions import Metadata
-from delta_downgrade.rewrite.physical_schema import metadata_column_mapping_mode, physical_name
+from delta_downgrade.rewrite.physical_schema import column_mapping_mode, physical_name
+from delta_downgrade.rewrite.spark_io import quote_name
 from delta_downgrade.rewrite.type_widening_rules import convert_bound
 
 STATS_STRING_PREFIX = 32          # delta-spark's string prefix length for min/max
@@ -24,6 +25,44 @@ STATS_COLUMNS = "delta.dataSkippingStatsColumns"
 
 _ATOMIC_STATS_TYPES = {"byte", "short", "integer", "long", "float", "double", "date", "timestamp",
                        "timestamp_ntz", "string"}
+
+# --- JSON with exact numbers ------------------------------------------------------------------------
+
+def loads_exact(text: str) -> Any:
+    """JSON with non-integral numbers kept as Decimal: a float would round a decimal bound such as
+    123456789012345678.9, and a rounded bound may exclude the value it bounds."""
+    return json.loads(text, parse_float=decimal.Decimal)
+
+
+def dumps_exact(value: Any, *, ascii_keys: bool = False) -> str:
+    """Compact JSON that writes Decimals with their exact digits (the inverse of loads_exact).
+    ``ascii_keys``: escape non-ASCII characters of object keys (never of values), as the DV purge
+    has always written its stats; the other rewrites keep keys as they are."""
+    if isinstance(value, dict):
+        items = (f"{json.dumps(str(k), ensure_ascii=ascii_keys)}:{dumps_exact(v, ascii_keys=ascii_keys)}"
+                 for k, v in value.items())
+        return "{" + ",".join(items) + "}"
+    if isinstance(value, (list, tuple)):
+        return "[" + ",".join(dumps_exact(v, ascii_keys=ascii_keys) for v in value) + "]"
+    if isinstance(value, decimal.Decimal):
+        return str(value) if value.is_finite() else json.dumps(float(value))
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _pop_path(d: Any, path: tuple[str, ...]) -> tuple[bool, Any]:
+    for key in path[:-1]:
+        if not isinstance(d, dict) or key not in d:
+            return False, None
+        d = d[key]
+    if isinstance(d, dict) and path and path[-1] in d:
+        return True, d.pop(path[-1])
+    return False, None
+
+
+def _put_path(d: dict[str, Any], path: tuple[str, ...], value: Any) -> None:
+    for key in path[:-1]:
+        d = d.setdefault(key, {})
+    d[path[-1]] = value
 
 
 # --- which leaf columns get statistics -------------------------------------------------------------
@@ -73,17 +112,16 @@ def stats_leaves(metadata: Metadata) -> list[StatsLeaf]:
     ``delta.dataSkippingStatsColumns``, else the first ``delta.dataSkippingNumIndexedCols``
     (default 32, -1 = all) leaves in schema order; partition columns never. Arrays and maps count
     as leaves but get no statistics here."""
-    cm = metadata_column_mapping_mode(metadata) in ("name", "id")
     conf = metadata.configuration
+    mode = column_mapping_mode(conf, strip=False)
     partition = {c.lower() for c in metadata.partitionColumns or []}
     leaves: list[tuple[tuple[str, ...], tuple[str, ...], Any]] = []  # logical path, physical path, type
 
     def walk(fields: Iterable[Mapping[str, Any]], logical: tuple[str, ...],
              physical: tuple[str, ...]) -> None:
         for f in fields:
-            meta = f.get("metadata") or {}
             lname = f["name"]
-            pname = meta.get("delta.columnMapping.physicalName", lname) if cm else lname
+            pname = physical_name(f, mode, as_written=True)
             if not logical and lname.lower() in partition:
                 continue
             t = f["type"]
@@ -107,7 +145,7 @@ def stats_leaves(metadata: Metadata) -> list[StatsLeaf]:
     return [StatsLeaf(physical, t) for _logical, physical, t in chosen if isinstance(t, str)]
 
 
-# --- statistics as JSON -----------------------------------------------------------------------------
+# --- statistics of a new file ----------------------------------------------------------------------
 
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
 
@@ -155,22 +193,7 @@ def stat_value(delta_type: str, value: Any, *, is_max: bool) -> Any:
     return None
 
 
-def _json(value: Any) -> str:
-    """JSON with decimals written exactly (``json`` would need floats)."""
-    if isinstance(value, dict):
-        return "{" + ",".join(json.dumps(str(k)) + ":" + _json(v) for k, v in value.items()) + "}"
-    if isinstance(value, decimal.Decimal):
-        return str(value)
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-
-
 LeafStats = tuple[Any, Any, int | None]  # (min, max, null count) of one leaf column
-
-
-def _put(tree: dict[str, Any], path: tuple[str, ...], value: Any) -> None:
-    for name in path[:-1]:
-        tree = tree.setdefault(name, {})
-    tree[path[-1]] = value
 
 
 def stats_json(num_records: int, leaves: Sequence[StatsLeaf],
@@ -185,14 +208,14 @@ def stats_json(num_records: int, leaves: Sequence[StatsLeaf],
             continue
         lo, hi, null_count = found
         if null_count is not None:
-            _put(nulls, leaf.path, int(null_count))
+            _put_path(nulls, leaf.path, int(null_count))
         if leaf.min_max and (null_count is None or null_count < num_records):
             lo_v = stat_value(leaf.delta_type, lo, is_max=False)
             hi_v = stat_value(leaf.delta_type, hi, is_max=True)
             if lo_v is not None:
-                _put(mins, leaf.path, lo_v)
+                _put_path(mins, leaf.path, lo_v)
             if hi_v is not None:
-                _put(maxs, leaf.path, hi_v)
+                _put_path(maxs, leaf.path, hi_v)
     out: dict[str, Any] = {"numRecords": int(num_records)}
     if mins:
         out["minValues"] = mins
@@ -200,7 +223,7 @@ def stats_json(num_records: int, leaves: Sequence[StatsLeaf],
         out["maxValues"] = maxs
     if nulls:
         out["nullCount"] = nulls
-    return _json(out)
+    return dumps_exact(out, ascii_keys=True)
 
 
 def footer_stats(local_file: str,
@@ -244,43 +267,40 @@ def footer_stats(local_file: str,
     return md.num_rows, out
 
 
+def spark_leaf_aggregates(leaves: Sequence[StatsLeaf]) -> list[Any]:
+    """Spark aggregates of ``leaves`` over a scan with the physical schema, as ``stat_value``
+    takes them: ``nulls<k>`` for leaf ``k`` and, for leaves with bounds, ``min<k>``/``max<k>``
+    (timestamps as microseconds; a string min cut to the prefix, a longer string max left out)."""
+    from pyspark.sql import functions as F
+
+    aggs: list[Any] = []
+    for k, leaf in enumerate(leaves):
+        col = F.col(quote_name(leaf.path[0]))
+        for part in leaf.path[1:]:
+            col = col.getField(part)
+        lo_name, hi_name, null_name = f"min{k}", f"max{k}", f"nulls{k}"
+        aggs.append(F.sum(F.when(col.isNull(), 1).otherwise(0)).alias(null_name))
+        if leaf.min_max:
+            if leaf.delta_type == "timestamp":
+                lo, hi = F.unix_micros(F.min(col)), F.unix_micros(F.max(col))
+            elif leaf.delta_type == "string":
+                lo = F.substring(F.min(col), 1, STATS_STRING_PREFIX)
+                hi = F.when(F.length(F.max(col)) <= STATS_STRING_PREFIX, F.max(col))
+            else:
+                lo, hi = F.min(col), F.max(col)
+            aggs += [lo.alias(lo_name), hi.alias(hi_name)]
+    return aggs
+
+
+def spark_leaf_stats(row: Any, leaves: Sequence[StatsLeaf]) -> dict[tuple[str, ...], LeafStats]:
+    """Per-leaf (min, max, nulls) from a row of ``spark_leaf_aggregates``."""
+    return {leaf.path: (row[f"min{k}"] if leaf.min_max else None, row[f"max{k}"] if leaf.min_max else None,
+                        row[f"nulls{k}"]) for k, leaf in enumerate(leaves)}
+
+
 # --- statistics carried over from the file a rewrite replaces ---------------------------------------
 
 _STAT_MAPS = ("minValues", "maxValues", "nullCount")
-
-
-def loads_exact(text: str) -> Any:
-    """JSON with non-integral numbers kept as Decimal: a float would round a decimal bound such as
-    123456789012345678.9, and a rounded bound may exclude the value it bounds."""
-    return json.loads(text, parse_float=decimal.Decimal)
-
-
-def dumps_exact(value: Any) -> str:
-    """Compact JSON that writes Decimals with their exact digits (the inverse of loads_exact)."""
-    if isinstance(value, dict):
-        return "{" + ",".join(f"{json.dumps(str(k), ensure_ascii=False)}:{dumps_exact(v)}"
-                              for k, v in value.items()) + "}"
-    if isinstance(value, (list, tuple)):
-        return "[" + ",".join(dumps_exact(v) for v in value) + "]"
-    if isinstance(value, decimal.Decimal):
-        return str(value) if value.is_finite() else json.dumps(float(value))
-    return json.dumps(value, ensure_ascii=False)
-
-
-def _pop_path(d: Any, path: tuple[str, ...]) -> tuple[bool, Any]:
-    for key in path[:-1]:
-        if not isinstance(d, dict) or key not in d:
-            return False, None
-        d = d[key]
-    if isinstance(d, dict) and path and path[-1] in d:
-        return True, d.pop(path[-1])
-    return False, None
-
-
-def put_path(d: dict[str, Any], path: tuple[str, ...], value: Any) -> None:
-    for key in path[:-1]:
-        d = d.setdefault(key, {})
-    d[path[-1]] = value
 
 
 def widen_stats(stats: dict[str, Any], widened: Iterable[tuple[tuple[str, ...], str, str]]) -> dict[str, Any]:
@@ -297,7 +317,7 @@ def widen_stats(stats: dict[str, Any], widened: Iterable[tuple[tuple[str, ...], 
             if present:
                 ok, converted = convert_bound(value, stored, table_type)
                 if ok:
-                    put_path(bounds, path, converted)
+                    _put_path(bounds, path, converted)
     return out
 
 

@@ -32,7 +32,7 @@ from delta_downgrade.log.commit import rebase_unless_files_touched
 from delta_downgrade.protocol.actions import AddFile, AnyAction
 from delta_downgrade.protocol.schema import TYPE_CHANGES_KEY, type_change_fields
 from delta_downgrade.rewrite.actions import remove_action, replacement_add
-from delta_downgrade.rewrite.file_plan import FilePlan, plan_file
+from delta_downgrade.rewrite.file_plan import FilePlan
 from delta_downgrade.rewrite.file_rewriter import DEFAULT_WORKERS, FileRewriter, in_batches, rewrite_conf
 from delta_downgrade.rewrite.physical_schema import Naming, column_mapping_mode, schema_string, strip_field_metadata
 from delta_downgrade.rewrite.stats import stats_for_rewrite
@@ -54,14 +54,9 @@ def stale_files(run: "DropRun", rewriter: FileRewriter) -> list[tuple[AddFile, F
     metadata = snapshot.metadata
     configuration = dict(metadata.configuration)
     naming = Naming(column_mapping_mode(configuration), logical=False)
-    out: list[tuple[AddFile, FilePlan]] = []
     files = list(snapshot.state().files.values())
-    for add, (arrow_schema, num_rows) in zip(files, rewriter.footers(files), strict=True):
-        plan = plan_file(snapshot.schema, metadata.partitionColumns, configuration, arrow_schema,
-                         num_rows, naming, where=f"data file {add.path}")
-        if plan.widened:
-            out.append((add, plan))
-    return out
+    return [(add, plan) for add, plan in
+            rewriter.plans(files, snapshot.schema, metadata.partitionColumns, configuration, naming) if plan.widened]
 
 
 def rewrite_type_widening(run: "DropRun", *, batch_files: int = DEFAULT_BATCH_FILES,
