@@ -25,8 +25,9 @@ from delta_downgrade.operations.inspect import inspect_table
 from delta_downgrade.protocol import Protocol
 from delta_downgrade.rewrite import hooks
 from delta_downgrade.rewrite.column_mapping import (
-    COLUMN_MAPPING_FIELD_KEYS, INVALID_NAMES_ERROR, iter_named_fields, remove_column_mapping,
+    COLUMN_MAPPING_FIELD_KEYS, INVALID_NAMES_ERROR, remove_column_mapping,
 )
+from delta_downgrade.rewrite.physical_schema import iter_named_fields
 from delta_downgrade_tools.builders import TableBuilder
 from oracle import same_rows
 
@@ -338,7 +339,7 @@ def test_mode_none_with_leftover_field_metadata_only_strips_it(tmp_path, oracle)
 
 
 def test_stats_rekeyed_at_every_level_with_exact_decimals():
-    from delta_downgrade.rewrite.column_mapping import rekey_stats, stats_for_rewrite
+    from delta_downgrade.rewrite.stats import rekey_stats, stats_for_rewrite
 
     schema = {"type": "struct", "fields": [
         _field("a", "decimal(38,1)", "col-a", 1),

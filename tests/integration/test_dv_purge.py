@@ -29,12 +29,12 @@ from delta_downgrade.protocol.dv_paths import dv_relative_path
 from delta_downgrade.errors import NotSupportedYetError
 from delta_downgrade.log.delta_log import DeltaLog
 from delta_downgrade.log.snapshot import read_commit_actions
-from delta_downgrade.operations.drop_run import DropRun, drop_feature
+from delta_downgrade.operations.drop_feature import drop_feature
+from delta_downgrade.operations.drop_run import DropRun
 from delta_downgrade.operations.inspect import inspect_table
 from delta_downgrade.protocol import Protocol
-from delta_downgrade.rewrite.dv_purge import (
-    PURGE_DIR_PREFIX, check_deletion_vectors, purge_deletion_vectors,
-)
+from delta_downgrade.rewrite.dv_purge import check_deletion_vectors, purge_deletion_vectors
+from delta_downgrade.rewrite.staging import PURGE_DIR_PREFIX
 from delta_downgrade.protocol.table_config import TableConfig
 from delta_downgrade_tools.builders import TableBuilder
 from delta_downgrade_tools.dv_builder import DV_PROTOCOL, create_dv_table, delete_rows
@@ -422,7 +422,7 @@ def test_missing_data_file_fails_without_a_commit(tmp_path, spark):
     victim = sorted(DeltaLog(b.path).snapshot(check_read=False).state().files.values(), key=lambda a: a.path)[1]
     os.remove(os.path.join(b.path, victim.decoded_path))
     listing = log_listing(b.path)
-    from delta_downgrade.rewrite.dv_purge import DvPurgeError
+    from delta_downgrade.errors import DvPurgeError
 
     with pytest.raises(DvPurgeError) as info:
         purge_deletion_vectors(DropRun(DeltaLog(b.path), "deletionVectors"), spark=spark)

@@ -281,13 +281,13 @@ def test_type_widening_on_column_mapping_table_keeps_physical_layout(tmp_path, m
     ("string", "binary", False), ("integer", "integer", False),
 ])
 def test_spec_widening_matrix(from_type, to_type, widening):
-    from delta_downgrade.rewrite.column_mapping import is_widening
+    from delta_downgrade.rewrite.type_widening_rules import is_widening
 
     assert is_widening(from_type, to_type) is widening
 
 
 def test_widened_bounds():
-    from delta_downgrade.rewrite.column_mapping import stats_for_rewrite
+    from delta_downgrade.rewrite.stats import stats_for_rewrite
 
     old = ('{"numRecords":1,"minValues":{"i":1,"f":3.4,"d":"2024-09-09","m":12.34},'
            '"maxValues":{"i":1,"f":3.4,"d":"2024-09-09","m":12.34},"nullCount":{"i":0,"f":0,"d":0,"m":0}}')

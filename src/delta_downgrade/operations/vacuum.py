@@ -67,7 +67,7 @@ from delta_downgrade.errors import (  # noqa: F401 - re-exported: VACUUM's own e
     BadInputError, CorruptLogError, VacuumNegativeRetentionError, VacuumRetentionTooShortError,
 )
 from delta_downgrade.protocol.support import Operation, ensure_supported
-from delta_downgrade.rewrite import PURGE_DIR_PREFIX, STAGING_DIR
+from delta_downgrade.rewrite.staging import PURGE_DIR_PREFIX, STAGING_DIR
 from delta_downgrade.storage import FileStatus, is_package_temp
 from delta_downgrade.protocol.table_config import DELETED_FILE_RETENTION, HOUR_MS, TableConfig
 

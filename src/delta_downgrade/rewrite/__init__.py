@@ -9,15 +9,6 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-# Staging areas of the rewrites, named here (no Spark import) so that VACUUM can find what a killed
-# rewrite left behind: both live under names VACUUM otherwise never lists (PROTOCOL.md, VACUUM
-# skips hidden ``_``/``.`` names), see ``operations.vacuum.is_package_leftover``.
-#: Column-mapping removal stages each output here, at the table root, before moving it in place.
-STAGING_DIR = "_delta_downgrade_staging"
-#: The deletion-vector purge writes each output directory as ``dv-purge-<16 hex>/``; a killed
-#: Spark write leaves its ``_temporary/`` (the Hadoop output committer's work area) inside.
-PURGE_DIR_PREFIX = "dv-purge-"
-
 
 def hooks() -> dict[str, Callable[[Any], bool]]:
     """The rewrite hooks available in this installation (PySpark is imported only when one runs)."""

@@ -26,7 +26,7 @@ Then batch by batch (≤ ``batch_files`` files, ≤ ``batch_bytes`` bytes each; 
      them and a sort-merge anti join removes the rows.
 
    Rows are keyed by one long (``row_index`` scaled, plus a per-file residue of the file size or
-   of a CRC of the file name; see ``_JoinKey``) so that Spark uses its fastest hash relation.
+   of a CRC of the file name; see ``dv_purge_join.JoinKey``) so that Spark uses its fastest hash relation.
    A single scan per directory (not one per file) matters: a union of per-file scans makes
    Spark push the join into every branch, with one broadcast each.
 
@@ -51,39 +51,35 @@ Files written by an uncommitted batch are orphans that VACUUM removes. Progress 
 
 from __future__ import annotations
 
-import datetime as dt
-import decimal
-import json
-import math
 import os
 import posixpath
-import re
-import uuid
-import zlib
 from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
-from urllib.parse import quote, unquote
+from typing import TYPE_CHECKING, Any, Callable, Sequence
+from urllib.parse import unquote
 
-import pyarrow as pa
-import pyarrow.compute as pc
-
-from delta_downgrade.protocol.actions import AddFile, AnyAction, DeletionVectorDescriptor, Metadata, RemoveFile
-from delta_downgrade.deletion_vectors import (
-    DvFileReader, parse_dv_runs,
+from delta_downgrade.deletion_vectors import DvFileReader, parse_dv_runs
+from delta_downgrade.errors import (
+    ConcurrentWriteError, DeletionVectorRowIndexError, DeltaDowngradeError, DvPurgeError, NotSupportedYetError,
 )
-from delta_downgrade.protocol.dv_paths import is_absolute_log_path, table_relative_path
 from delta_downgrade.log.commit import rebase_unless_files_touched
-from delta_downgrade.rewrite import PURGE_DIR_PREFIX
-from delta_downgrade.storage import typed_write_error
-from delta_downgrade.errors import (  # noqa: F401 - DvPurgeError is re-exported
-    ConcurrentWriteError, DeletionVectorRowIndexError, DeltaDowngradeError, DvPurgeError,
-    NotSupportedYetError,
+from delta_downgrade.protocol.actions import AddFile, AnyAction, Metadata
+from delta_downgrade.rewrite.actions import log_path, remove_action
+from delta_downgrade.rewrite.dv_purge_join import join_key, write_group
+from delta_downgrade.rewrite.dv_purge_plan import (
+    DEFAULT_BATCH_BYTES, DEFAULT_BATCH_FILES, PurgeFile, PurgeGroup, files_to_purge, group_batch,
+    new_dir_name, plan_batches, root_path,
 )
+from delta_downgrade.rewrite.physical_schema import physical_schemas
+from delta_downgrade.rewrite.spark_io import escape_glob, metadata_column
+from delta_downgrade.rewrite.stats import (
+    StatsLeaf, footer_stats, spark_leaf_aggregates, spark_leaf_stats, stats_json, stats_leaves,
+)
+from delta_downgrade.storage import typed_write_error
 
 if TYPE_CHECKING:  # pragma: no cover
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import SparkSession
 
     from delta_downgrade.log.snapshot import Snapshot
     from delta_downgrade.operations.drop_run import DropRun
@@ -91,354 +87,11 @@ if TYPE_CHECKING:  # pragma: no cover
 PURGE_OPERATION = "REORG"
 PURGE_PARAMETERS: dict[str, Any] = {"predicate": [], "applyPurge": True}
 
-DEFAULT_BATCH_FILES = 256
-DEFAULT_BATCH_BYTES = 1 << 30
 DEFAULT_BROADCAST_MAX_ROWS = 5_000_000
 DEFAULT_PARALLEL_JOBS = 4
 DEFAULT_PIPELINE_DEPTH = 2
-
-STATS_STRING_PREFIX = 32          # delta-spark's string prefix length for min/max
-DEFAULT_NUM_INDEXED_COLS = 32
-NUM_INDEXED_COLS = "delta.dataSkippingNumIndexedCols"
-STATS_COLUMNS = "delta.dataSkippingStatsColumns"
 COMPRESSION_CODEC = "delta.parquet.compression.codec"
 
-# Helper columns of the rewrite (dropped before writing); "_R" ones belong to the deleted side.
-_KEY = "__dv_purge_file_name"
-_RI = "__dv_purge_row_index"
-_DISC = "__dv_purge_file_residue"
-_BLOCK = "__dv_purge_block"
-_BIT = "__dv_purge_bit"
-_PAIR = "__dv_purge_key"
-_KEY_R = "__dv_purge_deleted_file_name"
-_BLOCK_R = "__dv_purge_deleted_block"
-_MASK_R = "__dv_purge_deleted_mask"
-_PAIR_R = "__dv_purge_deleted_key"
-
-_ATOMIC_STATS_TYPES = {"byte", "short", "integer", "long", "float", "double", "date", "timestamp",
-                       "timestamp_ntz", "string"}
-
-
-# --- what to purge ------------------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class PurgeFile:
-    """One live data file with a DV, and where its rewrite goes."""
-
-    add: AddFile
-    dv: DeletionVectorDescriptor
-    spark_path: str            # what Spark reads: decoded (Hadoop quotes it), glob characters escaped
-    out_dir: str               # log-encoded table-relative directory of the rewrite ("" = root)
-    num_records: int | None
-
-    @property
-    def cardinality(self) -> int:
-        return self.dv.cardinality
-
-    @property
-    def fully_deleted(self) -> bool:
-        return self.num_records is not None and self.cardinality >= self.num_records
-
-    @property
-    def file_name(self) -> str:
-        """The decoded file name: unique within the file's directory."""
-        return posixpath.basename(unquote(self.add.path))
-
-    @property
-    def group_key(self) -> tuple[str, str, tuple[tuple[str, str | None], ...]]:
-        """Files rewritten together: one source directory, one output directory, one set of
-        partition values."""
-        source_dir = posixpath.dirname(unquote(self.add.path))
-        return self.out_dir, source_dir, tuple(sorted((self.add.partitionValues or {}).items()))
-
-
-def _escape_glob(path: str) -> str:
-    """Spark globs read paths; protect Hadoop glob characters with a backslash."""
-    return "".join("\\" + c if c in "\\*?[]{}" else c for c in path)
-
-
-def _root_path(table: str) -> str:
-    """The table root as Spark should see it. Hadoop's ``Path(String)`` takes a *decoded* path
-    (it quotes ``%`` itself), so the log's URL-encoded relative paths are decoded before they are
-    appended."""
-    if "://" in table or table.startswith(("file:", "dbfs:")):
-        return table.rstrip("/")
-    return os.path.abspath(table)
-
-
-def _plan_file(root: str, table: str, add: AddFile) -> PurgeFile:
-    dv = add.dv
-    assert dv is not None
-    if is_absolute_log_path(add.path):
-        relative = table_relative_path(table, add.path)
-        spark_path = unquote(add.path)
-        encoded_rel = quote(relative, safe="/") if relative is not None else None
-    else:
-        encoded_rel = add.path
-        spark_path = f"{root}/{add.decoded_path}"
-    # A file outside the table (a shallow clone's source) is rewritten into the table root.
-    out_dir = posixpath.dirname(encoded_rel) if encoded_rel is not None else ""
-    return PurgeFile(add=add, dv=dv, spark_path=_escape_glob(spark_path), out_dir=out_dir,
-                     num_records=add.num_records)
-
-
-def files_to_purge(snapshot: "Snapshot") -> list[PurgeFile]:
-    """Live files that carry a DV, in a stable order that keeps output directories together."""
-    table = snapshot.table
-    root = _root_path(table)
-    files = [_plan_file(root, table, f) for f in snapshot.state().files.values() if f.dv is not None]
-    files.sort(key=lambda p: (p.group_key, p.add.path))
-    return files
-
-
-def plan_batches(files: Sequence[PurgeFile], *, batch_files: int = DEFAULT_BATCH_FILES,
-                 batch_bytes: int = DEFAULT_BATCH_BYTES) -> list[list[PurgeFile]]:
-    """Consecutive batches of at most ``batch_files`` files and ``batch_bytes`` bytes (a single
-    larger file forms its own batch). File counts are balanced: 72 files with a limit of 64 make
-    two batches of 36, not 64 + 8."""
-    if batch_files < 1 or batch_bytes < 1:
-        raise ValueError("batch_files and batch_bytes must be positive")
-    if files:
-        batch_files = -(-len(files) // -(-len(files) // batch_files))
-    batches: list[list[PurgeFile]] = []
-    current: list[PurgeFile] = []
-    size = 0
-    for f in files:
-        if current and (len(current) >= batch_files or size + f.add.size > batch_bytes):
-            batches.append(current)
-            current, size = [], 0
-        current.append(f)
-        size += f.add.size
-    if current:
-        batches.append(current)
-    return batches
-
-
-# --- the physical schema --------------------------------------------------------------------------
-
-def _column_mapping_mode(metadata: Metadata) -> str:
-    return (metadata.configuration.get("delta.columnMapping.mode") or "none").lower()
-
-
-def _physical_type(t: Any, cm: bool, with_ids: bool) -> Any:
-    if isinstance(t, str):
-        return t
-    kind = t.get("type")
-    if kind == "struct":
-        return {"type": "struct", "fields": [_physical_field(f, cm, with_ids) for f in t["fields"]]}
-    if kind == "array":
-        return {**t, "elementType": _physical_type(t["elementType"], cm, with_ids)}
-    if kind == "map":
-        return {**t, "keyType": _physical_type(t["keyType"], cm, with_ids),
-                "valueType": _physical_type(t["valueType"], cm, with_ids)}
-    return t
-
-
-def _physical_field(f: Mapping[str, Any], cm: bool, with_ids: bool) -> dict[str, Any]:
-    meta = f.get("metadata") or {}
-    name = meta.get("delta.columnMapping.physicalName", f["name"]) if cm else f["name"]
-    out_meta: dict[str, Any] = {}
-    if cm and with_ids and meta.get("delta.columnMapping.id") is not None:
-        out_meta["parquet.field.id"] = int(meta["delta.columnMapping.id"])
-    return {"name": name, "type": _physical_type(f["type"], cm, with_ids),
-            "nullable": f.get("nullable", True), "metadata": out_meta}
-
-
-def _data_fields(metadata: Metadata, materialized_partitions: bool) -> list[dict[str, Any]]:
-    partition = set(metadata.partitionColumns or [])
-    return [f for f in metadata.schema.get("fields", [])
-            if materialized_partitions or f["name"] not in partition]
-
-
-def physical_schemas(metadata: Metadata, *,
-                     materialized_partitions: bool = False) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(read schema, write schema) of the data files as Spark StructType JSON: physical names
-    (column mapping), no Delta metadata; the write schema carries ``parquet.field.id`` from
-    ``delta.columnMapping.id`` so that rewritten files keep their field ids. Partition columns
-    are not in the files (unless materialized)."""
-    cm = _column_mapping_mode(metadata) in ("name", "id")
-    fields = _data_fields(metadata, materialized_partitions)
-    read = {"type": "struct", "fields": [_physical_field(f, cm, False) for f in fields]}
-    write = {"type": "struct", "fields": [_physical_field(f, cm, True) for f in fields]}
-    return read, write
-
-
-@dataclass(frozen=True)
-class StatsLeaf:
-    """A leaf column that gets statistics: its physical path and Delta type."""
-
-    path: tuple[str, ...]
-    delta_type: str
-
-    @property
-    def min_max(self) -> bool:
-        return self.delta_type in _ATOMIC_STATS_TYPES or self.delta_type.startswith("decimal")
-
-
-def _split_column_list(text: str) -> list[tuple[str, ...]]:
-    """``delta.dataSkippingStatsColumns``: comma-separated, dotted, optionally back-quoted names."""
-    out: list[tuple[str, ...]] = []
-    for item in text.split(","):
-        item = item.strip()
-        if not item:
-            continue
-        parts: list[str] = []
-        buf, quoted, i = "", False, 0
-        while i < len(item):
-            c = item[i]
-            if c == "`":
-                if quoted and i + 1 < len(item) and item[i + 1] == "`":
-                    buf += "`"
-                    i += 1
-                else:
-                    quoted = not quoted
-            elif c == "." and not quoted:
-                parts.append(buf)
-                buf = ""
-            else:
-                buf += c
-            i += 1
-        parts.append(buf)
-        out.append(tuple(p.lower() for p in parts))
-    return out
-
-
-def stats_leaves(metadata: Metadata) -> list[StatsLeaf]:
-    """The leaf columns that get statistics, as delta-spark picks them: those listed in
-    ``delta.dataSkippingStatsColumns``, else the first ``delta.dataSkippingNumIndexedCols``
-    (default 32, -1 = all) leaves in schema order; partition columns never. Arrays and maps count
-    as leaves but get no statistics here."""
-    cm = _column_mapping_mode(metadata) in ("name", "id")
-    conf = metadata.configuration
-    partition = {c.lower() for c in metadata.partitionColumns or []}
-    leaves: list[tuple[tuple[str, ...], tuple[str, ...], Any]] = []  # logical path, physical path, type
-
-    def walk(fields: Iterable[Mapping[str, Any]], logical: tuple[str, ...],
-             physical: tuple[str, ...]) -> None:
-        for f in fields:
-            meta = f.get("metadata") or {}
-            lname = f["name"]
-            pname = meta.get("delta.columnMapping.physicalName", lname) if cm else lname
-            if not logical and lname.lower() in partition:
-                continue
-            t = f["type"]
-            if isinstance(t, dict) and t.get("type") == "struct":
-                walk(t["fields"], logical + (lname,), physical + (pname,))
-            else:
-                leaves.append((logical + (lname,), physical + (pname,), t))
-
-    walk(metadata.schema.get("fields", []), (), ())
-    listed = conf.get(STATS_COLUMNS)
-    if listed:
-        wanted = _split_column_list(listed)
-        chosen = [leaf for leaf in leaves
-                  if any(tuple(p.lower() for p in leaf[0][:len(w)]) == w for w in wanted)]
-    else:
-        try:
-            n = int(conf.get(NUM_INDEXED_COLS, DEFAULT_NUM_INDEXED_COLS))
-        except ValueError:
-            n = DEFAULT_NUM_INDEXED_COLS
-        chosen = leaves if n < 0 else leaves[:n]
-    return [StatsLeaf(physical, t) for _logical, physical, t in chosen if isinstance(t, str)]
-
-
-# --- statistics as JSON -----------------------------------------------------------------------------
-
-_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
-
-
-def _format_timestamp_micros(micros: int, *, utc: bool) -> str:
-    millis = micros // 1000  # truncated down to milliseconds (PROTOCOL.md "Per-file Statistics")
-    value = _EPOCH + dt.timedelta(milliseconds=millis)
-    text = value.strftime("%Y-%m-%dT%H:%M:%S.") + f"{value.microsecond // 1000:03d}"
-    return text + "Z" if utc else text
-
-
-def _datetime_micros(value: dt.datetime, *, utc: bool) -> int:
-    if value.tzinfo is not None:
-        value = value.astimezone(dt.timezone.utc).replace(tzinfo=None)
-    delta = value - dt.datetime(1970, 1, 1)
-    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
-
-
-def stat_value(delta_type: str, value: Any, *, is_max: bool) -> Any:
-    """A min/max as it goes into the stats JSON, or None when it must be left out (non-finite
-    floats, strings longer than the prefix for max)."""
-    if value is None:
-        return None
-    if delta_type in ("byte", "short", "integer", "long"):
-        return int(value)
-    if delta_type in ("float", "double"):
-        f = float(value)
-        return f if math.isfinite(f) else None
-    if delta_type.startswith("decimal"):
-        d = value if isinstance(value, decimal.Decimal) else decimal.Decimal(str(value))
-        return d if d.is_finite() else None
-    if delta_type == "string":
-        s = value.decode("utf-8") if isinstance(value, (bytes, bytearray)) else str(value)
-        if len(s) <= STATS_STRING_PREFIX:
-            return s
-        return None if is_max else s[:STATS_STRING_PREFIX]
-    if delta_type == "date":
-        if isinstance(value, dt.datetime):
-            value = value.date()
-        return value.isoformat() if isinstance(value, dt.date) else str(value)
-    if delta_type in ("timestamp", "timestamp_ntz"):
-        utc = delta_type == "timestamp"
-        micros = int(value) if isinstance(value, int) else _datetime_micros(value, utc=utc)
-        return _format_timestamp_micros(micros, utc=utc)
-    return None
-
-
-def _json(value: Any) -> str:
-    """JSON with decimals written exactly (``json`` would need floats)."""
-    if isinstance(value, dict):
-        return "{" + ",".join(json.dumps(str(k)) + ":" + _json(v) for k, v in value.items()) + "}"
-    if isinstance(value, decimal.Decimal):
-        return str(value)
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-
-
-LeafStats = tuple[Any, Any, int | None]  # (min, max, null count) of one leaf column
-
-
-def _put(tree: dict[str, Any], path: tuple[str, ...], value: Any) -> None:
-    for name in path[:-1]:
-        tree = tree.setdefault(name, {})
-    tree[path[-1]] = value
-
-
-def stats_json(num_records: int, leaves: Sequence[StatsLeaf],
-               values: Mapping[tuple[str, ...], LeafStats]) -> str:
-    """``{"numRecords", "minValues", "maxValues", "nullCount"}`` from per-leaf (min, max, nulls)."""
-    mins: dict[str, Any] = {}
-    maxs: dict[str, Any] = {}
-    nulls: dict[str, Any] = {}
-    for leaf in leaves:
-        found = values.get(leaf.path)
-        if found is None:
-            continue
-        lo, hi, null_count = found
-        if null_count is not None:
-            _put(nulls, leaf.path, int(null_count))
-        if leaf.min_max and (null_count is None or null_count < num_records):
-            lo_v = stat_value(leaf.delta_type, lo, is_max=False)
-            hi_v = stat_value(leaf.delta_type, hi, is_max=True)
-            if lo_v is not None:
-                _put(mins, leaf.path, lo_v)
-            if hi_v is not None:
-                _put(maxs, leaf.path, hi_v)
-    out: dict[str, Any] = {"numRecords": int(num_records)}
-    if mins:
-        out["minValues"] = mins
-    if maxs:
-        out["maxValues"] = maxs
-    if nulls:
-        out["nullCount"] = nulls
-    return _json(out)
-
-
-# --- new files and their statistics -----------------------------------------------------------------
 
 @dataclass
 class NewFile:
@@ -451,293 +104,12 @@ class NewFile:
     stats: str
 
 
-def footer_stats(local_file: str,
-                 leaves: Sequence[StatsLeaf]) -> tuple[int, dict[tuple[str, ...], LeafStats]]:
-    """(row count, per-leaf (min, max, nulls)) from a parquet footer (row-group statistics merged).
-    A leaf with a row group lacking min/max gets none; lacking null counts, none either."""
-    import pyarrow.parquet as pq
-
-    md = pq.read_metadata(local_file)
-    by_path: dict[str, list[int]] = {}
-    for i in range(md.num_columns):
-        by_path.setdefault(md.schema.column(i).path, []).append(i)
-    out: dict[tuple[str, ...], LeafStats] = {}
-    for leaf in leaves:
-        idx = by_path.get(".".join(leaf.path))
-        if not idx or len(idx) != 1:
-            continue
-        col = idx[0]
-        lo = hi = None
-        nulls: int | None = 0
-        has_min_max = True
-        for rg in range(md.num_row_groups):
-            chunk = md.row_group(rg).column(col)
-            st = chunk.statistics
-            if st is None:
-                has_min_max = False
-                nulls = None
-                break
-            if st.has_null_count and nulls is not None:
-                nulls += st.null_count
-            else:
-                nulls = None
-            if md.row_group(rg).num_rows == (st.null_count if st.has_null_count else -1):
-                continue  # all null in this row group: no min/max expected
-            if not st.has_min_max:
-                has_min_max = False
-                continue
-            lo = st.min if lo is None or st.min < lo else lo
-            hi = st.max if hi is None or st.max > hi else hi
-        out[leaf.path] = (lo if has_min_max else None, hi if has_min_max else None, nulls)
-    return md.num_rows, out
-
-
-# --- the purge ----------------------------------------------------------------------------------------
-
-def _new_dir_name() -> str:
-    return PURGE_DIR_PREFIX + uuid.uuid4().hex[:16]
-
-
-@dataclass
-class _Group:
-    """Input files of a batch sharing an output directory and partition values."""
-
-    files: list[tuple[int, PurgeFile]]
-    out_dir: str
-    partition_values: dict[str, str | None]
-    dir_name: str = field(default_factory=lambda: _new_dir_name())
-
-    @property
-    def out_rel(self) -> str:
-        """Log-encoded table-relative directory of the rewritten files."""
-        return f"{self.out_dir}/{self.dir_name}" if self.out_dir else self.dir_name
-
-    @property
-    def rewritten(self) -> list[tuple[int, PurgeFile]]:
-        return [(i, f) for i, f in self.files if not f.fully_deleted and f.cardinality > 0]
-
-    @property
-    def expected_rows(self) -> int | None:
-        total = 0
-        for _i, f in self.rewritten:
-            if f.num_records is None:
-                return None
-            total += f.num_records - f.cardinality
-        return total
-
-
-def _group_batch(batch: Sequence[PurgeFile]) -> list[_Group]:
-    groups: dict[Any, _Group] = {}
-    for i, f in enumerate(batch):
-        g = groups.get(f.group_key)
-        if g is None:
-            g = groups[f.group_key] = _Group([], f.out_dir, dict(f.add.partitionValues or {}))
-        g.files.append((i, f))
-    return list(groups.values())
-
-
-def _quote_name(name: str) -> str:
-    return "`" + name.replace("`", "``") + "`"
-
-
-def _metadata_column(df: "DataFrame") -> Any:
-    from pyspark.sql import functions as F
-
-    if hasattr(df, "metadataColumn"):  # works even when the data has a column named _metadata
-        return df.metadataColumn("_metadata")
-    return F.col("_metadata")  # pragma: no cover - Spark 3.5
-
-
-def _file_name_key(metadata: Any) -> Any:
-    """The decoded file name of ``_metadata.file_path`` (a URI string). ``url_decode`` would
-    read a literal ``+`` as a space, so ``+`` is escaped first."""
-    from pyspark.sql import functions as F
-
-    raw = F.substring_index(metadata.getField("file_path"), "/", -1)
-    return F.url_decode(F.replace(raw, F.lit("+"), F.lit("%2B")))
-
-
-MAX_PACKED_ROW_INDEX = 1 << 40
-_PLAIN_NAME = re.compile(r"[A-Za-z0-9._-]+")
-
-
-def unique_residue_modulus(values: Sequence[int], max_bits: int = 20) -> int | None:
-    """The smallest power of two K (≤ 2^max_bits) such that ``value mod K`` differs for every
-    value, or None (duplicates, or no such K)."""
-    n = len(values)
-    if n == 0 or len(set(values)) != n:
-        return None
-    for bits in range(max(1, (n - 1).bit_length()), max_bits + 1):
-        k = 1 << bits
-        if len({v & (k - 1) for v in values}) == n:
-            return k
-    return None
-
-
-@dataclass(frozen=True)
-class _JoinKey:
-    """How a group's rows are keyed for the anti join.
-
-    Spark joins fastest on one long, so a row is ``row_index * K + r`` where ``r`` tells the
-    files apart: ``file_size mod K`` when the sizes differ, else ``crc32(file name) mod K``
-    (file names are unique within a directory). ``_metadata.file_size`` / ``file_name`` are
-    per-file constants, so this costs a multiply and an add per row. When neither works (or the
-    names need URI escaping) the key is the (decoded file name, row index) pair.
-    """
-
-    mode: str                        # "size" | "crc" | "name"
-    modulus: int | None
-    residues: Mapping[int, int]      # batch index → r
-    names: Mapping[int, str]         # batch index → decoded file name
-
-
-def _join_key(group: _Group, *, allow_packed: bool = True) -> _JoinKey:
-    files = group.rewritten
-    names = {i: f.file_name for i, f in files}
-    small = all((f.num_records or MAX_PACKED_ROW_INDEX) < MAX_PACKED_ROW_INDEX for _i, f in files)
-    if allow_packed and small:
-        sizes = {i: f.add.size for i, f in files}
-        k = unique_residue_modulus(list(sizes.values()))
-        if k is not None:
-            return _JoinKey("size", k, {i: v & (k - 1) for i, v in sizes.items()}, names)
-        if all(_PLAIN_NAME.fullmatch(n) for n in names.values()):
-            crcs = {i: zlib.crc32(n.encode("utf-8")) for i, n in names.items()}
-            k = unique_residue_modulus(list(crcs.values()))
-            if k is not None:
-                return _JoinKey("crc", k, {i: v & (k - 1) for i, v in crcs.items()}, names)
-    return _JoinKey("name", None, {}, names)
-
-
-def _read_inputs(spark: "SparkSession", files: Sequence[tuple[int, PurgeFile]], read_schema: Any,
-                 key: _JoinKey) -> "DataFrame":
-    """One scan of a group's input files: the data columns, each row's index and what tells its
-    file apart (``_DISC``: the residue of :class:`_JoinKey`, or ``_KEY``: the file name)."""
-    from pyspark.sql import functions as F
-
-    df = spark.read.schema(read_schema).parquet(*[f.spark_path for _i, f in files])
-    meta = _metadata_column(df)
-    data = [F.col(_quote_name(n)) for n in read_schema.fieldNames()]
-    row_index = meta.getField("row_index").alias(_RI)
-    if key.mode == "name":
-        return df.select(*data, row_index, _file_name_key(meta).alias(_KEY))
-    if key.mode == "size":
-        discriminator = meta.getField("file_size")
-    else:
-        discriminator = F.crc32(meta.getField("file_name").cast("binary"))
-    return df.select(*data, row_index, discriminator.bitwiseAND(F.lit(key.modulus - 1)).alias(_DISC))
-
-
-def _packed(values: pa.Array, key: _JoinKey, i: int) -> pa.Array:
-    """int64 ``values * K + residue`` (or the values themselves when keyed by name)."""
-    values = values.cast(pa.int64())
-    if not key.modulus:
-        return values
-    return pc.add(pc.multiply(values, key.modulus), key.residues[i])
-
-
-def _with_names(columns: dict[str, list[pa.Array]], key: _JoinKey, i: int, n: int) -> None:
-    if not key.modulus:
-        columns.setdefault(_KEY_R, []).append(pa.array([key.names[i]] * n, pa.string()))
-
-
-def _table(columns: dict[str, list[pa.Array]], types: dict[str, pa.DataType]) -> pa.Table:
-    return pa.table({name: pa.concat_arrays(parts) if parts else pa.array([], types[name])
-                     for name, parts in columns.items()})
-
-
-def deleted_masks(values: pa.Array) -> tuple[pa.Array, pa.Array]:
-    """Sorted row indexes → (64-row block numbers, 64-bit masks of the deleted rows in each
-    block, as signed int64). A block ``b`` with mask ``m`` deletes row ``64 b + k`` when bit ``k``
-    of ``m`` is set. Clustered deletes shrink a lot; scattered ones never grow."""
-    if len(values) == 0:
-        empty = pa.array([], pa.int64())
-        return empty, empty
-    values = values.cast(pa.uint64())
-    blocks = pc.shift_right(values, 6)
-    bits = pc.shift_left(pa.scalar(1, pa.uint64()), pc.bit_wise_and(values, pa.scalar(63, pa.uint64())))
-    grouped = pa.table({"b": blocks, "v": bits}).group_by("b", use_threads=False).aggregate([("v", "sum")])
-    return grouped.column("b").combine_chunks().cast(pa.int64()), \
-        grouped.column("v_sum").combine_chunks().cast(pa.int64(), safe=False)
-
-
-def _deleted_masks_table(key: _JoinKey, rows: Mapping[int, pa.Array]) -> pa.Table:
-    columns: dict[str, list[pa.Array]] = {_BLOCK_R: [], _MASK_R: []}
-    for i, values in rows.items():
-        blocks, masks = deleted_masks(values)
-        columns[_BLOCK_R].append(_packed(blocks, key, i))
-        columns[_MASK_R].append(masks)
-        _with_names(columns, key, i, len(blocks))
-    return _table(columns, {_BLOCK_R: pa.int64(), _MASK_R: pa.int64(), _KEY_R: pa.string()})
-
-
-def _deleted_runs_table(key: _JoinKey, runs: Mapping[int, tuple[pa.Array, pa.Array]]) -> pa.Table:
-    columns: dict[str, list[pa.Array]] = {"start": [], "end": []}
-    for i, (s, e) in runs.items():
-        columns["start"].append(_packed(s, key, i))
-        columns["end"].append(_packed(e, key, i))
-        _with_names(columns, key, i, len(s))
-    return _table(columns, {"start": pa.int64(), "end": pa.int64(), _KEY_R: pa.string()})
-
-
-def _without_deleted(spark: "SparkSession", data: "DataFrame", group: _Group, dvs: Mapping[int, Any],
-                     strategy: str, key: _JoinKey) -> "DataFrame":
-    """``data`` minus the deleted rows, by a left anti join.
-
-    ``broadcast``: the deleted rows go to the executors as (64-row block, mask) pairs built on
-    the driver from the bitmaps; a row is dropped when its block matches and its bit is set.
-    ``shuffle``: only the *runs* of deleted rows leave the driver; executors expand them
-    (``explode(sequence(start, end, step))``) and a sort-merge anti join removes the rows.
-    """
-    from pyspark.sql import functions as F
-
-    wanted = {i: dvs[i] for i, _f in group.rewritten}
-    scale = F.lit(key.modulus or 1)
-    residue = F.col(_DISC) if key.modulus else F.lit(0)
-    if strategy == "broadcast":
-        masks = F.broadcast(spark.createDataFrame(_deleted_masks_table(key, wanted)))
-        left = data.select("*", (F.shiftright(F.col(_RI), 6) * scale + residue).alias(_BLOCK),
-                           F.expr(f"shiftleft(CAST(1 AS BIGINT), CAST({_RI} & 63 AS INT))").alias(_BIT))
-        cond = (left[_BLOCK] == masks[_BLOCK_R]) & (masks[_MASK_R].bitwiseAND(left[_BIT]) != 0)
-        if not key.modulus:
-            cond = cond & (left[_KEY] == masks[_KEY_R])
-        return left.join(masks, cond, "left_anti")
-    runs = spark.createDataFrame(_deleted_runs_table(key, wanted))
-    expanded = F.explode(F.sequence(F.col("start"), F.col("end"), scale.cast("long"))).alias(_PAIR_R)
-    pairs = runs.repartition(max(1, min(64, len(wanted) * 4))).select(
-        *([expanded] if key.modulus else [F.col(_KEY_R), expanded])).hint("shuffle_merge")
-    left = data.select("*", (F.col(_RI) * scale + residue).alias(_PAIR))
-    cond = left[_PAIR] == pairs[_PAIR_R]
-    if not key.modulus:
-        cond = cond & (left[_KEY] == pairs[_KEY_R])
-    return left.join(pairs, cond, "left_anti")
-
-
 def _compression(metadata: Metadata) -> str:
     codec = (metadata.configuration.get(COMPRESSION_CODEC) or "snappy").lower()
     return {"uncompressed": "none"}.get(codec, codec)
 
 
-def _write_group(spark: "SparkSession", root: str, group: _Group, dvs: Mapping[int, Any], strategy: str,
-                 read_schema: Any, write_schema: Any, codec: str, allow_packed: bool = True) -> None:
-    from pyspark.sql import functions as F
-
-    key = _join_key(group, allow_packed=allow_packed)
-    data = _read_inputs(spark, group.rewritten, read_schema, key)
-    kept = _without_deleted(spark, data, group, dvs, strategy, key)
-    columns = []
-    for f in write_schema.fields:
-        col = F.col(_quote_name(f.name))
-        if f.metadata:
-            col = col.cast(f.dataType).alias(f.name, metadata=f.metadata)
-        columns.append(col)
-    out = f"{root}/{unquote(group.out_rel)}"
-    (kept.select(*columns).write.mode("errorifexists")
-     .option("compression", codec)
-     .option("mapreduce.fileoutputcommitter.marksuccessfuljobs", "false")
-     .parquet(out))
-
-
-def _spark_new_files(spark: "SparkSession", root: str, groups: Sequence[_Group], read_schema: Any,
+def _spark_new_files(spark: "SparkSession", root: str, groups: Sequence[PurgeGroup], read_schema: Any,
                      leaves: Sequence[StatsLeaf]) -> dict[str, list[NewFile]]:
     """Row counts, sizes, modification times and statistics of the written files, by one Spark
     aggregation grouped by ``_metadata.file_path`` (works on any file system and honours the
@@ -746,28 +118,12 @@ def _spark_new_files(spark: "SparkSession", root: str, groups: Sequence[_Group],
 
     if not groups:
         return {}
-    paths = [_escape_glob(f"{root}/{unquote(g.out_rel)}") for g in groups]
+    paths = [escape_glob(f"{root}/{unquote(g.out_rel)}") for g in groups]
     df = spark.read.schema(read_schema).parquet(*paths)
-    meta = df.metadataColumn("_metadata") if hasattr(df, "metadataColumn") else F.col("_metadata")
+    meta = metadata_column(df)
     aggs = [F.count(F.lit(1)).alias("n"), F.first(meta.getField("file_size")).alias("size"),
-            F.first(F.unix_millis(meta.getField("file_modification_time"))).alias("mtime")]
-    names: list[tuple[StatsLeaf, str, str, str]] = []
-    for k, leaf in enumerate(leaves):
-        col = F.col(_quote_name(leaf.path[0]))
-        for part in leaf.path[1:]:
-            col = col.getField(part)
-        lo_name, hi_name, null_name = f"min{k}", f"max{k}", f"nulls{k}"
-        aggs.append(F.sum(F.when(col.isNull(), 1).otherwise(0)).alias(null_name))
-        if leaf.min_max:
-            if leaf.delta_type == "timestamp":
-                lo, hi = F.unix_micros(F.min(col)), F.unix_micros(F.max(col))
-            elif leaf.delta_type == "string":
-                lo = F.substring(F.min(col), 1, STATS_STRING_PREFIX)
-                hi = F.when(F.length(F.max(col)) <= STATS_STRING_PREFIX, F.max(col))
-            else:
-                lo, hi = F.min(col), F.max(col)
-            aggs += [lo.alias(lo_name), hi.alias(hi_name)]
-        names.append((leaf, lo_name, hi_name, null_name))
+            F.first(F.unix_millis(meta.getField("file_modification_time"))).alias("mtime"),
+            *spark_leaf_aggregates(leaves)]
     rows = df.groupBy(meta.getField("file_path").alias("path")).agg(*aggs).collect()
     by_dir = {g.dir_name: g for g in groups}
     out: dict[str, list[NewFile]] = {g.dir_name: [] for g in groups}
@@ -777,16 +133,14 @@ def _spark_new_files(spark: "SparkSession", root: str, groups: Sequence[_Group],
         group = by_dir.get(parent)
         if group is None:
             raise DvPurgeError(f"Spark reported an unexpected output file {row['path']}")
-        values = {leaf.path: (row[lo] if leaf.min_max else None, row[hi] if leaf.min_max else None, row[nl])
-                  for leaf, lo, hi, nl in names}
         n = int(row["n"])
         out[group.dir_name].append(NewFile(
-            path=f"{group.out_rel}/{quote(name)}", size=int(row["size"]), modification_time=int(row["mtime"]),
-            num_records=n, stats=stats_json(n, leaves, values)))
+            path=f"{group.out_rel}/{log_path(name)}", size=int(row["size"]), modification_time=int(row["mtime"]),
+            num_records=n, stats=stats_json(n, leaves, spark_leaf_stats(row, leaves))))
     return out
 
 
-def _local_new_files(storage: Any, groups: Sequence[_Group],
+def _local_new_files(storage: Any, groups: Sequence[PurgeGroup],
                      leaves: Sequence[StatsLeaf]) -> dict[str, list[NewFile]]:
     """The same from a local listing and the parquet footers (no Spark job)."""
     out: dict[str, list[NewFile]] = {}
@@ -800,7 +154,7 @@ def _local_new_files(storage: Any, groups: Sequence[_Group],
             rows, values = footer_stats(storage.local_path(status.path), leaves)
             if rows == 0:
                 continue  # Spark writes an empty file when every row of a job is gone
-            files.append(NewFile(path=f"{g.out_rel}/{quote(name)}", size=status.size,
+            files.append(NewFile(path=f"{g.out_rel}/{log_path(name)}", size=status.size,
                                  modification_time=status.modification_time_ms, num_records=rows,
                                  stats=stats_json(rows, leaves, values)))
         out[g.dir_name] = files
@@ -812,14 +166,7 @@ def _count_input_rows(spark: "SparkSession", files: Sequence[PurgeFile], read_sc
     return int(df.count())
 
 
-def _remove_of(add: AddFile, now: int) -> RemoveFile:
-    return RemoveFile(path=add.path, deletionTimestamp=now, dataChange=False, extendedFileMetadata=True,
-                      partitionValues=add.partitionValues, size=add.size, stats=add.stats, tags=add.tags,
-                      deletionVector=add.deletionVector, baseRowId=add.baseRowId,
-                      defaultRowCommitVersion=add.defaultRowCommitVersion)
-
-
-def _cleanup(storage: Any, groups: Sequence[_Group]) -> None:
+def _cleanup(storage: Any, groups: Sequence[PurgeGroup]) -> None:
     """Best effort: delete the files of an uncommitted batch (local storage only)."""
     if not hasattr(storage, "walk_files"):
         return
@@ -883,11 +230,11 @@ class _Context:
 @dataclass
 class _Batch:
     files: list[PurgeFile]
-    groups: list[_Group]
+    groups: list[PurgeGroup]
     new_files: dict[str, list[NewFile]] = field(default_factory=dict)
 
     @property
-    def to_write(self) -> list[_Group]:
+    def to_write(self) -> list[PurgeGroup]:
         return [g for g in self.groups if g.rewritten]
 
 
@@ -925,7 +272,7 @@ def _rewrite_batch(ctx: _Context, batch: _Batch) -> _Batch:
             if dvs is None:
                 dvs = _load_dvs(ctx, batch, strategy)
             with ThreadPoolExecutor(max_workers=max(1, min(ctx.parallel_jobs, len(to_write)))) as pool:
-                futures = [pool.submit(_write_group, ctx.spark, ctx.root, g, dvs, strategy, ctx.read_schema,
+                futures = [pool.submit(write_group, ctx.spark, ctx.root, g, dvs, strategy, ctx.read_schema,
                                        ctx.write_schema, ctx.codec, allow_packed) for g in to_write]
                 for fut in futures:
                     fut.result()
@@ -938,9 +285,9 @@ def _rewrite_batch(ctx: _Context, batch: _Batch) -> _Batch:
         except DvPurgeError:
             _cleanup(ctx.storage, to_write)
             # A log whose file sizes are wrong defeats the size-keyed join: retry once with names.
-            if allow_packed and any(_join_key(g).mode == "size" for g in to_write):
+            if allow_packed and any(join_key(g).mode == "size" for g in to_write):
                 for g in to_write:
-                    g.dir_name = _new_dir_name()
+                    g.dir_name = new_dir_name()
                 continue
             raise
         except DeltaDowngradeError:
@@ -986,7 +333,7 @@ def _batch_actions(batch: _Batch, now: int) -> list[AnyAction]:
     actions: list[AnyAction] = []
     for g in batch.groups:
         for _i, f in g.files:
-            actions.append(_remove_of(f.add, now))
+            actions.append(remove_action(f.add, now, with_stats=True))
             if f.cardinality == 0:  # a DV deleting nothing: the same file, without the DV
                 actions.append(AddFile(
                     path=f.add.path, partitionValues=f.add.partitionValues, size=f.add.size,
@@ -1048,7 +395,7 @@ def purge_deletion_vectors(run: "DropRun", *, batch_files: int = DEFAULT_BATCH_F
     verify_deletion_vectors(snapshot, reader)
     if run.dry_run:
         for batch in batches:
-            removes = [_remove_of(f.add, run.clock.now_ms()) for f in batch]
+            removes = [remove_action(f.add, run.clock.now_ms(), with_stats=True) for f in batch]
             run.commit(removes, PURGE_OPERATION, PURGE_PARAMETERS)
         run.progress(f"would purge {total_files} file(s) with deletion vectors ({total_bytes} bytes) "
                      f"in {len(batches)} batch(es)")
@@ -1059,17 +406,18 @@ def purge_deletion_vectors(run: "DropRun", *, batch_files: int = DEFAULT_BATCH_F
     read_json, write_json = physical_schemas(metadata, materialized_partitions=materialized)
     local = hasattr(storage, "list_dir") and hasattr(storage, "local_path") and \
         not os.environ.get("DATABRICKS_RUNTIME_VERSION")
-    plans = [_Batch(b, _group_batch(b)) for b in batches]
+    plans = [_Batch(b, group_batch(b)) for b in batches]
     session = spark
     if session is None and any(p.to_write for p in plans):
         from delta_downgrade.spark import get_spark
+
         session = get_spark()
     read_schema = write_schema = None
     if session is not None:
         from pyspark.sql.types import StructType
 
         read_schema, write_schema = StructType.fromJson(read_json), StructType.fromJson(write_json)
-    ctx = _Context(run=run, spark=session, storage=storage, reader=reader, root=_root_path(run.table),
+    ctx = _Context(run=run, spark=session, storage=storage, reader=reader, root=root_path(run.table),
                    read_schema=read_schema, write_schema=write_schema, leaves=stats_leaves(metadata),
                    codec=_compression(metadata), use_footers=stats == "footer" or (stats == "auto" and local),
                    strategy=strategy, broadcast_max_rows=broadcast_max_rows, parallel_jobs=parallel_jobs)
@@ -1107,8 +455,6 @@ def purge_deletion_vectors(run: "DropRun", *, batch_files: int = DEFAULT_BATCH_F
 
 
 __all__ = [
-    "purge_deletion_vectors", "check_deletion_vectors", "verify_deletion_vectors", "unique_residue_modulus",
-    "files_to_purge", "plan_batches", "physical_schemas", "deleted_masks", "stats_leaves", "stats_json",
-    "stat_value", "footer_stats", "PurgeFile",
-    "DvPurgeError", "PURGE_OPERATION", "PURGE_PARAMETERS",
+    "purge_deletion_vectors", "check_deletion_vectors", "verify_deletion_vectors",
+    "PURGE_OPERATION", "PURGE_PARAMETERS",
 ]

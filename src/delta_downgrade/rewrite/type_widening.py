@@ -26,15 +26,16 @@ Returns True (performedChanges) iff files were rewritten or metadata was removed
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING
 
+from delta_downgrade.log.commit import rebase_unless_files_touched
 from delta_downgrade.protocol.actions import AddFile, AnyAction
 from delta_downgrade.protocol.schema import TYPE_CHANGES_KEY, type_change_fields
-from delta_downgrade.log.commit import rebase_unless_files_touched
-from delta_downgrade.rewrite.column_mapping import (
-    DEFAULT_WORKERS, FilePlan, FileRewriter, Naming, column_mapping_mode, plan_file,
-    remove_action, replacement_add, rewrite_conf, schema_string, stats_for_rewrite, strip_field_metadata,
-)
+from delta_downgrade.rewrite.actions import remove_action, replacement_add
+from delta_downgrade.rewrite.file_plan import FilePlan
+from delta_downgrade.rewrite.file_rewriter import DEFAULT_WORKERS, FileRewriter, in_batches, rewrite_conf
+from delta_downgrade.rewrite.physical_schema import Naming, column_mapping_mode, schema_string, strip_field_metadata
+from delta_downgrade.rewrite.stats import stats_for_rewrite
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import SparkSession
@@ -53,18 +54,9 @@ def stale_files(run: "DropRun", rewriter: FileRewriter) -> list[tuple[AddFile, F
     metadata = snapshot.metadata
     configuration = dict(metadata.configuration)
     naming = Naming(column_mapping_mode(configuration), logical=False)
-    out: list[tuple[AddFile, FilePlan]] = []
     files = list(snapshot.state().files.values())
-    for add, (arrow_schema, num_rows) in zip(files, rewriter.footers(files), strict=True):
-        plan = plan_file(snapshot.schema, metadata.partitionColumns, configuration, arrow_schema,
-                         num_rows, naming, where=f"data file {add.path}")
-        if plan.widened:
-            out.append((add, plan))
-    return out
-
-
-def _batches(items: Sequence[Any], size: int) -> list[Sequence[Any]]:
-    return [items[i:i + size] for i in range(0, len(items), max(1, size))]
+    return [(add, plan) for add, plan in
+            rewriter.plans(files, snapshot.schema, metadata.partitionColumns, configuration, naming) if plan.widened]
 
 
 def rewrite_type_widening(run: "DropRun", *, batch_files: int = DEFAULT_BATCH_FILES,
@@ -78,7 +70,7 @@ def rewrite_type_widening(run: "DropRun", *, batch_files: int = DEFAULT_BATCH_FI
     rewriter = FileRewriter(run.log, spark=spark, workers=workers)
     stale = stale_files(run, rewriter)
     total_bytes = sum(a.size or 0 for a, _ in stale)
-    batches = _batches(stale, batch_files)
+    batches = in_batches(stale, batch_files)
     run.progress(f"REORG (type widening): {len(stale)} live file(s) store narrower types "
                  f"({total_bytes} bytes), {len(batches)} batch(es)")
     rewritten = 0

@@ -1,0 +1,250 @@
+"""Rewrite data files through Spark, one output file per input file: the session confs that keep
+each input one split (row positions survive), the staging and move of each output, concurrent
+jobs, batches, and the footers read concurrently. Column-mapping removal and type widening use it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import posixpath
+import re
+import shutil
+import threading
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
+
+from delta_downgrade.errors import FileLayoutError
+from delta_downgrade.log.delta_log import DeltaLog
+from delta_downgrade.protocol.actions import AddFile
+from delta_downgrade.rewrite.file_plan import FilePlan, plan_file
+from delta_downgrade.rewrite.physical_schema import Naming
+from delta_downgrade.rewrite.spark_io import escape_glob, parquet_writer, quote_name
+from delta_downgrade.rewrite.staging import STAGING_DIR
+from delta_downgrade.storage import typed_write_errors
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pyarrow as pa
+    from pyspark.sql import SparkSession
+
+DEFAULT_WORKERS = 4
+FOOTER_READERS = 16
+
+
+# --- Spark: one output file per input file ---------------------------------------------------------
+
+# Session confs for the rewrite. The first two make every input file exactly one split (so one
+# task reads it front to back and row positions survive); the others make name resolution exact,
+# keep Spark from matching by field id, and write timestamps the way Delta readers expect.
+REWRITE_CONF = {
+    "spark.sql.files.maxPartitionBytes": str(1 << 50),
+    "spark.sql.files.openCostInBytes": str(1 << 50),
+    "spark.sql.caseSensitive": "true",
+    "spark.sql.parquet.fieldId.read.enabled": "false",
+    "spark.sql.parquet.fieldId.write.enabled": "true",
+    "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
+    "spark.sql.parquet.datetimeRebaseModeInWrite": "CORRECTED",
+    "spark.sql.parquet.int96RebaseModeInWrite": "CORRECTED",
+    "spark.sql.files.ignoreMissingFiles": "false",
+    "spark.sql.files.ignoreCorruptFiles": "false",
+    "spark.sql.parquet.mergeSchema": "false",
+}
+
+
+@contextlib.contextmanager
+def rewrite_conf(spark: "SparkSession", progress: Callable[[str], None]) -> Iterator[None]:
+    """Set ``REWRITE_CONF`` for the duration of a rewrite and restore the previous values."""
+    saved: dict[str, str | None] = {}
+    for key, value in REWRITE_CONF.items():
+        try:
+            saved[key] = spark.conf.get(key, None)
+            spark.conf.set(key, value)
+        except Exception as exc:  # noqa: BLE001 - e.g. a serverless session refusing a conf
+            progress(f"could not set {key}={value} ({type(exc).__name__}); continuing without it")
+    try:
+        yield
+    finally:
+        for key, old in saved.items():
+            try:
+                if old is None:
+                    spark.conf.unset(key)
+                else:
+                    spark.conf.set(key, old)
+            except Exception:  # noqa: BLE001
+                pass
+
+
+def _is_absolute(path: str) -> bool:
+    return path.startswith("/") or bool(re.match(r"^[A-Za-z][A-Za-z0-9+.-]*:", path))
+
+
+@dataclass
+class Rewritten:
+    """The new file of one rewritten input file (``path`` None: the input had no rows)."""
+
+    source: AddFile
+    path: str | None
+    size: int
+    num_rows: int
+    modification_time: int
+
+
+class FileRewriter:
+    """Writes new data files next to the old ones, one per input, through Spark.
+
+    Each output is first written by Spark into a hidden staging directory of the table and then
+    moved to its final name (``part-00000-<uuid>-c000.<codec>.parquet`` in the input's directory,
+    or at the table root for an absolute input path), so that nothing half-written ever has a
+    data-file name. The staging directory is removed at the end; files moved out of it but never
+    committed are orphans that VACUUM removes.
+    """
+
+    def __init__(self, log: DeltaLog, *, spark: "SparkSession | None" = None,
+                 workers: int = DEFAULT_WORKERS) -> None:
+        self._spark = spark
+        self.storage = log.storage
+        self.table = log.table
+        self.workers = max(1, workers)
+        self.staging = f"{STAGING_DIR}/{uuid.uuid4()}"
+
+    @property
+    def session(self) -> "SparkSession":
+        """The Spark session, started on first use (planning and dry runs need none)."""
+        if self._spark is None:
+            from delta_downgrade.spark import get_spark
+
+            self._spark = get_spark()
+        return self._spark
+
+    def local(self, rel: str) -> str:
+        return self.storage.local_path(rel)
+
+    def input_location(self, add: AddFile) -> str:
+        path = add.decoded_path
+        if _is_absolute(path):
+            return path[len("file:"):] if path.startswith("file:") else path
+        return self.local(path)
+
+    def footer(self, add: AddFile) -> tuple["pa.Schema", int]:
+        import pyarrow.parquet as pq
+
+        meta = pq.read_metadata(self.input_location(add))
+        return meta.schema.to_arrow_schema(), int(meta.num_rows)
+
+    def _destination(self, add: AddFile, suffix: str) -> str:
+        path = add.decoded_path
+        parent = "" if _is_absolute(path) else posixpath.dirname(path)
+        name = f"part-00000-{uuid.uuid4()}-c000{suffix}"
+        return f"{parent}/{name}" if parent else name
+
+    def rewrite(self, add: AddFile, plan: FilePlan) -> Rewritten:
+        from pyspark.sql import functions as F
+        from pyspark.sql.types import StructType, _parse_datatype_json_value
+
+        staging_rel = f"{self.staging}/{uuid.uuid4()}"
+        staging_local = self.local(staging_rel)
+        reader = self.session.read.schema(StructType.fromJson(plan.read_schema))
+        df = reader.parquet(escape_glob(self.input_location(add)))
+        selected = []
+        for c in plan.columns:
+            source = F.col(quote_name(c.source)) if c.source is not None else F.lit(None)
+            target = _parse_datatype_json_value(c.target_type)
+            column = source.cast(target)
+            selected.append(column.alias(c.out_name, metadata=c.out_metadata) if c.out_metadata
+                            else column.alias(c.out_name))
+        # Disk full / read-only while Spark stages or while we move the output: the typed
+        # storage errors, as for every other write of the package (storage.typed_write_errors).
+        with typed_write_errors(f"writing the rewrite of {add.path} (staging {staging_rel})", self.table):
+            return self._stage_and_move(add, plan, df.select(*selected), staging_local)
+
+    def _stage_and_move(self, add: AddFile, plan: FilePlan, df: Any, staging_local: str) -> Rewritten:
+        parquet_writer(df.coalesce(1), "snappy").option("maxRecordsPerFile", 0).parquet(staging_local)
+        try:
+            written = sorted(n for n in os.listdir(staging_local)
+                             if n.endswith(".parquet") and not n.startswith((".", "_")))
+            if len(written) > 1:
+                raise FileLayoutError(f"Spark wrote {len(written)} files for {add.path}; expected one",
+                                      table=self.table)
+            if not written:
+                if plan.num_rows != 0:
+                    raise FileLayoutError(f"Spark wrote no file for {add.path}, which has "
+                                          f"{plan.num_rows} rows; nothing was committed", table=self.table)
+                return Rewritten(add, None, 0, 0, 0)
+            name = written[0]
+            codec = re.search(r"(\.[A-Za-z0-9]+)?\.parquet$", name)
+            dest = self._destination(add, codec.group(0) if codec else ".parquet")
+            dest_local = self.local(dest)
+            os.makedirs(os.path.dirname(dest_local), exist_ok=True)
+            os.replace(os.path.join(staging_local, name), dest_local)
+        finally:
+            shutil.rmtree(staging_local, ignore_errors=True)
+        import pyarrow.parquet as pq
+
+        rows = int(pq.read_metadata(dest_local).num_rows)
+        if rows != plan.num_rows:
+            raise FileLayoutError(
+                f"the rewrite of {add.path} has {rows} rows instead of {plan.num_rows}; nothing was "
+                f"committed (check spark.sql.files.ignoreCorruptFiles/ignoreMissingFiles)", table=self.table)
+        st = os.stat(dest_local)
+        return Rewritten(add, dest, st.st_size, rows, int(st.st_mtime * 1000))
+
+    def rewrite_all(self, items: Sequence[tuple[AddFile, FilePlan]], progress: Callable[[str], None],
+                    label: str) -> list[Rewritten]:
+        """Rewrite ``items`` with up to ``workers`` concurrent Spark jobs; progress in files and
+        bytes. Any failure stops the rewrite (files already written become orphans)."""
+        total_files = len(items)
+        total_bytes = sum(a.size or 0 for a, _ in items)
+        done: list[Rewritten] = []
+        lock = threading.Lock()
+        state = {"bytes": 0}
+
+        def one(item: tuple[AddFile, FilePlan]) -> Rewritten:
+            result = self.rewrite(*item)
+            with lock:
+                done.append(result)
+                state["bytes"] += item[0].size or 0
+                progress(f"{label}: rewrote {len(done)}/{total_files} files, "
+                         f"{state['bytes']}/{total_bytes} bytes")
+            return result
+
+        try:
+            if self.workers == 1 or total_files <= 1:
+                return [one(item) for item in items]
+            with ThreadPoolExecutor(max_workers=self.workers) as pool:
+                futures = [pool.submit(one, item) for item in items]
+                try:
+                    return [f.result() for f in futures]
+                except BaseException:
+                    for f in futures:
+                        f.cancel()  # stop at the first failure; running jobs finish
+                    raise
+        finally:
+            self.cleanup()
+
+    def footers(self, files: Sequence[AddFile]) -> Iterator[tuple["pa.Schema", int]]:
+        """The footers of ``files`` (schema, row count) in order, read concurrently and yielded as
+        they are consumed; no data is read."""
+        if len(files) <= 1:
+            yield from (self.footer(a) for a in files)
+            return
+        with ThreadPoolExecutor(max_workers=FOOTER_READERS) as pool:
+            yield from pool.map(self.footer, files)
+
+    def plans(self, files: Sequence[AddFile], schema: dict[str, Any], partition_columns: Sequence[str],
+              configuration: dict[str, str], naming: Naming) -> Iterator[tuple[AddFile, FilePlan]]:
+        """Each of ``files`` with its rewrite plan (``file_plan.plan_file``), from its footer alone."""
+        for add, (arrow_schema, num_rows) in zip(files, self.footers(files), strict=True):
+            yield add, plan_file(schema, partition_columns, configuration, arrow_schema, num_rows, naming,
+                                 where=f"data file {add.path}")
+
+    def cleanup(self) -> None:
+        shutil.rmtree(self.local(self.staging), ignore_errors=True)
+        root = self.local(STAGING_DIR)
+        with contextlib.suppress(OSError):
+            os.rmdir(root)  # only when empty: another run may be staging too
+
+
+def in_batches(items: Sequence[Any], size: int) -> list[Sequence[Any]]:
+    return [items[i:i + size] for i in range(0, len(items), max(1, size))]

@@ -1,0 +1,90 @@
+"""The per-file plan (rewrite/file_plan.py): a Parquet footer matched with the table schema; no Spark."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pytest
+
+from delta_downgrade.errors import FileLayoutError
+from delta_downgrade.rewrite.file_plan import plan_file
+from delta_downgrade.rewrite.physical_schema import Naming
+
+NAME_MODE = {"delta.columnMapping.mode": "name"}
+
+
+def _field(name, type_, physical=None, fid=None):
+    meta = {}
+    if physical:
+        meta["delta.columnMapping.physicalName"] = physical
+    if fid is not None:
+        meta["delta.columnMapping.id"] = fid
+    return {"name": name, "type": type_, "nullable": True, "metadata": meta}
+
+
+def _arrow(name, type_, fid=None):
+    return pa.field(name, type_, metadata={b"PARQUET:field_id": str(fid).encode()} if fid is not None else None)
+
+
+def _schema(*fields):
+    return {"type": "struct", "fields": list(fields)}
+
+
+def test_column_mapping_removal_reads_physical_and_writes_logical_names():
+    schema = _schema(_field("a", "long", "col-a", 1), _field("s", _schema(_field("x", "integer", "col-x", 2)),
+                                                             "col-s", 3))
+    footer = pa.schema([_arrow("col-a", pa.int64()), _arrow("col-s", pa.struct([_arrow("col-x", pa.int32())]))])
+    plan = plan_file(schema, [], NAME_MODE, footer, 5, Naming("name", logical=True), where="f")
+    assert [(c.source, c.out_name) for c in plan.columns] == [("col-a", "a"), ("col-s", "s")]
+    assert plan.columns[1].target_type["fields"][0]["name"] == "x"
+    assert plan.read_schema["fields"][1]["type"]["fields"][0]["name"] == "col-x"
+    assert not plan.identity and plan.widened == [] and plan.num_rows == 5
+
+
+def test_a_file_already_in_the_output_layout_is_identity():
+    # column mapping enabled on an existing table: its old files' physical names are the logical ones
+    schema = _schema(_field("a", "long", "a", 1))
+    plan = plan_file(schema, [], NAME_MODE, pa.schema([_arrow("a", pa.int64())]), 1,
+                     Naming("name", logical=True), where="f")
+    assert plan.identity
+    with_ids = plan_file(schema, [], NAME_MODE, pa.schema([_arrow("a", pa.int64(), fid=1)]), 1,
+                         Naming("name", logical=True), where="f")
+    assert not with_ids.identity  # field ids must go
+
+
+def test_id_mode_finds_columns_by_field_id_and_keeps_ids():
+    schema = _schema(_field("a", "long", "col-a", 7))
+    footer = pa.schema([_arrow("renamed-in-file", pa.int64(), fid=7)])
+    plan = plan_file(schema, [], {"delta.columnMapping.mode": "id"}, footer, 1, Naming("id", logical=False), where="f")
+    assert [(c.source, c.out_name, c.out_metadata) for c in plan.columns] == [
+        ("renamed-in-file", "col-a", {"parquet.field.id": 7})]
+
+
+def test_widened_leaves_at_every_level():
+    schema = _schema(_field("i", "long"), _field("a", {"type": "array", "elementType": "double", "containsNull": True}),
+                     _field("m", {"type": "map", "keyType": "integer", "valueType": "decimal(12,2)",
+                                  "valueContainsNull": True}))
+    footer = pa.schema([_arrow("i", pa.int32()), _arrow("a", pa.list_(pa.float32())),
+                        _arrow("m", pa.map_(pa.int16(), pa.decimal128(10, 2)))])
+    plan = plan_file(schema, [], {}, footer, 1, Naming("none", logical=False), where="f")
+    assert plan.widened == [(("i",), "integer", "long"), (("a", "element"), "float", "double"),
+                            (("m", "key"), "short", "integer"), (("m", "value"), "decimal(10,2)", "decimal(12,2)")]
+    assert plan.columns[0].read_type == "integer" and plan.columns[0].target_type == "long"
+    assert not plan.identity
+
+
+def test_missing_dropped_partition_and_row_tracking_columns():
+    schema = _schema(_field("a", "long"), _field("new", "string"), _field("p", "string"))
+    conf = {"delta.rowTracking.materializedRowIdColumnName": "_row_id_col"}
+    footer = pa.schema([_arrow("a", pa.int64()), _arrow("dropped", pa.int64()), _arrow("_row_id_col", pa.int64())])
+    plan = plan_file(schema, ["p"], conf, footer, 1, Naming("none", logical=False), where="f")
+    # "new" is written as NULL, the partition column is not written, "dropped" goes, row ids stay
+    assert [(c.source, c.out_name) for c in plan.columns] == [("a", "a"), (None, "new"), ("_row_id_col", "_row_id_col")]
+    assert [f["name"] for f in plan.read_fields] == ["a", "_row_id_col"]
+    assert not plan.identity
+
+
+def test_a_nested_file_column_for_a_primitive_table_column_is_refused():
+    schema = _schema(_field("a", "long"))
+    footer = pa.schema([_arrow("a", pa.struct([_arrow("x", pa.int64())]))])
+    with pytest.raises(FileLayoutError, match="data file x.parquet: column a is nested in the file but long"):
+        plan_file(schema, [], {}, footer, 1, Naming("none", logical=False), where="data file x.parquet")
