@@ -17,6 +17,7 @@ from delta_downgrade.errors import (
     FeatureDropError, FeatureNotPresentError, HistoricalVersionsExistError,
     InvalidProtocolDowngradeError, RetentionWaitError,
 )
+from delta_downgrade.features import RemovableFeature, TraceContext, removable
 from delta_downgrade.log.checkpoints import checkpoint_table
 from delta_downgrade.log.commit import WinningCommit, rebase_unless_protocol_changed
 from delta_downgrade.log.delta_log import DeltaLog
@@ -26,7 +27,6 @@ from delta_downgrade.operations.drop_run import (
     _DroppedConcurrently, finish, protected_checkpoint_paths, truncate_after_ms,
 )
 from delta_downgrade.operations.drop_validation import clean_feature_name, validate_drop, validate_plan
-from delta_downgrade.operations.feature_drops import FeatureDrop, drop_for
 from delta_downgrade.operations.truncate import drop_checkpoint_protection
 from delta_downgrade.protocol import CHECKPOINT_PROTECTION, Protocol, TableFeature
 from delta_downgrade.protocol.actions import (
@@ -69,7 +69,7 @@ def drop_feature(location: str, feature: str, *, truncate_history: bool = False,
         raise
     run = DropRun(log, spec.name, clock=clock, dry_run=dry_run, hooks=dict(hooks or {}),
                   progress=progress or (lambda m: None))
-    behaviour = drop_for(spec.name)
+    behaviour = removable(spec.name)
     # Everything the plan needs is checked before its first write, the same way for a dry run.
     _ensure_writable(start, spec.name, location)
     validate_plan(start, spec, planned_updates=behaviour.property_updates(start),
@@ -128,7 +128,7 @@ def _already_absent(log: DeltaLog, name: str, protocol: Protocol, exc: FeatureDr
 
 # --- fast path (Checkpoint Protection RFC) ------------------------------------------------------------
 
-def _fast_drop(run: DropRun, spec: TableFeature, behaviour: FeatureDrop, before: Protocol) -> DropOutcome:
+def _fast_drop(run: DropRun, spec: TableFeature, behaviour: RemovableFeature, before: Protocol) -> DropOutcome:
     history_protection = spec.requires_history_protection
     # 1. Pre-downgrade: disable, then remove the feature's traces.
     behaviour.remove_traces(run)
@@ -162,7 +162,7 @@ def _barrier(run: DropRun) -> None:
         feature=run.feature)
 
 
-def _downgrade_actions(snapshot: Snapshot, spec: TableFeature, behaviour: FeatureDrop, *,
+def _downgrade_actions(snapshot: Snapshot, spec: TableFeature, behaviour: RemovableFeature, *,
                        with_checkpoint_protection: bool, commit_version: int) -> tuple[list[AnyAction], Protocol]:
     protocol = snapshot.protocol
     new_protocol = protocol.downgrade_for_drop(spec.name, checkpoint_protection=with_checkpoint_protection)
@@ -182,8 +182,8 @@ def _downgrade_actions(snapshot: Snapshot, spec: TableFeature, behaviour: Featur
     return actions, new_protocol
 
 
-def _revalidate(snapshot: Snapshot, spec: TableFeature, behaviour: FeatureDrop, concurrent: str | None) -> None:
-    traces = behaviour.traces(snapshot)
+def _revalidate(snapshot: Snapshot, spec: TableFeature, behaviour: RemovableFeature, concurrent: str | None) -> None:
+    traces = behaviour.traces(TraceContext(snapshot))
     if traces:
         where = f" by the concurrent commit {concurrent}" if concurrent else ""
         raise DropConflictError(
@@ -223,7 +223,7 @@ class _RebasedView(Snapshot):
 _FILE_ONLY = (AddFile, RemoveFile, AddCDCFile, CommitInfo, Txn)
 
 
-def _downgrade_commit(run: DropRun, spec: TableFeature, behaviour: FeatureDrop, *,
+def _downgrade_commit(run: DropRun, spec: TableFeature, behaviour: RemovableFeature, *,
                       with_checkpoint_protection: bool) -> tuple[int, Protocol]:
     snapshot = run.latest()
     if run.dry_run:
@@ -289,7 +289,7 @@ def _wait_time_after(run: DropRun, version: int) -> str:
     return to_utc_iso(((written + retention) // MINUTE_MS + 1) * MINUTE_MS)
 
 
-def _drop_with_history_truncation(run: DropRun, spec: TableFeature, behaviour: FeatureDrop,
+def _drop_with_history_truncation(run: DropRun, spec: TableFeature, behaviour: RemovableFeature,
                                   before: Protocol) -> DropOutcome:
     performed = behaviour.remove_traces(run)
     if spec.requires_history_protection:
@@ -340,7 +340,7 @@ def _drop_with_history_truncation(run: DropRun, spec: TableFeature, behaviour: F
     return finish(run, before, new_protocol, STATUS_DROPPED)
 
 
-def history_uses_feature(log: DeltaLog, behaviour: FeatureDrop) -> bool:
+def history_uses_feature(log: DeltaLog, behaviour: RemovableFeature) -> bool:
     """delta-spark's ``historyContainsFeature``: the state at the earliest retained
     checkpoint (without tombstones) or any action of any retained commit uses the feature."""
     earliest = log.earliest_version()
@@ -351,7 +351,7 @@ def history_uses_feature(log: DeltaLog, behaviour: FeatureDrop) -> bool:
     if any(behaviour.action_uses_feature(f) for f in state.files.values()):
         return True
     if base.segment.checkpoint is not None and base.segment.checkpoint.kind == "v2" \
-            and behaviour.feature == "v2Checkpoint":
+            and behaviour.name == "v2Checkpoint":
         return True
     listing = log.listing()
     from delta_downgrade.log.snapshot import read_commit_actions
