@@ -9,12 +9,14 @@ dependencies, properties) stays in its registry entry in :mod:`delta_downgrade.p
 
 from __future__ import annotations
 
+from typing import Mapping
+
 from delta_downgrade.features import (
     catalog_owned, check_constraints, checkpoint_protection, column_mapping, deletion_vectors,
     domain_metadata, geospatial, in_commit_timestamp, materialize_partition_columns, row_tracking,
     type_widening, v2_checkpoint, vacuum_protocol_check,
 )
-from delta_downgrade.features.base import RemovableFeature, TraceContext
+from delta_downgrade.features.base import RemovableFeature, RewriteFunction, TraceContext
 from delta_downgrade.protocol.features import FEATURES, get_feature
 
 REMOVABLE: dict[str, RemovableFeature] = {f.name: f for f in (
@@ -41,11 +43,19 @@ REMOVABLE: dict[str, RemovableFeature] = {f.name: f for f in (
 behaviour of their test-only features here for the duration of a test."""
 
 
-def removable(name: str) -> RemovableFeature:
-    """The behaviour of removable feature ``name`` (its exact registry name).
+def removable(name: str, *, rewrites: Mapping[str, RewriteFunction] | None = None) -> RemovableFeature:
+    """The behaviour of removable feature ``name`` (its exact registry name); ``rewrites`` maps
+    feature names to a data rewrite that replaces the feature's own (a caller's options, tests).
 
     A removable feature of a test registry that has no behaviour of its own gets the default:
     no traces, nothing to clean. A name that is not a removable feature is a programming error."""
+    found = _behaviour(name)
+    if rewrites and name in rewrites:
+        return found.with_rewrite(rewrites[name])
+    return found
+
+
+def _behaviour(name: str) -> RemovableFeature:
     found = REMOVABLE.get(name)
     if found is not None:
         return found

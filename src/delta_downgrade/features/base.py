@@ -13,8 +13,10 @@ and the steps its pre-downgrades share.
 
 from __future__ import annotations
 
+import copy
+import importlib
 from dataclasses import dataclass
-from typing import Callable
+from typing import Any, Callable, Union
 
 from delta_downgrade.errors import NotSupportedYetError
 from delta_downgrade.log.commit import rebase_over_blind_appends
@@ -22,6 +24,13 @@ from delta_downgrade.log.snapshot import Snapshot, TableState
 from delta_downgrade.operations.drop_run import DropRun
 from delta_downgrade.protocol.actions import AnyAction
 from delta_downgrade.protocol.features import TableFeature, get_feature
+
+RewriteFunction = Callable[[DropRun], Any]
+"""A data rewrite: ``rewrite(run)`` rewrites the files that carry the feature's traces, commits,
+and returns whether it changed the table; in a dry run it plans and checks, writing nothing."""
+Rewrite = Union[str, RewriteFunction]
+"""A rewrite named by its dotted path ``"package.module:function"``, or the function itself (a
+caller's substitute, see :meth:`RemovableFeature.with_rewrite`)."""
 
 
 @dataclass
@@ -52,6 +61,8 @@ class RemovableFeature:
     whose entry (:attr:`spec`) holds everything the protocol says about it."""
 
     name: str = ""
+    rewrite: Rewrite | None = None
+    """The Spark data rewrite the pre-downgrade runs, if the feature has traces in data files."""
 
     def __init__(self, name: str | None = None) -> None:
         if name is not None:
@@ -59,6 +70,13 @@ class RemovableFeature:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.name!r})"
+
+    def with_rewrite(self, rewrite: Rewrite) -> "RemovableFeature":
+        """The same feature with ``rewrite`` as its data rewrite (tests and callers that run the
+        rewrite with their own options)."""
+        substituted = copy.copy(self)
+        substituted.rewrite = rewrite
+        return substituted
 
     @property
     def spec(self) -> TableFeature:
@@ -94,20 +112,36 @@ class RemovableFeature:
         return False
 
 
-def require_hook(run: DropRun, name: str, why: str) -> Callable[[DropRun], bool]:
-    """The data-rewrite step ``name``, or a clear refusal before anything is written."""
-    hook = run.hooks.get(name)
-    if hook is not None:
-        return hook
+def require_rewrite(run: DropRun, rewrite: Rewrite | None, why: str) -> RewriteFunction:
+    """The data rewrite ``rewrite`` of the feature being dropped, or a clear refusal before
+    anything is written. A dotted path is imported only here, when a drop needs it: PySpark is an
+    optional dependency, and the rewrite modules are not needed to read a table."""
+    if callable(rewrite):
+        return rewrite
     try:
-        import pyspark  # noqa: F401
-        reason = "this installation has no Spark rewrite for it"
+        import pyspark  # noqa: F401 - without Spark there is no rewrite
     except ImportError:
         reason = ("PySpark is not installed: on Databricks it comes with the runtime; locally install "
                   "delta-downgrade[local] (pyspark 4.2)")
+    else:
+        function = _import_rewrite(rewrite) if rewrite else None
+        if function is not None:
+            return function
+        reason = "this installation has no Spark rewrite for it"
     raise NotSupportedYetError(
         f"dropping {run.feature} needs a Spark data rewrite ({why}), but {reason}. Nothing was written",
         table=run.table, feature=run.feature)
+
+
+def _import_rewrite(path: str) -> RewriteFunction | None:
+    """``module:function``, or None when the module cannot be imported here."""
+    module_name, _, attribute = path.partition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError:
+        return None
+    function: RewriteFunction = getattr(module, attribute)
+    return function
 
 
 def commit_properties(run: DropRun, snapshot: Snapshot, updates: dict[str, str | None],
@@ -125,26 +159,26 @@ def commit_properties(run: DropRun, snapshot: Snapshot, updates: dict[str, str |
                                                         allow_deletion_vectors=allow_deletion_vectors))
 
 
-def rehearse(run: DropRun, hook: Callable[[DropRun], bool]) -> None:
-    """Run a data-rewrite hook as a dry run of the same table before the drop's first write.
+def rehearse(run: DropRun, rewrite: RewriteFunction) -> None:
+    """Run a data rewrite as a dry run of the same table before the drop's first write.
     Every rewrite checks what can stop it (unreadable DVs, unsupported tables, invalid column
     names, unreadable footers …) before its dry-run plan, so a refusal surfaces here, with nothing
     written, instead of after the drop's first commits."""
-    hook(DropRun(run.log, run.feature, clock=run.clock, dry_run=True, hooks=run.hooks))
+    rewrite(DropRun(run.log, run.feature, clock=run.clock, dry_run=True))
 
 
 class DataRewriteFeature(RemovableFeature):
-    """A feature whose traces live in the data files: only a Spark rewrite removes them. A table
+    """A feature whose traces live in the data files: only its Spark rewrite removes them. A table
     that still has traces and no rewrite to run is refused, never half-dropped."""
 
     def preflight(self, run: DropRun, snapshot: Snapshot) -> None:
         traces = self.traces(TraceContext(snapshot))
         if traces:
-            rehearse(run, require_hook(run, f"remove_{self.name}", "; ".join(traces)))
+            rehearse(run, require_rewrite(run, self.rewrite, "; ".join(traces)))
 
     def remove_traces(self, run: DropRun) -> bool:
         traces = self.traces(TraceContext(run.latest()))
         if not traces:
             return False
-        hook = require_hook(run, f"remove_{self.name}", "; ".join(traces))
-        return bool(hook(run))
+        rewrite = require_rewrite(run, self.rewrite, "; ".join(traces))
+        return bool(rewrite(run))

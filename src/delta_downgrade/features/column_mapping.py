@@ -13,6 +13,7 @@ MODE_PROPERTY = "delta.columnMapping.mode"
 
 class ColumnMapping(DataRewriteFeature):
     name = "columnMapping"
+    rewrite = "delta_downgrade.rewrite.column_mapping:remove_column_mapping"
 
     def traces(self, ctx: TraceContext) -> list[str]:
         out = []

@@ -6,7 +6,7 @@ from __future__ import annotations
 from urllib.parse import quote
 
 from delta_downgrade.features.base import (
-    RemovableFeature, TraceContext, commit_properties, rehearse, require_hook,
+    RemovableFeature, TraceContext, commit_properties, rehearse, require_rewrite,
 )
 from delta_downgrade.log.commit import rebase_over_blind_appends
 from delta_downgrade.log.snapshot import Snapshot
@@ -19,6 +19,7 @@ ENABLE_PROPERTY = "delta.enableDeletionVectors"
 
 class DeletionVectors(RemovableFeature):
     name = "deletionVectors"
+    rewrite = "delta_downgrade.rewrite.dv_purge:purge_deletion_vectors"
 
     def preflight(self, run: DropRun, snapshot: Snapshot) -> None:
         with_dv = [f for f in snapshot.state().files.values() if f.dv is not None]
@@ -26,8 +27,8 @@ class DeletionVectors(RemovableFeature):
             return
         # The purge must be able to run before anything is written, so a refusal leaves no trace:
         # its dry run verifies every DV (deleted rows never return) and its own refusals.
-        rehearse(run, require_hook(run, "purge_deletion_vectors",
-                                   f"{len(with_dv)} live file(s) carry deletion vectors"))
+        rehearse(run, require_rewrite(run, self.rewrite,
+                                      f"{len(with_dv)} live file(s) carry deletion vectors"))
 
     def property_updates(self, snapshot: Snapshot) -> dict[str, str | None]:
         if TraceContext(snapshot).prop_true(ENABLE_PROPERTY):
@@ -43,7 +44,7 @@ class DeletionVectors(RemovableFeature):
             commit_properties(run, snapshot, updates, "UNSET TBLPROPERTIES", allow_deletion_vectors=False)
             performed = True
         if any(f.dv is not None for f in run.latest().state().files.values()):
-            purge = require_hook(run, "purge_deletion_vectors", "live files carry deletion vectors")
+            purge = require_rewrite(run, self.rewrite, "live files carry deletion vectors")
             purge(run)
             performed = True
         self._add_tombstones(run)

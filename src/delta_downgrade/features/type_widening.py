@@ -17,6 +17,8 @@ ENABLE_PROPERTY = "delta.enableTypeWidening"
 class TypeWidening(DataRewriteFeature):
     """Both names of the feature behave the same."""
 
+    rewrite = "delta_downgrade.rewrite.type_widening:rewrite_type_widening"
+
     def traces(self, ctx: TraceContext) -> list[str]:
         out = []
         if ctx.prop_true(ENABLE_PROPERTY):

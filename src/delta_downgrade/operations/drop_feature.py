@@ -9,7 +9,7 @@ reports ``already_absent``.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from delta_downgrade.clock import SYSTEM_CLOCK, Clock, to_utc_iso
 from delta_downgrade.errors import (
@@ -48,12 +48,13 @@ def _ensure_writable(snapshot: Snapshot, feature: str, table: str) -> None:
 
 
 def drop_feature(location: str, feature: str, *, truncate_history: bool = False, dry_run: bool = False,
-                 clock: Clock = SYSTEM_CLOCK, hooks: dict[str, Callable[[DropRun], Any]] | None = None,
+                 clock: Clock = SYSTEM_CLOCK, rewrites: Mapping[str, Callable[[DropRun], Any]] | None = None,
                  progress: Callable[[str], None] | None = None, log: DeltaLog | None = None) -> DropOutcome:
     """Drop ``feature`` from the table at ``location``.
 
     Raises FeatureDropError (validation, exit 2), RetentionWaitError (exit 3), ConcurrentWriteError
     (exit 4). Dropping a feature that is already gone returns status ``already_absent``.
+    ``rewrites`` replaces the data rewrite of the feature it names (``{feature: rewrite(run)}``).
     """
     log = log or DeltaLog(location)
     start = log.snapshot()
@@ -67,9 +68,9 @@ def drop_feature(location: str, feature: str, *, truncate_history: bool = False,
         if isinstance(exc, FeatureNotPresentError):
             return _already_absent(log, name, before, exc, clock, dry_run)
         raise
-    run = DropRun(log, spec.name, clock=clock, dry_run=dry_run, hooks=dict(hooks or {}),
+    run = DropRun(log, spec.name, clock=clock, dry_run=dry_run,
                   progress=progress or (lambda m: None))
-    behaviour = removable(spec.name)
+    behaviour = removable(spec.name, rewrites=rewrites)
     # Everything the plan needs is checked before its first write, the same way for a dry run.
     _ensure_writable(start, spec.name, location)
     validate_plan(start, spec, planned_updates=behaviour.property_updates(start),
