@@ -20,6 +20,7 @@ from typing import Any, Callable, Union
 
 from delta_downgrade.errors import NotSupportedYetError
 from delta_downgrade.log.commit import rebase_over_blind_appends
+from delta_downgrade.log.listing import CheckpointInstance
 from delta_downgrade.log.snapshot import Snapshot, TableState
 from delta_downgrade.operations.drop_run import DropRun
 from delta_downgrade.protocol.actions import AnyAction
@@ -109,6 +110,11 @@ class RemovableFeature:
         return []
 
     def action_uses_feature(self, action: AnyAction) -> bool:
+        return False
+
+    def checkpoint_uses_feature(self, checkpoint: CheckpointInstance | None) -> bool:
+        """Whether the checkpoint the retained history starts from uses the feature by its very
+        kind (the state it holds is checked action by action)."""
         return False
 
 

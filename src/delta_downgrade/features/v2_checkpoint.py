@@ -4,6 +4,7 @@ so that later checkpoints are classic (delta-spark's ``V2CheckpointPreDowngradeC
 from __future__ import annotations
 
 from delta_downgrade.features.base import RemovableFeature, TraceContext, commit_properties
+from delta_downgrade.log.listing import CheckpointInstance
 from delta_downgrade.log.snapshot import Snapshot
 from delta_downgrade.operations.drop_run import DropRun
 from delta_downgrade.protocol.actions import AnyAction, CheckpointMetadata, Metadata, Sidecar
@@ -46,6 +47,10 @@ class V2Checkpoint(RemovableFeature):
         if isinstance(action, Metadata):
             return action.configuration.get(POLICY_PROPERTY, "").lower() == "v2"
         return isinstance(action, (CheckpointMetadata, Sidecar))
+
+    def checkpoint_uses_feature(self, checkpoint: CheckpointInstance | None) -> bool:
+        # A v2 checkpoint's checkpointMetadata and sidecars are not part of the replayed state.
+        return checkpoint is not None and checkpoint.kind == "v2"
 
 
 V2_CHECKPOINT = V2Checkpoint()

@@ -351,8 +351,7 @@ def history_uses_feature(log: DeltaLog, behaviour: RemovableFeature) -> bool:
         return True
     if any(behaviour.action_uses_feature(f) for f in state.files.values()):
         return True
-    if base.segment.checkpoint is not None and base.segment.checkpoint.kind == "v2" \
-            and behaviour.name == "v2Checkpoint":
+    if behaviour.checkpoint_uses_feature(base.segment.checkpoint):
         return True
     listing = log.listing()
     from delta_downgrade.log.snapshot import read_commit_actions
