@@ -13,8 +13,8 @@ import pyarrow as pa
 from delta_downgrade.protocol.actions import AnyAction, Metadata
 from delta_downgrade.clock import ManualClock
 from delta_downgrade.log.delta_log import DeltaLog
-from delta_downgrade.operations import feature_drops
-from delta_downgrade.operations.feature_drops import FeatureDrop
+from delta_downgrade import features
+from delta_downgrade.features import RemovableFeature, TraceContext
 from delta_downgrade.protocol import FeatureKind, Protocol, TableFeature
 from delta_downgrade.protocol.features import registry_with, with_registry
 from delta_downgrade_tools.builders import TableBuilder
@@ -41,11 +41,11 @@ TEST_FEATURES = (
 )
 
 
-class PropertyDrop(FeatureDrop):
+class PropertyDrop(RemovableFeature):
     """A feature whose only trace is ``<property>=true`` (delta-spark's test features)."""
 
     def __init__(self, feature: str, prop: str) -> None:
-        self.feature = feature
+        super().__init__(feature)
         self.prop = prop
 
     def remove_traces(self, run: Any) -> bool:
@@ -56,8 +56,8 @@ class PropertyDrop(FeatureDrop):
                    {"properties": [self.prop]})
         return True
 
-    def traces(self, snapshot: Any) -> list[str]:
-        value = snapshot.metadata.configuration.get(self.prop, "")
+    def traces(self, ctx: TraceContext) -> list[str]:
+        value = ctx.configuration.get(self.prop, "")
         return [f"{self.prop}=true"] if value.lower() == "true" else []
 
     def action_uses_feature(self, action: AnyAction) -> bool:
@@ -67,15 +67,15 @@ class PropertyDrop(FeatureDrop):
 @contextlib.contextmanager
 def registered_test_features() -> Iterator[None]:
     """Register the test features and their drop behaviour for the duration of the block."""
-    saved = dict(feature_drops.DROPS)
+    saved = dict(features.REMOVABLE)
     for name, prop in PROPERTY.items():
-        feature_drops.DROPS[name] = PropertyDrop(name, prop)
+        features.REMOVABLE[name] = PropertyDrop(name, prop)
     try:
         with with_registry(registry_with(*TEST_FEATURES)):
             yield
     finally:
-        feature_drops.DROPS.clear()
-        feature_drops.DROPS.update(saved)
+        features.REMOVABLE.clear()
+        features.REMOVABLE.update(saved)
 
 
 SCHEMA = pa.schema([("id", pa.int64()), ("value", pa.string())])

@@ -23,7 +23,6 @@ from delta_downgrade.log.delta_log import DeltaLog
 from delta_downgrade.operations.drop_feature import drop_feature
 from delta_downgrade.operations.inspect import inspect_table
 from delta_downgrade.protocol import Protocol
-from delta_downgrade.rewrite import hooks
 from delta_downgrade.rewrite.column_mapping import (
     COLUMN_MAPPING_FIELD_KEYS, INVALID_NAMES_ERROR, remove_column_mapping,
 )
@@ -123,7 +122,7 @@ def test_drop_column_mapping_golden(name, golden_table, spark, oracle):
     expected = oracle.scan_rows(path)
     assert expected.ok, expected.error
 
-    outcome = drop_feature(path, "columnMapping", hooks=hooks())
+    outcome = drop_feature(path, "columnMapping")
 
     assert outcome.status == "dropped"
     assert oracle.protocol(path).unwrap() == expected_protocol
@@ -154,7 +153,7 @@ def test_dv_table_keeps_deleted_rows_deleted(golden_table, spark, oracle):
     deleted = sum(f.dv.cardinality for f in state.files.values() if f.dv is not None)
     physical = sum(f.num_records or 0 for f in state.files.values())
     assert deleted > 0 and physical - deleted == len(before)
-    drop_feature(path, "columnMapping", hooks=hooks())
+    drop_feature(path, "columnMapping")
     assert same_rows(before, oracle.scan_rows(path))
     after_state = DeltaLog(path).snapshot().state()
     assert sum(f.num_records or 0 for f in after_state.files.values()) == physical
@@ -165,7 +164,7 @@ def test_iceberg_compat_v2_blocks_the_drop(golden_table):
     path = golden_table("cm_id_iceberg_compat_v2")
     version = DeltaLog(path).latest_version()
     with pytest.raises(FeatureDropError) as info:
-        drop_feature(path, "columnMapping", hooks=hooks())
+        drop_feature(path, "columnMapping")
     assert info.value.error_class == "DELTA_FEATURE_DROP_DEPENDENT_FEATURE"
     assert DeltaLog(path).latest_version() == version
 
@@ -184,7 +183,7 @@ def test_invalid_column_name_is_refused_and_nothing_written(tmp_path):
                    delta_schema=schema, rows=[{"col-1": 1, "col-2": "x"}])
     files_before = sorted(os.listdir(path))
     with pytest.raises(FeatureDropError) as info:
-        drop_feature(path, "columnMapping", hooks=hooks())
+        drop_feature(path, "columnMapping")
     assert info.value.error_class == INVALID_NAMES_ERROR
     assert info.value.sqlstate == "42K05"
     assert "a b" in info.value.message
@@ -227,7 +226,7 @@ def test_evolved_schema_missing_dropped_and_renamed_columns(tmp_path, spark, ora
         {"id": 1, "s": {"renamed": 10}, "added": None},
         {"id": 2, "s": {"renamed": 20}, "added": None},
         {"id": 3, "s": {"renamed": 30}, "added": "new"}]
-    drop_feature(path, "columnMapping", hooks=hooks())
+    drop_feature(path, "columnMapping")
     assert same_rows(expected, oracle.pyarrow_rows(path))
     assert_no_column_mapping_left(path)
     for add in DeltaLog(path).snapshot().state().files.values():
@@ -252,7 +251,7 @@ def test_files_already_in_logical_layout_are_kept(tmp_path, spark, oracle):
     kept = next(iter(DeltaLog(path).snapshot().state().files.values())).path
     expected = oracle.scan_rows(path).unwrap()
     assert expected == [{"id": 1, "v": "a", "p": "x"}]
-    drop_feature(path, "columnMapping", hooks=hooks())
+    drop_feature(path, "columnMapping")
     files = list(DeltaLog(path).snapshot().state().files.values())
     assert [f.path for f in files] == [kept]
     assert files[0].partitionValues == {"p": "x"}
@@ -265,7 +264,7 @@ def test_dry_run_plans_and_writes_nothing(golden_table):
     path = golden_table("cm_id_nested_all_types")
     listing = sorted(os.listdir(path))
     messages: list[str] = []
-    outcome = drop_feature(path, "columnMapping", hooks=hooks(), dry_run=True, progress=messages.append)
+    outcome = drop_feature(path, "columnMapping", dry_run=True, progress=messages.append)
     assert outcome.status == "planned"
     assert DeltaLog(path).latest_version() == 0
     assert sorted(os.listdir(path)) == listing
@@ -292,7 +291,7 @@ def test_hook_directly_and_crash_before_commit_leaves_only_orphans(golden_table,
     assert DeltaLog(path).latest_version() == version
     assert DeltaLog(path).snapshot().metadata.configuration["delta.columnMapping.mode"] == "name"
     assert not os.path.exists(os.path.join(path, "_delta_downgrade_staging"))
-    assert drop_feature(path, "columnMapping", hooks=hooks()).status == "dropped"
+    assert drop_feature(path, "columnMapping").status == "dropped"
     assert_no_column_mapping_left(path)
 
 
@@ -316,7 +315,7 @@ def test_row_order_survives_files_larger_than_a_split(tmp_path, spark, oracle):
     assert size > 5 * 1024 * 1024  # above Spark's 4 MiB open cost: it would split this file
     builder.commit([AddFile(path=rel, size=size, modificationTime=0, dataChange=True,
                         stats=json.dumps({"numRecords": n}))], "WRITE")
-    drop_feature(path, "columnMapping", hooks=hooks())
+    drop_feature(path, "columnMapping")
     [add] = DeltaLog(path).snapshot().state().files.values()
     out = pq.read_table(os.path.join(path, add.decoded_path))
     assert out.column_names == ["id", "v"]
@@ -332,7 +331,7 @@ def test_mode_none_with_leftover_field_metadata_only_strips_it(tmp_path, oracle)
     builder.create(pa.schema([("id", pa.int64())]), protocol=Protocol(2, 5), delta_schema=schema,
                    configuration={"delta.columnMapping.mode": "none"}, rows=[{"id": 1}])
     files = {f.path for f in DeltaLog(path).snapshot().state().files.values()}
-    assert drop_feature(path, "columnMapping", hooks=hooks()).status == "dropped"
+    assert drop_feature(path, "columnMapping").status == "dropped"
     assert {f.path for f in DeltaLog(path).snapshot().state().files.values()} == files
     assert same_rows([{"id": 1}], oracle.pyarrow_rows(path))
     assert_no_column_mapping_left(path)

@@ -42,14 +42,13 @@ from delta_downgrade_tools.dv_builder import DV_PROTOCOL, create_dv_table, delet
 pytestmark = [pytest.mark.spark, pytest.mark.oracle]
 
 
-def dv_hooks(spark, **purge_options):
-    return {"purge_deletion_vectors": partial(purge_deletion_vectors, spark=spark, **purge_options),
-            "check_deletion_vectors": check_deletion_vectors}
+def dv_rewrites(spark, **purge_options):
+    return {"deletionVectors": partial(purge_deletion_vectors, spark=spark, **purge_options)}
 
 
 def drop_dv(path, spark, clock=None, **purge_options):
     kwargs = {"clock": clock} if clock is not None else {}
-    return drop_feature(path, "deletionVectors", hooks=dv_hooks(spark, **purge_options), **kwargs)
+    return drop_feature(path, "deletionVectors", rewrites=dv_rewrites(spark, **purge_options), **kwargs)
 
 
 def log_listing(path):
@@ -357,7 +356,7 @@ def test_dry_run_writes_nothing(tmp_path, spark):
     delete_rows(b, lambda r: r["id"] < 5)
     files = sorted(os.listdir(b.path))
     listing = log_listing(b.path)
-    outcome = drop_feature(b.path, "deletionVectors", dry_run=True, hooks=dv_hooks(spark))
+    outcome = drop_feature(b.path, "deletionVectors", dry_run=True, rewrites=dv_rewrites(spark))
     assert outcome.status == "planned"
     assert any("REORG" in step for step in outcome.plan)
     assert log_listing(b.path) == listing and sorted(os.listdir(b.path)) == files
@@ -514,7 +513,7 @@ def test_scenario_65_truncate_history_path_purges_then_waits(tmp_path, spark):
     create_dv_table(b, SCHEMA, _rows(300), files=2)
     delete_rows(b, lambda r: r["id"] % 3 == 0)
     with pytest.raises(RetentionWaitError) as info:
-        drop_feature(b.path, "deletionVectors", truncate_history=True, hooks=dv_hooks(spark))
+        drop_feature(b.path, "deletionVectors", truncate_history=True, rewrites=dv_rewrites(spark))
     assert info.value.error_class == "DELTA_FEATURE_DROP_WAIT_FOR_RETENTION_PERIOD"
     doc = inspect_table(b.path, history=False)
     assert doc["files"]["files_with_deletion_vectors"] == 0

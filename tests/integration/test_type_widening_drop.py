@@ -24,7 +24,6 @@ from delta_downgrade.log.delta_log import DeltaLog
 from delta_downgrade.operations.drop_feature import drop_feature
 from delta_downgrade.operations.inspect import inspect_table
 from delta_downgrade.protocol import Protocol
-from delta_downgrade.rewrite import hooks
 from delta_downgrade.protocol.schema import arrow_primitive_to_delta
 from delta_downgrade.protocol.schema import delta_schema_to_arrow
 from delta_downgrade_tools.builders import TableBuilder
@@ -114,7 +113,7 @@ def test_drop_type_widening_preview_golden(name, golden_table, spark, oracle):
     expected = expected_rows(path)
     before = {f.path for f in DeltaLog(path).snapshot().state().files.values()}
     assert len(before) == 2
-    outcome = drop_feature(path, "typeWidening-preview", hooks=hooks())
+    outcome = drop_feature(path, "typeWidening-preview")
     assert outcome.status == "dropped"
     assert oracle.protocol(path).unwrap() == GOLDEN[name]
     after = oracle.pyarrow_rows(path)
@@ -162,7 +161,7 @@ def test_stable_type_widening_rewrites_only_old_files(tmp_path, spark, oracle):
     assert len(old) == 2 and len(new) == 1
     expected = expected_rows(path)
     messages: list[str] = []
-    outcome = drop_feature(path, "typeWidening", hooks=hooks(), progress=messages.append)
+    outcome = drop_feature(path, "typeWidening", progress=messages.append)
     assert outcome.status == "dropped"
     assert oracle.protocol(path).unwrap() == {"minReaderVersion": 1, "minWriterVersion": 7,
                                               "readerFeatures": None, "writerFeatures": ["checkpointProtection"]}
@@ -186,7 +185,7 @@ def test_batches_commit_separately(tmp_path, spark, oracle):
     from delta_downgrade.rewrite.type_widening import rewrite_type_widening
 
     outcome = drop_feature(path, "typeWidening",
-                           hooks={"remove_typeWidening": lambda run: rewrite_type_widening(run, batch_files=2)})
+                           rewrites={"typeWidening": lambda run: rewrite_type_widening(run, batch_files=2)})
     assert outcome.status == "dropped"
     assert _operations(path).count("REORG") == 2
     assert same_rows(expected, oracle.pyarrow_rows(path))
@@ -199,7 +198,7 @@ def test_nothing_to_rewrite_completes_in_one_run(tmp_path, spark, oracle):
     path = str(tmp_path / "t")
     _stable_table(path, old_files=1, new_files=0, widen=False)
     expected = expected_rows(path)
-    outcome = drop_feature(path, "typeWidening", hooks=hooks())
+    outcome = drop_feature(path, "typeWidening")
     assert outcome.status == "dropped"
     ops = _operations(path)
     assert "REORG" not in ops and "REMOVE TYPE WIDENING METADATA" not in ops
@@ -208,7 +207,7 @@ def test_nothing_to_rewrite_completes_in_one_run(tmp_path, spark, oracle):
 
     legacy = str(tmp_path / "legacy")
     _stable_table(legacy, old_files=1, new_files=0, widen=False)
-    outcome = drop_feature(legacy, "typeWidening", hooks=hooks(), truncate_history=True)
+    outcome = drop_feature(legacy, "typeWidening", truncate_history=True)
     assert outcome.status == "dropped"
     assert "REORG" not in _operations(legacy)
 
@@ -217,7 +216,7 @@ def test_files_already_wide_only_drop_the_metadata(tmp_path, spark, oracle):
     path = str(tmp_path / "t")
     _stable_table(path, old_files=0, new_files=2)
     expected = expected_rows(path)
-    outcome = drop_feature(path, "typeWidening", hooks=hooks())
+    outcome = drop_feature(path, "typeWidening")
     assert outcome.status == "dropped"
     ops = _operations(path)
     assert "REORG" not in ops and ops.count("REMOVE TYPE WIDENING METADATA") == 1
@@ -230,7 +229,7 @@ def test_dry_run_plans_and_writes_nothing(golden_table):
     listing = sorted(os.listdir(path))
     version = DeltaLog(path).latest_version()
     messages: list[str] = []
-    outcome = drop_feature(path, "typeWidening-preview", hooks=hooks(), dry_run=True, progress=messages.append)
+    outcome = drop_feature(path, "typeWidening-preview", dry_run=True, progress=messages.append)
     assert outcome.status == "planned"
     assert DeltaLog(path).latest_version() == version
     assert sorted(os.listdir(path)) == listing
@@ -260,7 +259,7 @@ def test_type_widening_on_column_mapping_table_keeps_physical_layout(tmp_path, m
         "x", "long", "col-x", 1, {"delta.typeChanges": [{"fromType": "integer", "toType": "long"}]})]}
     metadata = builder.log.snapshot(check_read=False).metadata
     builder.set_metadata(replace(metadata, schemaString=json.dumps(schema1)))
-    drop_feature(path, "typeWidening", hooks=hooks())
+    drop_feature(path, "typeWidening")
     snapshot = DeltaLog(path).snapshot()
     assert snapshot.metadata.configuration["delta.columnMapping.mode"] == mode
     [add] = snapshot.state().files.values()
@@ -328,7 +327,7 @@ def test_id_mode_nested_field_ids_survive(tmp_path, spark, oracle):
     x["type"] = "long"
     x["metadata"]["delta.typeChanges"] = [{"fromType": "integer", "toType": "long"}]
     builder.set_metadata(replace(builder.log.snapshot(check_read=False).metadata, schemaString=json.dumps(schema1)))
-    drop_feature(path, "typeWidening", hooks=hooks())
+    drop_feature(path, "typeWidening")
     [add] = DeltaLog(path).snapshot().state().files.values()
     stored = pq.read_schema(os.path.join(path, add.decoded_path))
     s_field, l_field = stored.field("col-s"), stored.field("col-l")

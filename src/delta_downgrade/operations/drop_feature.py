@@ -9,7 +9,7 @@ reports ``already_absent``.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from delta_downgrade.clock import SYSTEM_CLOCK, Clock, to_utc_iso
 from delta_downgrade.errors import (
@@ -17,6 +17,7 @@ from delta_downgrade.errors import (
     FeatureDropError, FeatureNotPresentError, HistoricalVersionsExistError,
     InvalidProtocolDowngradeError, RetentionWaitError,
 )
+from delta_downgrade.features import RemovableFeature, TraceContext, removable
 from delta_downgrade.log.checkpoints import checkpoint_table
 from delta_downgrade.log.commit import WinningCommit, rebase_unless_protocol_changed
 from delta_downgrade.log.delta_log import DeltaLog
@@ -26,7 +27,6 @@ from delta_downgrade.operations.drop_run import (
     _DroppedConcurrently, finish, protected_checkpoint_paths, truncate_after_ms,
 )
 from delta_downgrade.operations.drop_validation import clean_feature_name, validate_drop, validate_plan
-from delta_downgrade.operations.feature_drops import FeatureDrop, drop_for
 from delta_downgrade.operations.truncate import drop_checkpoint_protection
 from delta_downgrade.protocol import CHECKPOINT_PROTECTION, Protocol, TableFeature
 from delta_downgrade.protocol.actions import (
@@ -48,12 +48,13 @@ def _ensure_writable(snapshot: Snapshot, feature: str, table: str) -> None:
 
 
 def drop_feature(location: str, feature: str, *, truncate_history: bool = False, dry_run: bool = False,
-                 clock: Clock = SYSTEM_CLOCK, hooks: dict[str, Callable[[DropRun], Any]] | None = None,
+                 clock: Clock = SYSTEM_CLOCK, rewrites: Mapping[str, Callable[[DropRun], Any]] | None = None,
                  progress: Callable[[str], None] | None = None, log: DeltaLog | None = None) -> DropOutcome:
     """Drop ``feature`` from the table at ``location``.
 
     Raises FeatureDropError (validation, exit 2), RetentionWaitError (exit 3), ConcurrentWriteError
     (exit 4). Dropping a feature that is already gone returns status ``already_absent``.
+    ``rewrites`` replaces the data rewrite of the feature it names (``{feature: rewrite(run)}``).
     """
     log = log or DeltaLog(location)
     start = log.snapshot()
@@ -67,9 +68,9 @@ def drop_feature(location: str, feature: str, *, truncate_history: bool = False,
         if isinstance(exc, FeatureNotPresentError):
             return _already_absent(log, name, before, exc, clock, dry_run)
         raise
-    run = DropRun(log, spec.name, clock=clock, dry_run=dry_run, hooks=dict(hooks or {}),
+    run = DropRun(log, spec.name, clock=clock, dry_run=dry_run,
                   progress=progress or (lambda m: None))
-    behaviour = drop_for(spec.name)
+    behaviour = removable(spec.name, rewrites=rewrites)
     # Everything the plan needs is checked before its first write, the same way for a dry run.
     _ensure_writable(start, spec.name, location)
     validate_plan(start, spec, planned_updates=behaviour.property_updates(start),
@@ -128,7 +129,7 @@ def _already_absent(log: DeltaLog, name: str, protocol: Protocol, exc: FeatureDr
 
 # --- fast path (Checkpoint Protection RFC) ------------------------------------------------------------
 
-def _fast_drop(run: DropRun, spec: TableFeature, behaviour: FeatureDrop, before: Protocol) -> DropOutcome:
+def _fast_drop(run: DropRun, spec: TableFeature, behaviour: RemovableFeature, before: Protocol) -> DropOutcome:
     history_protection = spec.requires_history_protection
     # 1. Pre-downgrade: disable, then remove the feature's traces.
     behaviour.remove_traces(run)
@@ -162,7 +163,7 @@ def _barrier(run: DropRun) -> None:
         feature=run.feature)
 
 
-def _downgrade_actions(snapshot: Snapshot, spec: TableFeature, behaviour: FeatureDrop, *,
+def _downgrade_actions(snapshot: Snapshot, spec: TableFeature, behaviour: RemovableFeature, *,
                        with_checkpoint_protection: bool, commit_version: int) -> tuple[list[AnyAction], Protocol]:
     protocol = snapshot.protocol
     new_protocol = protocol.downgrade_for_drop(spec.name, checkpoint_protection=with_checkpoint_protection)
@@ -182,8 +183,8 @@ def _downgrade_actions(snapshot: Snapshot, spec: TableFeature, behaviour: Featur
     return actions, new_protocol
 
 
-def _revalidate(snapshot: Snapshot, spec: TableFeature, behaviour: FeatureDrop, concurrent: str | None) -> None:
-    traces = behaviour.traces(snapshot)
+def _revalidate(snapshot: Snapshot, spec: TableFeature, behaviour: RemovableFeature, concurrent: str | None) -> None:
+    traces = behaviour.traces(TraceContext(snapshot))
     if traces:
         where = f" by the concurrent commit {concurrent}" if concurrent else ""
         raise DropConflictError(
@@ -223,7 +224,7 @@ class _RebasedView(Snapshot):
 _FILE_ONLY = (AddFile, RemoveFile, AddCDCFile, CommitInfo, Txn)
 
 
-def _downgrade_commit(run: DropRun, spec: TableFeature, behaviour: FeatureDrop, *,
+def _downgrade_commit(run: DropRun, spec: TableFeature, behaviour: RemovableFeature, *,
                       with_checkpoint_protection: bool) -> tuple[int, Protocol]:
     snapshot = run.latest()
     if run.dry_run:
@@ -289,7 +290,7 @@ def _wait_time_after(run: DropRun, version: int) -> str:
     return to_utc_iso(((written + retention) // MINUTE_MS + 1) * MINUTE_MS)
 
 
-def _drop_with_history_truncation(run: DropRun, spec: TableFeature, behaviour: FeatureDrop,
+def _drop_with_history_truncation(run: DropRun, spec: TableFeature, behaviour: RemovableFeature,
                                   before: Protocol) -> DropOutcome:
     performed = behaviour.remove_traces(run)
     if spec.requires_history_protection:
@@ -340,7 +341,7 @@ def _drop_with_history_truncation(run: DropRun, spec: TableFeature, behaviour: F
     return finish(run, before, new_protocol, STATUS_DROPPED)
 
 
-def history_uses_feature(log: DeltaLog, behaviour: FeatureDrop) -> bool:
+def history_uses_feature(log: DeltaLog, behaviour: RemovableFeature) -> bool:
     """delta-spark's ``historyContainsFeature``: the state at the earliest retained
     checkpoint (without tombstones) or any action of any retained commit uses the feature."""
     earliest = log.earliest_version()
@@ -350,8 +351,7 @@ def history_uses_feature(log: DeltaLog, behaviour: FeatureDrop) -> bool:
         return True
     if any(behaviour.action_uses_feature(f) for f in state.files.values()):
         return True
-    if base.segment.checkpoint is not None and base.segment.checkpoint.kind == "v2" \
-            and behaviour.feature == "v2Checkpoint":
+    if behaviour.checkpoint_uses_feature(base.segment.checkpoint):
         return True
     listing = log.listing()
     from delta_downgrade.log.snapshot import read_commit_actions

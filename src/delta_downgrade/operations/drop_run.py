@@ -44,7 +44,6 @@ class DropRun:
     feature: str
     clock: Clock = SYSTEM_CLOCK
     dry_run: bool = False
-    hooks: dict[str, Callable[["DropRun"], Any]] = field(default_factory=dict)
     progress: Callable[[str], None] = lambda message: None
     commits: list[int] = field(default_factory=list)
     checkpoints: list[str] = field(default_factory=list)

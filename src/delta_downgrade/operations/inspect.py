@@ -10,7 +10,7 @@ from typing import Any
 
 from delta_downgrade.log.delta_log import DeltaLog
 from delta_downgrade.log.listing import CheckpointInstance
-from delta_downgrade.operations.traces import TraceContext, feature_traces
+from delta_downgrade.features import TraceContext, feature_traces
 from delta_downgrade.protocol import CHECKPOINT_PROTECTION, Protocol
 from delta_downgrade.protocol.features import get_feature
 

@@ -22,16 +22,7 @@ class NativeEngine:
         from delta_downgrade.operations.drop_feature import drop_feature
 
         return drop_feature(table, feature, truncate_history=truncate_history, dry_run=dry_run,
-                            progress=progress, clock=clock or SYSTEM_CLOCK, hooks=native_hooks())
-
-
-def native_hooks() -> dict[str, Any]:
-    """Data-rewrite steps, provided by the Spark rewrite package when it is importable."""
-    try:
-        from delta_downgrade.rewrite import hooks
-    except ImportError:
-        return {}
-    return hooks()
+                            progress=progress, clock=clock or SYSTEM_CLOCK)
 
 
 def select_engine(name: str, table: str) -> Engine:

@@ -1,0 +1,190 @@
+"""What every removable feature is: delta-spark's ``RemovableFeature`` contract as one base type,
+and the steps its pre-downgrades share.
+
+- ``remove_traces`` is ``preDowngradeCommand``: first disable the feature (so that concurrent
+  writers cannot add traces), then clean up; it returns whether it changed anything
+  (``removeFeatureTracesIfNeeded``).
+- ``traces`` is ``validateDropInvariants``: what is left in the latest state; empty means the
+  protocol may lose the feature. ``inspect`` reports the same traces as "in use".
+- ``action_uses_feature`` is ``actionUsesFeature``: the history scan of the TRUNCATE HISTORY path
+  (never protocol actions).
+- ``properties_to_remove`` / ``actions_at_downgrade``: applied in the downgrade commit itself.
+"""
+
+from __future__ import annotations
+
+import copy
+import importlib
+from dataclasses import dataclass
+from typing import Any, Callable, Union
+
+from delta_downgrade.errors import NotSupportedYetError
+from delta_downgrade.log.commit import rebase_over_blind_appends
+from delta_downgrade.log.listing import CheckpointInstance
+from delta_downgrade.log.snapshot import Snapshot, TableState
+from delta_downgrade.operations.drop_run import DropRun
+from delta_downgrade.protocol.actions import AnyAction
+from delta_downgrade.protocol.features import TableFeature, get_feature
+
+RewriteFunction = Callable[[DropRun], Any]
+"""A data rewrite: ``rewrite(run)`` rewrites the files that carry the feature's traces, commits,
+and returns whether it changed the table; in a dry run it plans and checks, writing nothing."""
+Rewrite = Union[str, RewriteFunction]
+"""A rewrite named by its dotted path ``"package.module:function"``, or the function itself (a
+caller's substitute, see :meth:`RemovableFeature.with_rewrite`)."""
+
+
+@dataclass
+class TraceContext:
+    """What trace checks look at. ``state`` is loaded only for checks that need files, and once
+    for all the features of one inspection."""
+
+    snapshot: Snapshot
+    _state: TableState | None = None
+
+    @property
+    def configuration(self) -> dict[str, str]:
+        return self.snapshot.metadata.configuration
+
+    @property
+    def state(self) -> TableState:
+        if self._state is None:
+            self._state = self.snapshot.state()
+        return self._state
+
+    def prop_true(self, key: str) -> bool:
+        return str(self.configuration.get(key, "")).strip().lower() == "true"
+
+
+class RemovableFeature:
+    """One removable table feature. The default: no traces, nothing to clean, nothing used in
+    history. ``name`` is the feature's name in the registry of :mod:`delta_downgrade.protocol.features`,
+    whose entry (:attr:`spec`) holds everything the protocol says about it."""
+
+    name: str = ""
+    rewrite: Rewrite | None = None
+    """The Spark data rewrite the pre-downgrade runs, if the feature has traces in data files."""
+
+    def __init__(self, name: str | None = None) -> None:
+        if name is not None:
+            self.name = name
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.name!r})"
+
+    def with_rewrite(self, rewrite: Rewrite) -> "RemovableFeature":
+        """The same feature with ``rewrite`` as its data rewrite (tests and callers that run the
+        rewrite with their own options)."""
+        substituted = copy.copy(self)
+        substituted.rewrite = rewrite
+        return substituted
+
+    @property
+    def spec(self) -> TableFeature:
+        """The registry entry of this feature."""
+        found = get_feature(self.name)
+        if found is None:
+            raise KeyError(f"{self.name} is not in the feature registry")
+        return found
+
+    def preflight(self, run: DropRun, snapshot: Snapshot) -> None:
+        """Every refusal this feature's drop can meet, checked before the drop's first write (a
+        plan that cannot finish is refused up front, and ``--dry-run`` says the same)."""
+
+    def property_updates(self, snapshot: Snapshot) -> dict[str, str | None]:
+        """The table properties the pre-downgrade will set (None: unset), so that the plan's
+        checks see the configuration the later steps (checkpoints) will run under."""
+        return {}
+
+    def remove_traces(self, run: DropRun) -> bool:
+        return False
+
+    def traces(self, ctx: TraceContext) -> list[str]:
+        """Human-readable traces of the feature in the latest state; empty when none are left."""
+        return []
+
+    def properties_to_remove(self) -> tuple[str, ...]:
+        return ()
+
+    def actions_at_downgrade(self, snapshot: Snapshot) -> list[AnyAction]:
+        return []
+
+    def action_uses_feature(self, action: AnyAction) -> bool:
+        return False
+
+    def checkpoint_uses_feature(self, checkpoint: CheckpointInstance | None) -> bool:
+        """Whether the checkpoint the retained history starts from uses the feature by its very
+        kind (the state it holds is checked action by action)."""
+        return False
+
+
+def require_rewrite(run: DropRun, rewrite: Rewrite | None, why: str) -> RewriteFunction:
+    """The data rewrite ``rewrite`` of the feature being dropped, or a clear refusal before
+    anything is written. A dotted path is imported only here, when a drop needs it: PySpark is an
+    optional dependency, and the rewrite modules are not needed to read a table."""
+    if callable(rewrite):
+        return rewrite
+    try:
+        import pyspark  # noqa: F401 - without Spark there is no rewrite
+    except ImportError:
+        reason = ("PySpark is not installed: on Databricks it comes with the runtime; locally install "
+                  "delta-downgrade[local] (pyspark 4.2)")
+    else:
+        function = _import_rewrite(rewrite) if rewrite else None
+        if function is not None:
+            return function
+        reason = "this installation has no Spark rewrite for it"
+    raise NotSupportedYetError(
+        f"dropping {run.feature} needs a Spark data rewrite ({why}), but {reason}. Nothing was written",
+        table=run.table, feature=run.feature)
+
+
+def _import_rewrite(path: str) -> RewriteFunction | None:
+    """``module:function``, or None when the module cannot be imported here."""
+    module_name, _, attribute = path.partition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError:
+        return None
+    function: RewriteFunction = getattr(module, attribute)
+    return function
+
+
+def commit_properties(run: DropRun, snapshot: Snapshot, updates: dict[str, str | None],
+                      operation: str, *, allow_deletion_vectors: bool = True) -> int:
+    """One metadata-only commit of ``updates`` (None unsets a key) on top of ``snapshot``.
+
+    It depends only on the metadata it read, so blind appends that land first do not change what
+    it means: it is retried on top of them (``rebase_over_blind_appends``); anything else, and
+    unless ``allow_deletion_vectors`` a winner writing deletion vectors, is a real conflict.
+    Parameters as Delta records them: UNSET lists the keys, SET the key/value map."""
+    actions = [snapshot.metadata.with_configuration(updates)]
+    keys: object = sorted(updates) if operation.startswith("UNSET") else updates
+    return run.commit(actions, operation, {"properties": keys}, read_version=snapshot.version,
+                      resolve=rebase_over_blind_appends(actions, operation=operation,
+                                                        allow_deletion_vectors=allow_deletion_vectors))
+
+
+def rehearse(run: DropRun, rewrite: RewriteFunction) -> None:
+    """Run a data rewrite as a dry run of the same table before the drop's first write.
+    Every rewrite checks what can stop it (unreadable DVs, unsupported tables, invalid column
+    names, unreadable footers …) before its dry-run plan, so a refusal surfaces here, with nothing
+    written, instead of after the drop's first commits."""
+    rewrite(DropRun(run.log, run.feature, clock=run.clock, dry_run=True))
+
+
+class DataRewriteFeature(RemovableFeature):
+    """A feature whose traces live in the data files: only its Spark rewrite removes them. A table
+    that still has traces and no rewrite to run is refused, never half-dropped."""
+
+    def preflight(self, run: DropRun, snapshot: Snapshot) -> None:
+        traces = self.traces(TraceContext(snapshot))
+        if traces:
+            rehearse(run, require_rewrite(run, self.rewrite, "; ".join(traces)))
+
+    def remove_traces(self, run: DropRun) -> bool:
+        traces = self.traces(TraceContext(run.latest()))
+        if not traces:
+            return False
+        rewrite = require_rewrite(run, self.rewrite, "; ".join(traces))
+        return bool(rewrite(run))

@@ -1,0 +1,33 @@
+"""columnMapping (PROTOCOL.md "Column Mapping"): its traces are the mapping mode and the
+physical names and ids in the schema's field metadata; the data files use the physical names, so
+only a rewrite of the files removes them."""
+
+from __future__ import annotations
+
+from delta_downgrade.features.base import DataRewriteFeature, TraceContext
+from delta_downgrade.protocol.actions import AnyAction, Metadata
+from delta_downgrade.protocol.schema import CM_METADATA_KEYS, iter_fields
+
+MODE_PROPERTY = "delta.columnMapping.mode"
+
+
+class ColumnMapping(DataRewriteFeature):
+    name = "columnMapping"
+    rewrite = "delta_downgrade.rewrite.column_mapping:remove_column_mapping"
+
+    def traces(self, ctx: TraceContext) -> list[str]:
+        out = []
+        mode = ctx.configuration.get(MODE_PROPERTY)
+        if mode and mode.lower() != "none":
+            out.append(f"{MODE_PROPERTY}={mode}")
+        fields = [f["name"] for f in iter_fields(ctx.snapshot.schema)
+                  if any(k in (f.get("metadata") or {}) for k in CM_METADATA_KEYS)]
+        if fields:
+            out.append(f"{len(fields)} field(s) carry column-mapping metadata")
+        return out
+
+    def action_uses_feature(self, action: AnyAction) -> bool:
+        return isinstance(action, Metadata) and action.configuration.get(MODE_PROPERTY, "none").lower() != "none"
+
+
+COLUMN_MAPPING = ColumnMapping()

@@ -1,0 +1,99 @@
+"""deletionVectors (PROTOCOL.md "Deletion Vectors"): disable, purge every file that carries a DV,
+then add DV tombstones (delta-spark's ``DeletionVectorsPreDowngradeCommand``)."""
+
+from __future__ import annotations
+
+from urllib.parse import quote
+
+from delta_downgrade.features.base import (
+    RemovableFeature, TraceContext, commit_properties, rehearse, require_rewrite,
+)
+from delta_downgrade.log.commit import rebase_over_blind_appends
+from delta_downgrade.log.snapshot import Snapshot
+from delta_downgrade.operations.drop_run import DropRun
+from delta_downgrade.protocol.actions import AddCDCFile, AddFile, AnyAction, Metadata, RemoveFile
+from delta_downgrade.protocol.table_config import TableConfig
+
+ENABLE_PROPERTY = "delta.enableDeletionVectors"
+
+
+class DeletionVectors(RemovableFeature):
+    name = "deletionVectors"
+    rewrite = "delta_downgrade.rewrite.dv_purge:purge_deletion_vectors"
+
+    def preflight(self, run: DropRun, snapshot: Snapshot) -> None:
+        with_dv = [f for f in snapshot.state().files.values() if f.dv is not None]
+        if not with_dv:
+            return
+        # The purge must be able to run before anything is written, so a refusal leaves no trace:
+        # its dry run verifies every DV (deleted rows never return) and its own refusals.
+        rehearse(run, require_rewrite(run, self.rewrite,
+                                      f"{len(with_dv)} live file(s) carry deletion vectors"))
+
+    def property_updates(self, snapshot: Snapshot) -> dict[str, str | None]:
+        if TraceContext(snapshot).prop_true(ENABLE_PROPERTY):
+            return {ENABLE_PROPERTY: None}
+        return {}
+
+    def remove_traces(self, run: DropRun) -> bool:
+        snapshot = run.latest()
+        performed = False
+        updates = self.property_updates(snapshot)
+        if updates:
+            # Blind appends that write DVs would bring the feature's traces back: no rebase over those.
+            commit_properties(run, snapshot, updates, "UNSET TBLPROPERTIES", allow_deletion_vectors=False)
+            performed = True
+        if any(f.dv is not None for f in run.latest().state().files.values()):
+            purge = require_rewrite(run, self.rewrite, "live files carry deletion vectors")
+            purge(run)
+            performed = True
+        self._add_tombstones(run)
+        return performed
+
+    def _add_tombstones(self, run: DropRun) -> None:
+        """One ``remove`` per distinct relative, non-inline DV file still referenced by a remove
+        within ``delta.deletedFileRetentionDuration``, so that a DV-unaware VACUUM keeps it."""
+        from delta_downgrade.protocol.dv_paths import dv_relative_path
+
+        snapshot = run.latest()
+        state = snapshot.state()
+        now = run.clock.now_ms()
+        cutoff = now - TableConfig(snapshot.metadata.configuration, table=run.table).deleted_file_retention_ms
+        already = {t.decoded_path for t in state.tombstones.values()}
+        wanted: dict[str, None] = {}
+        for tomb in state.tombstones.values():
+            dv = tomb.dv
+            if dv is None or dv.storageType != "u":  # inline and absolute-path DVs are skipped
+                continue
+            if tomb.deletionTimestamp is not None and tomb.deletionTimestamp <= cutoff:
+                continue
+            rel = dv_relative_path(dv)
+            if rel and rel not in already:
+                wanted.setdefault(rel, None)
+        if wanted:
+            actions = [RemoveFile(path=quote(p, safe="/"), deletionTimestamp=now, dataChange=False)
+                       for p in wanted]
+            # Retried on top of winners that neither touch these DV files nor write DVs.
+            run.commit(actions, "Deletion Vector Tombstones", {}, read_version=snapshot.version,
+                       resolve=rebase_over_blind_appends(actions, operation="Deletion Vector Tombstones",
+                                                         touched=set(wanted)))
+
+    def traces(self, ctx: TraceContext) -> list[str]:
+        out = []
+        if ctx.prop_true(ENABLE_PROPERTY):
+            out.append(f"{ENABLE_PROPERTY}=true")
+        with_dv = [f for f in ctx.state.files.values() if f.dv is not None]
+        if with_dv:
+            deleted = sum(f.dv.cardinality for f in with_dv if f.dv)  # type: ignore[union-attr]
+            out.append(f"{len(with_dv)} live file(s) carry deletion vectors ({deleted} deleted rows)")
+        return out
+
+    def action_uses_feature(self, action: AnyAction) -> bool:
+        if isinstance(action, Metadata):
+            return action.configuration.get(ENABLE_PROPERTY, "").lower() == "true"
+        if isinstance(action, (AddFile, RemoveFile, AddCDCFile)):
+            return action.dv is not None
+        return False
+
+
+DELETION_VECTORS = DeletionVectors()

@@ -1,0 +1,28 @@
+"""domainMetadata (PROTOCOL.md "Domain Metadata"): its traces are the live domains; the
+pre-downgrade removes them (``removed: true``)."""
+
+from __future__ import annotations
+
+from delta_downgrade.features.base import RemovableFeature, TraceContext
+from delta_downgrade.operations.drop_run import DropRun
+from delta_downgrade.protocol.actions import DomainMetadata
+
+
+class DomainMetadataFeature(RemovableFeature):
+    name = "domainMetadata"
+
+    def remove_traces(self, run: DropRun) -> bool:
+        snapshot = run.latest()
+        domains = snapshot.state().live_domains
+        if not domains:
+            return False
+        run.commit([DomainMetadata(domain=d.domain, configuration=d.configuration, removed=True)
+                    for d in domains.values()], "DOMAIN METADATA CLEANUP", {}, read_version=snapshot.version)
+        return True
+
+    def traces(self, ctx: TraceContext) -> list[str]:
+        domains = sorted(ctx.state.live_domains)
+        return [f"domain(s) {', '.join(domains)}"] if domains else []
+
+
+DOMAIN_METADATA = DomainMetadataFeature()

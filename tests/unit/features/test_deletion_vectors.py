@@ -1,0 +1,60 @@
+"""features/deletion_vectors.py through drop_feature: the purge it names, its substitute, and the
+refusal before the first write when PySpark is absent (also in a dry run)."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import pytest
+
+from delta_downgrade.errors import NotSupportedYetError
+from delta_downgrade.operations.drop_feature import drop_feature
+from delta_downgrade_tools.builders import TableBuilder
+from delta_downgrade_tools.dv_builder import create_dv_table, delete_rows
+from tests.drop_support import SCHEMA, rows
+from tests.unit.features.test_base import without_pyspark
+
+
+def _dv_table(path: str) -> None:
+    builder = TableBuilder(path)
+    create_dv_table(builder, SCHEMA, rows(0, 20))
+    delete_rows(builder, lambda r: r["id"] < 3)
+
+
+def _tree(path: str) -> list[str]:
+    return sorted(os.path.relpath(os.path.join(root, f), path)
+                  for root, _dirs, files in os.walk(path) for f in files)
+
+
+@pytest.mark.parametrize("dry_run", [False, True])
+def test_without_pyspark_nothing_is_written(tmp_path, monkeypatch, dry_run):
+    path = str(tmp_path / "t")
+    _dv_table(path)
+    before = _tree(path)
+    without_pyspark(monkeypatch)
+    with pytest.raises(NotSupportedYetError) as caught:
+        drop_feature(path, "deletionVectors", dry_run=dry_run)
+    assert caught.value.message == (
+        "dropping deletionVectors needs a Spark data rewrite (1 live file(s) carry deletion vectors), "
+        "but PySpark is not installed: on Databricks it comes with the runtime; locally install "
+        "delta-downgrade[local] (pyspark 4.2). Nothing was written")
+    assert _tree(path) == before
+    assert sys.modules["pyspark"] is None
+
+
+def test_a_substitute_purge_runs_for_the_rehearsal_and_the_step(tmp_path, monkeypatch):
+    path = str(tmp_path / "t")
+    _dv_table(path)
+    before = _tree(path)
+    without_pyspark(monkeypatch)  # a substitute needs no Spark
+    calls = []
+
+    def purge(run):
+        calls.append(run.dry_run)
+        return False
+
+    outcome = drop_feature(path, "deletionVectors", dry_run=True, rewrites={"deletionVectors": purge})
+    assert outcome.status == "planned"
+    assert calls == [True, True]  # the rehearsal before the first write, then the planned step
+    assert _tree(path) == before
