@@ -9,7 +9,7 @@ from typing import Any, Callable, Sequence
 
 from delta_downgrade.clock import SYSTEM_CLOCK, Clock, to_utc_iso
 from delta_downgrade.errors import ConcurrentWriteError, DeltaDowngradeError
-from delta_downgrade.app.tasks.result import protocol_fields
+from delta_downgrade.app.render.result import protocol_fields
 from delta_downgrade.log.checkpoints import checkpoint_table
 from delta_downgrade.log.commit import ConflictResolver, WinningCommit, commit, fail_on_any_conflict
 from delta_downgrade.log.delta_log import DeltaLog

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from delta_downgrade.errors import DeltaDowngradeError
-from delta_downgrade.app.tasks.result import protocol_fields
+from delta_downgrade.app.render.result import protocol_fields
 from delta_downgrade.log.delta_log import DeltaLog
 from delta_downgrade.operations.drop_run import protected_checkpoint_paths
 from delta_downgrade.operations.traces import TraceContext, feature_traces

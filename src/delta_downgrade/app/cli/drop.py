@@ -26,7 +26,7 @@ def _summary(outcome) -> str:  # type: ignore[no-untyped-def]
 
 def _drop(args: argparse.Namespace) -> int:
     from delta_downgrade.app.engines import select_engine
-    from delta_downgrade.app.tasks.result import emit_result
+    from delta_downgrade.app.render.result import emit_result
 
     engine = select_engine(args.engine, args.table)
     progress = (lambda m: print(f"  {m}", file=sys.stderr)) if not args.quiet else None

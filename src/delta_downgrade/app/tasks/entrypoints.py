@@ -15,7 +15,7 @@ from typing import Any, Callable, Sequence
 from delta_downgrade.errors import (
     EXIT_BAD_INPUT, EXIT_CONFLICT, EXIT_FAILURE, EXIT_OK, EXIT_WAIT, BadSettingsError, DeltaDowngradeError,
 )
-from delta_downgrade.app.tasks.result import emit_result
+from delta_downgrade.app.render.result import emit_result
 from delta_downgrade.app.tasks.settings import TaskSettings, VerifySettings, load_settings
 from delta_downgrade.app.tasks.task_values import task_values_for
 

@@ -1,4 +1,4 @@
-"""The ``RESULT {json}`` line every task prints, one per table (DESIGN.md, "Contracts")."""
+"""The ``RESULT {json}`` line every task and ``drop-feature`` prints, one per table."""
 
 from __future__ import annotations
 
