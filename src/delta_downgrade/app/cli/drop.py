@@ -26,14 +26,14 @@ def _summary(outcome) -> str:  # type: ignore[no-untyped-def]
 
 def _drop(args: argparse.Namespace) -> int:
     from delta_downgrade.app.engines import select_engine
-    from delta_downgrade.app.render.result import emit_result
+    from delta_downgrade.app.render.result import drop_result, emit_result
 
     engine = select_engine(args.engine, args.table)
     progress = (lambda m: print(f"  {m}", file=sys.stderr)) if not args.quiet else None
     outcome = engine.drop_feature(args.table, args.feature, truncate_history=args.truncate_history,
                                   dry_run=args.dry_run, progress=progress)
     print(_summary(outcome), file=sys.stderr)
-    emit_result(outcome.result())
+    emit_result(drop_result(outcome))
     return EXIT_OK
 
 
