@@ -426,3 +426,10 @@ class Protocol:
         if not added <= {CHECKPOINT_PROTECTION}:
             return False
         return old_names - {target} == new_names - added
+
+
+def protocol_document(protocol: Protocol) -> dict[str, Any]:
+    """The protocol with all four keys; a feature list is null when the version has none."""
+    action = protocol.to_action()
+    return {"minReaderVersion": action["minReaderVersion"], "minWriterVersion": action["minWriterVersion"],
+            "readerFeatures": action.get("readerFeatures"), "writerFeatures": action.get("writerFeatures")}

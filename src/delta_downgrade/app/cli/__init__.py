@@ -8,7 +8,6 @@ with the contract's code (0 done, 2 bad input, 3 wait, 4 conflict, 1 anything el
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from importlib.metadata import entry_points
 from typing import Callable, Sequence
@@ -21,10 +20,11 @@ _COMMANDS: dict[str, Command] = {}
 
 
 def _inspect(args: argparse.Namespace) -> int:
-    from delta_downgrade.operations.inspect import inspect_table, render_text
+    from delta_downgrade.app.render.inspect import render_json, render_text
+    from delta_downgrade.operations.inspect import inspect_table
 
-    doc = inspect_table(args.table, args.version, history=not args.no_history)
-    print(json.dumps(doc, indent=2, sort_keys=False, default=str) if args.json else render_text(doc))
+    report = inspect_table(args.table, args.version, history=not args.no_history)
+    print(render_json(report) if args.json else render_text(report))
     return 0
 
 
