@@ -12,6 +12,7 @@ from delta_downgrade.log.delta_log import DeltaLog
 from delta_downgrade.operations.drop_run import protected_checkpoint_paths
 from delta_downgrade.operations.traces import TraceContext, feature_traces
 from delta_downgrade.protocol import CHECKPOINT_PROTECTION, Protocol, lookup_feature
+from delta_downgrade.protocol.support import Operation, unsupported_features
 
 
 @dataclass(frozen=True)
@@ -94,7 +95,10 @@ def verify_table(location: str, expect: Expectations) -> VerifyReport:
         add("protected_checkpoints_exist", not missing,
             "all present" if not missing else f"missing: {missing}")
 
-    unsupported = protocol.unsupported_for_read()
+    # The read gate's own decision, reported as a check rather than raised: a table this package
+    # cannot read is a failed verification (exit 1), not bad input. (The snapshot above already
+    # refused what no reader can interpret: an invalid protocol, unknown reader features.)
+    unsupported = unsupported_features(protocol, Operation.READ)
     add("latest_version_readable_by_package", not unsupported,
         "every reader feature is supported" if not unsupported
         else f"unsupported reader features: {sorted(unsupported)}")
