@@ -20,7 +20,7 @@ INSPECT_FORMAT_VERSION = 1
 
 
 def iso_utc(epoch_ms: int | None) -> str | None:
-    """Milliseconds since the epoch as ``2024-01-02T03:04:05.67Z`` (centiseconds, UTC)."""
+    """Milliseconds since the epoch as ``2024-01-02T03:04:05.678Z`` (UTC, to the millisecond)."""
     if epoch_ms is None:
         return None
     return datetime.fromtimestamp(epoch_ms / 1000, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")[:-4] + "Z"
