@@ -109,7 +109,7 @@ def commit_versions(path: str) -> list[int]:
 
 def run_task(task: Any, argv: list[str]) -> tuple[int, list[dict[str, Any]], str]:
     """Run a task entry point in-process; return its exit code, RESULT lines and stderr."""
-    from delta_downgrade.app.tasks.result import parse_result_lines
+    from delta_downgrade.app.render.result import parse_result_lines
 
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):

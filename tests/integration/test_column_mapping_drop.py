@@ -21,6 +21,7 @@ from delta_downgrade.protocol.actions import AddFile
 from delta_downgrade.errors import FeatureDropError
 from delta_downgrade.log.delta_log import DeltaLog
 from delta_downgrade.operations.drop_feature import drop_feature
+from delta_downgrade.app.render.inspect import inspect_document
 from delta_downgrade.operations.inspect import inspect_table
 from delta_downgrade.protocol import Protocol
 from delta_downgrade.rewrite.column_mapping import (
@@ -108,7 +109,7 @@ def assert_no_column_mapping_left(path: str) -> None:
             stats = json.loads(add.stats)
             for key in ("minValues", "maxValues", "nullCount"):
                 assert set(stats.get(key, {})) <= logical, (add.path, key, stats.get(key))
-    doc = inspect_table(path)
+    doc = inspect_document(inspect_table(path))
     assert "columnMapping" not in {f["name"] for f in doc["features"]}
 
 

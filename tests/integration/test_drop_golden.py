@@ -13,6 +13,7 @@ from delta_downgrade.clock import ManualClock
 from delta_downgrade.errors import FeatureDropError
 from delta_downgrade.log.delta_log import DeltaLog
 from delta_downgrade.operations.drop_feature import drop_feature
+from delta_downgrade.app.render.inspect import inspect_document
 from delta_downgrade.operations.inspect import inspect_table
 from delta_downgrade.protocol import Protocol
 from tests.oracle import same_rows
@@ -82,7 +83,7 @@ def test_in_commit_timestamp(golden_table, oracle):
     assert outcome.checkpoints_written == []
     assert same_rows(oracle.pyarrow_rows(path), before)
     assert same_rows(oracle.scan_rows(path), before)
-    doc = inspect_table(path)
+    doc = inspect_document(inspect_table(path))
     assert "inCommitTimestamp" not in {f["name"] for f in doc["features"]}
 
 
@@ -104,4 +105,4 @@ def test_v2_checkpoint(golden_table, oracle, name):
     assert after.ok, after.error
     assert same_rows(after, before)
     assert same_rows(oracle.scan_rows(path), before)
-    assert not [f for f in inspect_table(path)["features"] if f["name"] == "v2Checkpoint"]
+    assert not [f for f in inspect_document(inspect_table(path))["features"] if f["name"] == "v2Checkpoint"]

@@ -31,6 +31,7 @@ from delta_downgrade.log.delta_log import DeltaLog
 from delta_downgrade.log.snapshot import read_commit_actions
 from delta_downgrade.operations.drop_feature import drop_feature
 from delta_downgrade.operations.drop_run import DropRun
+from delta_downgrade.app.render.inspect import inspect_document
 from delta_downgrade.operations.inspect import inspect_table
 from delta_downgrade.protocol import Protocol
 from delta_downgrade.rewrite.dv_purge import check_deletion_vectors, purge_deletion_vectors
@@ -70,7 +71,7 @@ def reorg_commits(path):
 
 
 def assert_no_dv_left(path):
-    doc = inspect_table(path, history=False)
+    doc = inspect_document(inspect_table(path, history=False))
     assert "deletionVectors" not in {f["name"] for f in doc["features"]}
     assert doc["files"]["files_with_deletion_vectors"] == 0
     assert "delta.enableDeletionVectors" not in doc["properties"]
@@ -308,7 +309,7 @@ def test_crash_mid_purge_then_rerun(tmp_path, spark, oracle):
         drop_dv(b.path, spark, batch_files=1, on_batch_committed=_crash)
     # One batch is committed, the others still carry their DVs; readers see the same rows.
     assert len(reorg_commits(b.path)) == 1
-    doc = inspect_table(b.path, history=False)
+    doc = inspect_document(inspect_table(b.path, history=False))
     assert doc["files"]["files_with_deletion_vectors"] == 2
     assert same_rows(oracle.scan_rows(b.path).unwrap(), before)
 
@@ -515,7 +516,7 @@ def test_scenario_65_truncate_history_path_purges_then_waits(tmp_path, spark):
     with pytest.raises(RetentionWaitError) as info:
         drop_feature(b.path, "deletionVectors", truncate_history=True, rewrites=dv_rewrites(spark))
     assert info.value.error_class == "DELTA_FEATURE_DROP_WAIT_FOR_RETENTION_PERIOD"
-    doc = inspect_table(b.path, history=False)
+    doc = inspect_document(inspect_table(b.path, history=False))
     assert doc["files"]["files_with_deletion_vectors"] == 0
     assert "delta.enableDeletionVectors" not in doc["properties"]
     assert len(reorg_commits(b.path)) == 1

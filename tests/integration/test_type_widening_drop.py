@@ -22,6 +22,7 @@ import pytest
 
 from delta_downgrade.log.delta_log import DeltaLog
 from delta_downgrade.operations.drop_feature import drop_feature
+from delta_downgrade.app.render.inspect import inspect_document
 from delta_downgrade.operations.inspect import inspect_table
 from delta_downgrade.protocol import Protocol
 from delta_downgrade.protocol.schema import arrow_primitive_to_delta
@@ -83,7 +84,7 @@ def assert_no_type_widening_left(path: str) -> None:
     snapshot = DeltaLog(path).snapshot()
     assert "delta.enableTypeWidening" not in snapshot.metadata.configuration
     assert "delta.typeChanges" not in snapshot.metadata.schemaString
-    names = {f["name"] for f in inspect_table(path)["features"]}
+    names = {f["name"] for f in inspect_document(inspect_table(path))["features"]}
     assert not names & {"typeWidening", "typeWidening-preview"}
     # every live file stores exactly the table types
     target = delta_schema_to_arrow(snapshot.schema)

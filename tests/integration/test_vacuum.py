@@ -427,7 +427,7 @@ def test_golden_vacuum_protocol_check_table_is_vacuumed(golden_table):
 def test_cli_vacuum(table, clock, capsys, monkeypatch):
     import argparse
 
-    from delta_downgrade.operations.vacuum import register_vacuum
+    from delta_downgrade.app.cli.vacuum import register as register_vacuum
 
     parser = argparse.ArgumentParser()
     sub = parser.add_subparsers(dest="command", required=True)

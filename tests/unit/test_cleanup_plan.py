@@ -8,6 +8,7 @@ from typing import Iterable, Sequence
 
 import pytest
 
+from delta_downgrade.app.render.cleanup import plan_document
 from delta_downgrade.errors import BadInputError
 from delta_downgrade.log.delta_log import ProtocolSpan
 from delta_downgrade.log.files import (
@@ -322,10 +323,10 @@ def test_ordered_deletions_commits_first():
     assert sorted(order) == sorted([*plan.delete_commits, *plan.delete_checkpoints, *plan.delete_other])
 
 
-def test_to_dict():
+def test_plan_document():
     plan = build_plan(inputs(listing(checkpoints=(6, 8, 10)), boundary=2), cutoff_ms=CUTOFF, now_ms=NOW,
                       retention_ms=30 * DAY_MS)
-    doc = plan.to_dict()
+    doc = plan_document(plan)
     assert doc["cutoff"] == "2024-01-04T00:00:00Z" and doc["cutoff_checkpoint"] == 8
     assert doc["allowed"] is True and doc["decision"] == ALL_AT_ONCE
     assert doc["boundary_version"] == 2 and doc["checkpoint_protection"] is True

@@ -76,7 +76,7 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Callable, Iterable, Mapping, Sequence
 
 from delta_downgrade.clock import SYSTEM_CLOCK, Clock, to_utc_iso
 from delta_downgrade.errors import BadInputError, ConcurrentWriteError, DeltaDowngradeError
@@ -238,36 +238,11 @@ class CleanupPlan:
             raise AssertionError(order.reason)
         return [p for *_, p in commits] + [p for _, p in checkpoints] + [p for *_, p in sorted(rest)]
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "cutoff_ms": self.cutoff_ms,
-            "cutoff": to_utc_iso(self.cutoff_ms),
-            "retention_ms": self.retention_ms,
-            "granularity": self.granularity,
-            "cutoff_checkpoint": self.cutoff_checkpoint,
-            "allowed": self.allowed,
-            "decision": self.decision,
-            "reason": self.reason,
-            "checkpoint_protection": self.checkpoint_protection,
-            "boundary_version": self.boundary_version,
-            "latest_version": self.latest_version,
-            "truncates_before": self.truncates_before,
-            "kept_checkpoints": list(self.kept_checkpoints),
-            "delete_commits": list(self.delete_commits),
-            "delete_checkpoints": list(self.delete_checkpoints),
-            "delete_other": list(self.delete_other),
-            "ordered_deletions": self.ordered_deletions(),
-            "delete_temps": list(self.delete_temps),
-        }
-
 
 @dataclass
 class CleanupResult:
     deleted: list[str]
     plan: CleanupPlan
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"deleted": list(self.deleted), "plan": self.plan.to_dict()}
 
 
 # --- pure planning ---------------------------------------------------------------------------------

@@ -9,7 +9,6 @@ from typing import Any, Callable, Sequence
 
 from delta_downgrade.clock import SYSTEM_CLOCK, Clock, to_utc_iso
 from delta_downgrade.errors import ConcurrentWriteError, DeltaDowngradeError
-from delta_downgrade.app.tasks.result import protocol_fields
 from delta_downgrade.log.checkpoints import checkpoint_table
 from delta_downgrade.log.commit import ConflictResolver, WinningCommit, commit, fail_on_any_conflict
 from delta_downgrade.log.delta_log import DeltaLog
@@ -146,24 +145,6 @@ class DropOutcome:
     @property
     def needs_truncate(self) -> bool:
         return CHECKPOINT_PROTECTION in self.protocol_after.features
-
-    def result(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "table": self.table, "feature": self.feature, "status": self.status,
-            **protocol_fields(self.protocol_after),
-            "protocol_before": self.protocol_before.to_action(),
-            "boundary_version": self.boundary_version,
-            "protected_checkpoints": self.protected_checkpoints,
-            "needs_truncate": self.needs_truncate,
-            "truncate_after": self.truncate_after,
-            "commits": self.commits,
-            "checkpoints_written": self.checkpoints_written,
-        }
-        if self.plan and self.status == STATUS_PLANNED:
-            out["plan"] = self.plan
-        if self.error is not None:
-            out.update(self.error.to_dict())
-        return out
 
 
 def protected_checkpoint_paths(log: DeltaLog, boundary: int | None) -> list[str]:

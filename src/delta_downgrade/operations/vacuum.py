@@ -58,10 +58,10 @@ import math
 import posixpath
 import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import TYPE_CHECKING, Iterable
 
 from delta_downgrade.protocol.actions import AddFile, RemoveFile
-from delta_downgrade.clock import SYSTEM_CLOCK, Clock, check_duration_ms, to_utc_iso
+from delta_downgrade.clock import SYSTEM_CLOCK, Clock, check_duration_ms
 from delta_downgrade.protocol.dv_paths import dv_relative_path, table_relative_path
 from delta_downgrade.errors import (  # noqa: F401 - re-exported: VACUUM's own errors
     BadInputError, CorruptLogError, VacuumNegativeRetentionError, VacuumRetentionTooShortError,
@@ -71,7 +71,7 @@ from delta_downgrade.rewrite.staging import PURGE_DIR_PREFIX, STAGING_DIR
 from delta_downgrade.storage import FileStatus, is_package_temp
 from delta_downgrade.protocol.table_config import DELETED_FILE_RETENTION, HOUR_MS, TableConfig
 
-if TYPE_CHECKING:  # the log modules load pyarrow: keep ``--help`` fast (register_vacuum)
+if TYPE_CHECKING:  # the log modules load pyarrow; vacuum() imports DeltaLog when it runs
     from delta_downgrade.log.delta_log import DeltaLog
     from delta_downgrade.log.snapshot import Snapshot, TableState
 
@@ -109,21 +109,6 @@ class VacuumResult:
     @property
     def ok(self) -> bool:
         return not self.failed
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "table": self.table, "operation": "VACUUM", "version": self.version,
-            "dry_run": self.dry_run, "retention_ms": self.retention_ms,
-            "configured_retention_ms": self.configured_retention_ms,
-            "delete_before_ms": self.delete_before_ms,
-            "delete_before": to_utc_iso(self.delete_before_ms),
-            "files_to_delete": list(self.files_to_delete), "deleted": list(self.deleted),
-            "checksum_companions": list(self.checksum_companions), "failed": dict(self.failed),
-            "staging_dirs": list(self.staging_dirs), "removed_dirs": list(self.removed_dirs),
-            "bytes_to_delete": self.bytes_to_delete, "referenced_count": self.referenced_count,
-            "kept_count": self.kept_count,
-            "recent_unreferenced_count": self.recent_unreferenced_count,
-        }
 
 
 # --- 2. retention -------------------------------------------------------------------------------
@@ -396,54 +381,8 @@ def vacuum(log: DeltaLog | str, *, retention_hours: float | None = None, dry_run
     return result
 
 
-# --- CLI ----------------------------------------------------------------------------------------
-
-def render_text(result: VacuumResult) -> str:
-    verb = "would delete" if result.dry_run else "deleted"
-    count = len(result.files_to_delete) if result.dry_run else len(result.deleted)
-    lines = [
-        f"VACUUM{' DRY RUN' if result.dry_run else ''} {result.table} at version {result.version}: "
-        f"retention {result.retention_ms / HOUR_MS:g} hours (table: "
-        f"{result.configured_retention_ms / HOUR_MS:g} hours), unreferenced files older than "
-        f"{to_utc_iso(result.delete_before_ms)}",
-        f"{verb} {count} file(s), {result.bytes_to_delete} bytes; kept {result.kept_count} "
-        f"({result.recent_unreferenced_count} unreferenced but too recent)",
-    ]
-    lines += [f"  {path}" for path in (result.files_to_delete if result.dry_run else result.deleted)]
-    lines += [f"  FAILED {path}: {why}" for path, why in result.failed.items()]
-    return "\n".join(lines)
-
-
-def _run_vacuum(args: Any) -> int:
-    import json
-
-    from delta_downgrade.errors import EXIT_FAILURE, EXIT_OK
-
-    result = vacuum(args.table, retention_hours=args.retention_hours, dry_run=args.dry_run,
-                    enforce_retention_check=not args.override_retention_check)
-    print(json.dumps(result.to_dict(), indent=2) if args.json else render_text(result))
-    return EXIT_OK if result.ok else EXIT_FAILURE
-
-
-def register_vacuum(subparsers: Any, commands: dict[str, Any]) -> None:
-    """Add ``delta-downgrade vacuum TABLE [--retention-hours=N] [--dry-run]
-    [--override-retention-check] [--json]``."""
-    p = subparsers.add_parser(
-        "vacuum", help="delete files no retained version needs (checks the write protocol first)")
-    p.add_argument("table", help="table path")
-    p.add_argument("--retention-hours", type=float, default=None,
-                   help="keep files removed within this many hours (default: the table's "
-                        "delta.deletedFileRetentionDuration, 1 week)")
-    p.add_argument("--dry-run", action="store_true", help="list the files; delete nothing")
-    p.add_argument("--override-retention-check", action="store_true",
-                   help="allow a retention shorter than delta.deletedFileRetentionDuration "
-                        "(only when no writer is active)")
-    p.add_argument("--json", action="store_true", help="print the result as JSON")
-    commands["vacuum"] = _run_vacuum
-
-
 __all__ = [
     "VacuumResult", "VacuumRetentionTooShortError", "VacuumNegativeRetentionError", "vacuum",
     "plan_vacuum", "execute_plan", "resolve_retention_ms",
-    "retained_paths", "is_candidate", "register_vacuum", "render_text",
+    "retained_paths", "is_candidate",
 ]

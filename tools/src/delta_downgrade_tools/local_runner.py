@@ -512,7 +512,7 @@ def _fail(state: TaskRun, exc: DeltaDowngradeError, say: Callable[[str], None]) 
 def _run_wheel_task(task: dict[str, Any], state: TaskRun, run: JobRun, resolver: Resolver,
                     job_params: Mapping[str, str], runner: str, retry: tuple[int, float],
                     say: Callable[[str], None], sleep: Callable[[float], None]) -> None:
-    from delta_downgrade.app.tasks.result import parse_result_lines
+    from delta_downgrade.app.render.result import parse_result_lines
 
     key = task["task_key"]
     wheel = task["python_wheel_task"]

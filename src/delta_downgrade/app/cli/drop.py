@@ -10,30 +10,17 @@ from typing import Callable
 from delta_downgrade.errors import EXIT_OK
 
 
-def _summary(outcome) -> str:  # type: ignore[no-untyped-def]
-    lines = [f"{outcome.feature}: {outcome.status} on {outcome.table}",
-             f"  protocol {outcome.protocol_before} -> {outcome.protocol_after}"]
-    if outcome.boundary_version is not None:
-        lines.append(f"  checkpoint protection boundary: version {outcome.boundary_version}")
-    if outcome.protected_checkpoints:
-        lines.append(f"  protected checkpoints: {len(outcome.protected_checkpoints)} file(s)")
-    if outcome.needs_truncate and outcome.truncate_after:
-        lines.append(f"  run truncate-history after {outcome.truncate_after} to drop checkpointProtection")
-    for step in outcome.plan if outcome.status == "planned" else []:
-        lines.append(f"  would: {step}")
-    return "\n".join(lines)
-
-
 def _drop(args: argparse.Namespace) -> int:
     from delta_downgrade.app.engines import select_engine
-    from delta_downgrade.app.tasks.result import emit_result
+    from delta_downgrade.app.render.drop import render_summary
+    from delta_downgrade.app.render.result import drop_result, emit_result
 
     engine = select_engine(args.engine, args.table)
     progress = (lambda m: print(f"  {m}", file=sys.stderr)) if not args.quiet else None
     outcome = engine.drop_feature(args.table, args.feature, truncate_history=args.truncate_history,
                                   dry_run=args.dry_run, progress=progress)
-    print(_summary(outcome), file=sys.stderr)
-    emit_result(outcome.result())
+    print(render_summary(outcome), file=sys.stderr)
+    emit_result(drop_result(outcome))
     return EXIT_OK
 
 

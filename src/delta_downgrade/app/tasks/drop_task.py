@@ -7,6 +7,7 @@ from typing import Any, ClassVar
 
 from pydantic import field_validator
 
+from delta_downgrade.app.render.result import drop_result
 from delta_downgrade.errors import EXIT_OK, BadSettingsError
 from delta_downgrade.app.tasks.settings import TaskSettings
 
@@ -45,7 +46,7 @@ def drop_one(settings: TaskSettings, table: str) -> tuple[dict[str, Any], int]:
     engine = _engine_for(settings, table)
     outcome = engine.drop_feature(table, settings.feature, truncate_history=settings.truncate_history,
                                   dry_run=settings.dry_run, progress=_progress(table))
-    return outcome.result(), EXIT_OK
+    return drop_result(outcome), EXIT_OK
 
 
 def truncate_one(settings: TaskSettings, table: str) -> tuple[dict[str, Any], int]:
@@ -53,7 +54,7 @@ def truncate_one(settings: TaskSettings, table: str) -> tuple[dict[str, Any], in
     engine = _engine_for(settings, table)
     outcome = engine.drop_feature(table, "checkpointProtection", truncate_history=True,
                                   dry_run=settings.dry_run, progress=_progress(table))
-    return outcome.result(), EXIT_OK
+    return drop_result(outcome), EXIT_OK
 
 
 def _progress(table: str) -> Any:

@@ -15,7 +15,7 @@ from typing import Any, Callable, Sequence
 from delta_downgrade.errors import (
     EXIT_BAD_INPUT, EXIT_CONFLICT, EXIT_FAILURE, EXIT_OK, EXIT_WAIT, BadSettingsError, DeltaDowngradeError,
 )
-from delta_downgrade.app.tasks.result import emit_result
+from delta_downgrade.app.render.result import emit_result, error_result, verify_result
 from delta_downgrade.app.tasks.settings import TaskSettings, VerifySettings, load_settings
 from delta_downgrade.app.tasks.task_values import task_values_for
 
@@ -35,15 +35,8 @@ def worst(codes: Sequence[int]) -> int:
 
 
 def error_outcome(table: str, feature: str | None, exc: BaseException) -> tuple[dict[str, Any], int]:
-    if isinstance(exc, DeltaDowngradeError):
-        result = {"table": table, "feature": feature, "status": "error", **exc.to_dict()}
-        retry_after = getattr(exc, "retry_after", None)
-        if retry_after is not None:
-            result["status"] = "waiting"
-            result["truncate_after"] = retry_after
-        return result, exc.exit_code
-    return ({"table": table, "feature": feature, "status": "error", "error_class": "DELTA_DOWNGRADE_INTERNAL_ERROR",
-             "message": f"{type(exc).__name__}: {exc}"}, EXIT_FAILURE)
+    code = exc.exit_code if isinstance(exc, DeltaDowngradeError) else EXIT_FAILURE
+    return error_result(table, feature, exc), code
 
 
 def run_task(settings_cls: type[TaskSettings], handler: TableHandler, argv: Sequence[str] | None = None) -> int:
@@ -121,7 +114,7 @@ def _verify_one(settings: TaskSettings, table: str) -> tuple[dict[str, Any], int
     ))
     for check in report.failures:
         print(f"verify: {table}: FAILED {check.name}: {check.detail}", file=sys.stderr)
-    return report.result, EXIT_OK if report.ok else EXIT_FAILURE
+    return verify_result(report), EXIT_OK if report.ok else EXIT_FAILURE
 
 
 def verify_task(argv: Sequence[str] | None = None) -> int:

@@ -1,6 +1,7 @@
-"""Issue #10 "Hardening", the jobs/engines parts that need no table: settings files and sections
-(item 7), ``#`` in a tables file (item 10), task keys, task-value keys and the values file's
-temporary file (item 12), and the SQL the delta-sql engine builds (item 13)."""
+"""Issue #10 "Hardening", the task parts that need no table: settings files and sections (item 7),
+``#`` in a tables file (item 10), task keys, task-value keys and the values file's temporary file
+(item 12). The SQL the delta-sql engine builds (item 13) is tested in
+``tests/unit/app/engines/test_delta_sql_engine.py``."""
 
 from __future__ import annotations
 
@@ -155,34 +156,3 @@ def test_12_task_key_from_the_environment_is_validated(monkeypatch):
     assert "DELTA_DOWNGRADE_TASK_KEY" in info.value.message
     monkeypatch.setenv("DELTA_DOWNGRADE_TASK_KEY", "verify_truncated")
     assert load_settings(VerifySettings, ["--table=/t"]).task_key == "verify_truncated"
-
-
-# --- item 13: SQL of the delta-sql engine --------------------------------------------------------------
-
-@pytest.mark.parametrize("feature", ["x` TRUNCATE HISTORY --", "deletionVectors` TRUNCATE HISTORY",
-                                     "a b", "v2Checkpoint;", "`x``y`", ""])
-def test_13_feature_name_that_could_change_the_statement_is_refused(feature):
-    from delta_downgrade.app.engines.delta_sql import drop_feature_sql
-
-    with pytest.raises(BadInputError) as info:
-        drop_feature_sql("/data/t", feature, False)
-    _bad_input(info, "DELTA_FEATURE_DROP_UNSUPPORTED_CLIENT_FEATURE")
-
-
-def test_13_known_features_take_the_registry_spelling_and_plain_unknown_names_pass():
-    from delta_downgrade.app.engines.delta_sql import drop_feature_sql
-
-    assert drop_feature_sql("/d", "DELETIONVECTORS", False) == "ALTER TABLE delta.`/d` DROP FEATURE `deletionVectors`"
-    assert drop_feature_sql("/d", "typeWidening-preview", True) == \
-        "ALTER TABLE delta.`/d` DROP FEATURE `typeWidening-preview` TRUNCATE HISTORY"
-    assert drop_feature_sql("/d", "futureFeature_2", False) == "ALTER TABLE delta.`/d` DROP FEATURE `futureFeature_2`"
-
-
-@pytest.mark.parametrize("name", ["main.ops.t; DROP TABLE x", "main.ops.t DROP FEATURE x --", "a..b",
-                                  "main.`ops", "main.ops.", "a.`b`c"])
-def test_13_table_name_that_is_not_an_identifier_is_refused(name):
-    from delta_downgrade.app.engines.delta_sql import drop_feature_sql
-
-    with pytest.raises(BadInputError) as info:
-        drop_feature_sql(name, "deletionVectors", False)
-    _bad_input(info, "INVALID_IDENTIFIER")

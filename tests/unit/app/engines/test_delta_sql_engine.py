@@ -6,6 +6,7 @@ import pytest
 
 from delta_downgrade.app.engines import NativeEngine, select_engine
 from delta_downgrade.app.engines.delta_sql import drop_feature_sql, error_class_of, map_error, table_identifier
+from delta_downgrade.errors import BadInputError
 
 
 class FakeAnalysisException(Exception):
@@ -55,3 +56,33 @@ def test_error_class_from_message_prefix():
 def test_auto_picks_native_for_paths():
     assert isinstance(select_engine("auto", "/data/table"), NativeEngine)
     assert isinstance(select_engine("native", "main.ops.t"), NativeEngine)
+
+
+# --- issue #10 "Hardening", item 13: names that could change the statement ------------------------
+
+def _bad_input(exc_info, error_class: str) -> None:
+    assert exc_info.value.exit_code == 2
+    assert exc_info.value.error_class == error_class, exc_info.value
+
+
+@pytest.mark.parametrize("feature", ["x` TRUNCATE HISTORY --", "deletionVectors` TRUNCATE HISTORY",
+                                     "a b", "v2Checkpoint;", "`x``y`", ""])
+def test_13_feature_name_that_could_change_the_statement_is_refused(feature):
+    with pytest.raises(BadInputError) as info:
+        drop_feature_sql("/data/t", feature, False)
+    _bad_input(info, "DELTA_FEATURE_DROP_UNSUPPORTED_CLIENT_FEATURE")
+
+
+def test_13_known_features_take_the_registry_spelling_and_plain_unknown_names_pass():
+    assert drop_feature_sql("/d", "DELETIONVECTORS", False) == "ALTER TABLE delta.`/d` DROP FEATURE `deletionVectors`"
+    assert drop_feature_sql("/d", "typeWidening-preview", True) == \
+        "ALTER TABLE delta.`/d` DROP FEATURE `typeWidening-preview` TRUNCATE HISTORY"
+    assert drop_feature_sql("/d", "futureFeature_2", False) == "ALTER TABLE delta.`/d` DROP FEATURE `futureFeature_2`"
+
+
+@pytest.mark.parametrize("name", ["main.ops.t; DROP TABLE x", "main.ops.t DROP FEATURE x --", "a..b",
+                                  "main.`ops", "main.ops.", "a.`b`c"])
+def test_13_table_name_that_is_not_an_identifier_is_refused(name):
+    with pytest.raises(BadInputError) as info:
+        drop_feature_sql(name, "deletionVectors", False)
+    _bad_input(info, "INVALID_IDENTIFIER")

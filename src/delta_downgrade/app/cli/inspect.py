@@ -1,0 +1,26 @@
+"""``delta-downgrade inspect TABLE [--version N] [--json] [--no-history]``."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Callable
+
+Command = Callable[[argparse.Namespace], int]
+
+
+def register(sub: argparse._SubParsersAction, commands: dict[str, Command]) -> None:
+    p = sub.add_parser("inspect", help="show a table's protocol, features, checkpoints and boundary")
+    p.add_argument("table", help="table path")
+    p.add_argument("--version", dest="version", type=int, default=None, help="version to inspect (latest)")
+    p.add_argument("--json", action="store_true", help="print the stable JSON document")
+    p.add_argument("--no-history", action="store_true", help="skip the protocol history (faster)")
+    commands["inspect"] = _run
+
+
+def _run(args: argparse.Namespace) -> int:
+    from delta_downgrade.app.render.inspect import render_json, render_text
+    from delta_downgrade.operations.inspect import inspect_table
+
+    report = inspect_table(args.table, args.version, history=not args.no_history)
+    print(render_json(report) if args.json else render_text(report))
+    return 0

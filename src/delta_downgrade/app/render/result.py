@@ -1,0 +1,103 @@
+"""The ``RESULT {json}`` line every task and ``drop-feature`` prints, one per table.
+
+The line is a contract: its keys are what ``databricks.yml`` jobs read back as task values. The
+dictionaries are built here from the typed outcomes of the operations (:class:`DropOutcome`,
+:class:`VerifyReport`, a :class:`DeltaDowngradeError`); the keys are printed sorted.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import TYPE_CHECKING, Any, TextIO
+
+from delta_downgrade.errors import DeltaDowngradeError
+from delta_downgrade.protocol import Protocol
+
+if TYPE_CHECKING:  # the operations load pyarrow: the entry points import this module first
+    from delta_downgrade.operations.drop_run import DropOutcome
+    from delta_downgrade.operations.verify import Check, VerifyReport
+
+RESULT_PREFIX = "RESULT "
+
+
+def protocol_fields(protocol: Protocol) -> dict[str, Any]:
+    """The protocol keys of a RESULT: versions and sorted feature lists (None when not listed)."""
+    return {
+        "min_reader_version": protocol.min_reader_version,
+        "min_writer_version": protocol.min_writer_version,
+        "reader_features": sorted(protocol.reader_features) if protocol.reader_features is not None else None,
+        "writer_features": sorted(protocol.writer_features) if protocol.writer_features is not None else None,
+    }
+
+
+def drop_result(outcome: DropOutcome) -> dict[str, Any]:
+    """The RESULT of one drop (``drop_feature_task``, ``truncate_task``, ``drop-feature``)."""
+    from delta_downgrade.operations.drop_run import STATUS_PLANNED  # loaded with the outcome
+
+    out: dict[str, Any] = {
+        "table": outcome.table, "feature": outcome.feature, "status": outcome.status,
+        **protocol_fields(outcome.protocol_after),
+        "protocol_before": outcome.protocol_before.to_action(),
+        "boundary_version": outcome.boundary_version,
+        "protected_checkpoints": outcome.protected_checkpoints,
+        "needs_truncate": outcome.needs_truncate,
+        "truncate_after": outcome.truncate_after,
+        "commits": outcome.commits,
+        "checkpoints_written": outcome.checkpoints_written,
+    }
+    if outcome.plan and outcome.status == STATUS_PLANNED:
+        out["plan"] = outcome.plan
+    if outcome.error is not None:
+        out.update(outcome.error.to_dict())
+    return out
+
+
+def check_result(check: Check) -> dict[str, Any]:
+    return {"check": check.name, "ok": check.ok, "detail": check.detail}
+
+
+def verify_result(report: VerifyReport) -> dict[str, Any]:
+    """The RESULT of ``verify_task`` for one table: ``verified`` or ``failed``, with every check."""
+    return {
+        "table": report.table,
+        "feature": report.feature,
+        "status": "verified" if report.ok else "failed",
+        "version": report.version,
+        **protocol_fields(report.protocol),
+        "boundary_version": report.boundary_version,
+        "protected_checkpoints": report.protected_checkpoints,
+        "needs_truncate": report.needs_truncate,
+        "checks": [check_result(c) for c in report.checks],
+        "failed_checks": [c.name for c in report.failures],
+    }
+
+
+def error_result(table: str, feature: str | None, exc: BaseException) -> dict[str, Any]:
+    """The RESULT of a table whose task failed: the error's class, message and parameters; a
+    :class:`DeltaDowngradeError` that says when to retry (``retry_after``) is ``waiting``."""
+    if isinstance(exc, DeltaDowngradeError):
+        result = {"table": table, "feature": feature, "status": "error", **exc.to_dict()}
+        retry_after = getattr(exc, "retry_after", None)
+        if retry_after is not None:
+            result["status"] = "waiting"
+            result["truncate_after"] = retry_after
+        return result
+    return {"table": table, "feature": feature, "status": "error", "error_class": "DELTA_DOWNGRADE_INTERNAL_ERROR",
+            "message": f"{type(exc).__name__}: {exc}"}
+
+
+def format_result(result: dict[str, Any]) -> str:
+    return RESULT_PREFIX + json.dumps(result, sort_keys=True, default=str, separators=(",", ":"))
+
+
+def emit_result(result: dict[str, Any], stream: TextIO | None = None) -> None:
+    out = stream or sys.stdout
+    out.write(format_result(result) + "\n")
+    out.flush()
+
+
+def parse_result_lines(text: str) -> list[dict[str, Any]]:
+    """Every RESULT line of a task's stdout (tests and the local job runner read them)."""
+    return [json.loads(line[len(RESULT_PREFIX):]) for line in text.splitlines()
+            if line.startswith(RESULT_PREFIX)]

@@ -1,0 +1,65 @@
+"""The ``delta-downgrade`` parser: one module per subcommand, registered in ``--help`` order, then
+the entry-point group; ``--help`` imports no operation; errors become one line and an exit code."""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+
+import pytest
+
+from delta_downgrade.app import cli
+from delta_downgrade.app.cli import cleanup, drop, inspect, vacuum
+
+
+def _subcommands(parser: argparse.ArgumentParser) -> list[str]:
+    action = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return list(action.choices)
+
+
+def test_builtin_subcommands_come_first_in_help_order():
+    names = _subcommands(cli.build_parser())
+    assert names[:5] == ["inspect", "cleanup", "vacuum", "drop-feature", "truncate-history"]
+    installed = names[5:]
+    assert installed == sorted(installed)   # the entry-point group, by name
+
+
+@pytest.mark.parametrize("module, commands", [(inspect, ["inspect"]), (cleanup, ["cleanup"]),
+                                              (vacuum, ["vacuum"]), (drop, ["drop-feature", "truncate-history"])])
+def test_each_module_registers_its_own_commands(module, commands):
+    parser = argparse.ArgumentParser()
+    registered: dict = {}
+    module.register(parser.add_subparsers(dest="command"), registered)
+    assert list(registered) == commands and all(callable(run) for run in registered.values())
+
+
+def test_truncate_history_is_a_drop_of_checkpoint_protection_with_truncation():
+    args = cli.build_parser().parse_args(["truncate-history", "/t", "--dry-run"])
+    assert (args.feature, args.truncate_history, args.dry_run) == ("checkpointProtection", True, True)
+
+
+def test_help_imports_no_operation():
+    code = ("import sys\n"
+            "from delta_downgrade.app.cli import main\n"
+            "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
+            "print('MODULES ' + ','.join(sorted(m for m in sys.modules if m.startswith(('delta_downgrade', 'pyarrow')))))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    modules = proc.stdout.split("MODULES ", 1)[1].strip().split(",")
+    assert "delta_downgrade.app.cli.vacuum" in modules
+    heavy = [m for m in modules if m.startswith(("pyarrow", "delta_downgrade.operations", "delta_downgrade.log",
+                                                 "delta_downgrade.app.render", "delta_downgrade.app.engines"))]
+    assert heavy == []
+
+
+@pytest.mark.parametrize("argv, error_class", [
+    (["vacuum", "{dir}", "--dry-run"], "DELTA_MISSING_DELTA_TABLE"),
+    (["inspect", "{dir}/missing", "--json"], "DELTA_TABLE_NOT_FOUND"),
+    (["cleanup", "{dir}/missing", "--retention", "one week"], "DELTA_DOWNGRADE_BAD_DURATION"),
+])
+def test_error_is_one_line_with_its_class_and_exit_code(tmp_path, capsys, argv, error_class):
+    code = cli.main([a.format(dir=tmp_path) for a in argv])
+    out, err = capsys.readouterr()
+    assert code == 2 and out == ""
+    assert err.startswith(f"error: [{error_class}] ") and err.count("\n") == 1
