@@ -63,8 +63,8 @@ from delta_downgrade.log.checkpoint_columns import add_array, remove_array
 from delta_downgrade.log.checkpoint_schema import ADD_TYPE, DV_TYPE, REMOVE_TYPE
 from delta_downgrade.log.memory_pool import MEMORY_POOL
 from delta_downgrade.log.listing import CheckpointInstance
-from delta_downgrade.log.snapshot import (LogSegment, Snapshot, check_single_protocol_and_metadata,
-                                         commit_parse_error, with_checkpoint_fallback)
+from delta_downgrade.log.segment import (LogSegment, check_single_protocol_and_metadata, commit_parse_error,
+                                        with_checkpoint_fallback)
 from delta_downgrade.storage import FileStatus, Storage
 
 #: Key of the marker line written before each commit in the parse buffer.
@@ -1117,6 +1117,7 @@ def replay_segment(storage: Storage, table: str, segment: LogSegment, *,
         python_commits=tuple(sorted(pieces.python_commits)), python_lines=pieces.python_lines)
 
 
-def replay_snapshot(snapshot: Snapshot, *, threads: int | None = None) -> ArrowState:
-    """:func:`replay_segment` of a snapshot's segment."""
+def replay_snapshot(snapshot: Any, *, threads: int | None = None) -> ArrowState:
+    """:func:`replay_segment` of a snapshot's segment (a :class:`~delta_downgrade.log.snapshot.Snapshot`,
+    or anything with its ``storage``, ``table`` and ``segment``)."""
     return replay_segment(snapshot.storage, snapshot.table, snapshot.segment, threads=threads)
