@@ -13,6 +13,7 @@ from typing import Any, Iterator, Sequence
 
 from delta_downgrade.protocol.actions import AnyAction, CommitInfo, Metadata, ProtocolAction
 from delta_downgrade.errors import DeltaDowngradeError
+from delta_downgrade.log.arrow_replay import replay_state
 from delta_downgrade.log.checkpoint_reader import CheckpointReader
 from delta_downgrade.log.reconcile import TableState
 from delta_downgrade.log.segment import LogSegment, read_commit_actions, with_checkpoint_fallback
@@ -152,7 +153,13 @@ class Snapshot:
         return state
 
     def _replayed_state(self) -> TableState:
+        """The Arrow replay of the segment (:func:`~delta_downgrade.log.arrow_replay.replay_state`);
+        for a shape of log it does not know, the checkpoint and the commits applied one at a
+        time, by the same rules."""
         protocol, metadata = self._protocol_and_metadata
+        state = replay_state(self.storage, self.table, self.segment, protocol, metadata)
+        if state is not None:
+            return state
         state = TableState(self.version, protocol, metadata)
         if self.segment.checkpoint is not None:
             # protocol and metaData come from _protocol_and_metadata (projected, checked there)
