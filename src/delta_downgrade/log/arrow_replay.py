@@ -6,8 +6,7 @@ same reconciled state (PROTOCOL.md "Action Reconciliation") as Arrow arrays:
 
 * **Checkpoint** - the segment's checkpoint (classic, multi-part, or v2 with JSON or parquet
   manifest and its sidecars): ``add``/``remove`` columns read from parquet as Arrow, ``txn`` and
-  ``domainMetadata`` (small) through :class:`CheckpointReader`. Its removes are tombstones only:
-  they rank below its adds, so an (invalid) same-key pair never loses the add.
+  ``domainMetadata`` (small) through :class:`CheckpointReader`.
 * **Commits** - in chunks of whole commits, each chunk read into one buffer (each commit behind
   a marker line ``{"<MARKER>": i}``) and parsed by ``pyarrow.json``, one thread per chunk. The
   marker column, filled forward, tags every row with its commit; rows keep line order. Only
@@ -15,12 +14,23 @@ same reconciled state (PROTOCOL.md "Action Reconciliation") as Arrow arrays:
   of the log, so that its values stay strings (``pyarrow.json`` reads ``"2024-01-01"`` as a
   timestamp); every other field is inferred, and its type checked before use. The add/remove
   rows are used in place: slices of the parsed columns, no copy.
-* **Reconciliation** - every add and remove gets a rank: checkpoint removes 0, checkpoint adds 1,
-  then per commit ``c`` (0-based in the segment) removes ``2 + 2c`` and adds ``3 + 2c`` (removes
-  before adds within a commit, so remove(path, old DV) + add(path, new DV) keeps the add in either
-  line order). The latest action per logical file ``(URL-decoded path, DV unique id)`` wins: a
-  group-by on the key with the maximum of ``rank * N + position``. When all paths are distinct,
+* **Reconciliation** - the rules of :mod:`delta_downgrade.log.reconcile`, for all file actions
+  at once: each gets its rank, and ``rank * N + position`` orders them in the log; a group-by on
+  the logical file ``(URL-decoded path, DV unique id)`` finds the highest rank of each kind (which
+  kind is live), the last action of the live kind (its value) and - for the Python view - the
+  first one that no action of the other kind cancels (its place). When all paths are distinct,
   there is nothing to reconcile and the arrays are used as read.
+
+Two results: :func:`replay_segment` gives the file actions as the columns of a checkpoint
+(:class:`ArrowState`, for ``checkpoint_table``; a tombstone of a live file, possible only in an
+invalid checkpoint, is left out there), :func:`replay_state` the Python view
+(:class:`~delta_downgrade.log.reconcile.TableState`, for ``Snapshot.state``), whose objects are
+those the Python parser builds: rows whose Arrow columns settle that are built from them
+(:mod:`delta_downgrade.log.action_rows`), every other row is parsed from its line (or its
+checkpoint row); and it refuses what the Python parser refuses (a malformed ``commitInfo`` or
+``cdc`` line, a checkpoint row ``from_obj`` rejects), with the same error, in the same order
+(the checkpoint, then the commits in order; in a commit, a line that does not parse before two
+protocol or metaData actions).
 
 **Exactness.** JSON has a difference Arrow cannot see: a field that is absent and a field that is
 ``null`` both read as null, yet :class:`AddFile` gives them different values (an absent
@@ -42,6 +52,7 @@ JSON as the Python replay does.
 from __future__ import annotations
 
 import bisect
+import itertools
 import json
 import os
 import re
@@ -55,16 +66,21 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pj
 
-from delta_downgrade.protocol.actions import (AddFile, DomainMetadata, Metadata, ProtocolAction, RemoveFile,
-                                     Sidecar, Txn, parse_action, parse_commit)
+from delta_downgrade.protocol.actions import (ACTION_TYPES, AddFile, DomainMetadata, Metadata, ProtocolAction,
+                                              RemoveFile, Sidecar, Txn, parse_action, parse_commit)
 from delta_downgrade.errors import CheckpointUnreadableError, CorruptLogError
-from delta_downgrade.log.checkpoint_reader import CheckpointReader, read_checkpoint_columns, sidecar_rel_path
+from delta_downgrade.log.action_rows import (DV_REQUIRED, FIELDS, checkpoint_file_actions, is_exact_checkpoint_type,
+                                             json_file_actions, rows_lacking)
+from delta_downgrade.log.checkpoint_reader import (CheckpointReader, normalize_row, read_checkpoint_columns,
+                                                   sidecar_rel_path)
 from delta_downgrade.log.checkpoint_columns import add_array, remove_array
 from delta_downgrade.log.checkpoint_schema import ADD_TYPE, DV_TYPE, REMOVE_TYPE
 from delta_downgrade.log.memory_pool import MEMORY_POOL
 from delta_downgrade.log.listing import CheckpointInstance
-from delta_downgrade.log.snapshot import (LogSegment, Snapshot, check_single_protocol_and_metadata,
-                                         commit_parse_error, with_checkpoint_fallback)
+from delta_downgrade.log.reconcile import (CHECKPOINT_RANK, RANK_OFFSET, RANKS_PER_COMMIT, TableState, commit_rank,
+                                           file_key)
+from delta_downgrade.log.segment import (LogSegment, check_single_protocol_and_metadata, commit_parse_error,
+                                        with_checkpoint_fallback)
 from delta_downgrade.storage import FileStatus, Storage
 
 #: Key of the marker line written before each commit in the parse buffer.
@@ -324,34 +340,115 @@ class ArrowState:
         return self.removes.filter(keep)
 
 
+# --- where each row of the Python view comes from --------------------------------------------------
+
+class _Source:
+    """Rows of file actions, materialised as the Python parser builds them."""
+
+    def actions(self, rows: list[int]) -> list[AddFile | RemoveFile]:
+        raise NotImplementedError
+
+
+class _Objects(_Source):
+    """Actions the Python parser built already."""
+
+    def __init__(self, objects: Sequence[AddFile | RemoveFile]) -> None:
+        self.objects = objects
+
+    def actions(self, rows: list[int]) -> list[AddFile | RemoveFile]:
+        return [self.objects[r] for r in rows]
+
+
+class _CheckpointRows(_Source):
+    """Checkpoint rows of a type :func:`is_exact_checkpoint_type` accepts, no path null."""
+
+    def __init__(self, rows: pa.StructArray, cls: type[AddFile] | type[RemoveFile]) -> None:
+        self.rows = rows
+        self.cls = cls
+
+    def actions(self, rows: list[int]) -> list[AddFile | RemoveFile]:
+        return checkpoint_file_actions(self.rows.take(pa.array(rows, _LONG)), self.cls)
+
+
+class _JsonRows(_Source):
+    """Commit rows read by Arrow whose object ``json_file_actions`` rebuilds exactly."""
+
+    def __init__(self, typed: pa.StructArray, cls: type[AddFile] | type[RemoveFile],
+                 data_change: pa.Array | None, stats: pa.Array | None) -> None:
+        self.typed, self.cls, self.data_change, self.stats = typed, cls, data_change, stats
+
+    def actions(self, rows: list[int]) -> list[AddFile | RemoveFile]:
+        take = pa.array(rows, _LONG)
+        return json_file_actions(self.typed.take(take), self.cls,
+                                 None if self.data_change is None else self.data_change.take(take),
+                                 None if self.stats is None else self.stats.take(take))
+
+
+_SOURCE_IDS = itertools.count()
+_ROW_BITS = 32
+
+
+def _provenance(source_id: int, rows: pa.Array) -> pa.Array:
+    """Row ``r`` of source ``source_id`` as one int64: ``source_id << 32 | r``."""
+    return pc.add(rows.cast(_LONG), pa.scalar(source_id << _ROW_BITS, _LONG))
+
+
 @dataclass
 class _Pieces:
-    """File actions (with their ranks), txns and domains of part of the segment, in order."""
+    """File actions (with their ranks, and for the Python view where each row comes from), txns
+    and domains of part of the segment, in order."""
 
     adds: list[pa.StructArray] = field(default_factory=list)
     add_ranks: list[pa.Array] = field(default_factory=list)
+    add_rows: list[pa.Array] = field(default_factory=list)
     removes: list[pa.StructArray] = field(default_factory=list)
     remove_ranks: list[pa.Array] = field(default_factory=list)
+    remove_rows: list[pa.Array] = field(default_factory=list)
+    sources: dict[int, _Source] = field(default_factory=dict)
     txns: list[tuple[tuple[int, int], Txn]] = field(default_factory=list)
     domains: list[tuple[tuple[int, int], DomainMetadata]] = field(default_factory=list)
     meta: list[tuple[tuple[int, int], ProtocolAction | Metadata]] = field(default_factory=list)
     python_commits: list[int] = field(default_factory=list)
     python_lines: int = 0
 
-    def add(self, kind: str, actions: pa.StructArray, ranks: pa.Array) -> None:
+    def source(self, source: _Source) -> int:
+        source_id = next(_SOURCE_IDS)
+        self.sources[source_id] = source
+        return source_id
+
+    def add(self, kind: str, actions: pa.StructArray, ranks: pa.Array, rows: pa.Array | None = None) -> None:
+        """``actions`` with their ``ranks`` and, for the Python view, their ``rows``
+        (:func:`_provenance`)."""
         if len(actions):
             if kind == "add":
                 self.adds.append(actions)
                 self.add_ranks.append(ranks)
+                if rows is not None:
+                    self.add_rows.append(rows)
             else:
                 self.removes.append(actions)
                 self.remove_ranks.append(ranks)
+                if rows is not None:
+                    self.remove_rows.append(rows)
+
+    def add_objects(self, kind: str, actions: Sequence[AddFile | RemoveFile], rank: int | pa.Array,
+                    view: bool) -> None:
+        """File actions the Python parser built, all of ``kind``."""
+        if not actions:
+            return
+        array = (add_array if kind == "add" else remove_array)(actions)  # type: ignore[arg-type]
+        ranks = _ranks(rank, len(actions)) if isinstance(rank, int) else rank
+        rows = _provenance(self.source(_Objects(actions)), _arange(0, len(actions))) if view else None
+        self.add(kind, array, ranks, rows)
 
     def extend(self, other: "_Pieces") -> None:
         self.adds += other.adds
         self.add_ranks += other.add_ranks
+        self.add_rows += other.add_rows
         self.removes += other.removes
         self.remove_ranks += other.remove_ranks
+        self.remove_rows += other.remove_rows
+        self.sources.update(other.sources)
         self.txns += other.txns
         self.domains += other.domains
         self.meta += other.meta
@@ -361,6 +458,12 @@ class _Pieces:
 
 def _ranks(value: int, n: int) -> pa.Array:
     return pa.repeat(pa.scalar(value, _LONG), n)
+
+
+def _commit_ranks(commit_of_row: pa.Array, kind: str) -> pa.Array:
+    """:func:`~delta_downgrade.log.reconcile.commit_rank` of every row's commit."""
+    return pc.add(pc.multiply(commit_of_row, pa.scalar(RANKS_PER_COMMIT, _LONG)),
+                  pa.scalar(RANK_OFFSET[kind], _LONG))
 
 
 # --- Arrow helpers ---------------------------------------------------------------------------------
@@ -542,25 +645,54 @@ def _valid_rows(column: pa.ChunkedArray) -> pa.StructArray | None:
     return column.combine_chunks()
 
 
-def _checkpoint_pieces(storage: Storage, checkpoint: CheckpointInstance) -> _Pieces:
-    """The checkpoint's removes (rank 0), adds (rank 1), txns and domains, in the order
-    :meth:`CheckpointReader.rows` gives them: its files in part order, then the sidecars."""
+def _python_checkpoint_actions(storage: Storage, checkpoint: CheckpointInstance, rows: pa.StructArray,
+                               kind: str, source: str) -> list[AddFile | RemoveFile]:
+    """The actions of checkpoint rows as :class:`CheckpointReader` builds them, with its errors."""
+    try:
+        values = rows.to_pylist()
+    except (pa.ArrowException, ValueError, OverflowError) as exc:  # a value Python cannot hold
+        raise CheckpointUnreadableError(f"cannot read the {kind} actions of checkpoint file "
+                                        f"{source}: {exc}") from exc
+    try:
+        actions = [ACTION_TYPES[kind].from_obj(normalize_row(kind, r)) for r in values]
+    except ValueError as exc:
+        raise CorruptLogError(f"checkpoint {checkpoint.paths[0]}: {exc}",
+                              table=getattr(storage, "root", None)) from exc
+    for action in actions:
+        file_key(action)  # type: ignore[arg-type]  # raises where the Python replay raises
+    return actions  # type: ignore[return-value]
+
+
+def _checkpoint_pieces(storage: Storage, checkpoint: CheckpointInstance, view: bool = False) -> _Pieces:
+    """The checkpoint's adds and removes (rank :data:`CHECKPOINT_RANK` both: a checkpoint is
+    already reconciled), txns and domains, in the order :meth:`CheckpointReader.rows` gives
+    them: its files in part order, then the sidecars. With ``view``, what the Python view needs
+    too, and the errors :class:`CheckpointReader` raises for rows it cannot take."""
     out = _Pieces()
     sidecars: list[str] = []
+    if view:  # read first by the Python replay
+        found = CheckpointReader(storage, checkpoint).actions(["txn", "domainMetadata"])
 
     def take_table(table: pa.Table, source: str) -> None:
-        # A checkpoint is already reconciled: its removes are tombstones only and must never
-        # cancel one of its adds, so they rank below the adds (a same-key pair keeps the add).
-        for kind, typ, rank in (("add", ADD_TYPE, 1), ("remove", REMOVE_TYPE, 0)):
-            if kind in table.column_names:
-                rows = _valid_rows(table.column(kind))
-                if rows is not None:
-                    try:
-                        arr = _parquet_file_actions(rows, typ, source)
-                    except (pa.ArrowException, _Irregular) as exc:
-                        raise CheckpointUnreadableError(
-                            f"cannot read the {kind} actions of checkpoint file {source}: {exc}") from exc
-                    out.add(kind, arr, _ranks(rank, len(arr)))
+        for kind, typ, cls in (("add", ADD_TYPE, AddFile), ("remove", REMOVE_TYPE, RemoveFile)):
+            if kind not in table.column_names:
+                continue
+            rows = _valid_rows(table.column(kind))
+            if rows is None:
+                continue
+            path = _field(rows, "path")
+            if view and (not is_exact_checkpoint_type(rows.type, cls) or path is None or path.null_count
+                         or rows_lacking(rows, "deletionVector", DV_REQUIRED) is not None):
+                out.add_objects(kind, _python_checkpoint_actions(storage, checkpoint, rows, kind, source),
+                                CHECKPOINT_RANK, view)
+                continue
+            try:
+                arr = _parquet_file_actions(rows, typ, source)
+            except (pa.ArrowException, _Irregular) as exc:
+                raise CheckpointUnreadableError(
+                    f"cannot read the {kind} actions of checkpoint file {source}: {exc}") from exc
+            provenance = _provenance(out.source(_CheckpointRows(rows, cls)), _arange(0, len(arr))) if view else None
+            out.add(kind, arr, _ranks(CHECKPOINT_RANK, len(arr)), provenance)
 
     for status in checkpoint.files:
         if status.path.endswith(".json"):
@@ -571,8 +703,11 @@ def _checkpoint_pieces(storage: Storage, checkpoint: CheckpointInstance) -> _Pie
             # the JSON manifest's actions go through to_obj/from_obj, as in CheckpointReader.rows
             adds = [AddFile.from_obj(a.to_obj()) for a in actions if isinstance(a, AddFile)]
             removes = [RemoveFile.from_obj(a.to_obj()) for a in actions if isinstance(a, RemoveFile)]
-            out.add("add", add_array(adds), _ranks(0, len(adds)))  # type: ignore[arg-type]
-            out.add("remove", remove_array(removes), _ranks(1, len(removes)))  # type: ignore[arg-type]
+            if view:
+                for action in (*adds, *removes):
+                    file_key(action)  # type: ignore[arg-type]
+            out.add_objects("add", adds, CHECKPOINT_RANK, view)  # type: ignore[arg-type]
+            out.add_objects("remove", removes, CHECKPOINT_RANK, view)  # type: ignore[arg-type]
             sidecars += [a.path for a in actions if isinstance(a, Sidecar)]
             continue
         table = _read_parquet(storage, status.path, ["add", "remove", "sidecar"])
@@ -585,7 +720,8 @@ def _checkpoint_pieces(storage: Storage, checkpoint: CheckpointInstance) -> _Pie
         rel = sidecar_rel_path(path)
         take_table(_read_parquet(storage, rel, ["add", "remove"]), rel)
 
-    found = CheckpointReader(storage, checkpoint).actions(["txn", "domainMetadata"])
+    if not view:
+        found = CheckpointReader(storage, checkpoint).actions(["txn", "domainMetadata"])
     out.txns = [((-1, k), t) for k, t in enumerate(found.get("txn", []))]  # type: ignore[misc]
     out.domains = [((-1, k), d) for k, d in enumerate(found.get("domainMetadata", []))]  # type: ignore[misc]
     return out
@@ -660,11 +796,20 @@ _EXPECTED: dict[str, dict[str, Callable[[pa.DataType], bool]]] = {
 }
 
 
-def _check_types(kind: str, t: pa.DataType) -> None:
+#: What the Python parser checks besides, and the Python view takes from the columns.
+_EXPECTED_VIEW: dict[str, dict[str, Callable[[pa.DataType], bool]]] = {
+    "add": {**_EXPECTED["add"], "dataChange": _is_bool},
+    "remove": {**_EXPECTED["remove"], "dataChange": _is_bool, "stats": _is_str},
+    "txn": _EXPECTED["txn"], "domainMetadata": _EXPECTED["domainMetadata"],
+}
+
+
+def _check_types(kind: str, t: pa.DataType, view: bool = False) -> None:
     if not pa.types.is_struct(t):
         raise _Irregular(f"{kind} is not an object")
+    expected = (_EXPECTED_VIEW if view else _EXPECTED)[kind]
     for f in t:
-        check = _EXPECTED[kind].get(f.name)
+        check = expected.get(f.name)
         if check is not None and not check(f.type):
             raise _Irregular(f"{kind}.{f.name} was read as {f.type}")
 
@@ -750,11 +895,54 @@ def _json_maps(explicit: dict[str, dict[int, list[str]]]
     return maps
 
 
-class _ChunkReader:
-    """Parses ranges of commits of one segment into :class:`_Pieces`."""
+#: Actions the Python parser checks that the Arrow path does not read: with ``view``, their rows
+#: are parsed again in Python (a ``commitInfo`` only when its type leaves a doubt).
+_OTHER_ACTIONS = tuple(k for k in ACTION_TYPES if k not in ("add", "remove", "txn", "domainMetadata",
+                                                            "protocol", "metaData"))
 
-    def __init__(self, commits: CommitBytes) -> None:
+
+def _commit_info_is_sure(t: pa.DataType) -> bool:
+    """A ``commitInfo`` of this type parses: an object whose ``inCommitTimestamp`` is a long
+    (PROTOCOL.md "Commit Provenance Information" leaves the rest free)."""
+    if not pa.types.is_struct(t):
+        return False
+    index = t.get_field_index("inCommitTimestamp")
+    return index < 0 or _is_long(t.field(index).type)
+
+
+def _view_rows_to_redo(kind: str, raw: pa.StructArray, keep: pa.Array) -> pa.Array | None:
+    """Rows of ``keep`` whose action object :func:`json_file_actions` cannot rebuild from the
+    columns (see there): they are parsed from their line instead."""
+    cls = AddFile if kind == "add" else RemoveFile
+    if any(f.name not in FIELDS[cls] for f in raw.type):  # a field would go to ``extra``
+        return keep
+    redo = None
+    for name in ("partitionValues", "tags"):
+        child = _field(raw, name)
+        if child is None or pa.types.is_null(child.type):
+            continue
+        if kind == "remove" and name == "tags" or not pa.types.is_struct(child.type) \
+                or child.type.num_fields > 1:  # more than one key: their order is the line's
+            redo = _or(redo, child.is_valid())
+    dv = _field(raw, "deletionVector")
+    if dv is not None and not pa.types.is_null(dv.type):
+        redo = _or(redo, dv.is_valid())  # the line's object is the action's deletionVector
+    data_change = _field(raw, "dataChange")
+    if data_change is not None and data_change.null_count:
+        redo = _or(redo, data_change.is_null())  # absent (true) or null?
+    if redo is None:
+        return None
+    redo = pc.and_(redo, keep)
+    return redo if _any(redo) else None
+
+
+class _ChunkReader:
+    """Parses ranges of commits of one segment into :class:`_Pieces`. With ``view``, also what
+    the Python view needs, with the Python parser's checks and errors."""
+
+    def __init__(self, commits: CommitBytes, view: bool = False) -> None:
         self.commits = commits
+        self.view = view
         self.schema = _json_schema(_partition_keys(commits))
 
     def parse(self, lo: int, hi: int) -> _Pieces:
@@ -768,6 +956,16 @@ class _ChunkReader:
                 out.extend(self.parse(mid, hi))
                 return out
             return self._python(lo)
+
+    def _check_commit(self, i: int, meta: list[Any], files: list[Any]) -> None:
+        """With ``view``, what the Python replay checks of commit ``i`` once it is parsed: one
+        protocol and one metaData action at most, a key for every file action."""
+        if not self.view:
+            return
+        if len(meta) > 1:
+            check_single_protocol_and_metadata(meta, self.commits.path(i), getattr(self.commits.storage, "root", None))
+        for action in files:
+            file_key(action)
 
     # -- Python, line by line ----------------------------------------------------------------------
 
@@ -787,13 +985,15 @@ class _ChunkReader:
                 out.domains.append(((i, line_no), action))
             elif isinstance(action, (ProtocolAction, Metadata)):
                 out.meta.append(((i, line_no), action))
-        out.add("remove", remove_array(removes), _ranks(2 + 2 * i, len(removes)))
-        out.add("add", add_array(adds), _ranks(3 + 2 * i, len(adds)))
+        self._check_commit(i, [a for _, a in out.meta], [*removes, *adds])
+        out.add_objects("remove", removes, commit_rank(i, "remove"), self.view)
+        out.add_objects("add", adds, commit_rank(i, "add"), self.view)
         return out
 
     # -- Arrow ---------------------------------------------------------------------------------------
 
     def _arrow(self, lo: int, hi: int) -> _Pieces:
+        view = self.view
         data = self.commits.chunk(lo, hi)
         if not _is_utf8(data):  # pyarrow.json does not check; the Python parser then raises
             raise _Irregular("not UTF-8")
@@ -833,7 +1033,8 @@ class _ChunkReader:
         single = None
         if count is not None and pc.max(count).as_py() > 1:
             wanted = None
-            for name in ("add", "remove", "txn", "domainMetadata", "protocol", "metaData"):
+            for name in ("add", "remove", "txn", "domainMetadata", "protocol", "metaData") + (
+                    _OTHER_ACTIONS if view else ()):
                 wanted = _or(wanted, valid.get(name))
             if wanted is not None:
                 multi = pc.and_(pc.greater(count, pa.scalar(1, _INT)), wanted)
@@ -844,6 +1045,13 @@ class _ChunkReader:
             if name in valid:
                 meta_rows.update(pc.indices_nonzero(valid[name]).to_pylist())
         redo |= meta_rows
+        checked = len(redo)
+        if view:  # the actions the Arrow path does not read, where the Python parser may refuse one
+            for name in _OTHER_ACTIONS:
+                if name in valid and _any(valid[name]) and not (
+                        name == "commitInfo" and _commit_info_is_sure(table.column(name).type)):
+                    redo.update(pc.indices_nonzero(valid[name]).to_pylist())
+        checked = len(redo) - checked
 
         def mask_of(kind: str) -> pa.Array | None:
             if kind not in valid:
@@ -851,7 +1059,7 @@ class _ChunkReader:
             mask = valid[kind] if single is None else pc.and_(valid[kind], single)
             if not _any(mask):
                 return None
-            _check_types(kind, table.column(kind).type)
+            _check_types(kind, table.column(kind).type, view)
             return mask
 
         out = _Pieces()
@@ -892,8 +1100,13 @@ class _ChunkReader:
             keep = mask
             if _any(bad):
                 assert bad is not None
-                redo.update(pc.indices_nonzero(bad).to_pylist())
                 keep = pc.and_(mask, pc.invert(bad))
+            if view:
+                bad = _or(bad, _view_rows_to_redo(kind, raw, keep))
+                keep = pc.and_(mask, pc.invert(bad)) if bad is not None else mask
+            if _any(bad):
+                assert bad is not None
+                redo.update(pc.indices_nonzero(bad).to_pylist())
             file_rows[kind] = (raw, keep, explicit)
 
         for kind in ("txn", "domainMetadata"):
@@ -903,8 +1116,11 @@ class _ChunkReader:
             rows = pc.indices_nonzero(mask)
             values = table.column(kind).take(rows).to_pylist()
             required = ("appId", "version") if kind == "txn" else ("domain", "configuration", "removed")
+            # with ``view``, a field the action does not know would go to ``extra``: the line tells
+            every = view and any(f.name not in (Txn if kind == "txn" else DomainMetadata)._NAMES
+                                 for f in table.column(kind).type)
             for r, c, value in zip(rows.to_pylist(), commit_of_row.take(rows).to_pylist(), values):
-                if any(value.get(k) is None for k in required):
+                if every or any(value.get(k) is None for k in required):
                     redo.add(r)
                 elif kind == "txn":
                     out.txns.append(((c, r), Txn.from_obj(value)))  # type: ignore[arg-type]
@@ -914,45 +1130,64 @@ class _ChunkReader:
         extra: dict[str, list[tuple[int, Any]]] = {"add": [], "remove": []}
         if redo:
             redo_rows = sorted(redo)
-            out.python_lines += len(redo) - len(meta_rows)
+            out.python_lines += len(redo) - len(meta_rows) - checked
             ids = commit_of_row.take(pa.array(redo_rows, _LONG)).to_pylist()
+            current, meta, files = -1, [], []  # commit being read, its protocol/metaData and file actions
             for r, c in zip(redo_rows, ids):
+                if c != current:
+                    self._check_commit(current, meta, files)
+                    current, meta, files = c, [], []
                 action = _parse_line(self.commits, c, line_of(r))
                 if isinstance(action, AddFile):
                     extra["add"].append((r, action))
+                    files.append(action)
                 elif isinstance(action, RemoveFile):
                     extra["remove"].append((r, action))
+                    files.append(action)
                 elif isinstance(action, Txn):
                     out.txns.append(((c, r), action))
                 elif isinstance(action, DomainMetadata):
                     out.domains.append(((c, r), action))
                 elif isinstance(action, (ProtocolAction, Metadata)):
                     out.meta.append(((c, r), action))
+                    meta.append(action)
+            self._check_commit(current, meta, files)
 
-        for kind, typ, build, offset in (("remove", REMOVE_TYPE, remove_array, 2),
-                                         ("add", ADD_TYPE, add_array, 3)):
+        for kind, typ, build in (("remove", REMOVE_TYPE, remove_array), ("add", ADD_TYPE, add_array)):
             extras = extra[kind]
             if kind not in file_rows and not extras:
                 continue
-            ranks = pc.add(pc.multiply(commit_of_row, pa.scalar(2, _LONG)), pa.scalar(offset, _LONG))
+            ranks = _commit_ranks(commit_of_row, kind)
+            json_source = objects_source = None
             if kind in file_rows:
                 raw, keep, explicit = file_rows[kind]
                 actions = _file_actions(raw, typ, _json_maps(explicit))
+                if view:
+                    json_source = out.source(_JsonRows(
+                        actions, AddFile if kind == "add" else RemoveFile, _field(raw, "dataChange"),
+                        _field(raw, "stats") if kind == "remove" else None))
                 runs = None if extras else _runs(keep)
                 if runs is not None:  # the kept rows are few runs: slices, no copy
                     for start, stop in runs:
-                        out.add(kind, actions.slice(start, stop - start), ranks.slice(start, stop - start))
+                        rows_of = _provenance(json_source, _arange(start, stop)) if view else None
+                        out.add(kind, actions.slice(start, stop - start), ranks.slice(start, stop - start),
+                                rows_of)
                     continue
                 rows = pc.indices_nonzero(keep)
                 parts, positions = [actions.take(rows)], [rows]
+                sources = [_provenance(json_source, rows)] if view else []
             else:
-                parts, positions = [], []
+                parts, positions, sources = [], [], []
             if extras:  # rows the Python parser read: back into line order
                 parts.append(build([a for _, a in extras]))  # type: ignore[operator]
                 positions.append(pa.array([r for r, _ in extras], pa.uint64()))
+                if view:
+                    objects_source = out.source(_Objects([a for _, a in extras]))
+                    sources.append(_provenance(objects_source, _arange(0, len(extras))))
             where = pa.concat_arrays([p.cast(_LONG) for p in positions])
             order = pc.sort_indices(where)
-            out.add(kind, pa.concat_arrays(parts).take(order), ranks.take(where.take(order)))
+            out.add(kind, pa.concat_arrays(parts).take(order), ranks.take(where.take(order)),
+                    pa.concat_arrays(sources).take(order) if view else None)
         return out
 
 
@@ -990,14 +1225,16 @@ def _cpus() -> int:
         return os.cpu_count() or 1
 
 
-def _commit_pieces(storage: Storage, segment: LogSegment, threads: int | None) -> list[_Pieces]:
+def _commit_pieces(storage: Storage, segment: LogSegment, threads: int | None,
+                   view: bool = False) -> list[_Pieces]:
     """The commits of ``segment`` parsed chunk by chunk, each chunk read and parsed by one of
-    ``threads`` threads (default: :data:`THREADS_PER_CPU` per CPU)."""
+    ``threads`` threads (default: :data:`THREADS_PER_CPU` per CPU); ``view``: see
+    :class:`_ChunkReader`."""
     threads = max(1, threads if threads is not None else min(32, THREADS_PER_CPU * _cpus()))
     commits = CommitBytes(storage, segment, _plan_chunks(segment.commits, threads))
     if not commits.ranges:
         return []
-    reader = _ChunkReader(commits)
+    reader = _ChunkReader(commits, view)
 
     def parse(k: int) -> _Pieces:
         try:
@@ -1036,50 +1273,108 @@ def _decoded_paths(paths: pa.Array) -> pa.Array:
     return pc.replace_with_mask(paths, has_escape, pa.array(decoded, _STR))
 
 
-def _dv_ids(dv: pa.StructArray) -> pa.Array:
-    """``DeletionVectorDescriptor.unique_id`` per row; null without a DV."""
+def _dv_ids(dv: pa.StructArray, missing_path: str = "") -> pa.Array:
+    """``DeletionVectorDescriptor.unique_id`` per row; null without a DV. ``missing_path``
+    stands for a null ``pathOrInlineDv`` (the descriptor's own id spells it ``None``)."""
     if dv.null_count == len(dv):
         return pa.nulls(len(dv), _STR)
     offset = dv.field("offset")
     suffix = pc.binary_join_element_wise(pa.scalar("@", _STR), offset.cast(_STR), "")
-    ids = pc.binary_join_element_wise(dv.field("storageType"), dv.field("pathOrInlineDv"), suffix, "",
+    path = dv.field("pathOrInlineDv")
+    if missing_path and path.null_count:
+        path = pc.fill_null(path, missing_path)
+    ids = pc.binary_join_element_wise(dv.field("storageType"), path, suffix, "",
                                       null_handling="replace", null_replacement="")
     return pc.if_else(dv.is_valid(), ids, pa.scalar(None, _STR))
 
 
-def _reconcile(pieces: _Pieces) -> tuple[pa.ChunkedArray, pa.ChunkedArray]:
-    """The latest action per logical file: the adds that win, the removes that win."""
+@dataclass
+class _Reconciled:
+    """What the rules of :mod:`~delta_downgrade.log.reconcile` make of the file actions: for the
+    checkpoint, the live adds and the tombstones of files that are not live, each in the order of
+    its value's position; for the Python view (``files``, ``tombstones``), the positions of the
+    values of the live files and of every tombstone, in place order (positions: adds first, then
+    removes, as :class:`_Pieces` holds them)."""
+
+    adds: pa.ChunkedArray | None = None
+    removes: pa.ChunkedArray | None = None
+    files: list[int] | None = None
+    tombstones: list[int] | None = None
+
+
+def _position(order: pa.Array, total: int) -> pa.Array:
+    """The position part of ``rank * total + position``."""
+    return pc.subtract(order, pc.multiply(pc.divide(order, pa.scalar(total, _LONG)), pa.scalar(total, _LONG)))
+
+
+def _reconcile(pieces: _Pieces, view: bool = False) -> _Reconciled:
+    """Apply the rules to every file action at once: with ``view`` for the Python view, else for
+    the checkpoint."""
     adds = pa.chunked_array(pieces.adds, ADD_TYPE)
     removes = pa.chunked_array(pieces.removes, REMOVE_TYPE)
     n_adds, n_removes = len(adds), len(removes)
     total = n_adds + n_removes
-    if total == 0:
-        return adds, removes
     chunks = pieces.adds + pieces.removes
     path_chunks = [c.field("path") for c in chunks]
     escaped = _may_hold(path_chunks, b"%")
     no_dvs = all(c.field("deletionVector").null_count == len(c) for c in chunks)
-    if no_dvs and not escaped and len(pc.unique(pa.chunked_array(path_chunks, _STR), memory_pool=MEMORY_POOL)) == total:
-        return adds, removes  # every logical file appears once: nothing to reconcile
+    if total == 0 or no_dvs and not escaped and \
+            len(pc.unique(pa.chunked_array(path_chunks, _STR), memory_pool=MEMORY_POOL)) == total:
+        # every logical file appears once: nothing to reconcile
+        if view:
+            return _Reconciled(files=list(range(n_adds)), tombstones=list(range(n_adds, total)))
+        return _Reconciled(adds, removes)
     paths = pa.concat_arrays(path_chunks)
     if escaped:
         paths = _decoded_paths(paths)
     dv_ids = (pa.nulls(total, _STR) if no_dvs else
-              _dv_ids(pa.concat_arrays([c.field("deletionVector") for c in chunks])))
+              _dv_ids(pa.concat_arrays([c.field("deletionVector") for c in chunks]), "None" if view else ""))
     ranks = pa.concat_arrays(pieces.add_ranks + pieces.remove_ranks)
     order = pc.add(pc.multiply(ranks, pa.scalar(total, _LONG)), _arange(0, total))
-    winners = pa.table({"p": paths, "d": dv_ids, "o": order}) \
-        .group_by(["p", "d"], use_threads=False).aggregate([("o", "max")]).column("o_max")
-    winners = winners.combine_chunks() if isinstance(winners, pa.ChunkedArray) else winners
-    ranks_of = pc.divide(winners, pa.scalar(total, _LONG))
-    index = pc.subtract(winners, pc.multiply(ranks_of, pa.scalar(total, _LONG)))
-    index = index.take(pc.sort_indices(index))
-    is_add = pc.less(index, pa.scalar(n_adds, _LONG))
-    add_index = index.filter(is_add)
-    remove_index = pc.subtract(index.filter(pc.invert(is_add)), pa.scalar(n_adds, _LONG))
-    out_adds = adds if len(add_index) == n_adds else adds.take(add_index)
-    out_removes = removes if len(remove_index) == n_removes else removes.take(remove_index)
-    return out_adds, out_removes
+    is_add = pc.less(_arange(0, total), pa.scalar(n_adds, _LONG))
+    nothing = pa.scalar(None, _LONG)
+    # per logical file: the highest rank of its adds and of its removes, the last of each
+    groups = pa.table({
+        "p": paths, "d": dv_ids,
+        "ar": pc.if_else(is_add, ranks, nothing), "rr": pc.if_else(is_add, nothing, ranks),
+        "ao": pc.if_else(is_add, order, nothing), "ro": pc.if_else(is_add, nothing, order),
+    }).group_by(["p", "d"], use_threads=False).aggregate(
+        [("ar", "max"), ("rr", "max"), ("ao", "max"), ("ro", "max")])
+    add_rank = pc.fill_null(groups.column("ar_max"), -1).combine_chunks()
+    remove_rank = pc.fill_null(groups.column("rr_max"), -1).combine_chunks()
+    if not view:
+        # live: an add that no remove of a higher rank follows (a checkpoint's removes never
+        # cancel its adds); a tombstone of a file that is live is not written
+        live = pc.and_(pc.is_valid(groups.column("ar_max")), pc.greater_equal(add_rank, remove_rank))
+        dead = pc.and_(pc.is_valid(groups.column("rr_max")), pc.greater(remove_rank, add_rank))
+        add_index = _position(groups.column("ao_max").combine_chunks().filter(live), total)
+        remove_index = pc.subtract(_position(groups.column("ro_max").combine_chunks().filter(dead), total),
+                                   pa.scalar(n_adds, _LONG))
+        add_index = add_index.take(pc.sort_indices(add_index))
+        remove_index = remove_index.take(pc.sort_indices(remove_index))
+        return _Reconciled(adds if len(add_index) == n_adds else adds.take(add_index),
+                           removes if len(remove_index) == n_removes else removes.take(remove_index))
+    # the Python view: every action of a kind that no action of the other kind with a higher
+    # rank cancels; the last of them is the value, the first the place
+    has_dv = pc.is_valid(dv_ids)
+    rows = pa.table({"p": paths, "d": pc.fill_null(dv_ids, ""), "v": has_dv, "r": ranks, "o": order,
+                     "a": is_add})
+    thresholds = pa.table({"p": groups.column("p"), "d": pc.fill_null(groups.column("d"), ""),
+                           "v": pc.is_valid(groups.column("d")), "ar": add_rank, "rr": remove_rank})
+    joined = rows.join(thresholds, keys=["p", "d", "v"], join_type="inner", use_threads=False)
+    kept = pc.if_else(joined.column("a"), pc.greater_equal(joined.column("r"), joined.column("rr")),
+                      pc.greater_equal(joined.column("r"), joined.column("ar")))
+    values = joined.filter(kept).group_by(["p", "d", "v", "a"], use_threads=False).aggregate(
+        [("o", "min"), ("o", "max")])
+    out = []
+    for kind_is_add in (True, False):
+        mine = values.filter(pc.equal(values.column("a"), kind_is_add))
+        place = mine.column("o_min").combine_chunks()
+        value = _position(mine.column("o_max").combine_chunks(), total)
+        out.append(value.take(pc.sort_indices(place)).to_pylist())
+    if len(joined) != total:
+        raise _Irregular("the keys of the join are not those of the groups")
+    return _Reconciled(files=out[0], tombstones=out[1])
 
 
 def _latest(entries: list[tuple[tuple[int, int], Any]], key: Callable[[Any], str]) -> list[Any]:
@@ -1095,8 +1390,8 @@ def _latest(entries: list[tuple[tuple[int, int], Any]], key: Callable[[Any], str
 
 def replay_segment(storage: Storage, table: str, segment: LogSegment, *,
                    threads: int | None = None) -> ArrowState:
-    """The reconciled state at ``segment.version``; ``threads``: threads that read and parse
-    the commits (default: :data:`THREADS_PER_CPU` per CPU).
+    """The reconciled state at ``segment.version`` as the columns of a checkpoint; ``threads``:
+    threads that read and parse the commits (default: :data:`THREADS_PER_CPU` per CPU).
 
     Raises :class:`CheckpointUnreadableError` when the segment's checkpoint cannot be read (the
     caller may try an older one, as ``DeltaLog.snapshot`` does), :class:`CorruptLogError` for a
@@ -1109,14 +1404,61 @@ def replay_segment(storage: Storage, table: str, segment: LogSegment, *,
         pieces.extend(_checkpoint_pieces(storage, segment.checkpoint))
     for part in parsed:
         pieces.extend(part)
-    adds, removes = _reconcile(pieces)
+    result = _reconcile(pieces)
+    assert result.adds is not None and result.removes is not None
     return ArrowState(
-        version=segment.version, protocol=protocol, metadata=metadata, adds=adds, removes=removes,
-        txns=_latest(pieces.txns, lambda t: t.appId),
+        version=segment.version, protocol=protocol, metadata=metadata, adds=result.adds,
+        removes=result.removes, txns=_latest(pieces.txns, lambda t: t.appId),
         domains=_latest(pieces.domains, lambda d: d.domain),
         python_commits=tuple(sorted(pieces.python_commits)), python_lines=pieces.python_lines)
 
 
-def replay_snapshot(snapshot: Snapshot, *, threads: int | None = None) -> ArrowState:
-    """:func:`replay_segment` of a snapshot's segment."""
+def _materialize(pieces: _Pieces, positions: list[int]) -> list[Any]:
+    """The action objects at ``positions`` (as :class:`_Reconciled` counts them)."""
+    if not positions:
+        return []
+    rows = pa.concat_arrays(pieces.add_rows + pieces.remove_rows)
+    if len(rows) != sum(map(len, pieces.adds)) + sum(map(len, pieces.removes)):
+        raise _Irregular("a piece of file actions has no rows for the Python view")
+    wanted = rows.take(pa.array(positions, _LONG))
+    source_ids = pc.shift_right(wanted, pa.scalar(_ROW_BITS, _LONG))
+    row_of = pc.bit_wise_and(wanted, pa.scalar((1 << _ROW_BITS) - 1, _LONG))
+    out: list[Any] = [None] * len(positions)
+    for source_id in pc.unique(source_ids).to_pylist():
+        mine = pc.equal(source_ids, pa.scalar(source_id, _LONG))
+        actions = pieces.sources[source_id].actions(row_of.filter(mine).to_pylist())
+        for at, action in zip(pc.indices_nonzero(mine).to_pylist(), actions):
+            out[at] = action
+    return out
+
+
+def replay_state(storage: Storage, table: str, segment: LogSegment, protocol: ProtocolAction,
+                 metadata: Metadata, *, threads: int | None = None) -> TableState | None:
+    """The reconciled state at ``segment.version`` as Python objects, with ``protocol`` and
+    ``metadata`` (which the caller has read): the objects, their order and the errors of the
+    Python parser (see the module's docstring). None when the Arrow replay cannot take this
+    log (a shape it does not know): the caller then applies the checkpoint and the commits one
+    at a time (:class:`~delta_downgrade.log.reconcile.TableState`), as ``checkpoint_table`` does."""
+    try:
+        pieces = _Pieces()
+        if segment.checkpoint is not None:
+            pieces.extend(_checkpoint_pieces(storage, segment.checkpoint, view=True))
+        for part in _commit_pieces(storage, segment, threads, view=True):
+            pieces.extend(part)
+        result = _reconcile(pieces, view=True)
+        assert result.files is not None and result.tombstones is not None
+        files = {file_key(a): a for a in _materialize(pieces, result.files)}
+        tombstones = {file_key(r): r for r in _materialize(pieces, result.tombstones)}
+        if len(files) != len(result.files) or len(tombstones) != len(result.tombstones):
+            raise _Irregular("two values for one logical file")
+    except (pa.ArrowException, UnicodeError, _Irregular):
+        return None
+    return TableState(segment.version, protocol, metadata, files, tombstones,
+                      {t.appId: t for t in _latest(pieces.txns, lambda t: t.appId)},
+                      {d.domain: d for d in _latest(pieces.domains, lambda d: d.domain)})
+
+
+def replay_snapshot(snapshot: Any, *, threads: int | None = None) -> ArrowState:
+    """:func:`replay_segment` of a snapshot's segment (a :class:`~delta_downgrade.log.snapshot.Snapshot`,
+    or anything with its ``storage``, ``table`` and ``segment``)."""
     return replay_segment(snapshot.storage, snapshot.table, snapshot.segment, threads=threads)

@@ -26,7 +26,9 @@ FILE_ACTION_COLUMNS = frozenset({"add", "remove"})
 _DERIVED_FIELDS = ("stats_parsed", "partitionValues_parsed")
 
 
-def _normalize_row(key: str, row: dict[str, Any]) -> dict[str, Any]:
+def normalize_row(key: str, row: dict[str, Any]) -> dict[str, Any]:
+    """A checkpoint row as the actions are built from it: without the derived columns, and with a
+    deletion vector without a storage type as none, null fields of one left out."""
     for name in _DERIVED_FIELDS:
         row.pop(name, None)
     dv = row.get("deletionVector")
@@ -87,7 +89,7 @@ def _parquet_column_rows(data: bytes | str, columns: Iterable[str], source: str)
         except (pa.ArrowException, ValueError, OverflowError) as exc:  # a value Python cannot hold
             raise CheckpointUnreadableError(f"cannot read the {name} actions of checkpoint file "
                                             f"{source}: {exc}") from exc
-        out[name] = [_normalize_row(name, row) for row in rows]
+        out[name] = [normalize_row(name, row) for row in rows]
     return out
 
 

@@ -24,7 +24,7 @@ from delta_downgrade.errors import (
 )
 from delta_downgrade.log.delta_log import DeltaLog
 from delta_downgrade.log.files import commit_path
-from delta_downgrade.log.snapshot import read_commit_actions
+from delta_downgrade.log.segment import read_commit_actions
 from delta_downgrade.protocol import Protocol
 from delta_downgrade.protocol.support import Operation, ensure_supported
 from delta_downgrade.storage import FileStatus

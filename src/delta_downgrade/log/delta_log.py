@@ -13,7 +13,8 @@ from delta_downgrade.errors import (
 )
 from delta_downgrade.log.checkpoint_reader import CheckpointReader
 from delta_downgrade.log.listing import CheckpointInstance, LogListing, list_log
-from delta_downgrade.log.snapshot import BOUNDARY_PROPERTY, LogSegment, Snapshot, read_commit_actions
+from delta_downgrade.log.segment import LogSegment, read_commit_actions
+from delta_downgrade.log.snapshot import BOUNDARY_PROPERTY, Snapshot
 from delta_downgrade.protocol import Protocol
 from delta_downgrade.protocol.protocol import protocol_document
 from delta_downgrade.protocol.support import Operation, ensure_supported

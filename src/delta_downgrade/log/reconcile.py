@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Iterable, Sequence
+from urllib.parse import unquote
 
 from delta_downgrade.protocol.actions import (AddFile, AnyAction, DomainMetadata, Metadata, ProtocolAction,
                                               RemoveFile, Txn)
@@ -49,9 +50,14 @@ def commit_rank(commit: int, kind: str) -> int:
 
 
 def file_key(action: AddFile | RemoveFile) -> FileKey:
-    """A logical file is identified by its path and its deletion vector (PROTOCOL.md, "Reconciliation")."""
+    """A logical file is identified by its URL-decoded path and the unique id of its deletion
+    vector (PROTOCOL.md, "Reconciliation")."""
+    path = action.path
+    decoded = unquote(path) if "%" in path else path  # = action.decoded_path, for a fraction of the time
+    if action.deletionVector is None:
+        return (decoded, None)
     dv = action.dv
-    return (action.decoded_path, dv.unique_id if dv else None)
+    return (decoded, dv.unique_id if dv else None)
 
 
 def commit_order(actions: Iterable[AnyAction]) -> list[AnyAction]:

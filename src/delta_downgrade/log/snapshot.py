@@ -8,124 +8,20 @@ separate, explicit :meth:`Snapshot.state` call.
 
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, Iterator, Sequence
 
-from delta_downgrade.protocol.actions import (
-    AnyAction, CommitInfo, MalformedActionError, Metadata, ProtocolAction, parse_action, parse_commit,
-)
-from delta_downgrade.errors import CorruptLogError, DeltaDowngradeError, DuplicateActionsError
+from delta_downgrade.protocol.actions import AnyAction, CommitInfo, Metadata, ProtocolAction
+from delta_downgrade.errors import DeltaDowngradeError
+from delta_downgrade.log.arrow_replay import replay_state
 from delta_downgrade.log.checkpoint_reader import CheckpointReader
-from delta_downgrade.log.listing import CheckpointInstance
 from delta_downgrade.log.reconcile import TableState
+from delta_downgrade.log.segment import LogSegment, read_commit_actions, with_checkpoint_fallback
 from delta_downgrade.protocol import Protocol
 from delta_downgrade.storage import FileStatus, Storage
 
 # A table's boundary property (Checkpoint Protection RFC).
 BOUNDARY_PROPERTY = "delta.requireCheckpointProtectionBeforeVersion"
-
-
-@dataclass(frozen=True)
-class LogSegment:
-    """What must be read to build version ``version``: a checkpoint (or none) and the commits after it."""
-
-    version: int
-    checkpoint: CheckpointInstance | None
-    commits: tuple[FileStatus, ...]  # ascending, checkpoint.version + 1 .. version
-
-    @property
-    def start_version(self) -> int:
-        return self.checkpoint.version + 1 if self.checkpoint else 0
-
-
-def _might_hold(line: str, keys: tuple[str, ...]) -> bool:
-    return any(f'"{k}"' in line for k in keys)
-
-
-def commit_parse_error(storage: Storage, path: str, exc: Exception) -> CorruptLogError:
-    """The error for a commit that cannot be parsed (both replays raise this one)."""
-    return CorruptLogError(
-        f"cannot parse commit {path}: {exc}. The log is damaged there; restore the file from a "
-        f"backup (nothing was written)", table=getattr(storage, "root", None))
-
-
-def check_single_protocol_and_metadata(actions: Sequence[AnyAction], where: str,
-                                       table: str | None = None) -> None:
-    """PROTOCOL.md "Delta Log Entries": a log entry MUST NOT hold more than one metaData action
-    or more than one protocol action ("Change Metadata": at most one metadata action per
-    version). With two, which one holds is undefined: refuse the log rather than pick one."""
-    protocols = metadatas = 0
-    for action in actions:
-        if isinstance(action, ProtocolAction):
-            protocols += 1
-        elif isinstance(action, Metadata):
-            metadatas += 1
-    if protocols > 1 or metadatas > 1:
-        kind = "protocol" if protocols > 1 else "metaData"
-        raise DuplicateActionsError(
-            f"{where} holds {max(protocols, metadatas)} {kind} actions; a version may have at most "
-            f"one (PROTOCOL.md \"Delta Log Entries\"), so the table's {kind} there is undefined. "
-            f"The writer that produced it is broken; restore the file from a backup",
-            table=table, params={"actionType": kind, "path": where})
-
-
-def read_commit_actions(storage: Storage, status: FileStatus, keys: tuple[str, ...] | None = None) -> list[AnyAction]:
-    """Parse one commit; with ``keys``, only the lines that can hold those actions.
-
-    Raises :class:`CorruptLogError` naming the file and line for a line that is not a JSON
-    object or holds a malformed action, and :class:`DuplicateActionsError` for a commit with two
-    protocol or two metaData actions (checked whenever those are read)."""
-    try:
-        text = storage.read_bytes(status.path).decode("utf-8")
-        if keys is None:
-            out = parse_commit(text)
-        else:
-            out = []
-            if not _might_hold(text, keys):  # one scan of the file instead of one per line
-                return out
-            for number, line in enumerate(text.split("\n"), 1):  # not splitlines(): U+2028 may sit inside a JSON string
-                if line.strip() and _might_hold(line, keys):
-                    try:
-                        action = parse_action(json.loads(line))
-                    except ValueError as exc:
-                        raise MalformedActionError(f"line {number}: {exc}") from None
-                    if action is not None and getattr(action, "KEY", None) in keys:
-                        out.append(action)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise commit_parse_error(storage, status.path, exc) from exc
-    check_single_protocol_and_metadata(out, status.path, getattr(storage, "root", None))
-    return out
-
-
-def with_checkpoint_fallback(storage: Storage, table: str, segment: LogSegment,
-                             protocol: ProtocolAction | None, metadata: Metadata | None
-                             ) -> tuple[ProtocolAction, Metadata]:
-    """Complete what the segment's commits did not set from its checkpoint (a projected read), or
-    raise: a version without a protocol or metaData action cannot be reconstructed."""
-    if (protocol is None or metadata is None) and segment.checkpoint is not None:
-        found = CheckpointReader(storage, segment.checkpoint).actions(["protocol", "metaData"])
-        # A checkpoint holds the table's one protocol and one metaData (PROTOCOL.md "Checkpoints")
-        check_single_protocol_and_metadata(
-            [*found.get("protocol", []), *found.get("metaData", [])],
-            f"checkpoint {segment.checkpoint.paths[0]}" + (
-                f" ({len(segment.checkpoint.paths)} parts)" if len(segment.checkpoint.paths) > 1 else ""),
-            table)
-        if protocol is None and found.get("protocol"):
-            protocol = found["protocol"][-1]  # type: ignore[assignment]
-        if metadata is None and found.get("metaData"):
-            metadata = found["metaData"][-1]  # type: ignore[assignment]
-    if protocol is None:
-        where = (f"checkpoint {segment.checkpoint.version} and the commits after it"
-                 if segment.checkpoint else f"commits 0..{segment.version}")
-        raise CorruptLogError(
-            f"no protocol action found for version {segment.version} in {where}: the log is "
-            f"damaged; restore the missing files or rebuild the table", table=table)
-    if metadata is None:
-        raise CorruptLogError(
-            f"no metaData action found for version {segment.version}: the log is damaged", table=table)
-    return protocol, metadata
 
 
 class Snapshot:
@@ -257,7 +153,13 @@ class Snapshot:
         return state
 
     def _replayed_state(self) -> TableState:
+        """The Arrow replay of the segment (:func:`~delta_downgrade.log.arrow_replay.replay_state`);
+        for a shape of log it does not know, the checkpoint and the commits applied one at a
+        time, by the same rules."""
         protocol, metadata = self._protocol_and_metadata
+        state = replay_state(self.storage, self.table, self.segment, protocol, metadata)
+        if state is not None:
+            return state
         state = TableState(self.version, protocol, metadata)
         if self.segment.checkpoint is not None:
             # protocol and metaData come from _protocol_and_metadata (projected, checked there)
