@@ -34,7 +34,7 @@ from delta_downgrade.operations.drop_run import DropRun
 from delta_downgrade.app.render.inspect import inspect_document
 from delta_downgrade.operations.inspect import inspect_table
 from delta_downgrade.protocol import Protocol
-from delta_downgrade.rewrite.dv_purge import check_deletion_vectors, purge_deletion_vectors
+from delta_downgrade.rewrite.dv_purge import purge_deletion_vectors
 from delta_downgrade.rewrite.staging import PURGE_DIR_PREFIX
 from delta_downgrade.protocol.table_config import TableConfig
 from delta_downgrade_tools.builders import TableBuilder

@@ -202,12 +202,6 @@ def verify_deletion_vectors(snapshot: "Snapshot", reader: DvFileReader | None = 
     return count
 
 
-def check_deletion_vectors(run: "DropRun") -> int:
-    """Hook for DROP FEATURE deletionVectors, run before its first commit: fail (nothing
-    committed) when a DV of the latest version cannot be read. No Spark."""
-    return verify_deletion_vectors(run.latest())
-
-
 @dataclass
 class _Context:
     """What every batch of one purge shares."""
@@ -455,6 +449,6 @@ def purge_deletion_vectors(run: "DropRun", *, batch_files: int = DEFAULT_BATCH_F
 
 
 __all__ = [
-    "purge_deletion_vectors", "check_deletion_vectors", "verify_deletion_vectors",
+    "purge_deletion_vectors", "verify_deletion_vectors",
     "PURGE_OPERATION", "PURGE_PARAMETERS",
 ]
