@@ -43,7 +43,7 @@ TOOLS_MODULES = ("builders", "dv_builder", "demo", "local_runner", "bundle_check
 
 def test_wheel_has_no_builders_demo_or_job_runner(wheel):
     names = zipfile.ZipFile(wheel).namelist()
-    assert any(n == "delta_downgrade/jobs/entrypoints.py" for n in names), names
+    assert any(n == "delta_downgrade/app/tasks/entrypoints.py" for n in names), names
     stems = {Path(n).stem for n in names if n.endswith(".py")}
     assert not stems & set(TOOLS_MODULES), sorted(stems & set(TOOLS_MODULES))
     assert not any(n.startswith("delta_downgrade_tools") for n in names)
