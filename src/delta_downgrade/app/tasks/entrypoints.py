@@ -22,7 +22,8 @@ from delta_downgrade.app.tasks.task_values import task_values_for
 # Worst last: a wait is the mildest failure, an unexpected error the worst.
 _SEVERITY = [EXIT_OK, EXIT_WAIT, EXIT_CONFLICT, EXIT_BAD_INPUT, EXIT_FAILURE]
 
-# Keys set as task values for a single-table run (DESIGN.md "Result").
+# Keys set as task values for a single-table run: keys of the RESULT line that jobs read back
+# (databricks.yml, resources/); set on every path, None when the outcome has no such key.
 TASK_VALUE_KEYS = ("table", "feature", "status", "min_reader_version", "min_writer_version",
                    "reader_features", "writer_features", "boundary_version", "protected_checkpoints",
                    "needs_truncate", "truncate_after", "exit_code")
