@@ -7,9 +7,9 @@ and ``"[{table}] {message}"`` for a task, whose tables may run in parallel threa
 is configured at the default level: any other record of the package (a warning) still goes to
 ``logging``'s last-resort handler, printed as its bare message, as it always was. ``--verbose``
 adds the DEBUG records, of the drop logger (a rewrite's rehearsal) and of every other logger of
-the package, as ``LEVEL logger: message`` lines. While an entry point runs, the
-drop logger does not propagate: its lines are printed once, in the entry point's format, even
-where the host process (a Databricks driver, a notebook) has handlers on the root logger.
+the package, as ``LEVEL logger: message`` lines. While an entry point runs, the drop logger does
+not propagate: its lines are printed once, in the entry point's format, even where the host
+process (a Databricks driver, a notebook) has handlers on the root logger.
 
 Everything is restored on exit, so that a program (or a test) calling ``main`` twice gets no
 doubled lines, and the handlers write to the ``sys.stderr`` of the call (``contextlib``'s
@@ -48,21 +48,21 @@ def console_logging(step_format: str, level: int = DEFAULT) -> Iterator[None]:
     saved = [(logger, logger.level, logger.propagate) for logger in (drop, package)]
     installed: list[tuple[logging.Logger, logging.Handler]] = []
 
-    def handler(fmt: str, *loggers: logging.Logger) -> logging.Handler:
-        handler = logging.StreamHandler(sys.stderr)
+    def print_to_stderr(fmt: str, *loggers: logging.Logger) -> logging.Handler:
+        stderr = logging.StreamHandler(sys.stderr)
         # Every record of the drop logger carries its table; a default keeps a stray one printable.
-        handler.setFormatter(logging.Formatter(fmt, defaults={"table": "-"}))
+        stderr.setFormatter(logging.Formatter(fmt, defaults={"table": "-"}))
         for logger in loggers:
             logger.setLevel(level)
-            logger.addHandler(handler)
-            installed.append((logger, handler))
-        return handler
+            logger.addHandler(stderr)
+            installed.append((logger, stderr))
+        return stderr
 
     drop.propagate = False
-    handler(step_format, drop).setLevel(logging.INFO)
+    print_to_stderr(step_format, drop).setLevel(logging.INFO)
     if level <= logging.DEBUG:
         # The drop's DEBUG records (a rehearsal's steps) print as DEBUG lines, not as steps.
-        handler(DEBUG_FORMAT, drop, package).addFilter(
+        print_to_stderr(DEBUG_FORMAT, drop, package).addFilter(
             lambda record: record.levelno < logging.INFO or record.name != DROP_LOGGER)
     try:
         yield
