@@ -30,6 +30,7 @@ from delta_downgrade.rewrite.column_mapping import (
 from delta_downgrade.rewrite.physical_schema import iter_named_fields
 from delta_downgrade_tools.builders import TableBuilder
 from oracle import same_rows
+from tests.logging_support import drop_steps
 
 LEGACY_2_5_AFTER = {"minReaderVersion": 1, "minWriterVersion": 7, "readerFeatures": None,
                     "writerFeatures": ["appendOnly", "changeDataFeed", "checkConstraints",
@@ -264,8 +265,8 @@ def test_files_already_in_logical_layout_are_kept(tmp_path, spark, oracle):
 def test_dry_run_plans_and_writes_nothing(golden_table):
     path = golden_table("cm_id_nested_all_types")
     listing = sorted(os.listdir(path))
-    messages: list[str] = []
-    outcome = drop_feature(path, "columnMapping", dry_run=True, progress=messages.append)
+    with drop_steps() as messages:
+        outcome = drop_feature(path, "columnMapping", dry_run=True)
     assert outcome.status == "planned"
     assert DeltaLog(path).latest_version() == 0
     assert sorted(os.listdir(path)) == listing

@@ -11,6 +11,7 @@ import pytest
 
 from delta_downgrade.log.delta_log import DeltaLog
 from delta_downgrade.operations.drop_feature import drop_feature
+from tests.logging_support import drop_steps
 from tests.oracle import same_rows
 
 TABLE = "v2_checkpoint_parquet_sidecars"
@@ -18,32 +19,33 @@ FEATURE = "v2Checkpoint"
 
 
 class Killed(BaseException):
-    """Raised from the progress callback: nothing in the drop may catch it."""
+    """Raised from the handler of a logged step: nothing in the drop may catch it."""
 
 
 def _killer(after: int):
     steps = []
 
-    def progress(message: str) -> None:
+    def on_step(message: str) -> None:
         steps.append(message)
         if len(steps) == after:
             raise Killed(message)
-    return progress
+    return on_step
 
 
 def test_drop_killed_after_each_step(golden_table, oracle):
     reference = golden_table(TABLE)
     expected_rows = oracle.scan_rows(reference)
     assert expected_rows.ok, expected_rows.error
-    steps: list[str] = []
-    drop_feature(reference, FEATURE, progress=steps.append)
+    with drop_steps() as steps:
+        drop_feature(reference, FEATURE)
     reference_protocol = DeltaLog(reference).snapshot().protocol
     assert len(steps) >= 8  # pre-downgrade commit, 3 × (barrier + checkpoint), downgrade, checkpoint
 
     for k in range(1, len(steps) + 1):
         path = golden_table(TABLE)
-        with pytest.raises(Killed):
-            drop_feature(path, FEATURE, progress=_killer(k))
+        with pytest.raises(Killed), drop_steps(_killer(k)) as seen:
+            drop_feature(path, FEATURE)
+        assert len(seen) == k, f"killed after step {k}: the run logged {seen}"
         mid = oracle.scan_rows(path)
         assert mid.ok, f"killed after step {k} ({steps[k - 1]}): delta-rs cannot read: {mid.error}"
         assert same_rows(mid, expected_rows), f"rows changed after step {k}"
@@ -62,14 +64,19 @@ def test_drop_process_killed_mid_run(golden_table, oracle):
     path = golden_table(TABLE)
     expected_rows = oracle.scan_rows(path)
     script = textwrap.dedent(f"""
+        import logging
         import os
         from delta_downgrade.operations.drop_feature import drop_feature
+        from delta_downgrade.operations.drop_run import LOGGER
         count = []
-        def progress(message):
-            count.append(message)
-            if len(count) == 3:
-                os._exit(9)
-        drop_feature({path!r}, {FEATURE!r}, progress=progress)
+        class ExitAfterThird(logging.Handler):
+            def emit(self, record):
+                count.append(record.getMessage())
+                if len(count) == 3:
+                    os._exit(9)
+        LOGGER.setLevel(logging.INFO)
+        LOGGER.addHandler(ExitAfterThird(logging.INFO))
+        drop_feature({path!r}, {FEATURE!r})
     """)
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 9, proc.stderr

@@ -30,6 +30,7 @@ from delta_downgrade.storage.local import LocalStorage
 from delta_downgrade_tools.builders import TableBuilder
 from delta_downgrade_tools.dv_builder import create_dv_table, delete_rows
 from tests.drop_support import SCHEMA, build, rows
+from tests.logging_support import drop_steps
 
 VPC = "vacuumProtocolCheck"
 VPC_PROTOCOL = Protocol(3, 7, frozenset({VPC}), frozenset({VPC}))
@@ -80,12 +81,13 @@ def test_drop_that_lands_under_a_running_drop_makes_it_already_absent(tmp_path):
     build(path, VPC_PROTOCOL)
     other = {"done": False}
 
-    def progress(message: str) -> None:
+    def on_step(message: str) -> None:
         if message.startswith("checkpoint at") and not other["done"]:
             other["done"] = True
             assert drop_feature(path, VPC).status == "dropped"
 
-    outcome = drop_feature(path, VPC, progress=progress)
+    with drop_steps(on_step):
+        outcome = drop_feature(path, VPC)
     assert other["done"]
     assert outcome.status == "already_absent"
     assert VPC not in DeltaLog(path).snapshot().protocol.features

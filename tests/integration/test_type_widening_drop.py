@@ -29,6 +29,7 @@ from delta_downgrade.protocol.schema import arrow_primitive_to_delta
 from delta_downgrade.protocol.schema import delta_schema_to_arrow
 from delta_downgrade_tools.builders import TableBuilder
 from oracle import same_rows
+from tests.logging_support import drop_steps
 
 
 def _jsonable(v: Any) -> Any:
@@ -161,8 +162,8 @@ def test_stable_type_widening_rewrites_only_old_files(tmp_path, spark, oracle):
     new = {f.path for f in state.files.values()} - old
     assert len(old) == 2 and len(new) == 1
     expected = expected_rows(path)
-    messages: list[str] = []
-    outcome = drop_feature(path, "typeWidening", progress=messages.append)
+    with drop_steps() as messages:
+        outcome = drop_feature(path, "typeWidening")
     assert outcome.status == "dropped"
     assert oracle.protocol(path).unwrap() == {"minReaderVersion": 1, "minWriterVersion": 7,
                                               "readerFeatures": None, "writerFeatures": ["checkpointProtection"]}
@@ -229,8 +230,8 @@ def test_dry_run_plans_and_writes_nothing(golden_table):
     path = golden_table("type_widening_preview")
     listing = sorted(os.listdir(path))
     version = DeltaLog(path).latest_version()
-    messages: list[str] = []
-    outcome = drop_feature(path, "typeWidening-preview", dry_run=True, progress=messages.append)
+    with drop_steps() as messages:
+        outcome = drop_feature(path, "typeWidening-preview", dry_run=True)
     assert outcome.status == "planned"
     assert DeltaLog(path).latest_version() == version
     assert sorted(os.listdir(path)) == listing

@@ -49,8 +49,11 @@ def _ensure_writable(snapshot: Snapshot, feature: str, table: str) -> None:
 
 def drop_feature(location: str, feature: str, *, truncate_history: bool = False, dry_run: bool = False,
                  clock: Clock = SYSTEM_CLOCK, rewrites: Mapping[str, Callable[[DropRun], Any]] | None = None,
-                 progress: Callable[[str], None] | None = None, log: DeltaLog | None = None) -> DropOutcome:
+                 log: DeltaLog | None = None) -> DropOutcome:
     """Drop ``feature`` from the table at ``location``.
+
+    Each step is logged at INFO on ``delta_downgrade.drop`` (:data:`drop_run.LOGGER`) as it is
+    written (or planned, in a dry run).
 
     Raises FeatureDropError (validation, exit 2), RetentionWaitError (exit 3), ConcurrentWriteError
     (exit 4). Dropping a feature that is already gone returns status ``already_absent``.
@@ -68,8 +71,7 @@ def drop_feature(location: str, feature: str, *, truncate_history: bool = False,
         if isinstance(exc, FeatureNotPresentError):
             return _already_absent(log, name, before, exc, clock, dry_run)
         raise
-    run = DropRun(log, spec.name, clock=clock, dry_run=dry_run,
-                  progress=progress or (lambda m: None))
+    run = DropRun(log, spec.name, clock=clock, dry_run=dry_run, announce=True)
     behaviour = removable(spec.name, rewrites=rewrites)
     # Everything the plan needs is checked before its first write, the same way for a dry run.
     _ensure_writable(start, spec.name, location)

@@ -1,11 +1,19 @@
 """One drop run and what it returns: :class:`DropRun` (the table, the clock, the steps written or
 planned) and :class:`DropOutcome`. The drop paths, the per-feature pre-downgrades and the data
-rewrites all write through a ``DropRun``; they import it from here, below all of them."""
+rewrites all write through a ``DropRun``; they import it from here, below all of them.
+
+Every step a run writes or plans, and every message of the rewrites it carries, is a record of
+the one logger :data:`LOGGER` (``delta_downgrade.drop``), with the run's table as the record's
+``table`` attribute: the steps are one story told to whoever runs the drop, whichever module
+(this one, a rewrite, the delta-sql engine) takes the step, so an entry point shows them by
+configuring that logger alone, without listing modules and without reformatting other records
+of the package. Library code never configures handlers; the CLI and the task entry points do."""
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any, Sequence
 
 from delta_downgrade.clock import SYSTEM_CLOCK, Clock, to_utc_iso
 from delta_downgrade.errors import ConcurrentWriteError, DeltaDowngradeError
@@ -20,6 +28,10 @@ from delta_downgrade.protocol.table_config import TableConfig
 # delta-spark's DROP FEATURE: snapshotLoading.maxRetries (2) + 1, so that old readers give up
 # before they could fall back to a checkpoint from before the drop.
 NUMBER_OF_BARRIER_CHECKPOINTS = 3
+
+# The drop's steps (see the module docstring). INFO: a step of a drop that an entry point runs;
+# DEBUG: a step of a run nobody asked to hear (a rehearsal, a run built by hand).
+LOGGER = logging.getLogger("delta_downgrade.drop")
 
 STATUS_DROPPED = "dropped"
 STATUS_ALREADY_ABSENT = "already_absent"
@@ -43,7 +55,10 @@ class DropRun:
     feature: str
     clock: Clock = SYSTEM_CLOCK
     dry_run: bool = False
-    progress: Callable[[str], None] = lambda message: None
+    # Whether this run's steps are the story of the drop (INFO) or only a debugging detail
+    # (DEBUG): ``drop_feature`` announces its run; the dry-run rehearsal of a data rewrite and
+    # runs built directly do not, so that their steps never show at the default level.
+    announce: bool = False
     commits: list[int] = field(default_factory=list)
     checkpoints: list[str] = field(default_factory=list)
     plan: list[str] = field(default_factory=list)
@@ -57,6 +72,10 @@ class DropRun:
     def latest(self) -> Snapshot:
         self.log.refresh()
         return self.log.snapshot(check_read=False)
+
+    def progress(self, message: str) -> None:
+        """Tell one step (or a rewrite's progress) on :data:`LOGGER`, tagged with the table."""
+        LOGGER.log(logging.INFO if self.announce else logging.DEBUG, message, extra={"table": self.table})
 
     def _say(self, message: str) -> None:
         self.plan.append(message)

@@ -21,6 +21,7 @@ from typing import Callable, Sequence
 
 from delta_downgrade import __version__
 from delta_downgrade.app.cli import cleanup, drop, inspect, vacuum
+from delta_downgrade.app.console_logging import CLI_STEP_FORMAT, console_logging, level_for
 from delta_downgrade.errors import EXIT_FAILURE, DeltaDowngradeError
 
 Command = Callable[[argparse.Namespace], int]
@@ -55,8 +56,11 @@ def _installed_commands() -> list[Register]:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    # The one place the CLI configures logging: operations log, main decides what is printed.
+    level = level_for(quiet=getattr(args, "quiet", False), verbose=getattr(args, "verbose", False))
     try:
-        return _COMMANDS[args.command](args)
+        with console_logging(CLI_STEP_FORMAT, level):
+            return _COMMANDS[args.command](args)
     except DeltaDowngradeError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return exc.exit_code

@@ -16,12 +16,19 @@ def _drop(args: argparse.Namespace) -> int:
     from delta_downgrade.app.render.result import drop_result, emit_result
 
     engine = select_engine(args.engine, args.table)
-    progress = (lambda m: print(f"  {m}", file=sys.stderr)) if not args.quiet else None
+    # Its steps are logged; main prints them (unless --quiet) as "  {step}" lines on stderr.
     outcome = engine.drop_feature(args.table, args.feature, truncate_history=args.truncate_history,
-                                  dry_run=args.dry_run, progress=progress)
+                                  dry_run=args.dry_run)
     print(render_summary(outcome), file=sys.stderr)
     emit_result(drop_result(outcome))
     return EXIT_OK
+
+
+def _output_flags(p: argparse.ArgumentParser) -> None:
+    """How much of the drop's log main prints: --quiet none of its steps, --verbose DEBUG too."""
+    loudness = p.add_mutually_exclusive_group()
+    loudness.add_argument("--quiet", action="store_true", help="do not print the steps")
+    loudness.add_argument("--verbose", action="store_true", help="also print debugging records")
 
 
 def register(sub: argparse._SubParsersAction, commands: dict[str, Callable[[argparse.Namespace], int]]) -> None:
@@ -32,7 +39,7 @@ def register(sub: argparse._SubParsersAction, commands: dict[str, Callable[[argp
                    help="the two-phase TRUNCATE HISTORY path instead of checkpoint protection")
     p.add_argument("--dry-run", action="store_true", help="print the plan, write nothing")
     p.add_argument("--engine", default="native", choices=["auto", "native", "delta-sql"])
-    p.add_argument("--quiet", action="store_true")
+    _output_flags(p)
     commands["drop-feature"] = _drop
 
     t = sub.add_parser("truncate-history",
@@ -40,6 +47,6 @@ def register(sub: argparse._SubParsersAction, commands: dict[str, Callable[[argp
     t.add_argument("table")
     t.add_argument("--dry-run", action="store_true")
     t.add_argument("--engine", default="native", choices=["auto", "native", "delta-sql"])
-    t.add_argument("--quiet", action="store_true")
+    _output_flags(t)
     t.set_defaults(feature="checkpointProtection", truncate_history=True)
     commands["truncate-history"] = _drop

@@ -1,5 +1,6 @@
 """Engines: ``native`` (this package writes the log) and ``delta-sql`` (ALTER TABLE … DROP FEATURE
-through a Spark session with Delta). Both return a :class:`DropOutcome`."""
+through a Spark session with Delta). Both return a :class:`DropOutcome` and log their steps on
+the ``delta_downgrade.drop`` logger."""
 
 from __future__ import annotations
 
@@ -9,20 +10,19 @@ from typing import Any, Protocol
 class Engine(Protocol):
     name: str
 
-    def drop_feature(self, table: str, feature: str, *, truncate_history: bool, dry_run: bool,
-                     progress: Any = None) -> Any: ...
+    def drop_feature(self, table: str, feature: str, *, truncate_history: bool, dry_run: bool) -> Any: ...
 
 
 class NativeEngine:
     name = "native"
 
     def drop_feature(self, table: str, feature: str, *, truncate_history: bool = False,
-                     dry_run: bool = False, progress: Any = None, clock: Any = None) -> Any:
+                     dry_run: bool = False, clock: Any = None) -> Any:
         from delta_downgrade.clock import SYSTEM_CLOCK
         from delta_downgrade.operations.drop_feature import drop_feature
 
         return drop_feature(table, feature, truncate_history=truncate_history, dry_run=dry_run,
-                            progress=progress, clock=clock or SYSTEM_CLOCK)
+                            clock=clock or SYSTEM_CLOCK)
 
 
 def select_engine(name: str, table: str) -> Engine:

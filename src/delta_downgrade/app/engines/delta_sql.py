@@ -189,10 +189,10 @@ class DeltaSqlEngine:
         return str(row["location"])
 
     def drop_feature(self, table: str, feature: str, *, truncate_history: bool = False,
-                     dry_run: bool = False, progress: Any = None, clock: Any = None) -> Any:
+                     dry_run: bool = False, clock: Any = None) -> Any:
         from delta_downgrade.log.delta_log import DeltaLog
         from delta_downgrade.operations.drop_run import (
-            STATUS_ALREADY_ABSENT, STATUS_DROPPED, STATUS_PLANNED, DropOutcome, protected_checkpoint_paths,
+            LOGGER, STATUS_ALREADY_ABSENT, STATUS_DROPPED, STATUS_PLANNED, DropOutcome, protected_checkpoint_paths,
         )
         from delta_downgrade.protocol import CHECKPOINT_PROTECTION
 
@@ -204,8 +204,7 @@ class DeltaSqlEngine:
         if dry_run:
             return DropOutcome(table, name, STATUS_PLANNED, before, before, None, [], [], [],
                                plan=[f"run: {statement}"])
-        if progress:
-            progress(f"running {statement}")
+        LOGGER.info("running %s", statement, extra={"table": table})
         start_version = log.latest_version()
         status = STATUS_DROPPED
         error: DeltaDowngradeError | None = None

@@ -1,8 +1,10 @@
-"""Settings and per-table handlers of ``drop_feature_task`` and ``truncate_task``."""
+"""Settings and per-table handlers of ``drop_feature_task`` and ``truncate_task``.
+
+The drop logs its steps (``delta_downgrade.drop``, each record tagged with its table); the task
+entry points print them as ``[table] step`` lines on stderr (``app.console_logging``)."""
 
 from __future__ import annotations
 
-import sys
 from typing import Any, ClassVar
 
 from pydantic import field_validator
@@ -45,7 +47,7 @@ def drop_one(settings: TaskSettings, table: str) -> tuple[dict[str, Any], int]:
                                table=table)
     engine = _engine_for(settings, table)
     outcome = engine.drop_feature(table, settings.feature, truncate_history=settings.truncate_history,
-                                  dry_run=settings.dry_run, progress=_progress(table))
+                                  dry_run=settings.dry_run)
     return drop_result(outcome), EXIT_OK
 
 
@@ -53,11 +55,5 @@ def truncate_one(settings: TaskSettings, table: str) -> tuple[dict[str, Any], in
     assert isinstance(settings, TruncateSettings)
     engine = _engine_for(settings, table)
     outcome = engine.drop_feature(table, "checkpointProtection", truncate_history=True,
-                                  dry_run=settings.dry_run, progress=_progress(table))
+                                  dry_run=settings.dry_run)
     return drop_result(outcome), EXIT_OK
-
-
-def _progress(table: str) -> Any:
-    def say(message: str) -> None:
-        print(f"[{table}] {message}", file=sys.stderr, flush=True)
-    return say

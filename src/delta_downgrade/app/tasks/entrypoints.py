@@ -15,6 +15,7 @@ from typing import Any, Callable, Sequence
 from delta_downgrade.errors import (
     EXIT_BAD_INPUT, EXIT_CONFLICT, EXIT_FAILURE, EXIT_OK, EXIT_WAIT, BadSettingsError, DeltaDowngradeError,
 )
+from delta_downgrade.app.console_logging import TASK_STEP_FORMAT, console_logging
 from delta_downgrade.app.render.result import emit_result, error_result, verify_result
 from delta_downgrade.app.tasks.settings import TaskSettings, VerifySettings, load_settings
 from delta_downgrade.app.tasks.task_values import task_values_for
@@ -120,7 +121,8 @@ def _verify_one(settings: TaskSettings, table: str) -> tuple[dict[str, Any], int
 
 def verify_task(argv: Sequence[str] | None = None) -> int:
     """Re-read each table and prove the outcome; exit 1 listing what failed."""
-    return run_task(VerifySettings, _verify_one, argv)
+    with console_logging(TASK_STEP_FORMAT):
+        return run_task(VerifySettings, _verify_one, argv)
 
 
 # --- drop and truncate ----------------------------------------------------------------------------
@@ -129,12 +131,14 @@ def drop_feature_task(argv: Sequence[str] | None = None) -> int:
     """Drop one feature from one or many tables."""
     from delta_downgrade.app.tasks.drop_task import DropFeatureSettings, drop_one
 
-    return run_task(DropFeatureSettings, drop_one, argv)
+    with console_logging(TASK_STEP_FORMAT):
+        return run_task(DropFeatureSettings, drop_one, argv)
 
 
 def truncate_task(argv: Sequence[str] | None = None) -> int:
     """Drop checkpointProtection by truncating history before the boundary, once retention allows."""
     from delta_downgrade.app.tasks.drop_task import TruncateSettings, truncate_one
 
-    return run_task(TruncateSettings, truncate_one, argv)
+    with console_logging(TASK_STEP_FORMAT):
+        return run_task(TruncateSettings, truncate_one, argv)
 

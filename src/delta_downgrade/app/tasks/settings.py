@@ -16,6 +16,24 @@ environment the job runner sets (``DELTA_DOWNGRADE_TASK_KEY``, ``DELTA_DOWNGRADE
 because every job parameter reaches every task as ``--key=value``, a job parameter of that name
 must not be able to redirect the values file, so the command line and the config file cannot
 set them.
+
+Each level is one of pydantic-settings' own sources, in ``settings_customise_sources``: the
+command-line values enter as init arguments (``InitSettingsSource``), the environment through
+``EnvSettingsSource``, the file through ``TomlConfigSettingsSource``. Two pieces stay written
+here, because the built-in ones accept other inputs than the jobs send:
+
+- ``parse_cli_args`` turns argv into those init arguments. pydantic-settings'
+  ``CliSettingsSource`` (argparse underneath) cannot take both ``--flag`` alone and
+  ``--flag=true`` (its implicit flags refuse an explicit value, its explicit ones need one), takes
+  one spelling of a key (``cli_kebab_case`` picks ``-`` or ``_``, not both), passes ``--x=`` on
+  as an empty string that beats the environment, reads ``None`` as a string, treats ``--help``
+  and ``-h`` as a request for help that exits the process, joins a repeated list option instead
+  of keeping the last, refuses ``--table -x``, and stops reading options after ``--``.
+- ``_TaskTomlSource`` reads the file for the built-in TOML source. The built-in skips a missing
+  file silently and reads one table (``toml_table_header``) instead of the task's table over the
+  top-level keys; it leaves ``-`` in keys, lets a top-level table pose as a value, and reports a
+  file that is not UTF-8 or not TOML as a bare exception. Python 3.10 has no ``tomllib``:
+  ``--config`` is refused there with one clear error, as before.
 """
 
 from __future__ import annotations
@@ -26,7 +44,7 @@ from pathlib import Path
 from typing import Any, ClassVar, Sequence
 
 from pydantic import ValidationError, field_validator
-from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+from pydantic_settings import BaseSettings, SettingsConfigDict, TomlConfigSettingsSource
 
 from delta_downgrade.errors import BadConfigError, BadInputError, BadSettingsError
 from delta_downgrade.app.tasks.task_values import check_key
@@ -68,41 +86,40 @@ def parse_cli_args(argv: Sequence[str]) -> dict[str, str]:
     return out
 
 
-class _TomlSource(PydanticBaseSettingsSource):
-    """Values from the ``--config`` TOML file (top-level keys, then the task's own table)."""
+class _TaskTomlSource(TomlConfigSettingsSource):
+    """pydantic-settings' TOML source over the ``--config`` file, read our way (see the module
+    docstring): top-level keys, then the task's own table, which wins."""
 
     def __init__(self, settings_cls: type[BaseSettings], path: str | None, section: str) -> None:
-        super().__init__(settings_cls)
-        self.values: dict[str, Any] = {}
-        if not path:
-            return
-        if tomllib is None:
-            raise BadConfigError("--config needs Python 3.11+ (tomllib)")
+        self.path, self.section = path, section
+        self.names = set(settings_cls.model_fields) - RUNNER_ONLY
+        if path:
+            if tomllib is None:
+                raise BadConfigError("--config needs Python 3.11+ (tomllib)")
+            _regular_file(path, "config file")  # the built-in source skips a missing file
+        # Absolute, so that the built-in's `~` expansion cannot turn it into another file.
+        super().__init__(settings_cls, toml_file=Path(path).absolute() if path else None)
+
+    def _read_file(self, file_path: Any) -> dict[str, Any]:
+        path = self.path or str(file_path)  # the path as given, for the messages
         try:
             data = tomllib.loads(read_text_file(path, "config file"))
         except tomllib.TOMLDecodeError as exc:
             raise BadConfigError(f"config file {path} is not valid TOML: {exc}") from exc
         # The task's own section must be a TOML table: `drop_feature_task = 3` or an array of
         # tables `[[drop_feature_task]]` is a mistake to report, not a value to iterate.
-        section_value = data.get(section, {})
+        section_value = data.get(self.section, {})
         if not isinstance(section_value, dict):
-            raise BadConfigError(f"config file {path}: [{section}] must be a table of settings, "
-                                 f"not {_toml_type(section_value)}; write it as [{section}] followed "
+            raise BadConfigError(f"config file {path}: [{self.section}] must be a table of settings, "
+                                 f"not {_toml_type(section_value)}; write it as [{self.section}] followed "
                                  f"by key = value lines")
         top = {_key(k): v for k, v in data.items() if not isinstance(v, dict)}
         task = {_key(k): v for k, v in section_value.items()}
-        names = set(settings_cls.model_fields) - RUNNER_ONLY
         ignored = sorted(RUNNER_ONLY & ({**top, **task}.keys()))
         if ignored:
             _warn(f"config file {path}: ignoring {', '.join(ignored)}: only the job runner's "
                   f"environment sets {'them' if len(ignored) > 1 else 'it'}")
-        self.values = {k: v for k, v in {**top, **task}.items() if k in names}
-
-    def get_field_value(self, field: Any, field_name: str) -> tuple[Any, str, bool]:
-        return self.values.get(field_name), field_name, False
-
-    def __call__(self) -> dict[str, Any]:
-        return dict(self.values)
+        return {k: v for k, v in {**top, **task}.items() if k in self.names}
 
 
 def _key(name: str) -> str:
@@ -119,12 +136,17 @@ def _warn(message: str) -> None:
     print(f"warning: {message}", file=sys.stderr)
 
 
-def read_text_file(path: str, what: str) -> str:
-    """The UTF-8 text of a file the settings name, or one :class:`BadConfigError` saying why not
-    (missing, unreadable, a directory, not UTF-8): a user's file is input, never a traceback."""
+def _regular_file(path: str, what: str) -> Path:
     file = Path(path)
     if not file.is_file():
         raise BadConfigError(f"{what} {path} does not exist (or is not a regular file)")
+    return file
+
+
+def read_text_file(path: str, what: str) -> str:
+    """The UTF-8 text of a file the settings name, or one :class:`BadConfigError` saying why not
+    (missing, unreadable, a directory, not UTF-8): a user's file is input, never a traceback."""
+    file = _regular_file(path, what)
     try:
         data = file.read_bytes()
     except OSError as exc:
@@ -186,7 +208,8 @@ class TaskSettings(BaseSettings):
     def settings_customise_sources(cls, settings_cls: type[BaseSettings], init_settings: Any,
                                    env_settings: Any, dotenv_settings: Any,
                                    file_secret_settings: Any) -> tuple[Any, ...]:
-        return (init_settings, env_settings, _TomlSource(settings_cls, cls._config_path, cls.TASK))
+        # Highest precedence first: the command line (as init arguments), the environment, the file.
+        return (init_settings, env_settings, _TaskTomlSource(settings_cls, cls._config_path, cls.TASK))
 
     def table_list(self) -> list[str]:
         """Every table this run handles: ``table``, ``tables`` and the lines of ``tables_file``."""

@@ -108,3 +108,32 @@ def test_missing_config_file_is_bad_input(tmp_path):
     with pytest.raises(BadInputError) as info:
         load_settings(VerifySettings, [f"--config={tmp_path / 'missing.toml'}"])
     assert "does not exist" in info.value.message
+
+
+# --- inputs the built-in CliSettingsSource / TomlConfigSettingsSource would take otherwise ------------
+
+def test_command_line_inputs_argparse_would_refuse_or_read_otherwise():
+    # --help and -h are unknown keys (not a request for help); `--table -x` takes -x as the value;
+    # options after `--` still count; a repeated option keeps its last value, lists too.
+    s = load_settings(VerifySettings, ["--help", "-h", "--", "--table", "-x", "--tables=/a", "--tables=/b,/c",
+                                       "--TABLES_FILE=/f"])
+    assert (s.table, s.tables, s.tables_file) == ("-x", ["/b", "/c"], "/f")
+    assert parse_cli_args(["--dry-run", "--truncate_history=true", "--x=None"]) == \
+        {"dry_run": "true", "truncate_history": "true"}
+
+
+def test_config_file_keys_as_the_tasks_write_them(tmp_path):
+    config = tmp_path / "drop.toml"
+    # '-' in keys, a top-level table that is not the task's (ignored), the task's table winning.
+    config.write_text('tables-file = "/f"\nfeature = "x"\n[table]\npath = "/nested"\n'
+                      '[drop_feature_task]\ndry-run = true\nfeature = "v2Checkpoint"\n')
+    s = load_settings(DropFeatureSettings, [f"--config={config}"])
+    assert (s.table, s.tables_file, s.dry_run, s.feature) == (None, "/f", True, "v2Checkpoint")
+
+
+def test_config_file_that_is_not_toml_is_one_bad_config_error(tmp_path):
+    config = tmp_path / "drop.toml"
+    config.write_text("table = \n")
+    with pytest.raises(BadInputError) as info:
+        load_settings(DropFeatureSettings, [f"--config={config}"])
+    assert info.value.error_class == "DELTA_DOWNGRADE_BAD_CONFIG" and "not valid TOML" in info.value.message

@@ -1,0 +1,75 @@
+"""How the entry points (the CLI's ``main``, the wheel tasks) show the package's log records on
+stderr, for the duration of one call.
+
+The drop's steps are records of one logger, ``delta_downgrade.drop`` (``operations.drop_run``
+says why): each entry point prints them in its own line format, ``"  {message}"`` for the CLI
+and ``"[{table}] {message}"`` for a task, whose tables may run in parallel threads. Nothing else
+is configured at the default level: any other record of the package (a warning) still goes to
+``logging``'s last-resort handler, printed as its bare message, as it always was. ``--verbose``
+adds the DEBUG records, of the drop logger (a rewrite's rehearsal) and of every other logger of
+the package, as ``LEVEL logger: message`` lines. While an entry point runs, the drop logger does
+not propagate: its lines are printed once, in the entry point's format, even where the host
+process (a Databricks driver, a notebook) has handlers on the root logger.
+
+Everything is restored on exit, so that a program (or a test) calling ``main`` twice gets no
+doubled lines, and the handlers write to the ``sys.stderr`` of the call (``contextlib``'s
+``redirect_stderr``, pytest's capture). Library modules never configure handlers.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from contextlib import contextmanager
+from typing import Iterator
+
+# The logger of operations.drop_run.LOGGER, by name: importing that module here would cost the CLI
+# its start-up time (it pulls the log reader and Arrow) for commands that never drop anything.
+DROP_LOGGER = "delta_downgrade.drop"
+PACKAGE_LOGGER = "delta_downgrade"
+
+CLI_STEP_FORMAT = "  %(message)s"
+TASK_STEP_FORMAT = "[%(table)s] %(message)s"
+DEBUG_FORMAT = "%(levelname)s %(name)s: %(message)s"
+
+# Levels of the entry points' flags: --quiet hides the steps (INFO), --verbose adds DEBUG.
+QUIET, DEFAULT, VERBOSE = logging.WARNING, logging.INFO, logging.DEBUG
+
+
+def level_for(*, quiet: bool = False, verbose: bool = False) -> int:
+    return VERBOSE if verbose else QUIET if quiet else DEFAULT
+
+
+@contextmanager
+def console_logging(step_format: str, level: int = DEFAULT) -> Iterator[None]:
+    """Print the drop's steps at ``level`` and above on stderr as ``step_format`` (a
+    :class:`logging.Formatter` format); at DEBUG, every other record of the package too."""
+    drop, package = logging.getLogger(DROP_LOGGER), logging.getLogger(PACKAGE_LOGGER)
+    saved = [(logger, logger.level, logger.propagate) for logger in (drop, package)]
+    installed: list[tuple[logging.Logger, logging.Handler]] = []
+
+    def print_to_stderr(fmt: str, *loggers: logging.Logger) -> logging.Handler:
+        stderr = logging.StreamHandler(sys.stderr)
+        # Every record of the drop logger carries its table; a default keeps a stray one printable.
+        stderr.setFormatter(logging.Formatter(fmt, defaults={"table": "-"}))
+        for logger in loggers:
+            logger.setLevel(level)
+            logger.addHandler(stderr)
+            installed.append((logger, stderr))
+        return stderr
+
+    drop.propagate = False
+    print_to_stderr(step_format, drop).setLevel(logging.INFO)
+    if level <= logging.DEBUG:
+        # The drop's DEBUG records (a rehearsal's steps) print as DEBUG lines, not as steps.
+        print_to_stderr(DEBUG_FORMAT, drop, package).addFilter(
+            lambda record: record.levelno < logging.INFO or record.name != DROP_LOGGER)
+    try:
+        yield
+    finally:
+        for logger, handler in installed:
+            logger.removeHandler(handler)
+            handler.close()
+        for logger, old_level, old_propagate in saved:
+            logger.setLevel(old_level)
+            logger.propagate = old_propagate
