@@ -99,12 +99,13 @@ def test_rehearse_runs_the_rewrite_as_a_dry_run_of_the_same_table():
     seen = []
     clock = ManualClock()
     log = types.SimpleNamespace(table="/t")
-    run = DropRun(log, "columnMapping", clock=clock, progress=seen.append)  # type: ignore[arg-type]
+    run = DropRun(log, "columnMapping", clock=clock, announce=True)  # type: ignore[arg-type]
     rehearse(run, seen.append)
     [rehearsal] = [r for r in seen if isinstance(r, DropRun)]
     assert rehearsal is not run
     assert rehearsal.dry_run and rehearsal.log is log and rehearsal.feature == "columnMapping"
     assert rehearsal.clock is clock
+    assert not rehearsal.announce  # a rehearsal's steps are debugging detail, never the drop's story
 
 
 def test_the_default_behaviour_does_nothing():
