@@ -91,7 +91,8 @@ def rows_lacking(rows: pa.StructArray, name: str, required: Sequence[str]) -> pa
 
 
 def _dict_or_none(pairs: Any) -> dict[str, Any] | None:
-    return None if pairs is None else {k: v for k, v in pairs}
+    """A map read by Arrow (key/value pairs) as the dict ``from_obj`` keeps."""
+    return None if pairs is None else dict(pairs)
 
 
 def _dv_row(dv: dict[str, Any] | None) -> dict[str, Any] | None:

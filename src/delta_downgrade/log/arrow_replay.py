@@ -1,8 +1,7 @@
-"""Replay a log segment with Arrow, straight into the columns of a checkpoint.
+"""The one reconciliation of a log segment (PROTOCOL.md "Action Reconciliation"), with Arrow.
 
-:meth:`Snapshot.state` parses every commit line into a Python action object; for a table of a
-hundred thousand files that is most of the time a checkpoint takes. This module computes the
-same reconciled state (PROTOCOL.md "Action Reconciliation") as Arrow arrays:
+Parsing every commit line into a Python action object is most of the time a replay of a table of
+a hundred thousand files takes; this module reads the file actions as Arrow arrays instead:
 
 * **Checkpoint** - the segment's checkpoint (classic, multi-part, or v2 with JSON or parquet
   manifest and its sidecars): ``add``/``remove`` columns read from parquet as Arrow, ``txn`` and
@@ -46,7 +45,7 @@ protocol and metaData lines. A chunk that ``pyarrow.json`` cannot read (e.g. a f
 type changes between commits), or that is not valid UTF-8, is split in halves and retried; a
 single commit that still fails is parsed line by line in Python
 (:attr:`ArrowState.python_commits`), which raises the same :class:`CorruptLogError` for broken
-JSON as the Python replay does.
+JSON as :func:`~delta_downgrade.log.segment.read_commit_actions` does.
 """
 
 from __future__ import annotations
@@ -367,7 +366,7 @@ class _CheckpointRows(_Source):
         self.cls = cls
 
     def actions(self, rows: list[int]) -> list[AddFile | RemoveFile]:
-        return checkpoint_file_actions(self.rows.take(pa.array(rows, _LONG)), self.cls)
+        return checkpoint_file_actions(_take(self.rows, rows), self.cls)
 
 
 class _JsonRows(_Source):
@@ -378,10 +377,17 @@ class _JsonRows(_Source):
         self.typed, self.cls, self.data_change, self.stats = typed, cls, data_change, stats
 
     def actions(self, rows: list[int]) -> list[AddFile | RemoveFile]:
-        take = pa.array(rows, _LONG)
-        return json_file_actions(self.typed.take(take), self.cls,
-                                 None if self.data_change is None else self.data_change.take(take),
-                                 None if self.stats is None else self.stats.take(take))
+        return json_file_actions(_take(self.typed, rows), self.cls,
+                                 None if self.data_change is None else _take(self.data_change, rows),
+                                 None if self.stats is None else _take(self.stats, rows))
+
+
+def _take(array: pa.Array, rows: list[int]) -> pa.Array:
+    """``array.take(rows)``; the array itself when ``rows`` are all of it, in order (often: the
+    files of a chunk of commits that nothing reconciled away)."""
+    if len(rows) == len(array) and rows == list(range(len(array))):
+        return array
+    return array.take(pa.array(rows, _LONG))
 
 
 _SOURCE_IDS = itertools.count()
@@ -659,7 +665,7 @@ def _python_checkpoint_actions(storage: Storage, checkpoint: CheckpointInstance,
         raise CorruptLogError(f"checkpoint {checkpoint.paths[0]}: {exc}",
                               table=getattr(storage, "root", None)) from exc
     for action in actions:
-        file_key(action)  # type: ignore[arg-type]  # raises where the Python replay raises
+        file_key(action)  # type: ignore[arg-type]  # raises for a deletion vector it cannot read, as applying it would
     return actions  # type: ignore[return-value]
 
 
@@ -670,7 +676,7 @@ def _checkpoint_pieces(storage: Storage, checkpoint: CheckpointInstance, view: b
     too, and the errors :class:`CheckpointReader` raises for rows it cannot take."""
     out = _Pieces()
     sidecars: list[str] = []
-    if view:  # read first by the Python replay
+    if view:  # read first, as the Python view reads a checkpoint
         found = CheckpointReader(storage, checkpoint).actions(["txn", "domainMetadata"])
 
     def take_table(table: pa.Table, source: str) -> None:
@@ -958,8 +964,9 @@ class _ChunkReader:
             return self._python(lo)
 
     def _check_commit(self, i: int, meta: list[Any], files: list[Any]) -> None:
-        """With ``view``, what the Python replay checks of commit ``i`` once it is parsed: one
-        protocol and one metaData action at most, a key for every file action."""
+        """With ``view``, what reading commit ``i`` with ``read_commit_actions`` and applying it
+        checks once it is parsed: one protocol and one metaData action at most, a key for every
+        file action."""
         if not self.view:
             return
         if len(meta) > 1:

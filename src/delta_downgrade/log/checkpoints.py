@@ -52,7 +52,8 @@ def checkpoint_content(snapshot: Snapshot, now_ms: int) -> CheckpointContent:
     """The reconciled state at ``snapshot.version``; tombstones older than
     ``delta.deletedFileRetentionDuration`` are left out (PROTOCOL.md "Checkpoints").
 
-    The Python replay (:meth:`Snapshot.state`); :func:`checkpoint_table` uses the Arrow one."""
+    From the Python view of the replay (:meth:`Snapshot.state`); :func:`checkpoint_table` uses the
+    replay's checkpoint columns."""
     state = snapshot.state()
     retention = TableConfig(snapshot.metadata.configuration, table=snapshot.table).deleted_file_retention_ms
     cutoff = now_ms - retention
@@ -98,10 +99,10 @@ def _refuse_unwritable(log: DeltaLog, version: int, protocol_action: ProtocolAct
 
 
 def _arrow_state(log: DeltaLog, version: int | None) -> ArrowState | None:
-    """The Arrow replay of ``version``, with the errors (and their order) of the Python path:
+    """The Arrow replay of ``version``, with the errors (and their order) of the snapshot:
     an unreadable checkpoint is skipped for an older one when ``DeltaLog.snapshot`` would skip
     it, and a broken log is refused for its protocol first if the protocol says so. None when
-    the Arrow replay fails on something it should not (then the Python path is used)."""
+    the Arrow replay fails on something it should not (then the snapshot's state is used)."""
     segment = log.segment(version)
     try:
         return replay_segment(log.storage, log.table, segment)
