@@ -191,7 +191,8 @@ def _reconcile(pieces: Pieces, view: bool = False) -> _Reconciled:
         "ar": pc.if_else(is_add, ranks, nothing), "rr": pc.if_else(is_add, nothing, ranks),
         "ao": pc.if_else(is_add, order, nothing), "ro": pc.if_else(is_add, nothing, order),
     }).group_by(["p", "d"], use_threads=False).aggregate(
-        [("ar", "max"), ("rr", "max"), ("ao", "max"), ("ro", "max")])
+        [("ar", "max"), ("rr", "max"), ("ao", "max"), ("ro", "max")]
+        + ([("ao", "count"), ("ro", "count")] if view else []))
     add_rank = pc.fill_null(groups.column("ar_max"), -1).combine_chunks()
     remove_rank = pc.fill_null(groups.column("rr_max"), -1).combine_chunks()
     if not view:
@@ -208,6 +209,15 @@ def _reconcile(pieces: Pieces, view: bool = False) -> _Reconciled:
                            removes if len(remove_index) == n_removes else removes.take(remove_index))
     # the Python view: every action of a kind that no action of the other kind with a higher
     # rank cancels; the last of them is the value, the first the place
+    if pc.max(groups.column("ao_count")).as_py() <= 1 and pc.max(groups.column("ro_count")).as_py() <= 1:
+        # at most one action of each kind per logical file: each is its own value and place
+        files = pc.and_(pc.is_valid(groups.column("ar_max")), pc.greater_equal(add_rank, remove_rank))
+        tombstones = pc.and_(pc.is_valid(groups.column("rr_max")), pc.greater_equal(remove_rank, add_rank))
+        out = []
+        for column, mask in (("ao_max", files), ("ro_max", tombstones)):
+            order_of = groups.column(column).combine_chunks().filter(mask)
+            out.append(_position(order_of.take(pc.sort_indices(order_of)), total).to_pylist())
+        return _Reconciled(files=out[0], tombstones=out[1])
     has_dv = pc.is_valid(dv_ids)
     rows = pa.table({"p": paths, "d": pc.fill_null(dv_ids, ""), "v": has_dv, "r": ranks, "o": order,
                      "a": is_add})
