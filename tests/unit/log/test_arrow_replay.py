@@ -24,7 +24,7 @@ import pytest
 from delta_downgrade.protocol.actions import AddFile, Metadata, ProtocolAction, RemoveFile
 from delta_downgrade.clock import ManualClock
 from delta_downgrade.errors import CorruptLogError
-from delta_downgrade.log import arrow_replay
+from delta_downgrade.log import arrow_commits
 from delta_downgrade.log.arrow_replay import ArrowState, replay_segment
 from delta_downgrade.log.checkpoint_schema import CHECKPOINT_SCHEMA
 from delta_downgrade.log.checkpoint_writer import write_checkpoint
@@ -185,7 +185,7 @@ def test_golden_set_covers_the_checkpoint_kinds(golden_root):
     "row_tracking_dv", "dv_cdf_shared_dv_file_dbr", "cm_name_partitioned"}])
 def test_golden_table_in_small_chunks_and_threads(name, golden_root, monkeypatch):
     """One commit per chunk, parsed by a thread pool: the same state."""
-    monkeypatch.setattr(arrow_replay, "CHUNK_MIN_BYTES", 1)
+    monkeypatch.setattr(arrow_commits, "CHUNK_MIN_BYTES", 1)
     path = str(golden_root / name)
     storage = LocalStorage(path)
     for _, segment in _segments(path):
@@ -267,12 +267,12 @@ def _check_everything(path: str) -> ArrowState:
 
 
 def _check_all_versions_small_chunks(path: str) -> None:
-    saved = arrow_replay.CHUNK_MIN_BYTES
-    arrow_replay.CHUNK_MIN_BYTES = 1
+    saved = arrow_commits.CHUNK_MIN_BYTES
+    arrow_commits.CHUNK_MIN_BYTES = 1
     try:
         _check_all_versions(path, threads=3)
     finally:
-        arrow_replay.CHUNK_MIN_BYTES = saved
+        arrow_commits.CHUNK_MIN_BYTES = saved
 
 
 def _live_paths(state: ArrowState) -> list[str]:
@@ -505,12 +505,12 @@ def test_many_commits_in_many_chunks(tmp_path):
     storage = LocalStorage(path)
     segment = DeltaLog(path).segment()
     _compare(storage, path, segment)
-    saved = arrow_replay.CHUNK_MIN_BYTES
-    arrow_replay.CHUNK_MIN_BYTES = 10_000
+    saved = arrow_commits.CHUNK_MIN_BYTES
+    arrow_commits.CHUNK_MIN_BYTES = 10_000
     try:
         state = _compare(storage, path, segment, threads=4)
     finally:
-        arrow_replay.CHUNK_MIN_BYTES = saved
+        arrow_commits.CHUNK_MIN_BYTES = saved
     assert state.python_commits == () and state.python_lines == 0
     # 8 commits remove 5 files each; 5 commits re-add a file, one of them a removed one
     assert len(state.adds) == 59 * 20 - 8 * 5 + 1

@@ -20,7 +20,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from delta_downgrade.log import arrow_replay
+from delta_downgrade.log import arrow_commits, arrow_replay
 from delta_downgrade.log import snapshot as snapshot_module
 from delta_downgrade.log.checkpoint_columns import add_array, remove_array
 from delta_downgrade.log.checkpoint_writer import CheckpointContent, write_checkpoint
@@ -307,8 +307,8 @@ def _small_chunks(path: str, monkeypatch: pytest.MonkeyPatch) -> None:
     for segment in _segments(path):
         expected = _state_or_error(Snapshot(storage, path, segment))
         with monkeypatch.context() as m:
-            m.setattr(arrow_replay, "CHUNK_MIN_BYTES", 1)
-            m.setattr(arrow_replay, "THREADS_PER_CPU", 3)
+            m.setattr(arrow_commits, "CHUNK_MIN_BYTES", 1)
+            m.setattr(arrow_commits, "THREADS_PER_CPU", 3)
             assert _state_or_error(Snapshot(storage, path, segment)) == expected
 
 
