@@ -218,8 +218,7 @@ class _RebasedView(Snapshot):
     def state(self) -> TableState:
         state = TableState(self.version, self._read.protocol_action, self._read.metadata)
         for w in self._winners:
-            for action in sorted(w.actions, key=lambda a: 0 if isinstance(a, RemoveFile) else 1):
-                state.apply(action)
+            state.apply_commit(w.actions)
         return state
 
 
