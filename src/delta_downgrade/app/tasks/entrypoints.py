@@ -16,8 +16,10 @@ from delta_downgrade.errors import (
     EXIT_BAD_INPUT, EXIT_CONFLICT, EXIT_FAILURE, EXIT_OK, EXIT_WAIT, BadSettingsError, DeltaDowngradeError,
 )
 from delta_downgrade.app.console_logging import TASK_STEP_FORMAT, console_logging
-from delta_downgrade.app.render.result import emit_result, error_result, verify_result
-from delta_downgrade.app.tasks.settings import TaskSettings, VerifySettings, load_settings
+from delta_downgrade.app.render.result import drop_result, emit_result, error_result, verify_result
+from delta_downgrade.app.tasks.settings import (
+    DropFeatureSettings, TaskSettings, TruncateSettings, VerifySettings, load_settings,
+)
 from delta_downgrade.app.tasks.task_values import task_values_for
 
 # Worst last: a wait is the mildest failure, an unexpected error the worst.
@@ -127,18 +129,39 @@ def verify_task(argv: Sequence[str] | None = None) -> int:
 
 # --- drop and truncate ----------------------------------------------------------------------------
 
+def _engine_for(settings: TaskSettings, table: str) -> Any:
+    from delta_downgrade.app.engines import select_engine
+
+    return select_engine(settings.engine, table)
+
+
+def _drop_one(settings: TaskSettings, table: str) -> tuple[dict[str, Any], int]:
+    assert isinstance(settings, DropFeatureSettings)
+    if not settings.feature:
+        raise BadSettingsError("drop_feature_task needs --feature=NAME (for example deletionVectors)",
+                               table=table)
+    engine = _engine_for(settings, table)
+    outcome = engine.drop_feature(table, settings.feature, truncate_history=settings.truncate_history,
+                                  dry_run=settings.dry_run)
+    return drop_result(outcome), EXIT_OK
+
+
+def _truncate_one(settings: TaskSettings, table: str) -> tuple[dict[str, Any], int]:
+    assert isinstance(settings, TruncateSettings)
+    engine = _engine_for(settings, table)
+    outcome = engine.drop_feature(table, "checkpointProtection", truncate_history=True,
+                                  dry_run=settings.dry_run)
+    return drop_result(outcome), EXIT_OK
+
+
 def drop_feature_task(argv: Sequence[str] | None = None) -> int:
     """Drop one feature from one or many tables."""
-    from delta_downgrade.app.tasks.drop_task import DropFeatureSettings, drop_one
-
     with console_logging(TASK_STEP_FORMAT):
-        return run_task(DropFeatureSettings, drop_one, argv)
+        return run_task(DropFeatureSettings, _drop_one, argv)
 
 
 def truncate_task(argv: Sequence[str] | None = None) -> int:
     """Drop checkpointProtection by truncating history before the boundary, once retention allows."""
-    from delta_downgrade.app.tasks.drop_task import TruncateSettings, truncate_one
-
     with console_logging(TASK_STEP_FORMAT):
-        return run_task(TruncateSettings, truncate_one, argv)
+        return run_task(TruncateSettings, _truncate_one, argv)
 

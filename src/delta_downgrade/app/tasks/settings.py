@@ -252,6 +252,26 @@ class VerifySettings(TaskSettings):
         return TaskSettings._split_tables.__func__(cls, value)  # same list syntax as --tables
 
 
+class DropFeatureSettings(TaskSettings):
+    TASK: ClassVar[str] = "drop_feature_task"
+
+    feature: str | None = None
+    truncate_history: bool = False
+    dry_run: bool = False
+
+    @field_validator("feature")
+    @classmethod
+    def _feature(cls, value: str | None) -> str | None:
+        return value.strip() if value else value
+
+
+class TruncateSettings(TaskSettings):
+    TASK: ClassVar[str] = "truncate_task"
+    FEATURE: ClassVar[str] = "checkpointProtection"
+
+    dry_run: bool = False
+
+
 def load_settings(cls: type[TaskSettings], argv: Sequence[str]) -> TaskSettings:
     """Build ``cls`` from argv, env and the config file; any problem is one BadInputError."""
     cli = parse_cli_args(argv)

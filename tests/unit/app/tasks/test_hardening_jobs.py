@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from delta_downgrade.errors import BadInputError
-from delta_downgrade.app.tasks.drop_task import DropFeatureSettings
+from delta_downgrade.app.tasks.settings import DropFeatureSettings
 from delta_downgrade.app.tasks.settings import VerifySettings, load_settings
 from delta_downgrade.app.tasks.task_values import LocalTaskValues, read_task_values
 

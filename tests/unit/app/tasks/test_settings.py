@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from delta_downgrade.errors import BadInputError
-from delta_downgrade.app.tasks.drop_task import DropFeatureSettings, TruncateSettings
+from delta_downgrade.app.tasks.settings import DropFeatureSettings, TruncateSettings
 from delta_downgrade.app.tasks.entrypoints import drop_feature_task, verify_task
 from delta_downgrade.app.tasks.settings import VerifySettings, load_settings, parse_cli_args
 from tests.drop_support import run_task
