@@ -16,7 +16,6 @@ from delta_downgrade.log.listing import CheckpointInstance, LogListing, list_log
 from delta_downgrade.log.segment import LogSegment, read_commit_actions
 from delta_downgrade.log.snapshot import BOUNDARY_PROPERTY, Snapshot
 from delta_downgrade.protocol import Protocol
-from delta_downgrade.protocol.protocol import protocol_document
 from delta_downgrade.protocol.support import Operation, ensure_supported
 from delta_downgrade.storage import FileStatus, Storage, open_storage
 
@@ -29,10 +28,6 @@ class ProtocolSpan:
     end: int
     protocol: Protocol
     boundary_version: int | None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"start_version": self.start, "end_version": self.end,
-                "protocol": protocol_document(self.protocol), "boundary_version": self.boundary_version}
 
 
 class DeltaLog:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from delta_downgrade.app.render.inspect import span_document
 from delta_downgrade.errors import InvalidProtocolError, UnsupportedFeaturesError
 from delta_downgrade.log.delta_log import DeltaLog, ProtocolSpan
 from delta_downgrade.log.files import LOG_DIR
@@ -72,7 +73,7 @@ def test_protocol_history_spans_and_their_document(tmp_path):
     spans = DeltaLog(path).protocol_history()
     assert spans == [ProtocolSpan(0, 1, Protocol(1, 2), None),
                      ProtocolSpan(2, 2, Protocol(3, 7, {"deletionVectors"}, {"deletionVectors"}), None)]
-    assert [s.to_dict() for s in spans] == [
+    assert [span_document(s) for s in spans] == [
         {"start_version": 0, "end_version": 1, "boundary_version": None,
          "protocol": {"minReaderVersion": 1, "minWriterVersion": 2, "readerFeatures": None,
                       "writerFeatures": None}},

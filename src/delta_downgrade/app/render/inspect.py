@@ -45,7 +45,8 @@ def _checkpoint(r: CheckpointReport) -> dict[str, Any]:
     return out
 
 
-def _span(span: ProtocolSpan) -> dict[str, Any]:
+def span_document(span: ProtocolSpan) -> dict[str, Any]:
+    """One entry of the document's protocol history."""
     return {"start_version": span.start, "end_version": span.end,
             "protocol": protocol_document(span.protocol), "boundary_version": span.boundary_version}
 
@@ -86,7 +87,7 @@ def inspect_document(report: TableReport) -> dict[str, Any]:
         "unknown_log_files": list(report.unknown_log_files),
     }
     if report.protocol_history is not None:
-        doc["protocol_history"] = [_span(span) for span in report.protocol_history]
+        doc["protocol_history"] = [span_document(span) for span in report.protocol_history]
     return doc
 
 
