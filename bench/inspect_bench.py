@@ -27,6 +27,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "src"))
 from delta_downgrade.clock import ManualClock  # noqa: E402
 from delta_downgrade.log.checkpoints import checkpoint_table  # noqa: E402
 from delta_downgrade.log.delta_log import DeltaLog  # noqa: E402
+from delta_downgrade.app.render.inspect import inspect_document  # noqa: E402
 from delta_downgrade.operations.inspect import inspect_table  # noqa: E402
 
 SCHEMA = json.dumps({"type": "struct", "fields": [{"name": "id", "type": "long", "nullable": True, "metadata": {}}]})
@@ -79,8 +80,8 @@ def main() -> int:
         print(f"built {args.commits} commits, checkpoint every {args.every}: {time.perf_counter() - t0:.1f} s")
 
         ours_protocol = timed(lambda: DeltaLog(path).snapshot().protocol, args.repeat)
-        ours_inspect = timed(lambda: inspect_table(path, history=False), args.repeat)
-        ours_history = timed(lambda: inspect_table(path, history=True), max(1, args.repeat // 2))
+        ours_inspect = timed(lambda: inspect_document(inspect_table(path, history=False)), args.repeat)
+        ours_history = timed(lambda: inspect_document(inspect_table(path, history=True)), max(1, args.repeat // 2))
         try:
             from deltalake import DeltaTable
         except ImportError:
@@ -90,7 +91,7 @@ def main() -> int:
         theirs_history = timed(lambda: [DeltaTable(path, version=v).protocol()
                                         for v in (args.commits // 2 - 1, args.commits - 1)], max(1, args.repeat // 2))
 
-        doc = inspect_table(path)
+        doc = inspect_document(inspect_table(path))
         assert doc["protocol"]["readerFeatures"] == ["vacuumProtocolCheck"], doc["protocol"]
         assert len(doc["protocol_history"]) == 2, doc["protocol_history"]
 
