@@ -12,22 +12,17 @@ from typing import Any, Mapping, Sequence
 
 import pyarrow as pa
 
-from delta_downgrade.log.checkpoint_schema import (ADD_TYPE, CHECKPOINT_SCHEMA, DOMAIN_TYPE, DV_TYPE,
-                                                   FORMAT_TYPE, METADATA_TYPE, PROTOCOL_TYPE,
-                                                   REMOVE_TYPE, TXN_TYPE)
+from delta_downgrade.log.checkpoint_schema import (
+    ADD_TYPE, BOOL, CHECKPOINT_SCHEMA, DOMAIN_TYPE, DV_TYPE, FORMAT_TYPE, INT, LONG, METADATA_TYPE,
+    PROTOCOL_TYPE, REMOVE_TYPE, STRING, STRING_LIST, STRING_MAP, TXN_TYPE,
+)
 from delta_downgrade.protocol.actions import (AddFile, DeletionVectorDescriptor, DomainMetadata, Metadata,
                                               ProtocolAction, RemoveFile, Txn)
 
-_STR = pa.string()
-_LONG = pa.int64()
-_INT = pa.int32()
-_BOOL = pa.bool_()
-_MAP = pa.map_(pa.string(), pa.string())
-_STR_LIST = pa.list_(pa.field("element", pa.string()))
 
 
 def _zero_offsets(n: int) -> pa.Array:
-    return pa.Array.from_buffers(_INT, n + 1, [None, pa.py_buffer(bytes(4 * (n + 1)))])
+    return pa.Array.from_buffers(INT, n + 1, [None, pa.py_buffer(bytes(4 * (n + 1)))])
 
 
 def map_array(values: Sequence[Mapping[str, str | None] | None]) -> pa.Array:
@@ -36,10 +31,10 @@ def map_array(values: Sequence[Mapping[str, str | None] | None]) -> pa.Array:
     n = len(values)
     nulls = values.count(None)
     if nulls == n:
-        return pa.nulls(n, _MAP)
+        return pa.nulls(n, STRING_MAP)
     if not nulls and not any(values):  # all empty: the common unpartitioned case
-        return pa.MapArray.from_arrays(_zero_offsets(n), pa.array([], _STR), pa.array([], _STR),
-                                       type=_MAP)
+        return pa.MapArray.from_arrays(_zero_offsets(n), pa.array([], STRING), pa.array([], STRING),
+                                       type=STRING_MAP)
     offsets = [0] * (n + 1)
     keys: list[str] = []
     items: list[str | None] = []
@@ -50,13 +45,13 @@ def map_array(values: Sequence[Mapping[str, str | None] | None]) -> pa.Array:
             items.extend(value.values())
             pos += len(value)
         offsets[i + 1] = pos
-    mask = pa.array([v is None for v in values], _BOOL) if nulls else None
-    return pa.MapArray.from_arrays(pa.array(offsets, _INT), pa.array(keys, _STR),
-                                   pa.array(items, _STR), type=_MAP, mask=mask)
+    mask = pa.array([v is None for v in values], BOOL) if nulls else None
+    return pa.MapArray.from_arrays(pa.array(offsets, INT), pa.array(keys, STRING),
+                                   pa.array(items, STRING), type=STRING_MAP, mask=mask)
 
 
 def str_list_array(values: Sequence[Sequence[str] | None]) -> pa.Array:
-    return pa.array([None if v is None else list(v) for v in values], _STR_LIST)
+    return pa.array([None if v is None else list(v) for v in values], STRING_LIST)
 
 
 def _dv_fields(dv: Any) -> tuple | None:
@@ -82,7 +77,7 @@ def dv_array(values: Sequence[Any]) -> pa.Array:
     columns = []
     for i, f in enumerate(DV_TYPE):
         columns.append(pa.array([None if r is None else r[i] for r in rows], f.type))
-    mask = pa.array([r is None for r in rows], _BOOL)
+    mask = pa.array([r is None for r in rows], BOOL)
     return pa.StructArray.from_arrays(columns, fields=list(DV_TYPE), mask=mask)
 
 
@@ -91,78 +86,78 @@ def _column(values: list, typ: pa.DataType) -> pa.Array:
 
 
 def _false(n: int) -> pa.Array:
-    return pa.array([False] * n, _BOOL)
+    return pa.array([False] * n, BOOL)
 
 
 def add_array(adds: Sequence[AddFile]) -> pa.StructArray:
     n = len(adds)
     return pa.StructArray.from_arrays([
-        _column([a.path for a in adds], _STR),
+        _column([a.path for a in adds], STRING),
         map_array([a.partitionValues for a in adds]),
-        _column([a.size for a in adds], _LONG),
-        _column([a.modificationTime for a in adds], _LONG),
+        _column([a.size for a in adds], LONG),
+        _column([a.modificationTime for a in adds], LONG),
         _false(n),
         map_array([a.tags for a in adds]),
         dv_array([a.deletionVector for a in adds]),
-        _column([a.baseRowId for a in adds], _LONG),
-        _column([a.defaultRowCommitVersion for a in adds], _LONG),
-        _column([a.clusteringProvider for a in adds], _STR),
-        _column([a.stats for a in adds], _STR),
+        _column([a.baseRowId for a in adds], LONG),
+        _column([a.defaultRowCommitVersion for a in adds], LONG),
+        _column([a.clusteringProvider for a in adds], STRING),
+        _column([a.stats for a in adds], STRING),
     ], fields=list(ADD_TYPE))
 
 
 def remove_array(removes: Sequence[RemoveFile]) -> pa.StructArray:
     n = len(removes)
     return pa.StructArray.from_arrays([
-        _column([r.path for r in removes], _STR),
-        _column([r.deletionTimestamp for r in removes], _LONG),
+        _column([r.path for r in removes], STRING),
+        _column([r.deletionTimestamp for r in removes], LONG),
         _false(n),
-        _column([r.extendedFileMetadata for r in removes], _BOOL),
+        _column([r.extendedFileMetadata for r in removes], BOOL),
         map_array([r.partitionValues for r in removes]),
-        _column([r.size for r in removes], _LONG),
+        _column([r.size for r in removes], LONG),
         dv_array([r.deletionVector for r in removes]),
-        _column([r.baseRowId for r in removes], _LONG),
-        _column([r.defaultRowCommitVersion for r in removes], _LONG),
+        _column([r.baseRowId for r in removes], LONG),
+        _column([r.defaultRowCommitVersion for r in removes], LONG),
     ], fields=list(REMOVE_TYPE))
 
 
 def txn_array(txns: Sequence[Txn]) -> pa.StructArray:
     return pa.StructArray.from_arrays([
-        _column([t.appId for t in txns], _STR),
-        _column([t.version for t in txns], _LONG),
-        _column([t.lastUpdated for t in txns], _LONG),
+        _column([t.appId for t in txns], STRING),
+        _column([t.version for t in txns], LONG),
+        _column([t.lastUpdated for t in txns], LONG),
     ], fields=list(TXN_TYPE))
 
 
 def domain_array(domains: Sequence[DomainMetadata]) -> pa.StructArray:
     return pa.StructArray.from_arrays([
-        _column([d.domain for d in domains], _STR),
-        _column([d.configuration for d in domains], _STR),
-        _column([bool(d.removed) for d in domains], _BOOL),
+        _column([d.domain for d in domains], STRING),
+        _column([d.configuration for d in domains], STRING),
+        _column([bool(d.removed) for d in domains], BOOL),
     ], fields=list(DOMAIN_TYPE))
 
 
 def metadata_array(md: Metadata) -> pa.StructArray:
     fmt = md.format or {}
     format_array = pa.StructArray.from_arrays(
-        [_column([fmt.get("provider", "parquet")], _STR), map_array([fmt.get("options") or {}])],
+        [_column([fmt.get("provider", "parquet")], STRING), map_array([fmt.get("options") or {}])],
         fields=list(FORMAT_TYPE))
     return pa.StructArray.from_arrays([
-        _column([md.id], _STR),
-        _column([md.name], _STR),
-        _column([md.description], _STR),
+        _column([md.id], STRING),
+        _column([md.name], STRING),
+        _column([md.description], STRING),
         format_array,
-        _column([md.schemaString], _STR),
+        _column([md.schemaString], STRING),
         str_list_array([list(md.partitionColumns or [])]),
         map_array([md.configuration or {}]),
-        _column([md.createdTime], _LONG),
+        _column([md.createdTime], LONG),
     ], fields=list(METADATA_TYPE))
 
 
 def protocol_array(p: ProtocolAction) -> pa.StructArray:
     return pa.StructArray.from_arrays([
-        _column([p.minReaderVersion], _INT),
-        _column([p.minWriterVersion], _INT),
+        _column([p.minReaderVersion], INT),
+        _column([p.minWriterVersion], INT),
         str_list_array([p.readerFeatures]),
         str_list_array([p.writerFeatures]),
     ], fields=list(PROTOCOL_TYPE))

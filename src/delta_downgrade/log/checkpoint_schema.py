@@ -13,39 +13,39 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-_STR = pa.string()
-_LONG = pa.int64()
-_INT = pa.int32()
-_BOOL = pa.bool_()
-_MAP = pa.map_(pa.string(), pa.string())
-_STR_LIST = pa.list_(pa.field("element", pa.string()))
+STRING = pa.string()
+LONG = pa.int64()
+INT = pa.int32()
+BOOL = pa.bool_()
+STRING_MAP = pa.map_(pa.string(), pa.string())
+STRING_LIST = pa.list_(pa.field("element", pa.string()))
 
 DV_TYPE = pa.struct([
-    ("storageType", _STR), ("pathOrInlineDv", _STR), ("offset", _INT),
-    ("sizeInBytes", _INT), ("cardinality", _LONG), ("maxRowIndex", _LONG),
+    ("storageType", STRING), ("pathOrInlineDv", STRING), ("offset", INT),
+    ("sizeInBytes", INT), ("cardinality", LONG), ("maxRowIndex", LONG),
 ])
-TXN_TYPE = pa.struct([("appId", _STR), ("version", _LONG), ("lastUpdated", _LONG)])
+TXN_TYPE = pa.struct([("appId", STRING), ("version", LONG), ("lastUpdated", LONG)])
 ADD_TYPE = pa.struct([
-    ("path", _STR), ("partitionValues", _MAP), ("size", _LONG), ("modificationTime", _LONG),
-    ("dataChange", _BOOL), ("tags", _MAP), ("deletionVector", DV_TYPE), ("baseRowId", _LONG),
-    ("defaultRowCommitVersion", _LONG), ("clusteringProvider", _STR), ("stats", _STR),
+    ("path", STRING), ("partitionValues", STRING_MAP), ("size", LONG), ("modificationTime", LONG),
+    ("dataChange", BOOL), ("tags", STRING_MAP), ("deletionVector", DV_TYPE), ("baseRowId", LONG),
+    ("defaultRowCommitVersion", LONG), ("clusteringProvider", STRING), ("stats", STRING),
 ])
 REMOVE_TYPE = pa.struct([
-    ("path", _STR), ("deletionTimestamp", _LONG), ("dataChange", _BOOL),
-    ("extendedFileMetadata", _BOOL), ("partitionValues", _MAP), ("size", _LONG),
-    ("deletionVector", DV_TYPE), ("baseRowId", _LONG), ("defaultRowCommitVersion", _LONG),
+    ("path", STRING), ("deletionTimestamp", LONG), ("dataChange", BOOL),
+    ("extendedFileMetadata", BOOL), ("partitionValues", STRING_MAP), ("size", LONG),
+    ("deletionVector", DV_TYPE), ("baseRowId", LONG), ("defaultRowCommitVersion", LONG),
 ])
-FORMAT_TYPE = pa.struct([("provider", _STR), ("options", _MAP)])
+FORMAT_TYPE = pa.struct([("provider", STRING), ("options", STRING_MAP)])
 METADATA_TYPE = pa.struct([
-    ("id", _STR), ("name", _STR), ("description", _STR), ("format", FORMAT_TYPE),
-    ("schemaString", _STR), ("partitionColumns", _STR_LIST), ("configuration", _MAP),
-    ("createdTime", _LONG),
+    ("id", STRING), ("name", STRING), ("description", STRING), ("format", FORMAT_TYPE),
+    ("schemaString", STRING), ("partitionColumns", STRING_LIST), ("configuration", STRING_MAP),
+    ("createdTime", LONG),
 ])
 PROTOCOL_TYPE = pa.struct([
-    ("minReaderVersion", _INT), ("minWriterVersion", _INT),
-    ("readerFeatures", _STR_LIST), ("writerFeatures", _STR_LIST),
+    ("minReaderVersion", INT), ("minWriterVersion", INT),
+    ("readerFeatures", STRING_LIST), ("writerFeatures", STRING_LIST),
 ])
-DOMAIN_TYPE = pa.struct([("domain", _STR), ("configuration", _STR), ("removed", _BOOL)])
+DOMAIN_TYPE = pa.struct([("domain", STRING), ("configuration", STRING), ("removed", BOOL)])
 
 #: The checkpoint's parquet schema (delta-spark's column and field order).
 CHECKPOINT_SCHEMA = pa.schema([
