@@ -16,17 +16,19 @@ from __future__ import annotations
 import copy
 import importlib
 from dataclasses import dataclass
-from typing import Any, Callable, Union
+from typing import TYPE_CHECKING, Any, Callable, Union
 
 from delta_downgrade.errors import NotSupportedYetError
 from delta_downgrade.log.commit import rebase_over_blind_appends
 from delta_downgrade.log.listing import CheckpointInstance
 from delta_downgrade.log.snapshot import Snapshot, TableState
-from delta_downgrade.operations.drop_run import DropRun
 from delta_downgrade.protocol.actions import AnyAction
 from delta_downgrade.protocol.features import TableFeature, get_feature
 
-RewriteFunction = Callable[[DropRun], Any]
+if TYPE_CHECKING:  # imported where a run is built: a trace check needs no commit machinery
+    from delta_downgrade.operations.drop_run import DropRun
+
+RewriteFunction = Callable[["DropRun"], Any]
 """A data rewrite: ``rewrite(run)`` rewrites the files that carry the feature's traces, commits,
 and returns whether it changed the table; in a dry run it plans and checks, writing nothing."""
 Rewrite = Union[str, RewriteFunction]
@@ -170,6 +172,8 @@ def rehearse(run: DropRun, rewrite: RewriteFunction) -> None:
     Every rewrite checks what can stop it (unreadable DVs, unsupported tables, invalid column
     names, unreadable footers …) before its dry-run plan, so a refusal surfaces here, with nothing
     written, instead of after the drop's first commits."""
+    from delta_downgrade.operations.drop_run import DropRun
+
     rewrite(DropRun(run.log, run.feature, clock=run.clock, dry_run=True))
 
 

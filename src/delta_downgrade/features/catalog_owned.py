@@ -5,10 +5,14 @@ properties that are set."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from delta_downgrade.errors import UnsupportedClientFeatureError
 from delta_downgrade.features.base import RemovableFeature, TraceContext
 from delta_downgrade.log.snapshot import Snapshot
-from delta_downgrade.operations.drop_run import DropRun
+
+if TYPE_CHECKING:  # imported where a run is built: a trace check needs no commit machinery
+    from delta_downgrade.operations.drop_run import DropRun
 
 
 class CatalogOwned(RemovableFeature):

@@ -3,6 +3,8 @@ then add DV tombstones (delta-spark's ``DeletionVectorsPreDowngradeCommand``).""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from urllib.parse import quote
 
 from delta_downgrade.features.base import (
@@ -10,9 +12,11 @@ from delta_downgrade.features.base import (
 )
 from delta_downgrade.log.commit import rebase_over_blind_appends
 from delta_downgrade.log.snapshot import Snapshot
-from delta_downgrade.operations.drop_run import DropRun
 from delta_downgrade.protocol.actions import AddCDCFile, AddFile, AnyAction, Metadata, RemoveFile
 from delta_downgrade.protocol.table_config import TableConfig
+
+if TYPE_CHECKING:  # imported where a run is built: a trace check needs no commit machinery
+    from delta_downgrade.operations.drop_run import DropRun
 
 ENABLE_PROPERTY = "delta.enableDeletionVectors"
 

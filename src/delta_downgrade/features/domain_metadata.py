@@ -3,9 +3,13 @@ pre-downgrade removes them (``removed: true``)."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from delta_downgrade.features.base import RemovableFeature, TraceContext
-from delta_downgrade.operations.drop_run import DropRun
 from delta_downgrade.protocol.actions import DomainMetadata
+
+if TYPE_CHECKING:  # imported where a run is built: a trace check needs no commit machinery
+    from delta_downgrade.operations.drop_run import DropRun
 
 
 class DomainMetadataFeature(RemovableFeature):

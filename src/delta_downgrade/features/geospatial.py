@@ -3,11 +3,15 @@ exists, and this package never drops columns, so such a table is refused."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from delta_downgrade.errors import GeospatialColumnsPresentError
 from delta_downgrade.features.base import RemovableFeature
 from delta_downgrade.log.snapshot import Snapshot
-from delta_downgrade.operations.drop_run import DropRun
 from delta_downgrade.protocol.schema import iter_fields
+
+if TYPE_CHECKING:  # imported where a run is built: a trace check needs no commit machinery
+    from delta_downgrade.operations.drop_run import DropRun
 
 GEO_TYPES = ("geometry", "geography")
 

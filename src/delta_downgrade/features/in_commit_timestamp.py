@@ -3,9 +3,13 @@ provenance (delta-spark's ``InCommitTimestampsPreDowngradeCommand``)."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from delta_downgrade.features.base import RemovableFeature, TraceContext, commit_properties
 from delta_downgrade.log.snapshot import Snapshot
-from delta_downgrade.operations.drop_run import DropRun
+
+if TYPE_CHECKING:  # imported where a run is built: a trace check needs no commit machinery
+    from delta_downgrade.operations.drop_run import DropRun
 
 ENABLE_PROPERTY = "delta.enableInCommitTimestamps"
 # Where and when the feature was enabled: removed, not just disabled.

@@ -4,10 +4,14 @@ row IDs ("unbackfill"); the downgrade commit removes the feature's properties an
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from delta_downgrade.features.base import RemovableFeature, TraceContext, commit_properties
 from delta_downgrade.log.snapshot import Snapshot
-from delta_downgrade.operations.drop_run import DropRun
 from delta_downgrade.protocol.actions import AnyAction, DomainMetadata
+
+if TYPE_CHECKING:  # imported where a run is built: a trace check needs no commit machinery
+    from delta_downgrade.operations.drop_run import DropRun
 
 ENABLE_PROPERTY = "delta.enableRowTracking"
 SUSPENDED_PROPERTY = "delta.rowTrackingSuspended"

@@ -3,12 +3,16 @@ so that later checkpoints are classic (delta-spark's ``V2CheckpointPreDowngradeC
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from delta_downgrade.features.base import RemovableFeature, TraceContext, commit_properties
 from delta_downgrade.log.listing import CheckpointInstance
 from delta_downgrade.log.snapshot import Snapshot
-from delta_downgrade.operations.drop_run import DropRun
 from delta_downgrade.protocol.actions import AnyAction, CheckpointMetadata, Metadata, Sidecar
 from delta_downgrade.protocol.table_config import TableConfig
+
+if TYPE_CHECKING:  # imported where a run is built: a trace check needs no commit machinery
+    from delta_downgrade.operations.drop_run import DropRun
 
 POLICY_PROPERTY = "delta.checkpointPolicy"
 
