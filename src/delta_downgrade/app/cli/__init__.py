@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from importlib.metadata import entry_points
 from typing import Callable, Sequence
 
 from delta_downgrade import __version__
@@ -36,26 +35,39 @@ BUILTIN: tuple[Register, ...] = (inspect.register, cleanup.register, vacuum.regi
 COMMAND_GROUP = "delta_downgrade.commands"
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The parser of every subcommand. When ``argv`` names one of this package's own commands, the
+    installed distributions' commands are not looked up: reading every distribution's entry
+    points is the slowest part of the CLI's start-up, and such a command line cannot use them."""
     parser = argparse.ArgumentParser(
         prog="delta-downgrade",
         description="Drop Delta Lake table features and lower the protocol (Checkpoint Protection RFC).")
     parser.add_argument("--version", action="version", version=f"delta-downgrade {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
-    for register in (*BUILTIN, *_installed_commands()):
+    for register in BUILTIN:
         register(sub, _COMMANDS)
+    if argv is None or _command_word(argv) not in sub.choices:
+        for register in _installed_commands():
+            register(sub, _COMMANDS)
     return parser
+
+
+def _command_word(argv: Sequence[str]) -> str | None:
+    """The subcommand ``argv`` names: its first word that is not an option."""
+    return next((word for word in argv if not word.startswith("-")), None)
 
 
 def _installed_commands() -> list[Register]:
     """The subcommands installed distributions declare in :data:`COMMAND_GROUP`, by name: the
     wheel a job installs has none, so it never refers to the repository-only tools."""
+    from importlib.metadata import entry_points
+
     return [ep.load() for ep in sorted(entry_points(group=COMMAND_GROUP), key=lambda ep: ep.name)]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = build_parser(argv).parse_args(argv)
     # The one place the CLI configures logging: operations log, main decides what is printed.
     level = level_for(quiet=getattr(args, "quiet", False), verbose=getattr(args, "verbose", False))
     try:

@@ -25,6 +25,27 @@ def test_builtin_subcommands_come_first_in_help_order():
     assert installed == sorted(installed)   # the entry-point group, by name
 
 
+def test_a_builtin_command_line_does_not_look_up_installed_commands(monkeypatch):
+    def refuse():
+        raise AssertionError("entry points looked up for a built-in command")
+    monkeypatch.setattr(cli, "_installed_commands", refuse)
+    args = cli.build_parser(["inspect", "/t", "--json"]).parse_args(["inspect", "/t", "--json"])
+    assert args.command == "inspect"
+
+
+def test_other_command_lines_and_help_see_the_installed_commands(monkeypatch):
+    calls = []
+
+    def installed():
+        calls.append(1)
+        return []
+    monkeypatch.setattr(cli, "_installed_commands", installed)
+    cli.build_parser(["run-job", "x"])
+    cli.build_parser(["--help"])
+    cli.build_parser()
+    assert len(calls) == 3
+
+
 @pytest.mark.parametrize("module, commands", [(inspect, ["inspect"]), (cleanup, ["cleanup"]),
                                               (vacuum, ["vacuum"]), (drop, ["drop-feature", "truncate-history"])])
 def test_each_module_registers_its_own_commands(module, commands):
