@@ -325,7 +325,7 @@ def check_protocol(protocol: Protocol, table: str, version: int, *, check_read: 
     if problems:
         raise_invalid(protocol, table, version, problems)
     if check_read:
-        ensure_supported(protocol, Operation.READ, table=table, version=version, unknown_only=True)
+        ensure_supported(protocol, Operation.READ_LOG, table=table, version=version)
 
 
 def raise_invalid(protocol: Protocol, table: str, version: int, problems: list[str]) -> None:

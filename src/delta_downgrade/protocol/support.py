@@ -41,9 +41,16 @@ class Decision:
 class Operation(Enum):
     """What the caller is about to do to the table."""
 
-    #: Read the table's state (PROTOCOL.md: reader features). With ``unknown_only`` (see
-    #: :func:`ensure_supported`): read its log to describe it or to plan an operation on it.
+    #: Read the table's state (PROTOCOL.md: reader features).
     READ = "read"
+    #: Read the log to describe the table or to plan an operation on it
+    #: (``DeltaLog.snapshot(check_read=True)``: inspect, verify, the start of a drop). Only
+    #: reader-side features this package does not know stop it: an unknown feature may change
+    #: what the log means (PROTOCOL.md "Table Features": readers must support every reader
+    #: feature), while a known one the package cannot serve reads of (catalogManaged, whose
+    #: latest commits may not be published in ``_delta_log`` yet) is described and flagged, and
+    #: refused by the operation's own gate when it writes.
+    READ_LOG = "read_log"
     #: Write a commit (PROTOCOL.md: writer features).
     WRITE = "write"
     #: Write a checkpoint: it restates the whole reconciled state, so every reader-side feature
@@ -59,13 +66,9 @@ class Operation(Enum):
     VACUUM = "vacuum"
 
 
-def unsupported_features(protocol: Protocol, operation: Operation, *,
-                         unknown_only: bool = False) -> frozenset[str]:
-    """The features of ``protocol`` that keep this package from doing ``operation``; with
-    ``unknown_only`` (READ only), the reader-side features it does not know at all."""
-    if unknown_only:
-        if operation is not Operation.READ:
-            raise ValueError(f"unknown_only applies to Operation.READ, not {operation}")
+def unsupported_features(protocol: Protocol, operation: Operation) -> frozenset[str]:
+    """The features of ``protocol`` that keep this package from doing ``operation``."""
+    if operation is Operation.READ_LOG:
         return frozenset(n for n in protocol.reader_side_features if get_feature(n) is None)
     if operation is Operation.READ:
         return protocol.unsupported_for_read()
@@ -87,27 +90,20 @@ _WORDING: dict[Operation, tuple[str, str]] = {
 
 def ensure_supported(protocol: Protocol, operation: Operation, *, table: str | None = None,
                      version: int | None = None, ignore: Iterable[str] = (),
-                     purpose: str | None = None, unknown_only: bool = False) -> None:
+                     purpose: str | None = None) -> None:
     """Raise :class:`UnsupportedFeaturesError` unless this package can do ``operation`` on a table
-    with ``protocol``: ``DELTA_UNSUPPORTED_FEATURES_FOR_READ`` for :attr:`Operation.READ`,
-    ``DELTA_UNSUPPORTED_FEATURES_FOR_WRITE`` for every other operation (all of them write).
+    with ``protocol``: ``DELTA_UNSUPPORTED_FEATURES_FOR_READ`` for :attr:`Operation.READ` and
+    :attr:`Operation.READ_LOG`, ``DELTA_UNSUPPORTED_FEATURES_FOR_WRITE`` for every other operation
+    (all of them write).
 
     ``ignore``: features the operation itself removes (a DROP FEATURE of one of them needs no
     support for it). ``version`` and ``purpose`` (e.g. ``"drop deletionVectors"``) only word the
     message.
-
-    ``unknown_only`` (with :attr:`Operation.READ`): refuse only reader-side features this package
-    does not know. That is what reading a log to describe it or to plan an operation on it needs
-    (``DeltaLog.snapshot(check_read=True)``: inspect, verify, the start of a drop): an unknown
-    feature may change what the log means (PROTOCOL.md "Table Features": readers must support
-    every reader feature), while a known one the package cannot serve reads of (catalogManaged,
-    whose latest commits may not be published in ``_delta_log`` yet) is described and flagged,
-    and refused by the operation's own gate when it writes.
     """
-    unsupported = unsupported_features(protocol, operation, unknown_only=unknown_only) - frozenset(ignore)
+    unsupported = unsupported_features(protocol, operation) - frozenset(ignore)
     if not unsupported:
         return
-    if unknown_only:
+    if operation is Operation.READ_LOG:
         subject = f"version {version} has" if version is not None else "the table has"
         raise UnsupportedFeaturesError(
             f"{subject} reader feature(s) {sorted(unsupported)} that delta-downgrade does not know; "

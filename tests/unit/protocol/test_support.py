@@ -26,7 +26,7 @@ WRITING = [Operation.WRITE, Operation.CHECKPOINT, Operation.CLEANUP, Operation.V
 
 
 def test_operations():
-    assert [op.value for op in Operation] == ["read", "write", "checkpoint", "cleanup", "vacuum"]
+    assert [op.value for op in Operation] == ["read", "read_log", "write", "checkpoint", "cleanup", "vacuum"]
 
 
 @pytest.mark.parametrize("protocol", [SUPPORTED, LEGACY, DELETION_VECTORS, VACUUM_PROTOCOL_CHECK,
@@ -55,6 +55,26 @@ def test_supported_protocols_pass_every_operation(protocol, operation):
 ])
 def test_unsupported_features_per_operation(protocol, operation, expected):
     assert unsupported_features(protocol, operation) == frozenset(expected)
+
+
+@pytest.mark.parametrize("protocol, expected", [
+    (UNKNOWN_READER, {"unknownReaderFeature"}),   # an unknown reader feature: the log's meaning is unknown
+    (UNKNOWN_WRITER, set()),                      # writer-only features never change what a reader sees
+    (CATALOG_MANAGED, set()),                     # known: described and flagged; its writes are refused
+    (DELETION_VECTORS, set()),
+])
+def test_reading_a_log_is_stopped_by_unknown_reader_features_only(protocol, expected):
+    assert unsupported_features(protocol, Operation.READ_LOG) == frozenset(expected)
+
+
+def test_read_log_refusal_says_the_feature_is_unknown():
+    with pytest.raises(UnsupportedFeaturesError) as exc:
+        ensure_supported(UNKNOWN_READER, Operation.READ_LOG, table="/t", version=3)
+    err = exc.value
+    assert err.error_class == "DELTA_UNSUPPORTED_FEATURES_FOR_READ" and err.exit_code == EXIT_BAD_INPUT
+    assert err.features == ["unknownReaderFeature"] and err.table == "/t"
+    assert err.message.startswith("version 3 has reader feature(s) ['unknownReaderFeature'] that "
+                                  "delta-downgrade does not know")
 
 
 def test_read_refusal_is_for_read():
