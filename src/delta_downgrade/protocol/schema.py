@@ -104,8 +104,12 @@ def schema_string(schema: pa.Schema) -> str:
 
 
 # Column-mapping field metadata keys (PROTOCOL.md, "Column Mapping").
-CM_METADATA_KEYS = ("delta.columnMapping.id", "delta.columnMapping.physicalName",
-                    "delta.columnMapping.nested.ids", "parquet.field.id")
+COLUMN_MAPPING_ID_KEY = "delta.columnMapping.id"
+COLUMN_MAPPING_PHYSICAL_NAME_KEY = "delta.columnMapping.physicalName"
+COLUMN_MAPPING_NESTED_IDS_KEY = "delta.columnMapping.nested.ids"
+PARQUET_FIELD_ID_KEY = "parquet.field.id"
+CM_METADATA_KEYS = (COLUMN_MAPPING_ID_KEY, COLUMN_MAPPING_PHYSICAL_NAME_KEY, COLUMN_MAPPING_NESTED_IDS_KEY,
+                    PARQUET_FIELD_ID_KEY)
 TYPE_CHANGES_KEY = "delta.typeChanges"
 
 

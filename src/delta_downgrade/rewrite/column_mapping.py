@@ -36,12 +36,13 @@ from typing import TYPE_CHECKING, Any
 from delta_downgrade.errors import InvalidColumnNamesForMappingRemovalError
 from delta_downgrade.log.commit import rebase_unless_files_touched
 from delta_downgrade.protocol.actions import AddFile, AnyAction
+from delta_downgrade.protocol.schema import CM_METADATA_KEYS
 from delta_downgrade.rewrite.actions import remove_action, replacement_add
 from delta_downgrade.rewrite.file_plan import FilePlan
 from delta_downgrade.rewrite.file_rewriter import DEFAULT_WORKERS, FileRewriter, Rewritten, rewrite_conf
 from delta_downgrade.rewrite.physical_schema import (
-    ID_KEY, MODE_KEY, NESTED_IDS_KEY, PARQUET_FIELD_ID_KEY, PHYSICAL_NAME_KEY, Naming, column_mapping_mode,
-    iter_named_fields, physical_name, schema_string, strip_field_metadata,
+    MODE_KEY, Naming, column_mapping_mode, iter_named_fields, physical_name, schema_string,
+    strip_field_metadata,
 )
 from delta_downgrade.rewrite.stats import rekey_stats, stats_for_rewrite
 
@@ -53,8 +54,7 @@ if TYPE_CHECKING:  # pragma: no cover
 MAX_ID_KEY = "delta.columnMapping.maxColumnId"
 # The icebergCompat RFC spelled the nested-ids key this way; strip it too.
 RFC_NESTED_IDS_KEY = "parquet.field.nested.ids"
-COLUMN_MAPPING_FIELD_KEYS = (ID_KEY, PHYSICAL_NAME_KEY, NESTED_IDS_KEY, PARQUET_FIELD_ID_KEY,
-                             RFC_NESTED_IDS_KEY)
+COLUMN_MAPPING_FIELD_KEYS = (*CM_METADATA_KEYS, RFC_NESTED_IDS_KEY)
 
 # delta-spark refuses to remove column mapping when a column name holds one of these characters:
 # without column mapping such names are not valid Parquet column names for Spark.

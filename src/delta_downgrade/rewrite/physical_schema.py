@@ -14,14 +14,13 @@ from dataclasses import dataclass
 from typing import Any, Iterator, Mapping, Sequence
 
 from delta_downgrade.protocol.actions import Metadata
+from delta_downgrade.protocol.schema import COLUMN_MAPPING_ID_KEY as ID_KEY
+from delta_downgrade.protocol.schema import COLUMN_MAPPING_PHYSICAL_NAME_KEY as PHYSICAL_NAME_KEY
+from delta_downgrade.protocol.schema import PARQUET_FIELD_ID_KEY
 
 # --- PROTOCOL.md "Column Mapping" ------------------------------------------------------------------
 
 MODE_KEY = "delta.columnMapping.mode"
-ID_KEY = "delta.columnMapping.id"
-PHYSICAL_NAME_KEY = "delta.columnMapping.physicalName"
-NESTED_IDS_KEY = "delta.columnMapping.nested.ids"
-PARQUET_FIELD_ID_KEY = "parquet.field.id"
 #: The modes under which data files use physical names (and, in ``id`` mode, field ids).
 MAPPED_MODES = ("name", "id")
 
