@@ -6,6 +6,9 @@ SHELL := /bin/bash
 VENV    := .venv
 PY      := $(VENV)/bin/python
 STAMP   := $(VENV)/.installed
+# deltalake 0.18.2, an older client the tests read with, beside the venv's deltalake 1.6.6: both
+# cannot be installed in one environment, so this one goes to its own directory (PYTHONPATH).
+DELTALAKE_018 := $(VENV)/deltalake-0.18.2
 # Interpreters tried in order for a new venv; override with `make venv PYTHON=/path/to/python3.x`.
 PYTHON_CANDIDATES := python3 python3.13 python3.12 python3.11 python3.10
 PYTEST_ARGS ?=
@@ -44,6 +47,9 @@ $(STAMP): pyproject.toml tools/pyproject.toml | $(PY)
 	@$(PY) -m pip install --upgrade pip 2>&1 | $(QUIET_PIP)
 	@echo "$(PY) -m pip install -e '.[dev]' -e tools"
 	@$(PY) -m pip install -e '.[dev]' -e tools 2>&1 | $(QUIET_PIP)
+	@echo "$(PY) -m pip install --target $(DELTALAKE_018) deltalake==0.18.2"
+	@rm -rf $(DELTALAKE_018)
+	@$(PY) -m pip install --no-deps --target $(DELTALAKE_018) deltalake==0.18.2 pyarrow-hotfix==0.7 2>&1 | $(QUIET_PIP)
 	@touch $(STAMP)
 
 check-java:

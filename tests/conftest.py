@@ -7,6 +7,9 @@
 - `spark`: one real local SparkSession per test session (Java 17+), via
   `delta_downgrade.spark.get_spark`.
 - `oracle`: a `DeltaRsOracle` (delta-rs in a subprocess, see tests/oracle.py).
+- `oracle_018`: the same with deltalake 0.18.2 (an older client, reader version 1 only).
+- `duckdb_reader`: the same child process reading through DuckDB's delta extension
+  (``duckdb_rows``).
 
 Tests that use these fixtures get the markers ``golden`` / ``spark`` / ``oracle`` automatically,
 so ``pytest -m "not spark"`` runs the fast subset.
@@ -42,6 +45,8 @@ _FIXTURE_MARKERS = {
     "golden_table": "golden",
     "spark": "spark",
     "oracle": "oracle",
+    "oracle_018": "oracle",
+    "duckdb_reader": "oracle",
 }
 
 
@@ -124,3 +129,26 @@ def oracle() -> DeltaRsOracle:
     if importlib.util.find_spec("deltalake") is None:
         pytest.skip("deltalake (delta-rs) is not installed (pip install -e '.[dev]')")
     return DeltaRsOracle()
+
+
+#: Where `make venv` installs deltalake 0.18.2 (``pip install --target``), beside the venv's 1.6.6.
+DELTALAKE_018_DIR = Path(os.environ.get("DELTA_DOWNGRADE_DELTALAKE_018",
+                                        Path(__file__).resolve().parents[1] / ".venv" / "deltalake-0.18.2"))
+
+
+@pytest.fixture(scope="session")
+def oracle_018() -> DeltaRsOracle:
+    """deltalake 0.18.2, an older client (reader version 1 and timestampNtz only), in a subprocess."""
+    if not (DELTALAKE_018_DIR / "deltalake").is_dir():
+        pytest.skip(f"deltalake 0.18.2 is not installed in {DELTALAKE_018_DIR} (make venv installs it)")
+    reader = DeltaRsOracle(pythonpath=str(DELTALAKE_018_DIR), name="deltalake 0.18.2")
+    assert reader.deltalake_version().unwrap() == "0.18.2"
+    return reader
+
+
+@pytest.fixture(scope="session")
+def duckdb_reader() -> DeltaRsOracle:
+    """DuckDB's delta extension (delta-kernel-rs) in a subprocess: use its ``duckdb_rows``."""
+    if importlib.util.find_spec("duckdb_extension_delta") is None or importlib.util.find_spec("duckdb") is None:
+        pytest.skip("duckdb-extension-delta is not installed (pip install -e '.[dev]')")
+    return DeltaRsOracle(name="duckdb delta extension")

@@ -148,6 +148,29 @@ def op_create_checkpoint(path):
     return dt.version()
 
 
+def op_deltalake_version():
+    import deltalake
+    return deltalake.__version__
+
+
+def op_duckdb_rows(path, version=None):
+    # DuckDB's delta extension (delta-kernel-rs inside DuckDB), loaded from the wheel
+    # duckdb-extension-delta: no download. It reads the latest version only.
+    import glob
+    import duckdb
+    import duckdb_extension_delta
+    if version is not None:
+        raise ValueError("delta_scan reads the latest version only")
+    root = os.path.dirname(duckdb_extension_delta.__file__)
+    ext = sorted(glob.glob(os.path.join(root, "extensions", "*", "delta.duckdb_extension")))[-1]
+    con = duckdb.connect()
+    con.execute("LOAD '%s'" % ext.replace("'", "''"))
+    table = con.execute("SELECT * FROM delta_scan(?)", [path]).arrow()
+    if hasattr(table, "read_all"):  # a RecordBatchReader in newer duckdb releases
+        table = table.read_all()
+    return rows_of(table)
+
+
 OPS = {k[3:]: v for k, v in globals().items() if k.startswith("op_")}
 
 try:
@@ -172,7 +195,7 @@ class OracleResult:
     def unwrap(self) -> Any:
         """The value, or an AssertionError carrying the oracle's error."""
         if not self.ok:
-            raise AssertionError(f"delta-rs oracle failed: {self.error}")
+            raise AssertionError(f"oracle failed: {self.error}")
         return self.value
 
 
@@ -195,9 +218,14 @@ def same_rows(a: list[dict] | OracleResult, b: list[dict] | OracleResult) -> boo
 class DeltaRsOracle:
     """delta-rs run in a fresh subprocess per call; see the module docstring for the read paths."""
 
-    def __init__(self, python: str | None = None, timeout: float = DEFAULT_TIMEOUT):
+    def __init__(self, python: str | None = None, timeout: float = DEFAULT_TIMEOUT,
+                 pythonpath: str | None = None, name: str = "delta-rs"):
+        """``pythonpath``: a directory put first on the child's ``sys.path``, e.g. one holding
+        another deltalake release (``pip install --target DIR deltalake==0.18.2``)."""
         self.python = python or sys.executable
         self.timeout = timeout
+        self.pythonpath = pythonpath
+        self.name = name
 
     # -- public API ---------------------------------------------------------------------------
     def protocol(self, path, version: int | None = None) -> OracleResult:
@@ -230,11 +258,22 @@ class DeltaRsOracle:
         """Write a checkpoint at the latest version; the value is that version."""
         return self.run("create_checkpoint", path=path)
 
+    def deltalake_version(self) -> OracleResult:
+        """``deltalake.__version__`` as the child imports it."""
+        return self.run("deltalake_version")
+
+    def duckdb_rows(self, path) -> OracleResult:
+        """Rows of the latest version through DuckDB's delta extension (``delta_scan``), a reader
+        built on delta-kernel-rs; values normalised as for the delta-rs reads."""
+        return self.run("duckdb_rows", path=path)
+
     # -- machinery ----------------------------------------------------------------------------
     def run(self, op: str, **args: Any) -> OracleResult:
         args = {k: (str(v) if isinstance(v, Path) else v) for k, v in args.items()}
         request = json.dumps({"op": op, "args": args})
         env = dict(os.environ, RUST_BACKTRACE=os.environ.get("RUST_BACKTRACE", "1"))
+        if self.pythonpath:
+            env["PYTHONPATH"] = os.pathsep.join(p for p in (self.pythonpath, env.get("PYTHONPATH")) if p)
         try:
             proc = subprocess.run(
                 [self.python, "-c", _CHILD],
@@ -245,7 +284,7 @@ class DeltaRsOracle:
                 env=env,
             )
         except subprocess.TimeoutExpired as exc:
-            return OracleResult(False, None, f"timeout: delta-rs {op}({args}) ran over {self.timeout}s"
+            return OracleResult(False, None, f"timeout: {self.name} {op}({args}) ran over {self.timeout}s"
                                 f"{_tail(exc.stderr)}")
         except OSError as exc:
             return OracleResult(False, None, f"could not start {self.python}: {exc}")
@@ -261,7 +300,7 @@ class DeltaRsOracle:
         if proc.returncode != 0 or payload is None:
             return OracleResult(
                 False, None,
-                f"crash: delta-rs {op}({args}) exited with {proc.returncode} and "
+                f"crash: {self.name} {op}({args}) exited with {proc.returncode} and "
                 f"{'no result' if payload is None else 'a result'}{_tail(proc.stderr)}",
             )
         if payload.get("ok"):
