@@ -167,9 +167,9 @@ BUILDERS = {"txn": txn_array, "add": add_array, "remove": remove_array,
              "domainMetadata": domain_array}
 
 
-def action_batch(column: str, values: pa.StructArray) -> pa.RecordBatch:
-    """A batch whose ``column`` holds ``values`` and whose other columns are null."""
+def action_batch(column: str, values: pa.StructArray, schema: pa.Schema = CHECKPOINT_SCHEMA) -> pa.RecordBatch:
+    """A batch of ``schema`` whose ``column`` holds ``values`` and whose other columns are null."""
     n = len(values)
-    arrays = [values if f.name == column else pa.nulls(n, f.type) for f in CHECKPOINT_SCHEMA]
-    return pa.RecordBatch.from_arrays(arrays, schema=CHECKPOINT_SCHEMA)
+    arrays = [values if f.name == column else pa.nulls(n, f.type) for f in schema]
+    return pa.RecordBatch.from_arrays(arrays, schema=schema)
 

@@ -64,11 +64,11 @@ PART_SIZE_PROPERTY = "delta.checkpoint.partSize"
 BATCH_ROWS = 50_000
 
 # Low-cardinality string columns get dictionary encoding; unique ones (paths, stats) do not.
-_DICTIONARY_COLUMNS = [
+_DICTIONARY_COLUMNS = frozenset([
     f"{col}.{name}" for col in ("add", "remove")
     for name in ("partitionValues.key_value.key", "partitionValues.key_value.value",
                  "deletionVector.storageType")
-] + ["add.clusteringProvider", "add.tags.key_value.key"]
+] + ["add.clusteringProvider", "add.tags.key_value.key"])
 
 
 def _leaf_columns(prefix: str, typ: pa.DataType) -> list[str]:
@@ -81,10 +81,12 @@ def _leaf_columns(prefix: str, typ: pa.DataType) -> list[str]:
     return [prefix]
 
 
-# Column statistics for every column but ``add.stats``: min/max of JSON strings serve no reader,
-# and computing them is a tenth of the write time of a large checkpoint.
-_STATISTICS_COLUMNS = [c for f in CHECKPOINT_SCHEMA for c in _leaf_columns(f.name, f.type)
-                       if c != "add.stats"]
+def _encoding_columns(schema: pa.Schema) -> tuple[list[str], list[str]]:
+    """The leaf columns of ``schema`` with dictionary encoding, and those with statistics: every
+    column but ``add.stats`` (min/max of JSON strings serve no reader, and computing them is a
+    tenth of the write time of a large checkpoint)."""
+    leaves = [c for f in schema for c in _leaf_columns(f.name, f.type)]
+    return [c for c in leaves if c in _DICTIONARY_COLUMNS], [c for c in leaves if c != "add.stats"]
 
 
 # --- inputs and outputs ---------------------------------------------------------------------------
@@ -169,13 +171,15 @@ def _batches(part: _PartContent) -> Iterator[pa.RecordBatch]:
             yield action_batch(column, BUILDERS[column](actions[start:start + BATCH_ROWS]))
 
 
-def _parquet_bytes_of(batches: Iterable[pa.RecordBatch | pa.Table]) -> bytes:
-    """A checkpoint parquet file of ``batches`` (record batches or tables of the checkpoint
-    schema), in row groups of at least :data:`BATCH_ROWS` rows."""
+def checkpoint_parquet_bytes(batches: Iterable[pa.RecordBatch | pa.Table],
+                             schema: pa.Schema = CHECKPOINT_SCHEMA) -> bytes:
+    """A checkpoint parquet file of ``batches`` (record batches or tables of ``schema``: the
+    checkpoint schema, or the V2 top-level or sidecar schema), in row groups of at least
+    :data:`BATCH_ROWS` rows, snappy, with the dictionary and statistics columns above."""
+    dictionary, statistics = _encoding_columns(schema)
     sink = pa.BufferOutputStream(memory_pool=MEMORY_POOL)
-    with pq.ParquetWriter(sink, CHECKPOINT_SCHEMA, compression="snappy",
-                          use_dictionary=_DICTIONARY_COLUMNS,
-                          write_statistics=_STATISTICS_COLUMNS, memory_pool=MEMORY_POOL) as writer:
+    with pq.ParquetWriter(sink, schema, compression="snappy", use_dictionary=dictionary,
+                          write_statistics=statistics, memory_pool=MEMORY_POOL) as writer:
         pending: list[pa.Table] = []
         rows = 0
         for batch in batches:
@@ -264,7 +268,7 @@ def _write_parts(storage: Storage, version: int, parts: Sequence[tuple[int, Iter
         for i, (_, batches) in enumerate(parts, start=1):
             path = (classic_checkpoint_path(version) if num_parts == 1
                     else multipart_checkpoint_path(version, i, num_parts))
-            data = _parquet_bytes_of(batches)
+            data = checkpoint_parquet_bytes(batches)
             existed = storage.exists(path)
             storage.write_atomic(path, data)
             if not existed:
@@ -316,9 +320,10 @@ def write_checkpoint(storage: Storage, version: int, state: CheckpointContent, *
 
 # --- entry point for a state already in Arrow -------------------------------------------------------
 
-def _file_action_column(values: pa.StructArray | pa.ChunkedArray | None, typ: pa.StructType,
-                        what: str) -> pa.ChunkedArray:
-    """``values`` as chunks of exactly ``typ``, non-null, with ``dataChange`` false."""
+def file_action_column(values: pa.StructArray | pa.ChunkedArray | None, typ: pa.StructType,
+                       what: str) -> pa.ChunkedArray:
+    """``values`` as chunks of exactly ``typ``, non-null, with ``dataChange`` false (as
+    delta-spark writes every checkpointed ``add`` and ``remove``)."""
     if values is None:
         return pa.chunked_array([], typ)
     if isinstance(values, pa.Array):
@@ -342,15 +347,15 @@ def _file_action_column(values: pa.StructArray | pa.ChunkedArray | None, typ: pa
     return pa.chunked_array(chunks, typ)
 
 
-def _struct_tables(column: str, values: pa.ChunkedArray) -> Iterator[pa.Table]:
-    """Tables of :data:`BATCH_ROWS` rows whose ``column`` holds ``values`` (however they are
-    chunked: no copy) and whose other columns are null."""
+def struct_tables(column: str, values: pa.ChunkedArray,
+                  schema: pa.Schema = CHECKPOINT_SCHEMA) -> Iterator[pa.Table]:
+    """Tables of ``schema`` of :data:`BATCH_ROWS` rows whose ``column`` holds ``values``
+    (however they are chunked: no copy) and whose other columns are null."""
     for start in range(0, len(values), BATCH_ROWS):
         part = values.slice(start, BATCH_ROWS)
         n = len(part)
         yield pa.Table.from_arrays(
-            [part if f.name == column else pa.nulls(n, f.type) for f in CHECKPOINT_SCHEMA],
-            schema=CHECKPOINT_SCHEMA)
+            [part if f.name == column else pa.nulls(n, f.type) for f in schema], schema=schema)
 
 
 def _arrow_part_batches(protocol: ProtocolAction | None, metadata: Metadata | None,
@@ -365,8 +370,8 @@ def _arrow_part_batches(protocol: ProtocolAction | None, metadata: Metadata | No
     for column, actions in (("txn", txns), ("domainMetadata", domains)):
         for start in range(0, len(actions), BATCH_ROWS):
             yield action_batch(column, BUILDERS[column](actions[start:start + BATCH_ROWS]))
-    yield from _struct_tables("add", adds)
-    yield from _struct_tables("remove", removes)
+    yield from struct_tables("add", adds)
+    yield from struct_tables("remove", removes)
 
 
 def write_checkpoint_arrow(storage: Storage, version: int, protocol: ProtocolAction,
@@ -384,8 +389,8 @@ def write_checkpoint_arrow(storage: Storage, version: int, protocol: ProtocolAct
     out."""
     _check_version(version)
     created_ms = int(time.time() * 1000) if now_ms is None else int(now_ms)
-    add_col = _file_action_column(adds, ADD_TYPE, "adds")
-    remove_col = _file_action_column(removes, REMOVE_TYPE, "removes")
+    add_col = file_action_column(adds, ADD_TYPE, "adds")
+    remove_col = file_action_column(removes, REMOVE_TYPE, "removes")
     txns = list(txns)
     live = [d for d in domains if not d.removed]
     n_files = len(add_col) + len(remove_col)
