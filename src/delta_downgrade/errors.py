@@ -316,14 +316,6 @@ class InvalidTablePropertyError(BadInputError):
     sqlstate = "22023"
 
 
-class UnsupportedCheckpointPolicyError(BadInputError):
-    """The operation would have to write a checkpoint under ``delta.checkpointPolicy=v2``; this
-    package writes classic checkpoints only. Refused before anything is written."""
-
-    error_class = "DELTA_DOWNGRADE_V2_CHECKPOINT_POLICY"
-    sqlstate = "0A000"
-
-
 class DuplicateActionsError(CorruptLogError):
     """A commit (or checkpoint) holds more than one ``protocol`` or more than one ``metaData``
     action (PROTOCOL.md "Delta Log Entries", "Change Metadata"): which one holds is undefined.

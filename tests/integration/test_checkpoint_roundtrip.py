@@ -4,7 +4,8 @@ For every golden table (except the ``bad_*`` ones and ``catalog_managed_ict``) o
 
 * either ``checkpoint_table`` refuses it, and then exactly as :data:`EXPECTED_REFUSALS` says,
   writing nothing;
-* or it writes a checkpoint at the latest version, and then
+* or it writes a checkpoint at the latest version (a V2 one with sidecars for the tables with
+  ``delta.checkpointPolicy=v2``, :data:`V2_POLICY_TABLES`), and then
   (a) a fresh ``DeltaLog`` builds the latest version from that checkpoint alone and finds the
       same live files (path, size, partition values, DV descriptor, stats, row-tracking fields),
       protocol, metadata, app transactions, live domains and unexpired tombstones as before;
@@ -27,7 +28,7 @@ from typing import Any
 import pytest
 
 from delta_downgrade.clock import ManualClock
-from delta_downgrade.errors import BadInputError, UnsupportedFeaturesError
+from delta_downgrade.errors import UnsupportedFeaturesError
 from delta_downgrade.log.checkpoints import checkpoint_table
 from delta_downgrade.log.delta_log import DeltaLog
 from delta_downgrade.log.files import LAST_CHECKPOINT, LOG_DIR, parse_log_file
@@ -45,10 +46,11 @@ EXPECTED_REFUSALS: dict[str, tuple[type, str, list[str] | None]] = {
                        ["collations"]),
     "liquid_row_tracking_dbr": (UnsupportedFeaturesError, "DELTA_UNSUPPORTED_FEATURES_FOR_WRITE",
                                 ["liquid"]),
-    "v2_checkpoint_dbr_identity": (BadInputError, "DELTA_DOWNGRADE_V2_CHECKPOINT_POLICY", None),
-    "v2_checkpoint_json_sidecars": (BadInputError, "DELTA_DOWNGRADE_V2_CHECKPOINT_POLICY", None),
-    "v2_checkpoint_parquet_sidecars": (BadInputError, "DELTA_DOWNGRADE_V2_CHECKPOINT_POLICY", None),
 }
+
+#: Tables with ``delta.checkpointPolicy=v2``: they get a UUID-named V2 checkpoint with sidecars.
+#: (They were refused while this package wrote classic checkpoints only.)
+V2_POLICY_TABLES = {"v2_checkpoint_dbr_identity", "v2_checkpoint_json_sidecars", "v2_checkpoint_parquet_sidecars"}
 
 #: Tables delta-rs 1.6.6 refuses to scan, and the feature it names.
 DELTA_RS_REFUSES = {
@@ -77,7 +79,7 @@ TABLES = _table_names(_golden_dir())
 def test_table_lists_match_the_golden_set(golden_root):
     assert TABLES == _table_names(golden_root)
     assert len(TABLES) >= 30
-    assert set(EXPECTED_REFUSALS) <= set(TABLES)
+    assert set(EXPECTED_REFUSALS) <= set(TABLES) and V2_POLICY_TABLES <= set(TABLES)
     assert set(DELTA_RS_REFUSES) <= set(TABLES) - set(EXPECTED_REFUSALS)
 
 
@@ -196,10 +198,13 @@ def test_checkpoint_round_trip(name, golden_table, oracle):
     assert result.paths and all(Path(path, p).is_file() for p in result.paths)
     assert result.last_checkpoint_updated
     assert Path(path, LAST_CHECKPOINT).is_file()
+    assert (result.checkpoint_kind == "v2") is (name in V2_POLICY_TABLES)
+    if name in V2_POLICY_TABLES:  # every file action in sidecars
+        assert result.sidecars and result.paths == (*result.checkpoint_files, *result.sidecars)
 
     # (a) our reader, from the checkpoint alone, sees the same state.
     expected = _state_record(before_state, clock.now_ms())
-    after_state = _state_from_checkpoint_only(path, version, result.paths)
+    after_state = _state_from_checkpoint_only(path, version, result.checkpoint_files)
     assert _state_record(after_state, clock.now_ms()) == expected
     assert result.num_add_files == len(before_state.files)
 
@@ -215,13 +220,16 @@ def test_checkpoint_round_trip(name, golden_table, oracle):
     # (c) with everything older than the checkpoint gone, the checkpoint alone explains the table.
     pruned = golden_table(name)
     pruned_result = checkpoint_table(DeltaLog(pruned), clock=clock)
-    assert pruned_result.paths == result.paths
+    if result.checkpoint_kind == "v2":  # UUID-named: new names, the same layout
+        assert (pruned_result.checkpoint_kind, len(pruned_result.sidecars)) == ("v2", len(result.sidecars))
+    else:
+        assert pruned_result.paths == result.paths
     removed = _prune_log_through(pruned, version, pruned_result.paths)
     assert f"{version:020d}.json" in removed
     remaining = [p for p in os.listdir(Path(pruned, LOG_DIR))
                  if (f := parse_log_file(p)) is not None and f.version is not None and f.version <= version]
-    assert sorted(remaining) == sorted(p.rsplit("/", 1)[-1] for p in pruned_result.paths)
-    pruned_state = _state_from_checkpoint_only(pruned, version, pruned_result.paths)
+    assert sorted(remaining) == sorted(p.rsplit("/", 1)[-1] for p in pruned_result.checkpoint_files)
+    pruned_state = _state_from_checkpoint_only(pruned, version, pruned_result.checkpoint_files)
     assert _state_record(pruned_state, clock.now_ms()) == expected
     if name not in DELTA_RS_REFUSES:
         rows_pruned = oracle.scan_rows(pruned)

@@ -128,16 +128,32 @@ def test_every_bad_property_is_named_at_once(tmp_path):
 
 # --- item 2: plans that cannot finish ---------------------------------------------------------------
 
-def test_history_protected_drop_under_v2_checkpoint_policy_is_refused_up_front(tmp_path):
-    # The barriers need checkpoints and this package writes classic ones only. Before the fix the
-    # real run wrote 3 empty commits and exit 1 (DELTA_FEATURE_DROP_CHECKPOINT_FAILED), while the
-    # dry run planned it all and exit 0.
-    path = str(tmp_path / "t")
+def test_history_protected_drop_under_v2_checkpoint_policy_writes_v2_checkpoints(tmp_path):
+    # Was refused up front (DELTA_DOWNGRADE_V2_CHECKPOINT_POLICY) while this package wrote classic
+    # checkpoints only; before that refusal the real run wrote 3 empty commits and failed (exit 1)
+    # while the dry run planned it all. Under delta.checkpointPolicy=v2 the barriers and the
+    # boundary checkpoint are V2 checkpoints now (PROTOCOL.md "V2 Checkpoint Table Feature"), as
+    # delta-spark writes them, and the drop succeeds.
+    from delta_downgrade.log.delta_log import DeltaLog
+
     protocol = Protocol(3, 7, frozenset({VPC, "v2Checkpoint"}), frozenset({VPC, "v2Checkpoint"}))
+    path = str(tmp_path / "t")
     build(path, protocol, properties={"delta.checkpointPolicy": "v2"})
-    assert_refused(path, ["drop-feature", path, VPC], "DELTA_DOWNGRADE_V2_CHECKPOINT_POLICY")
-    assert_refused(path, ["drop-feature", path, VPC, "--truncate-history"],
-                   "DELTA_DOWNGRADE_V2_CHECKPOINT_POLICY")
+    before = tree_hashes(path)
+    planned = run_cli("drop-feature", path, VPC, "--dry-run")
+    assert planned.returncode == 0, planned.stderr
+    assert tree_hashes(path) == before
+    done = run_cli("drop-feature", path, VPC)
+    assert done.returncode == 0, done.stderr
+    assert [c.kind for c in DeltaLog(path).checkpoint_inventory()] == ["v2"] * 4
+
+    # The TRUNCATE HISTORY path: an empty commit and a V2 checkpoint, then (nothing to wait for:
+    # the feature left no trace) the downgrade.
+    other = str(tmp_path / "u")
+    build(other, protocol, properties={"delta.checkpointPolicy": "v2"})
+    done = run_cli("drop-feature", other, VPC, "--truncate-history")
+    assert done.returncode == 0, done.stderr
+    assert [c.kind for c in DeltaLog(other).checkpoint_inventory()] == ["v2"]
 
 
 def test_v2_checkpoint_drop_itself_is_not_refused(tmp_path):

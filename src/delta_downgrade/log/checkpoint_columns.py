@@ -13,11 +13,13 @@ from typing import Any, Mapping, Sequence
 import pyarrow as pa
 
 from delta_downgrade.log.checkpoint_schema import (
-    ADD_TYPE, BOOL, CHECKPOINT_SCHEMA, DOMAIN_TYPE, DV_TYPE, FORMAT_TYPE, INT, LONG, METADATA_TYPE,
-    PROTOCOL_TYPE, REMOVE_TYPE, STRING, STRING_LIST, STRING_MAP, TXN_TYPE,
+    ADD_TYPE, BOOL, CHECKPOINT_METADATA_TYPE, CHECKPOINT_SCHEMA, DOMAIN_TYPE, DV_TYPE, FORMAT_TYPE, INT,
+    LONG, METADATA_TYPE, PROTOCOL_TYPE, REMOVE_TYPE, SIDECAR_TYPE, STRING, STRING_LIST, STRING_MAP,
+    TXN_TYPE,
 )
-from delta_downgrade.protocol.actions import (AddFile, DeletionVectorDescriptor, DomainMetadata, Metadata,
-                                              ProtocolAction, RemoveFile, Txn)
+from delta_downgrade.protocol.actions import (AddFile, CheckpointMetadata, DeletionVectorDescriptor,
+                                              DomainMetadata, Metadata, ProtocolAction, RemoveFile,
+                                              Sidecar, Txn)
 
 
 
@@ -163,8 +165,24 @@ def protocol_array(p: ProtocolAction) -> pa.StructArray:
     ], fields=list(PROTOCOL_TYPE))
 
 
+def checkpoint_metadata_array(cm: CheckpointMetadata) -> pa.StructArray:
+    return pa.StructArray.from_arrays([
+        _column([cm.version], LONG),
+        map_array([cm.tags]),
+    ], fields=list(CHECKPOINT_METADATA_TYPE))
+
+
+def sidecar_array(sidecars: Sequence[Sidecar]) -> pa.StructArray:
+    return pa.StructArray.from_arrays([
+        _column([s.path for s in sidecars], STRING),
+        _column([s.sizeInBytes for s in sidecars], LONG),
+        _column([s.modificationTime for s in sidecars], LONG),
+        map_array([s.tags for s in sidecars]),
+    ], fields=list(SIDECAR_TYPE))
+
+
 BUILDERS = {"txn": txn_array, "add": add_array, "remove": remove_array,
-             "domainMetadata": domain_array}
+            "domainMetadata": domain_array, "sidecar": sidecar_array}
 
 
 def action_batch(column: str, values: pa.StructArray, schema: pa.Schema = CHECKPOINT_SCHEMA) -> pa.RecordBatch:

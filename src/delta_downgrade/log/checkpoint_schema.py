@@ -1,4 +1,4 @@
-"""The checkpoint's parquet schema (PROTOCOL.md "Checkpoint Schema"), as delta-spark writes it.
+"""The checkpoint's parquet schemas (PROTOCOL.md "Checkpoint Schema"), as delta-spark writes them.
 
 Top-level struct columns ``txn``, ``add``, ``remove``, ``metaData``, ``protocol``,
 ``domainMetadata``, in that order, every field nullable (:data:`CHECKPOINT_SCHEMA`); one action per
@@ -7,6 +7,10 @@ nor ``partitionValues_parsed`` is part of it (readers use the ``partitionValues`
 stats, and typed copies parsed wrongly would be worse than none). ``remove`` has no ``stats`` and
 ``tags`` (its rows "are tombstones used only by VACUUM"). Fields an action keeps in ``extra`` have
 no column: the schema is fixed, and a checkpoint is a cache of the log, which keeps them.
+
+A V2 spec checkpoint (PROTOCOL.md "V2 Spec") written as a UUID-named parquet file has two more
+columns, ``checkpointMetadata`` and ``sidecar`` (:data:`V2_CHECKPOINT_SCHEMA`); its sidecar files
+hold only ``add`` and ``remove`` (:data:`SIDECAR_SCHEMA`, PROTOCOL.md "Sidecar Files").
 """
 
 from __future__ import annotations
@@ -52,3 +56,15 @@ CHECKPOINT_SCHEMA = pa.schema([
     ("txn", TXN_TYPE), ("add", ADD_TYPE), ("remove", REMOVE_TYPE), ("metaData", METADATA_TYPE),
     ("protocol", PROTOCOL_TYPE), ("domainMetadata", DOMAIN_TYPE),
 ])
+CHECKPOINT_METADATA_TYPE = pa.struct([("version", LONG), ("tags", STRING_MAP)])
+SIDECAR_TYPE = pa.struct([
+    ("path", STRING), ("sizeInBytes", LONG), ("modificationTime", LONG), ("tags", STRING_MAP),
+])
+
+#: The top-level parquet file of a V2 checkpoint: the checkpoint schema, then
+#: ``checkpointMetadata`` and ``sidecar`` (delta-spark's column order). Its ``add`` and ``remove``
+#: columns stay null when the file actions are in sidecars.
+V2_CHECKPOINT_SCHEMA = pa.schema([*CHECKPOINT_SCHEMA, ("checkpointMetadata", CHECKPOINT_METADATA_TYPE),
+                                  ("sidecar", SIDECAR_TYPE)])
+#: A sidecar file: "can have only add file and remove file entries" (PROTOCOL.md "Sidecar Files").
+SIDECAR_SCHEMA = pa.schema([("add", ADD_TYPE), ("remove", REMOVE_TYPE)])

@@ -118,21 +118,36 @@ class CheckpointContent:
 
 @dataclass(frozen=True)
 class CheckpointResult:
-    """What :func:`write_checkpoint` wrote."""
+    """What :func:`write_checkpoint` (or the V2 writer,
+    :func:`~delta_downgrade.log.v2_checkpoint_writer.write_v2_checkpoint_arrow`) wrote."""
 
     version: int
-    paths: tuple[str, ...]          # table-root relative, part 1 first
-    num_actions: int                # rows over all parts (``size`` in _last_checkpoint)
+    # Every file written, table-root relative: the parts in part order, or a V2 checkpoint's
+    # top-level file then its sidecars (what a caller lists as written / to protect).
+    paths: tuple[str, ...]
+    num_actions: int                # rows over all files (``size`` in _last_checkpoint)
     num_add_files: int
-    size_in_bytes: int              # sum of the parquet files' sizes
+    size_in_bytes: int              # sum of the files' sizes
     parts: int | None               # number of parts for a multi-part checkpoint, else None
     last_checkpoint_updated: bool   # False when _last_checkpoint already named a newer version
     created_ms: int
-    part_rows: tuple[int, ...] = field(default=())
+    part_rows: tuple[int, ...] = field(default=())   # rows per file of ``paths``
+    sidecars: tuple[str, ...] = ()  # the V2 checkpoint's sidecar files (also in ``paths``)
+    #: The ``v2Checkpoint`` field of ``_last_checkpoint`` for a V2 checkpoint, else None.
+    v2_checkpoint: dict[str, Any] | None = None
 
     @property
     def checkpoint_kind(self) -> str:
+        """"v2" (UUID-named, PROTOCOL.md "V2 Spec"), "multipart" or "classic"."""
+        if self.v2_checkpoint is not None:
+            return "v2"
         return "multipart" if self.parts is not None else "classic"
+
+    @property
+    def checkpoint_files(self) -> tuple[str, ...]:
+        """The files named as the checkpoint in ``_delta_log`` (what a listing finds, without the
+        sidecars below ``_delta_log/_sidecars``)."""
+        return tuple(p for p in self.paths if p not in self.sidecars)
 
     def last_checkpoint_info(self) -> dict[str, Any]:
         """The ``_last_checkpoint`` fields for this checkpoint (without the checksum)."""
@@ -141,6 +156,8 @@ class CheckpointResult:
             info["parts"] = self.parts
         info["sizeInBytes"] = self.size_in_bytes
         info["numOfAddFiles"] = self.num_add_files
+        if self.v2_checkpoint is not None:
+            info["v2Checkpoint"] = self.v2_checkpoint
         return info
 
 
@@ -195,9 +212,10 @@ def checkpoint_parquet_bytes(batches: Iterable[pa.RecordBatch | pa.Table],
 
 # --- part size and layout -----------------------------------------------------------------------
 
-def resolve_part_size(metadata: Metadata, part_size: int | None = None) -> int:
+def resolve_part_size(metadata: Metadata, part_size: int | None = None, *,
+                      default: int = DEFAULT_PART_SIZE) -> int:
     """``part_size`` if given, else the table property ``delta.checkpoint.partSize`` if it is a
-    positive integer, else :data:`DEFAULT_PART_SIZE`."""
+    positive integer, else ``default`` (:data:`DEFAULT_PART_SIZE`)."""
     if part_size is not None:
         if isinstance(part_size, bool) or not isinstance(part_size, int) or part_size < 1:
             raise ValueError(f"part_size must be a positive int, got {part_size!r}")
@@ -210,12 +228,16 @@ def resolve_part_size(metadata: Metadata, part_size: int | None = None) -> int:
             value = 0
         if value > 0:
             return value
-    return DEFAULT_PART_SIZE
+    return default
+
+
+#: PROTOCOL.md "V2 Checkpoint Table Feature".
+V2_CHECKPOINT_FEATURE = "v2Checkpoint"
 
 
 def supports_v2_checkpoint(protocol: ProtocolAction) -> bool:
-    return "v2Checkpoint" in (protocol.writerFeatures or ()) or \
-        "v2Checkpoint" in (protocol.readerFeatures or ())
+    return V2_CHECKPOINT_FEATURE in (protocol.writerFeatures or ()) or \
+        V2_CHECKPOINT_FEATURE in (protocol.readerFeatures or ())
 
 
 def plan_num_parts(state: CheckpointContent, part_size: int) -> int:

@@ -4,7 +4,10 @@ The rules are decided in :mod:`delta_downgrade.protocol`: Checkpoint Protection 
 checkpoint before the boundary unless this package supports *that version's* protocol) by
 :func:`~delta_downgrade.protocol.checkpoint_protection.rule_b`, and the package's own stricter
 demand (never a checkpoint of a protocol it cannot fully read and write, at any version) by the
-``Operation.CHECKPOINT`` gate. This module finds the version, its protocol and the boundary.
+``Operation.CHECKPOINT`` gate. This module finds the version, its protocol and the boundary,
+and which kind of checkpoint the version gets (:func:`uses_v2_checkpoint`): a UUID-named V2
+checkpoint (:mod:`~delta_downgrade.log.v2_checkpoint_writer`) under ``delta.checkpointPolicy=v2``,
+else a classic one (:mod:`~delta_downgrade.log.checkpoint_writer`).
 """
 
 from __future__ import annotations
@@ -15,12 +18,13 @@ import pyarrow as pa
 
 from delta_downgrade.protocol.actions import Metadata, ProtocolAction
 from delta_downgrade.clock import SYSTEM_CLOCK, Clock
-from delta_downgrade.errors import (CheckpointUnreadableError, CorruptLogError,
-                                    UnsupportedCheckpointPolicyError, UnsupportedFeaturesError)
+from delta_downgrade.errors import CheckpointUnreadableError, CorruptLogError, UnsupportedFeaturesError
 from delta_downgrade.log.arrow_replay import ArrowState, replay_segment
-from delta_downgrade.log.checkpoint_writer import (CheckpointContent, CheckpointResult, write_checkpoint,
-                                                   write_checkpoint_arrow)
+from delta_downgrade.log.checkpoint_writer import (V2_CHECKPOINT_FEATURE, CheckpointContent, CheckpointResult,
+                                                   write_checkpoint, write_checkpoint_arrow)
 from delta_downgrade.log.delta_log import DeltaLog, check_protocol
+from delta_downgrade.log.v2_checkpoint_writer import (DEFAULT_V2_FORMAT, write_v2_checkpoint,
+                                                      write_v2_checkpoint_arrow)
 from delta_downgrade.log.snapshot import BOUNDARY_PROPERTY, Snapshot
 from delta_downgrade.protocol import CHECKPOINT_PROTECTION, Protocol
 from delta_downgrade.protocol.checkpoint_protection import rule_b
@@ -65,31 +69,39 @@ def checkpoint_content(snapshot: Snapshot, now_ms: int) -> CheckpointContent:
         txns=list(state.txns.values()), domains=list(state.live_domains.values()))
 
 
+def uses_v2_checkpoint(protocol: Protocol, metadata: Metadata, table: str | None = None) -> bool:
+    """Whether a checkpoint of a version with this protocol and metadata is a UUID-named V2
+    checkpoint: ``delta.checkpointPolicy=v2`` and the protocol supports ``v2Checkpoint``.
+
+    PROTOCOL.md "V2 Checkpoint Table Feature": a table with the feature "could use uuid-named V2
+    spec Checkpoints" or classic ones; the policy says which (delta-spark's
+    ``getV2CheckpointFormatOpt``: V2 when the policy needs V2 support). UUID-named checkpoints
+    "should only be created by clients if the v2 checkpoint table feature is enabled", so a v2
+    policy without the feature gets a classic checkpoint. Raises
+    :class:`~delta_downgrade.errors.InvalidTablePropertyError` for a policy that is neither."""
+    policy = TableConfig(metadata.configuration, table=table).checkpoint_policy
+    return policy == "v2" and V2_CHECKPOINT_FEATURE in protocol.features
+
+
 def check_checkpoint_writable(table: str, version: int, protocol: Protocol, metadata: Metadata,
                               boundary: int | None) -> None:
     """Raise unless this package may write a checkpoint of ``version`` with this protocol and
-    metadata: rule (b), the checkpoint gate, and a classic checkpoint policy. No I/O, so that
-    an operation can ask before its first write whether the checkpoints it plans can be written
-    (a plan that cannot finish is refused up front)."""
+    metadata: rule (b), the checkpoint gate, and a checkpoint policy it can read (which decides
+    between a classic and a V2 checkpoint, :func:`uses_v2_checkpoint`). No I/O, so that an
+    operation can ask before its first write whether the checkpoints it plans can be written (a
+    plan that cannot finish is refused up front)."""
     allowed = rule_b(version, protocol, boundary=boundary)
     if not allowed.allowed:
         raise UnsupportedFeaturesError(f"{allowed.reason}; no checkpoint was written",
                                        features=allowed.features, for_write=True, table=table)
     ensure_supported(protocol, Operation.CHECKPOINT, table=table, version=version)
-    # PROTOCOL.md "V2 Checkpoint Table Feature": under delta.checkpointPolicy=v2 a writer must
-    # write v2 checkpoints; this package writes classic ones only.
-    if TableConfig(metadata.configuration, table=table).checkpoint_policy == "v2":
-        raise UnsupportedCheckpointPolicyError(
-            f"a checkpoint of version {version} would have to be a v2 checkpoint "
-            f"(delta.checkpointPolicy=v2), and delta-downgrade writes classic checkpoints only; no "
-            f"checkpoint was written. Drop the v2Checkpoint feature first (it sets the policy to "
-            f"classic)", table=table)
+    uses_v2_checkpoint(protocol, metadata, table)
 
 
 def _refuse_unwritable(log: DeltaLog, version: int, protocol_action: ProtocolAction,
                        metadata: Metadata) -> None:
     """Raise unless this package may write a checkpoint of ``version`` with this protocol and
-    metadata (rule (b), features, checkpoint policy)."""
+    metadata (rule (b), features, a readable checkpoint policy)."""
     protocol = protocol_action.protocol
     if version == log.latest_version():
         boundary = _boundary(protocol, metadata)
@@ -121,8 +133,10 @@ def _arrow_state(log: DeltaLog, version: int | None) -> ArrowState | None:
 
 
 def checkpoint_table(log: DeltaLog, version: int | None = None, *, clock: Clock = SYSTEM_CLOCK,
-                     part_size: int | None = None) -> CheckpointResult:
-    """Write a classic (or multi-part) checkpoint at ``version`` (latest by default).
+                     part_size: int | None = None, v2_format: str = DEFAULT_V2_FORMAT) -> CheckpointResult:
+    """Write the checkpoint of ``version`` (latest by default): a UUID-named V2 checkpoint with
+    sidecars when :func:`uses_v2_checkpoint` says so (``v2_format``: its top-level file, parquet
+    or json; ``part_size``: file actions per sidecar), else a classic (or multi-part) one.
 
     The state comes from the Arrow replay (:mod:`delta_downgrade.log.arrow_replay`); it is checked
     (protocol valid, rule (b), features, policy) before anything is written."""
@@ -132,16 +146,26 @@ def checkpoint_table(log: DeltaLog, version: int | None = None, *, clock: Clock 
         snapshot = log.snapshot(version, check_read=False)
         _refuse_unwritable(log, snapshot.version, snapshot.protocol_action, snapshot.metadata)
         content = checkpoint_content(snapshot, clock.now_ms())
-        result = write_checkpoint(log.storage, snapshot.version, content, part_size=part_size,
-                                  now_ms=clock.now_ms())
+        if uses_v2_checkpoint(snapshot.protocol, snapshot.metadata, log.table):
+            result = write_v2_checkpoint(log.storage, snapshot.version, content, fmt=v2_format,
+                                         sidecar_actions=part_size, now_ms=clock.now_ms())
+        else:
+            result = write_checkpoint(log.storage, snapshot.version, content, part_size=part_size,
+                                      now_ms=clock.now_ms())
         log.refresh()
         return result
     check_protocol(state.protocol.protocol, log.table, state.version, check_read=False)
     _refuse_unwritable(log, state.version, state.protocol, state.metadata)
     cutoff = clock.now_ms() - TableConfig(state.metadata.configuration, table=log.table).deleted_file_retention_ms
-    result = write_checkpoint_arrow(
-        log.storage, state.version, state.protocol, state.metadata, state.adds,
-        state.tombstones_after(cutoff), state.txns, state.live_domains, part_size=part_size,
-        now_ms=clock.now_ms())
+    if uses_v2_checkpoint(state.protocol.protocol, state.metadata, log.table):
+        result = write_v2_checkpoint_arrow(
+            log.storage, state.version, state.protocol, state.metadata, state.adds,
+            state.tombstones_after(cutoff), state.txns, state.live_domains, fmt=v2_format,
+            sidecar_actions=part_size, now_ms=clock.now_ms())
+    else:
+        result = write_checkpoint_arrow(
+            log.storage, state.version, state.protocol, state.metadata, state.adds,
+            state.tombstones_after(cutoff), state.txns, state.live_domains, part_size=part_size,
+            now_ms=clock.now_ms())
     log.refresh()
     return result

@@ -308,9 +308,17 @@ class DeltaLog:
         return data if isinstance(data, dict) else None
 
     def sidecars_of(self, checkpoint: CheckpointInstance) -> list[str]:
-        if checkpoint.kind != "v2":
+        """The sidecar files a checkpoint references (table-root relative). A UUID-named
+        checkpoint and a classic one may follow the V2 spec and have sidecars; a multi-part
+        checkpoint never does (PROTOCOL.md "Allowed combinations for checkpoint spec <->
+        checkpoint file naming"). Reads only the ``sidecar`` actions (a projected read)."""
+        if checkpoint.kind == "multipart":
             return []
         return CheckpointReader(self.storage, checkpoint).sidecar_paths()
+
+    def checkpoint_files(self, checkpoint: CheckpointInstance) -> list[str]:
+        """Every file a reader of ``checkpoint`` needs: its own files, then its sidecars."""
+        return [*checkpoint.paths, *self.sidecars_of(checkpoint)]
 
 
 def commit_version(status: FileStatus) -> int:

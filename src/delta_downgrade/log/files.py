@@ -214,6 +214,18 @@ def staged_commit_path(version: int, uuid: str) -> str:
     return f"{STAGED_COMMITS_DIR}/{_check_version(version):020d}.{uuid}.json"
 
 
+def sidecar_name(version: int, part: int, num_parts: int, unique: str) -> str:
+    """A sidecar file name for part ``part`` of ``num_parts`` of the V2 checkpoint of ``version``:
+    ``%020d.checkpoint.%010d.%010d.<unique>.parquet``, delta-spark's naming. Only ``unique`` (a
+    UUID) makes it unique, as PROTOCOL.md "Sidecar Files" requires; the rest tells a reader of
+    the directory which checkpoint wrote it."""
+    if not 1 <= part <= num_parts:
+        raise ValueError(f"part {part} is not within 1..{num_parts}")
+    if not unique or "." in unique or "/" in unique:
+        raise ValueError(f"bad sidecar unique part {unique!r}")
+    return f"{_check_version(version):020d}.checkpoint.{part:010d}.{num_parts:010d}.{unique}.parquet"
+
+
 def sidecar_path(name: str) -> str:
     """``_delta_log/_sidecars/<name>`` for a sidecar file name (PROTOCOL.md "Sidecar Files").
 

@@ -94,9 +94,9 @@ def validate_plan(snapshot: Snapshot, spec: TableFeature, *, planned_updates: Ma
     - every table property the drop reads (retentions, checkpoint policy and interval, in-commit
       timestamps), now and after the pre-downgrade's ``planned_updates``;
     - the checkpoints the plan writes (the barriers and the one at the boundary of the
-      Checkpoint Protection RFC; the TRUNCATE HISTORY path's checkpoint): PROTOCOL.md "V2
-      Checkpoint Table Feature" — under ``delta.checkpointPolicy=v2`` only v2 checkpoints may be
-      written, and this package writes classic ones;
+      Checkpoint Protection RFC; the TRUNCATE HISTORY path's checkpoint): rule (b), the
+      checkpoint gate, and a checkpoint policy that says which kind (classic, or V2 under
+      ``delta.checkpointPolicy=v2``: PROTOCOL.md "V2 Checkpoint Table Feature");
     - the protocol transition of the downgrade commit (PROTOCOL.md "Table Features": the
       feature's removal with normalisation, plus ``checkpointProtection`` for the fast path).
     """

@@ -623,15 +623,17 @@ def test_checkpoint_of_golden_table_writes_what_the_python_path_writes(name, gol
 
 
 def test_checkpoint_table_refusals_come_before_any_write(tmp_path):
+    # (Was: delta.checkpointPolicy=v2, refused while only classic checkpoints were written; such
+    # a table now gets a V2 checkpoint. A policy that is neither classic nor v2 is refused.)
     path = _write_log(tmp_path / "t", [
-        _header(configuration={"delta.checkpointPolicy": "v2"},
+        _header(configuration={"delta.checkpointPolicy": "v3"},
                 protocol={"minReaderVersion": 3, "minWriterVersion": 7, "readerFeatures": ["v2Checkpoint"],
                           "writerFeatures": ["v2Checkpoint"]}) + [_add("a.parquet")],
     ])
     before = sorted(os.listdir(Path(path, LOG_DIR)))
     with pytest.raises(Exception) as refused:
         checkpoint_table(DeltaLog(path))
-    assert getattr(refused.value, "error_class", None) == "DELTA_DOWNGRADE_V2_CHECKPOINT_POLICY"
+    assert getattr(refused.value, "error_class", None) == "DELTA_DOWNGRADE_INVALID_TABLE_PROPERTY"
     assert sorted(os.listdir(Path(path, LOG_DIR))) == before
 
 
@@ -748,15 +750,16 @@ def test_checkpoint_table_skips_an_unreadable_checkpoint_like_the_snapshot_does(
 
 
 def test_checkpoint_table_refuses_a_broken_log_for_its_protocol_first(tmp_path):
-    protocol = {"minReaderVersion": 3, "minWriterVersion": 7, "readerFeatures": ["v2Checkpoint"],
-                "writerFeatures": ["v2Checkpoint"]}
+    # (Was: refused for delta.checkpointPolicy=v2, which is now written as a V2 checkpoint; a
+    # writer feature this package does not know is refused the same way.)
+    protocol = {"minReaderVersion": 1, "minWriterVersion": 7, "writerFeatures": ["fooBarWriter"]}
     path = _write_log(tmp_path / "t", [
-        _header(configuration={"delta.checkpointPolicy": "v2"}, protocol=protocol) + [_add("a.parquet")],
+        _header(protocol=protocol) + [_add("a.parquet")],
         [_info(1), '{"add": {"path": "b"'],
     ])
     with pytest.raises(Exception) as refused:
         checkpoint_table(DeltaLog(path))
-    assert getattr(refused.value, "error_class", None) == "DELTA_DOWNGRADE_V2_CHECKPOINT_POLICY"
+    assert getattr(refused.value, "error_class", None) == "DELTA_UNSUPPORTED_FEATURES_FOR_WRITE"
     fine = _write_log(tmp_path / "fine", [_header() + [_add("a.parquet")], [_info(1), '{"add": {"path": "b"']])
     with pytest.raises(CorruptLogError):
         checkpoint_table(DeltaLog(fine))
