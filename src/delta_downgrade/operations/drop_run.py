@@ -17,12 +17,12 @@ from typing import Any, Sequence
 
 from delta_downgrade.clock import SYSTEM_CLOCK, Clock, to_utc_iso
 from delta_downgrade.errors import ConcurrentWriteError, DeltaDowngradeError
-from delta_downgrade.log.checkpoints import checkpoint_table
+from delta_downgrade.log.checkpoints import checkpoint_table, uses_v2_checkpoint
 from delta_downgrade.log.commit import ConflictResolver, WinningCommit, commit, fail_on_any_conflict
 from delta_downgrade.log.delta_log import DeltaLog
 from delta_downgrade.log.snapshot import Snapshot
 from delta_downgrade.protocol import CHECKPOINT_PROTECTION, Protocol
-from delta_downgrade.protocol.actions import AnyAction, ProtocolAction
+from delta_downgrade.protocol.actions import AnyAction, Metadata, ProtocolAction
 from delta_downgrade.protocol.table_config import TableConfig
 
 # delta-spark's DROP FEATURE: snapshotLoading.maxRetries (2) + 1, so that old readers give up
@@ -63,6 +63,10 @@ class DropRun:
     checkpoints: list[str] = field(default_factory=list)
     plan: list[str] = field(default_factory=list)
     _planned_version: int | None = None
+    # A dry run's view of the protocol and metadata its planned commits leave (None: as latest),
+    # so that its planned checkpoints say the kind the real run writes.
+    _planned_protocol: Protocol | None = None
+    _planned_metadata: Metadata | None = None
     _operations: list[str] = field(default_factory=list)
 
     @property
@@ -107,6 +111,11 @@ class DropRun:
         if self.dry_run:
             base = self._planned_version if self._planned_version is not None else self.latest().version
             self._planned_version = base + 1
+            for action in actions:
+                if isinstance(action, ProtocolAction):
+                    self._planned_protocol = action.protocol
+                elif isinstance(action, Metadata):
+                    self._planned_metadata = action
             self._say(f"commit v{base + 1}: {operation} ({len(actions)} action(s))")
             return base + 1
         if read_version is None:
@@ -120,13 +129,21 @@ class DropRun:
         return version
 
     def checkpoint(self, version: int | None = None) -> list[str]:
+        """One checkpoint (or, in a dry run, its description); the files written, a V2
+        checkpoint's sidecars included. A V2 checkpoint's step says so ("(v2)"), in the plan as
+        in the run: the policy of the version decides (:func:`uses_v2_checkpoint`)."""
         if self.dry_run:
             target = version if version is not None else (self._planned_version or self.latest().version)
-            self._say(f"checkpoint at v{target}")
+            latest = self.latest() if self._planned_protocol is None or self._planned_metadata is None else None
+            protocol = self._planned_protocol or latest.protocol  # type: ignore[union-attr]
+            metadata = self._planned_metadata or latest.metadata  # type: ignore[union-attr]
+            kind = " (v2)" if uses_v2_checkpoint(protocol, metadata, self.table) else ""
+            self._say(f"checkpoint at v{target}{kind}")
             return []
         result = checkpoint_table(self.log, version, clock=self.clock)
         self.checkpoints.extend(result.paths)
-        self._say(f"checkpoint at v{result.version}: {', '.join(result.paths)}")
+        kind = " (v2)" if result.checkpoint_kind == "v2" else ""
+        self._say(f"checkpoint at v{result.version}{kind}: {', '.join(result.paths)}")
         return list(result.paths)
 
     def conflict_error(self, exc: ConcurrentWriteError) -> ConcurrentWriteError:
@@ -168,7 +185,8 @@ class DropOutcome:
 
 def protected_checkpoint_paths(log: DeltaLog, boundary: int | None) -> list[str]:
     """The barrier checkpoints and the one at the boundary: the newest
-    ``NUMBER_OF_BARRIER_CHECKPOINTS + 1`` complete checkpoints at or below the boundary."""
+    ``NUMBER_OF_BARRIER_CHECKPOINTS + 1`` complete checkpoints at or below the boundary, every
+    file of each (a V2 checkpoint's sidecars too: without them it cannot be read)."""
     if boundary is None:
         return []
     # One checkpoint per version (the inventory is sorted by version); the newest ones win.
@@ -177,7 +195,13 @@ def protected_checkpoint_paths(log: DeltaLog, boundary: int | None) -> list[str]
         if c.complete and c.version <= boundary:
             by_version.setdefault(c.version, c)
     chosen = list(by_version.values())[-(NUMBER_OF_BARRIER_CHECKPOINTS + 1):]
-    return [p for c in chosen for p in c.paths]
+    out: list[str] = []
+    for c in chosen:
+        try:
+            out += log.checkpoint_files(c)
+        except (DeltaDowngradeError, OSError):  # its sidecar list cannot be read: its own files
+            out += c.paths
+    return out
 
 
 def truncate_after_ms(log: DeltaLog, boundary: int, clock: Clock) -> int | None:

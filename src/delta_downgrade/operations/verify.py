@@ -8,7 +8,10 @@ the task renders it as its RESULT line.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+
+from delta_downgrade.errors import DeltaDowngradeError
 from delta_downgrade.log.delta_log import DeltaLog
+from delta_downgrade.log.listing import CheckpointInstance
 from delta_downgrade.operations.drop_run import protected_checkpoint_paths
 from delta_downgrade.features import TraceContext, feature_traces
 from delta_downgrade.protocol import CHECKPOINT_PROTECTION, Protocol, lookup_feature
@@ -90,8 +93,13 @@ def verify_table(location: str, expect: Expectations) -> VerifyReport:
         add("boundary_version", boundary == expect.boundary_version,
             f"expected {expect.boundary_version}, found {boundary}")
     if expect.protected_checkpoints:
+        # A checkpoint's own files are listed; a V2 checkpoint's sidecars must be referenced by
+        # a checkpoint of the log and exist (a dangling reference makes it unreadable).
         present = {p for c in log.checkpoint_inventory() if c.complete for p in c.paths}
-        missing = [p for p in expect.protected_checkpoints if p not in present]
+        referenced = {p for c in log.checkpoint_inventory() if c.complete and c.kind != "multipart"
+                      for p in _sidecars_or_none(log, c)}
+        missing = [p for p in expect.protected_checkpoints
+                   if p not in present and not (p in referenced and log.storage.exists(p))]
         add("protected_checkpoints_exist", not missing,
             "all present" if not missing else f"missing: {missing}")
 
@@ -105,3 +113,12 @@ def verify_table(location: str, expect: Expectations) -> VerifyReport:
 
     return VerifyReport(location, expect.absent_feature, snapshot.version, protocol, boundary,
                         protected_checkpoint_paths(log, boundary), checks)
+
+
+def _sidecars_or_none(log: DeltaLog, checkpoint: CheckpointInstance) -> list[str]:
+    """The sidecars ``checkpoint`` references; none when its references cannot be read (then a
+    protected sidecar of it counts as missing)."""
+    try:
+        return log.sidecars_of(checkpoint)
+    except (DeltaDowngradeError, OSError):
+        return []
