@@ -29,7 +29,8 @@ Procedure (PROTOCOL.md "Metadata Cleanup", Checkpoint Protection RFC)
    ``< C``; compacted files ``<x>.<y>.compacted.json`` with ``y < C`` (PROTOCOL.md says
    ``x <= C``; one that reaches into kept versions is left alone: it is optional for readers and
    harmless); ``_staged_commits`` with version ``<= C``; files of ``_sidecars`` that no remaining
-   v2 checkpoint references and that are older than one day. Unknown files are never deleted,
+   checkpoint references (UUID-named, or classic following the V2 spec) and that are older than
+   one day. Unknown files are never deleted,
    except this package's own temporary files (``.<name>.<pid>.<hex>.tmp``, see
    :data:`delta_downgrade.storage.TEMP_NAME_RE`) older than :data:`STALE_TEMP_MIN_AGE_MS`: they are
    not part of the log (PROTOCOL.md "Delta Log Entries" names no such file), only what a crashed
@@ -160,8 +161,10 @@ def monotonic_commit_times(commits: Mapping[int, FileStatus]) -> dict[int, int]:
 class CleanupInputs:
     """Everything the planner looks at, read from the log at one moment.
 
-    ``sidecar_refs`` maps a v2 checkpoint (by its paths) to the sidecar paths it references, or to
-    None when it could not be read. ``unreadable_checkpoints`` are versions with an instance that
+    ``sidecar_refs`` maps a checkpoint that may have sidecars (by its paths) to the sidecar paths
+    it references, or to None when it could not be read: every UUID-named checkpoint, and the
+    classic ones, which may follow the V2 spec too (PROTOCOL.md "Classic checkpoint"); a classic
+    checkpoint missing from it counts as V1 spec (no sidecars). ``unreadable_checkpoints`` are versions with an instance that
     cannot be read; they never become the cutoff checkpoint.
     """
 
@@ -304,8 +307,8 @@ def _sidecars_to_delete(inputs: CleanupInputs, kept: Sequence[CheckpointInstance
         return []
     referenced: set[str] = set()
     for ck in kept:
-        if ck.kind != "v2":
-            continue
+        if ck.kind == "multipart" or (ck.kind == "classic" and ck.paths not in inputs.sidecar_refs):
+            continue  # V1 spec: no sidecars
         refs = inputs.sidecar_refs.get(ck.paths)
         if refs is None:
             return []
@@ -436,7 +439,7 @@ def _gather_inputs(log: DeltaLog, protected: bool, boundary: int) -> CleanupInpu
     refs: dict[tuple[str, ...], frozenset[str] | None] = {}
     if sidecars:
         for ck in listing.checkpoints:
-            if ck.kind != "v2":
+            if ck.kind == "multipart":  # V1 only: no sidecars (DeltaLog.sidecars_of)
                 continue
             try:
                 refs[ck.paths] = frozenset(log.sidecars_of(ck))
