@@ -3,6 +3,7 @@ latest version, and a rerun completes with the same final protocol as an uninter
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
@@ -85,3 +86,42 @@ def test_drop_process_killed_mid_run(golden_table, oracle):
     snap = DeltaLog(path).snapshot()
     assert FEATURE not in snap.protocol.features
     assert same_rows(oracle.pyarrow_rows(path), expected_rows)
+
+
+def test_drop_under_v2_policy_killed_after_each_step(golden_table, oracle, duckdb_reader):
+    """The same on a ``delta.checkpointPolicy=v2`` table whose barriers and boundary checkpoint
+    are V2 checkpoints with sidecars (``deletionVectors``, supported but unused, is dropped):
+    after every step each checkpoint in the log has all its sidecars, both readers read the
+    rows, and a rerun finishes with V2 checkpoints."""
+    from delta_downgrade_tools.builders import TableBuilder
+
+    def prepared() -> str:
+        path = golden_table(TABLE)
+        builder = TableBuilder(path)
+        builder.set_protocol(builder.log.snapshot().protocol.with_feature("deletionVectors"))
+        return path
+
+    reference = prepared()
+    expected_rows = oracle.scan_rows(reference)
+    assert expected_rows.ok, expected_rows.error
+    with drop_steps() as steps:
+        drop_feature(reference, "deletionVectors")
+    reference_protocol = DeltaLog(reference).snapshot().protocol
+    assert len(steps) == 8 and all("(v2)" in s for s in steps if s.startswith("checkpoint"))
+
+    for k in range(1, len(steps) + 1):
+        path = prepared()
+        with pytest.raises(Killed), drop_steps(_killer(k)):
+            drop_feature(path, "deletionVectors")
+        log = DeltaLog(path)
+        for checkpoint in log.checkpoint_inventory():
+            assert all(os.path.isfile(os.path.join(path, s)) for s in log.sidecars_of(checkpoint)), k
+        assert same_rows(oracle.scan_rows(path), expected_rows), f"delta-rs, killed after step {k}"
+        assert same_rows(duckdb_reader.duckdb_rows(path), expected_rows), f"DuckDB, killed after step {k}"
+
+        outcome = drop_feature(path, "deletionVectors")
+        snap = DeltaLog(path).snapshot()
+        assert snap.protocol == reference_protocol and outcome.status in ("dropped", "already_absent")
+        boundary = [c for c in DeltaLog(path).checkpoint_inventory() if c.version == snap.boundary_version]
+        assert [c.kind for c in boundary] == ["v2"], k
+        assert same_rows(oracle.scan_rows(path), expected_rows)
