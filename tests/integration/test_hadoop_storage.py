@@ -51,3 +51,21 @@ def test_walk_files_matches_local(spark, golden_table):
     local = sorted(s.path for s in LocalStorage(path).walk_files()
                    if not (s.path.rsplit("/", 1)[-1].startswith(".") and s.path.endswith(".crc")))
     assert ours == local and len(ours) > 50
+
+
+def test_v2_checkpoint_through_hadoop_storage(spark, golden_table):
+    # Sidecars in _delta_log/_sidecars (a directory Hadoop creates on the first write), their
+    # sizes and times from Hadoop's file status, then the top-level file and _last_checkpoint.
+    from delta_downgrade.clock import ManualClock
+    from delta_downgrade.log.checkpoints import checkpoint_table
+
+    path = golden_table("v2_checkpoint_json_sidecars")
+    storage = HadoopStorage(f"file://{path}", spark)
+    expected = set(DeltaLog(path).snapshot().state().files)
+    result = checkpoint_table(DeltaLog(path, storage), clock=ManualClock(), part_size=2)
+    assert result.checkpoint_kind == "v2" and len(result.sidecars) == 2
+    for rel in result.paths:
+        assert storage.status(rel).size > 0
+    local = DeltaLog(path).snapshot()
+    assert local.segment.checkpoint.paths == result.checkpoint_files
+    assert set(local.state().files) == expected
