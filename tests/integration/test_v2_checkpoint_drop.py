@@ -164,6 +164,11 @@ def age_history(path: str, through: int, seconds: float) -> None:
         os.utime(entry, (when, when))
 
 
+def sidecar_files(path: str) -> set[str]:
+    return {rel for p in Path(path, SIDECAR_DIR).iterdir()
+            if classify(rel := f"{SIDECAR_DIR}/{p.name}").kind == "sidecar"}
+
+
 def assert_truncate_history(path: str, run: Any, oracle, duckdb_reader,
                             rows_before: tuple[list[dict], list[dict]]) -> None:
     """truncate-history once the retention has passed: history before the boundary goes, with
@@ -172,6 +177,10 @@ def assert_truncate_history(path: str, run: Any, oracle, duckdb_reader,
     boundary = log.snapshot().boundary_version
     before_refs = {c.paths: set(log.sidecars_of(c)) for c in log.checkpoint_inventory()}
     age_history(path, boundary, 2 * DAY_S)
+    sidecars_before = sidecar_files(path)
+    code, results, err = run(path, "--dry-run")
+    assert code == 0, err
+    [planned] = [line for line in results[0]["plan"] if line.startswith("truncate history before")]
     code, results, err = run(path)
     assert code == 0, err
     assert results[0]["status"] == "dropped"
@@ -182,11 +191,11 @@ def assert_truncate_history(path: str, run: Any, oracle, duckdb_reader,
     kept = log.checkpoint_inventory()
     assert kept and min(c.version for c in kept) >= boundary
     referenced = {s for c in kept for s in log.sidecars_of(c)}
-    on_disk = {rel for p in Path(path, SIDECAR_DIR).iterdir()
-               if classify(rel := f"{SIDECAR_DIR}/{p.name}").kind == "sidecar"}
+    on_disk = sidecar_files(path)
     assert referenced <= on_disk  # every remaining checkpoint is complete
     gone = {s for paths, refs in before_refs.items() for s in refs} - referenced
     assert gone and not (gone & on_disk)  # the sidecars of the deleted checkpoints went
+    assert f", {len(sidecars_before - on_disk)} sidecar(s)," in planned  # as the dry run said
     assert all(same_rows(after, before) for after, before in zip(read_rows(oracle, duckdb_reader, path),
                                                                   rows_before))
 
@@ -207,8 +216,8 @@ def test_drop_on_golden_v2_policy_table(name, golden_table, oracle, duckdb_reade
 
     assert_drop_with_v2_checkpoints(path, VPC, lambda t, f, *a: drop(t, *a), oracle, duckdb_reader,
                                     rows_before, tmp_path)
-    assert_truncate_history(path, lambda t: run_subprocess("truncate-history", t), oracle, duckdb_reader,
-                            rows_before)
+    assert_truncate_history(path, lambda t, *a: run_subprocess("truncate-history", t, *a), oracle,
+                            duckdb_reader, rows_before)
 
 
 # --- a table with deletion vectors under the v2 policy -------------------------------------------------
@@ -233,7 +242,8 @@ def test_drop_deletion_vectors_under_v2_policy(tmp_path, spark, oracle, duckdb_r
                                     oracle, duckdb_reader, rows_before, tmp_path)
     state = DeltaLog(path).snapshot().state()
     assert not any(f.dv is not None for f in state.files.values())
-    assert_truncate_history(path, lambda t: run_main("truncate-history", t), oracle, duckdb_reader, rows_before)
+    assert_truncate_history(path, lambda t, *a: run_main("truncate-history", t, *a), oracle, duckdb_reader,
+                            rows_before)
 
 
 def test_dropping_v2_checkpoint_itself_ends_with_classic_checkpoints(golden_table, oracle, duckdb_reader):

@@ -16,6 +16,7 @@ from delta_downgrade.errors import (
     CheckpointProtectionWaitError, InvalidProtocolDowngradeError, RetentionWaitError,
 )
 from delta_downgrade.log.checkpoints import check_checkpoint_writable
+from delta_downgrade.log.files import SIDECAR_DIR
 from delta_downgrade.log.snapshot import BOUNDARY_PROPERTY
 from delta_downgrade.operations.drop_run import STATUS_DROPPED, DropOutcome, DropRun, finish
 from delta_downgrade.operations.cleanup import (
@@ -59,9 +60,11 @@ def drop_checkpoint_protection(run: DropRun, before: Protocol) -> DropOutcome:
                 when = earliest_truncation_time_ms(run.log, boundary, retention, "minute")
             raise _wait(run, boundary, display, when)
         if run.dry_run:
+            sidecars = sum(1 for p in plan.delete_other if p.startswith(SIDECAR_DIR + "/"))
             run.plan.append(f"truncate history before version {plan.truncates_before}: delete "
                             f"{len(plan.delete_commits)} commit(s), {len(plan.delete_checkpoints)} "
-                            f"checkpoint file(s), commits first (rule d)")
+                            f"checkpoint file(s)" + (f", {sidecars} sidecar(s)" if sidecars else "")
+                            + ", commits first (rule d)")
         else:
             execute_cleanup(run.log, plan)
             run.log.refresh()
