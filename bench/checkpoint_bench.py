@@ -1,4 +1,5 @@
-"""Benchmark: writing a checkpoint of a 100,000-file table, ours next to delta-rs.
+"""Benchmark: writing a checkpoint of a 100,000-file table, ours next to delta-rs, and our V2
+checkpoint (parquet top-level file + sidecars) of the same table next to our classic one.
 
 Builds (once per run, in a temp dir) the log of a table with 100,000 live files: 100 commits of
 1,000 ``add`` actions each, written as commit JSON directly (no data files: a checkpoint needs
@@ -11,7 +12,10 @@ an earlier one), in a fresh Python process each (same imports, same page cache):
 
 - ours: ``checkpoint_table(DeltaLog(path))`` at the latest version (timed call only), and on
   another fresh copy our read of the full state (``DeltaLog(path).snapshot().state()``);
-- delta-rs: ``DeltaTable(path)`` (open, timed separately), then ``dt.create_checkpoint()``.
+- delta-rs: ``DeltaTable(path)`` (open, timed separately), then ``dt.create_checkpoint()``;
+- ours, V2: the same log, except that version 0 has the protocol (3, 7, v2Checkpoint) and
+  ``delta.checkpointPolicy=v2``: ``checkpoint_table`` writes a UUID-named V2 checkpoint, a parquet
+  top-level file and the file actions in sidecars (50,000 per sidecar). Timed the same way.
 
 Prints the medians and two ratios:
 
@@ -19,6 +23,7 @@ Prints the medians and two ratios:
   replaying the log (``checkpoint_table`` starts from a fresh ``DeltaLog``); delta-rs's call
   starts from the state its ``DeltaTable(path)`` open has already loaded.
 - B: ours / delta-rs open + ``create_checkpoint()``: both read the log and write the checkpoint.
+- V2: our V2 checkpoint / our classic checkpoint (same replay, different layout).
 
 Usage: .venv/bin/python bench/checkpoint_bench.py [--commits N] [--files-per-commit F] [--repeat R]
        [--profile]   (cProfile of one of our checkpoint calls, top functions by cumulative time)
@@ -77,8 +82,13 @@ def _add(rng: random.Random, version: int, index: int, first_id: int) -> dict:
     }}
 
 
-def build(path: str, commits: int, per_commit: int) -> None:
-    """Write the commit JSON of the table directly."""
+V2_PROTOCOL = {"minReaderVersion": 3, "minWriterVersion": 7, "readerFeatures": ["v2Checkpoint"],
+               "writerFeatures": ["v2Checkpoint"]}
+
+
+def build(path: str, commits: int, per_commit: int, *, v2: bool = False) -> None:
+    """Write the commit JSON of the table directly; with ``v2``, under ``delta.checkpointPolicy=v2``
+    (the same actions otherwise: same seed)."""
     log_dir = os.path.join(path, "_delta_log")
     os.makedirs(log_dir)
     rng = random.Random(42)
@@ -90,11 +100,11 @@ def build(path: str, commits: int, per_commit: int) -> None:
             "readVersion": v - 1, "isBlindAppend": True,
             "engineInfo": "Apache-Spark/3.5.1 Delta-Lake/3.1.0", "txnId": str(uuid.UUID(int=rng.getrandbits(128)))}}]
         if v == 0:
-            lines.append({"protocol": {"minReaderVersion": 1, "minWriterVersion": 2}})
+            lines.append({"protocol": V2_PROTOCOL if v2 else {"minReaderVersion": 1, "minWriterVersion": 2}})
             lines.append({"metaData": {
                 "id": str(uuid.UUID(int=rng.getrandbits(128))), "format": {"provider": "parquet", "options": {}},
                 "schemaString": json.dumps(SCHEMA, separators=(",", ":")), "partitionColumns": ["part"],
-                "configuration": {}, "createdTime": START_MS}})
+                "configuration": {"delta.checkpointPolicy": "v2"} if v2 else {}, "createdTime": START_MS}})
         for i in range(per_commit):
             add = _add(rng, v, i, next_id)
             next_id += json.loads(add["add"]["stats"])["numRecords"]
@@ -120,6 +130,8 @@ if mode == "checkpoint":
     out["version"] = result.version
     out["num_add_files"] = result.num_add_files
     out["bytes"] = result.size_in_bytes
+    out["kind"] = result.checkpoint_kind
+    out["files"] = len(result.paths)
 else:
     t = time.perf_counter()
     state = DeltaLog(path).snapshot().state()
@@ -160,11 +172,17 @@ def _fresh_copy(master: str, scratch: str, name: str) -> str:
 
 
 def _checkpoint_files(path: str) -> list[str]:
-    return sorted(n for n in os.listdir(os.path.join(path, "_delta_log")) if ".checkpoint." in n)
+    """The checkpoint files of a table: in ``_delta_log`` and, for a V2 checkpoint, its sidecars."""
+    log_dir = os.path.join(path, "_delta_log")
+    found = [n for n in os.listdir(log_dir) if ".checkpoint." in n and n.endswith(".parquet")]
+    sidecars = os.path.join(log_dir, "_sidecars")
+    if os.path.isdir(sidecars):
+        found += [os.path.join("_sidecars", n) for n in os.listdir(sidecars) if n.endswith(".parquet")]
+    return sorted(found)
 
 
-def _verify(ours: str, theirs: str, expected_files: int) -> None:
-    """Both checkpoints must hold the same live files (read each with pyarrow)."""
+def _verify(expected_files: int, *tables: str) -> None:
+    """Every checkpoint must hold the same live files (read each with pyarrow)."""
     import pyarrow.parquet as pq
 
     def paths(table_path: str) -> list[str]:
@@ -174,9 +192,9 @@ def _verify(ours: str, theirs: str, expected_files: int) -> None:
             out += [row["path"] for row in column.to_pylist() if row is not None]
         return sorted(out)
 
-    a, b = paths(ours), paths(theirs)
-    if len(a) != expected_files or a != b:
-        raise AssertionError(f"checkpoints differ: ours {len(a)} adds, delta-rs {len(b)} adds")
+    found = [paths(t) for t in tables]
+    if len(found[0]) != expected_files or any(f != found[0] for f in found):
+        raise AssertionError(f"checkpoints differ: {[len(f) for f in found]} adds")
 
 
 def profile(path: str) -> None:
@@ -203,23 +221,34 @@ def main() -> int:
     total = args.commits * args.files_per_commit
     with tempfile.TemporaryDirectory() as tmp:
         master = os.path.join(tmp, "master")
+        master_v2 = os.path.join(tmp, "master-v2")
         t0 = time.perf_counter()
         build(master, args.commits, args.files_per_commit)
+        build(master_v2, args.commits, args.files_per_commit, v2=True)
         log_bytes = sum(os.path.getsize(os.path.join(master, "_delta_log", n))
                         for n in os.listdir(os.path.join(master, "_delta_log")))
         print(f"built {args.commits} commits x {args.files_per_commit} adds = {total:,} files, "
-              f"{log_bytes / 1e6:.1f} MB of JSON, in {time.perf_counter() - t0:.1f} s")
+              f"{log_bytes / 1e6:.1f} MB of JSON (and the same under checkpointPolicy=v2), in "
+              f"{time.perf_counter() - t0:.1f} s")
 
         if args.profile:
             profile(_fresh_copy(master, tmp, "profiled"))
             return 0
 
         ours, reads, theirs, opens, ours_cpu, theirs_cpu = [], [], [], [], [], []
+        v2, v2_cpu, v2_files = [], [], 0
         for i in range(args.repeat):
-            # Alternate who goes first, so neither always runs on a cooler machine.
-            order = ("ours", "delta-rs") if i % 2 == 0 else ("delta-rs", "ours")
+            # Rotate who goes first, so none always runs on a cooler machine.
+            order = ("ours", "ours-v2", "delta-rs")[i % 3:] + ("ours", "ours-v2", "delta-rs")[:i % 3]
             for who in order:
-                if who == "ours":
+                if who == "ours-v2":
+                    path = _fresh_copy(master_v2, tmp, "ours-v2")
+                    r = _run(_OURS, path, SRC, "checkpoint")
+                    assert r["kind"] == "v2" and r["num_add_files"] == total, r
+                    v2.append(r["checkpoint_s"])
+                    v2_cpu.append(r["checkpoint_cpu_s"])
+                    v2_files = r["files"]
+                elif who == "ours":
                     path = _fresh_copy(master, tmp, "ours")
                     r = _run(_OURS, path, SRC, "checkpoint")
                     assert r["version"] == args.commits - 1 and r["num_add_files"] == total, r
@@ -234,9 +263,9 @@ def main() -> int:
                     theirs_cpu.append(r["checkpoint_cpu_s"])
                     opens.append(r["open_s"])
             print(f"  run {i + 1}: ours checkpoint {ours[-1]:.2f} s (cpu {ours_cpu[-1]:.2f} s; Python "
-                  f"state read {reads[-1]:.2f} s) | delta-rs open {opens[-1]:.2f} s + checkpoint "
-                  f"{theirs[-1]:.2f} s (cpu {theirs_cpu[-1]:.2f} s)")
-        _verify(os.path.join(tmp, "ours"), os.path.join(tmp, "delta-rs"), total)
+                  f"state read {reads[-1]:.2f} s) | ours V2 {v2[-1]:.2f} s (cpu {v2_cpu[-1]:.2f} s) | "
+                  f"delta-rs open {opens[-1]:.2f} s + checkpoint {theirs[-1]:.2f} s (cpu {theirs_cpu[-1]:.2f} s)")
+        _verify(total, os.path.join(tmp, "ours"), os.path.join(tmp, "delta-rs"), os.path.join(tmp, "ours-v2"))
 
         ours_s, theirs_s = statistics.median(ours), statistics.median(theirs)
         both = statistics.median(o + c for o, c in zip(opens, theirs))
@@ -251,6 +280,10 @@ def main() -> int:
               f"   (target < 1; ours also reads the log, theirs does not)")
         print(f"ratio B  ours / delta-rs open + create_checkpoint()          : {ours_s / both:.2f}"
               f"   (both read the log and write the checkpoint)")
+        v2_s = statistics.median(v2)
+        print(f"ours V2  checkpoint_table, parquet top-level + {v2_files - 1} sidecar(s)       median {v2_s:6.2f} s"
+              f"   (cpu {statistics.median(v2_cpu):.2f} s)")
+        print(f"ratio V2 ours V2 / ours classic                              : {v2_s / ours_s:.2f}")
         print(f"CPU time of the checkpoint call (all threads): ours {statistics.median(ours_cpu):.2f} s, "
               f"delta-rs {statistics.median(theirs_cpu):.2f} s (ours parses the log on every CPU: its "
               f"wall time is below its CPU time; on a busy machine it rises toward it)")
