@@ -1,0 +1,170 @@
+"""The rows of a table's latest version with their stable row IDs and row commit versions, read
+from the data files themselves (PROTOCOL.md "Row Tracking", "Reader Requirements"), so that a
+test can hold a rewrite to the promise that row IDs survive it.
+
+For each live ``add``: read the parquet file with pyarrow, drop the rows its deletion vector
+deletes (the package's DV reader), and take
+
+- stable row ID = the materialised row-ID column where the file has it and the value is not
+  null, else ``baseRowId`` + the row's physical index in the file;
+- stable row commit version = the materialised row-commit-version column likewise, else
+  ``defaultRowCommitVersion``;
+
+then name the columns by their logical names through the schema's physical names (column
+mapping ``name`` mode) or parquet field ids (``id`` mode), nested struct fields included, and add
+partition values. Rows come back as the readers of tests/oracle.py return them (dates as ISO
+strings, structs as dicts), so they compare with ``same_rows``.
+
+Arrow does the per-row work (index arithmetic, coalesce, DV filter); Python loops over files.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from delta_downgrade.deletion_vectors import DvFileReader
+from delta_downgrade.log.delta_log import DeltaLog
+from delta_downgrade.protocol.schema import (
+    COLUMN_MAPPING_ID_KEY, COLUMN_MAPPING_PHYSICAL_NAME_KEY, delta_type_to_arrow,
+)
+
+ROW_ID = "_row_id"
+ROW_COMMIT_VERSION = "_row_commit_version"
+ROW_ID_COLUMN_KEY = "delta.rowTracking.materializedRowIdColumnName"
+ROW_COMMIT_VERSION_COLUMN_KEY = "delta.rowTracking.materializedRowCommitVersionColumnName"
+_FIELD_ID = b"PARQUET:field_id"
+
+
+@dataclass(frozen=True)
+class TrackedRows:
+    """The latest version's rows (logical names) with ``_row_id`` and ``_row_commit_version``
+    added; both are None for rows of files without ``baseRowId`` / ``defaultRowCommitVersion``
+    and no materialised value (a table that does not track rows)."""
+
+    version: int
+    rows: list[dict[str, Any]]
+
+    def data_rows(self) -> list[dict[str, Any]]:
+        """The rows without the row-tracking fields, as a reader returns them."""
+        return [{k: v for k, v in r.items() if k not in (ROW_ID, ROW_COMMIT_VERSION)} for r in self.rows]
+
+    def tracking_by(self, key: str) -> dict[Any, tuple[Any, Any]]:
+        """``{row[key]: (row ID, row commit version)}`` (``key`` must be unique)."""
+        out = {r[key]: (r[ROW_ID], r[ROW_COMMIT_VERSION]) for r in self.rows}
+        assert len(out) == len(self.rows), f"{key} is not unique"
+        return out
+
+    @property
+    def tracks_rows(self) -> bool:
+        return bool(self.rows) and all(r[ROW_ID] is not None and r[ROW_COMMIT_VERSION] is not None
+                                       for r in self.rows)
+
+
+def jsonable(value: Any) -> Any:
+    """A value as tests/oracle.py's readers return it."""
+    if isinstance(value, dt.datetime):
+        if value.tzinfo is not None:
+            value = value.astimezone(dt.timezone.utc)
+        return value.isoformat()
+    if isinstance(value, (dt.date, dt.time)):
+        return value.isoformat()
+    if isinstance(value, decimal.Decimal):
+        return str(value)
+    if isinstance(value, (bytes, bytearray)):
+        return "hex:" + bytes(value).hex()
+    if isinstance(value, dict):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, list) and value and all(isinstance(x, tuple) and len(x) == 2 for x in value):
+        return sorted(([jsonable(k), jsonable(v)] for k, v in value),
+                      key=lambda p: json.dumps(p, sort_keys=True, default=str))
+    if isinstance(value, (list, tuple)):
+        return [jsonable(v) for v in value]
+    return value
+
+
+def _logical(array: pa.Array, delta_type: Any, mode: str) -> pa.Array:
+    """``array`` (a physical column) with its nested struct fields under their logical names."""
+    if not (isinstance(delta_type, dict) and delta_type.get("type") == "struct"):
+        return array
+    children, fields = [], []
+    for f in delta_type["fields"]:
+        child = _find(array.type, f, mode)
+        if child is None:
+            values = pa.nulls(len(array), delta_type_to_arrow(f["type"]))
+        else:
+            values = _logical(pc.struct_field(array, [child]), f["type"], mode)
+        children.append(values)
+        fields.append(pa.field(f["name"], values.type))
+    return pa.StructArray.from_arrays(children, fields=fields, mask=pc.is_null(array))
+
+
+def _find(struct_or_schema: Any, delta_field: dict[str, Any], mode: str) -> int | None:
+    """The index of the physical field that holds ``delta_field``."""
+    meta = delta_field.get("metadata") or {}
+    fields = list(struct_or_schema)
+    for index, f in enumerate(fields):
+        if mode == "id":
+            if f.metadata and f.metadata.get(_FIELD_ID) == str(meta.get(COLUMN_MAPPING_ID_KEY)).encode():
+                return index
+        elif mode == "name":
+            if f.name == meta.get(COLUMN_MAPPING_PHYSICAL_NAME_KEY, delta_field["name"]):
+                return index
+        elif f.name == delta_field["name"]:
+            return index
+    return None
+
+
+def tracked_rows(path: str) -> TrackedRows:
+    """Every live row of the latest version with its stable row ID and commit version."""
+    log = DeltaLog(path)
+    snapshot = log.snapshot(check_read=False)
+    conf = snapshot.metadata.configuration
+    mode = conf.get("delta.columnMapping.mode", "none").lower()
+    schema = snapshot.schema
+    partition_columns = list(snapshot.metadata.partitionColumns)
+    id_column, version_column = conf.get(ROW_ID_COLUMN_KEY), conf.get(ROW_COMMIT_VERSION_COLUMN_KEY)
+    reader = DvFileReader(snapshot.storage)
+    out: list[dict[str, Any]] = []
+    for add in sorted(snapshot.state().files.values(), key=lambda a: a.path):
+        data = pq.read_table(snapshot.storage.local_path(add.decoded_path))
+        n = data.num_rows
+        index = pa.array(range(n), pa.int64())
+
+        def stable(materialised: str | None, fresh: pa.Array | None) -> pa.Array:
+            if materialised and materialised in data.column_names:
+                column = data.column(materialised).combine_chunks().cast(pa.int64())
+                return column if fresh is None else pc.coalesce(column, fresh)
+            return fresh if fresh is not None else pa.nulls(n, pa.int64())
+
+        row_ids = stable(id_column, pc.add(index, add.baseRowId) if add.baseRowId is not None else None)
+        commit_versions = stable(version_column,
+                                 pa.array([add.defaultRowCommitVersion] * n, pa.int64())
+                                 if add.defaultRowCommitVersion is not None else None)
+        columns: dict[str, pa.Array] = {}
+        for f in schema["fields"]:
+            if f["name"] in partition_columns:
+                physical = (f.get("metadata") or {}).get(COLUMN_MAPPING_PHYSICAL_NAME_KEY, f["name"])
+                value = (add.partitionValues or {}).get(physical, (add.partitionValues or {}).get(f["name"]))
+                columns[f["name"]] = pa.array([value] * n, pa.string()).cast(delta_type_to_arrow(f["type"]))
+                continue
+            found = _find(data.schema, f, mode)
+            if found is None:
+                columns[f["name"]] = pa.nulls(n, delta_type_to_arrow(f["type"]))
+            else:
+                columns[f["name"]] = _logical(data.column(found).combine_chunks(), f["type"], mode)
+        columns[ROW_ID] = row_ids
+        columns[ROW_COMMIT_VERSION] = commit_versions
+        table = pa.table(columns)
+        if add.dv is not None:
+            deleted = reader.read(add.dv, data_file=add.path, table=path).cast(pa.int64())
+            table = table.filter(pc.invert(pc.is_in(index, value_set=deleted)))
+        out.extend(jsonable(r) for r in table.to_pylist())
+    return TrackedRows(snapshot.version, out)
