@@ -11,8 +11,8 @@ deletes (the package's DV reader), and take
   ``defaultRowCommitVersion``;
 
 then name the columns by their logical names through the schema's physical names (column
-mapping ``name`` mode) or parquet field ids (``id`` mode), nested struct fields included, and add
-partition values. Rows come back as the readers of tests/oracle.py return them (dates as ISO
+mapping ``name`` mode) or parquet field ids (``id`` mode), at every level (structs, arrays,
+maps), and add partition values. Rows come back as the readers of tests/oracle.py return them (dates as ISO
 strings, structs as dicts), so they compare with ``same_rows``.
 
 Arrow does the per-row work (index arithmetic, coalesce, DV filter); Python loops over files.
@@ -91,9 +91,20 @@ def jsonable(value: Any) -> Any:
 
 
 def _logical(array: pa.Array, delta_type: Any, mode: str) -> pa.Array:
-    """``array`` (a physical column) with its nested struct fields under their logical names."""
-    if not (isinstance(delta_type, dict) and delta_type.get("type") == "struct"):
-        return array
+    """``array`` (a physical column) with its nested struct fields under their logical names and
+    its primitive values as the Delta type says (a ``timestamp`` stored without the UTC flag,
+    INT96 or isAdjustedToUTC=false, is a UTC timestamp: PROTOCOL.md "Primitive Types")."""
+    if isinstance(delta_type, str):
+        target = delta_type_to_arrow(delta_type)
+        return array if array.type == target else array.cast(target)
+    kind = delta_type.get("type")
+    if kind == "array":
+        values = _logical(array.values, delta_type["elementType"], mode)
+        return pa.ListArray.from_arrays(array.offsets, values, mask=pc.is_null(array))
+    if kind == "map":
+        keys = _logical(array.keys, delta_type["keyType"], mode)
+        items = _logical(array.items, delta_type["valueType"], mode)
+        return pa.MapArray.from_arrays(array.offsets, keys, items, mask=pc.is_null(array))
     children, fields = [], []
     for f in delta_type["fields"]:
         child = _find(array.type, f, mode)
@@ -120,6 +131,16 @@ def _find(struct_or_schema: Any, delta_field: dict[str, Any], mode: str) -> int 
         elif f.name == delta_field["name"]:
             return index
     return None
+
+
+def _partition_column(value: str | None, delta_type: str, n: int) -> pa.Array:
+    """A partition value (PROTOCOL.md "Partition Value Serialization") as a column of ``n`` rows;
+    a ``timestamp`` is written without a zone and means UTC."""
+    target = delta_type_to_arrow(delta_type)
+    strings = pa.array([value] * n, pa.string())
+    if pa.types.is_timestamp(target):
+        return strings.cast(pa.timestamp("us")).cast(target)
+    return strings.cast(target)
 
 
 def tracked_rows(path: str) -> TrackedRows:
@@ -153,7 +174,7 @@ def tracked_rows(path: str) -> TrackedRows:
             if f["name"] in partition_columns:
                 physical = (f.get("metadata") or {}).get(COLUMN_MAPPING_PHYSICAL_NAME_KEY, f["name"])
                 value = (add.partitionValues or {}).get(physical, (add.partitionValues or {}).get(f["name"]))
-                columns[f["name"]] = pa.array([value] * n, pa.string()).cast(delta_type_to_arrow(f["type"]))
+                columns[f["name"]] = _partition_column(value, f["type"], n)
                 continue
             found = _find(data.schema, f, mode)
             if found is None:
