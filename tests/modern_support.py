@@ -12,7 +12,7 @@ import json
 import subprocess
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Sequence
 
 import pytest
 
@@ -61,15 +61,17 @@ def build(path: str, *, v2_checkpoint: bool) -> ModernTable:
         pytest.xfail(f"waits for {V2_CHECKPOINT_WRITER}: building the table's checkpoint was refused: {exc}")
 
 
-def cli(*args: str, step: str) -> subprocess.CompletedProcess[str]:
+def cli(*args: str, step: str, pending: Sequence[str] = ()) -> subprocess.CompletedProcess[str]:
     """``delta-downgrade ARGS`` in its own process; xfail on a known missing capability, fail
-    on any other non-zero exit."""
+    on any other non-zero exit. ``pending``: problems the scenario found on the way and holds
+    until its end; an xfail reports them too, so they are never lost behind it."""
     proc = run_cli(*args, timeout=900)
     if proc.returncode != 0:
         known = missing_capability(proc.stderr)
         if known is not None:
+            also = ("; also found on the way: " + "; ".join(pending)) if pending else ""
             pytest.xfail(f"waits for {known.waits_for}: {step} exited {proc.returncode}: "
-                         f"{proc.stderr.strip().splitlines()[-1]}")
+                         f"{proc.stderr.strip().splitlines()[-1]}{also}")
         raise AssertionError(f"{step}: exit {proc.returncode}\nstdout:\n{proc.stdout}\nstderr:\n{proc.stderr}")
     return proc
 

@@ -16,6 +16,10 @@ maps), and add partition values. Rows come back as the readers of tests/oracle.p
 strings, structs as dicts), so they compare with ``same_rows``.
 
 Arrow does the per-row work (index arithmetic, coalesce, DV filter); Python loops over files.
+
+:func:`fresh_row_id_violations` checks the other half of the protocol, what the log says about
+fresh row IDs: a file a rewrite adds gets a fresh ``baseRowId`` and its own commit's
+``defaultRowCommitVersion``.
 """
 
 from __future__ import annotations
@@ -189,3 +193,61 @@ def tracked_rows(path: str) -> TrackedRows:
             table = table.filter(pc.invert(pc.is_in(index, value_set=deleted)))
         out.extend(jsonable(r) for r in table.to_pylist())
     return TrackedRows(snapshot.version, out)
+
+
+@dataclass(frozen=True)
+class FreshRowIds:
+    """What the log of the latest version says about fresh row IDs (PROTOCOL.md "Row Tracking",
+    "Writer Requirements"): whether writers must assign them, the high-water mark, and each live
+    file's ``baseRowId``, ``defaultRowCommitVersion`` and physical row count."""
+
+    version: int
+    assigned: bool               # rowTracking supported and not suspended
+    high_water_mark: int | None
+    files: dict[str, tuple[int | None, int | None, int]]
+
+
+def fresh_row_ids(path: str) -> FreshRowIds:
+    log = DeltaLog(path)
+    snapshot = log.snapshot(check_read=False)
+    state = snapshot.state()
+    conf = snapshot.metadata.configuration
+    assigned = ("rowTracking" in snapshot.protocol.features
+                and conf.get("delta.rowTrackingSuspended", "false").lower() != "true")
+    domain = state.live_domains.get("delta.rowTracking")
+    mark = json.loads(domain.configuration).get("rowIdHighWaterMark") if domain is not None else None
+    files = {a.path: (a.baseRowId, a.defaultRowCommitVersion,
+                      pq.read_metadata(snapshot.storage.local_path(a.decoded_path)).num_rows)
+             for a in state.files.values()}
+    return FreshRowIds(snapshot.version, assigned, mark, files)
+
+
+def fresh_row_id_violations(before: FreshRowIds, after: FreshRowIds) -> list[str]:
+    """What the commits from ``before`` to ``after`` did against PROTOCOL.md "Row Tracking"
+    ("Writer Requirements"): a file they added (a path not live before) must get a fresh
+    ``baseRowId`` above the earlier high-water mark and the ``defaultRowCommitVersion`` of the
+    commit that added it; fresh row IDs of live files never overlap; the high-water mark covers
+    the highest one."""
+    if not after.assigned:
+        return []
+    out: list[str] = []
+    for file, (base, version, rows) in sorted(after.files.items()):
+        if file in before.files:
+            continue
+        if base is None or version is None:
+            out.append(f"new file {file} has no baseRowId/defaultRowCommitVersion")
+            continue
+        if before.high_water_mark is not None and base <= before.high_water_mark:
+            out.append(f"new file {file}: baseRowId {base} is not above the earlier high-water mark "
+                       f"{before.high_water_mark}")
+        if not before.version < version <= after.version:
+            out.append(f"new file {file}: defaultRowCommitVersion {version} is not the version of a "
+                       f"commit after {before.version}")
+    ranges = sorted((b, b + n - 1, f) for f, (b, _v, n) in after.files.items() if b is not None and n)
+    for (lo1, hi1, f1), (lo2, _hi2, f2) in zip(ranges, ranges[1:]):
+        if lo2 <= hi1:
+            out.append(f"fresh row IDs of {f1} [{lo1}, {hi1}] and {f2} (from {lo2}) overlap")
+    if ranges and (after.high_water_mark is None or after.high_water_mark < max(hi for _lo, hi, _f in ranges)):
+        out.append(f"rowIdHighWaterMark {after.high_water_mark} is below the highest fresh row ID "
+                   f"{max(hi for _lo, hi, _f in ranges)}")
+    return out
