@@ -84,12 +84,13 @@ def _wide_stats(stats: str | None, num_records: int) -> str:
     return json.dumps(obj, separators=(",", ":"))
 
 
-def delete_rows(builder: TableBuilder, selection: Selection, *, inline: bool = False,
-                shared_file: bool = False, prefix: str = "", operation: str = "DELETE",
-                predicate: str | None = None) -> int | None:
-    """Mark rows deleted with deletion vectors and commit it; returns the version, or None when
-    nothing new was deleted.
+def deletion_vector_actions(builder: TableBuilder, selection: Selection, *, inline: bool = False,
+                            shared_file: bool = False, prefix: str = "") -> list[AnyAction]:
+    """The ``remove`` + ``add`` pairs that mark the rows ``selection`` picks as deleted (DV files
+    are written now, nothing is committed); empty when nothing new would be deleted.
 
+    For callers whose commit holds more than the DVs, as an ``UPDATE`` or ``MERGE`` on a DV
+    table does (the DVs of the old rows plus the file with the new ones, in one commit).
     ``selection``: ``{add path: row indexes}``, a pyarrow compute expression over the file's
     columns (partition values added as strings), or a Python predicate on a row dict.
     """
@@ -113,7 +114,7 @@ def delete_rows(builder: TableBuilder, selection: Selection, *, inline: bool = F
             raise ValueError(f"row index {merged[-1]} is past the end of {add.path} ({total} rows)")
         plans.append((add, merged))
     if not plans:
-        return None
+        return []
 
     if inline:
         descriptors = [inline_descriptor(rows) for _, rows in plans]
@@ -138,6 +139,22 @@ def delete_rows(builder: TableBuilder, selection: Selection, *, inline: bool = F
             deletionVector=_descriptor_obj(dv), baseRowId=add.baseRowId,
             defaultRowCommitVersion=add.defaultRowCommitVersion,
             clusteringProvider=add.clusteringProvider, extra=dict(add.extra)))
+    return actions
+
+
+def delete_rows(builder: TableBuilder, selection: Selection, *, inline: bool = False,
+                shared_file: bool = False, prefix: str = "", operation: str = "DELETE",
+                predicate: str | None = None) -> int | None:
+    """Mark rows deleted with deletion vectors and commit it; returns the version, or None when
+    nothing new was deleted.
+
+    ``selection``: ``{add path: row indexes}``, a pyarrow compute expression over the file's
+    columns (partition values added as strings), or a Python predicate on a row dict.
+    """
+    actions = deletion_vector_actions(builder, selection, inline=inline, shared_file=shared_file,
+                                      prefix=prefix)
+    if not actions:
+        return None
     params = {"predicate": json.dumps([predicate or "<delete_rows>"])}
     return builder.commit(actions, operation, params)
 
@@ -146,4 +163,4 @@ def _descriptor_obj(dv: DeletionVectorDescriptor) -> dict[str, Any]:
     return dv.to_obj()
 
 
-__all__ = ["DV_PROTOCOL", "create_dv_table", "delete_rows"]
+__all__ = ["DV_PROTOCOL", "create_dv_table", "delete_rows", "deletion_vector_actions"]
