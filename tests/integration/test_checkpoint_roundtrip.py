@@ -27,7 +27,7 @@ from typing import Any
 import pytest
 
 from delta_downgrade.clock import ManualClock
-from delta_downgrade.errors import BadInputError, UnsupportedFeaturesError
+from delta_downgrade.errors import BadInputError
 from delta_downgrade.log.checkpoints import checkpoint_table
 from delta_downgrade.log.delta_log import DeltaLog
 from delta_downgrade.log.files import LAST_CHECKPOINT, LOG_DIR, parse_log_file
@@ -41,10 +41,6 @@ EXCLUDED = {"catalog_managed_ict"}
 
 #: Tables ``checkpoint_table`` must refuse: name -> (error type, error class, features or None).
 EXPECTED_REFUSALS: dict[str, tuple[type, str, list[str] | None]] = {
-    "collations_dbr": (UnsupportedFeaturesError, "DELTA_UNSUPPORTED_FEATURES_FOR_WRITE",
-                       ["collations"]),
-    "liquid_row_tracking_dbr": (UnsupportedFeaturesError, "DELTA_UNSUPPORTED_FEATURES_FOR_WRITE",
-                                ["liquid"]),
     "v2_checkpoint_dbr_identity": (BadInputError, "DELTA_DOWNGRADE_V2_CHECKPOINT_POLICY", None),
     "v2_checkpoint_json_sidecars": (BadInputError, "DELTA_DOWNGRADE_V2_CHECKPOINT_POLICY", None),
     "v2_checkpoint_parquet_sidecars": (BadInputError, "DELTA_DOWNGRADE_V2_CHECKPOINT_POLICY", None),
