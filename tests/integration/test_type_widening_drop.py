@@ -445,3 +445,36 @@ def test_widened_partition_value_of_no_possible_type_is_refused(tmp_path, spark)
     assert "p=one/x.parquet" in str(info.value) and "'one'" in str(info.value)
     assert info.value.exit_code == 2
     assert DeltaLog(path).latest_version() == version
+
+
+def test_widened_clustering_column_keeps_statistics_and_provider(tmp_path, spark, oracle):
+    """A clustered table (PROTOCOL.md "Clustered Table") whose clustering column x went float ->
+    double: the float bounds cannot be carried over (3.4f is not 3.4), so the rewritten file's
+    bounds for x come from its footer; clusteringProvider stays."""
+    from delta_downgrade.protocol.actions import DomainMetadata
+
+    path = str(tmp_path / "t")
+    builder = TableBuilder(path)
+    arrow = pa.schema([("x", pa.float32()), ("s", pa.string())])
+    features = {"typeWidening"}
+    builder.create(arrow, protocol=Protocol(3, 7, features, features | {"clustering", "domainMetadata"}),
+                   configuration={"delta.enableTypeWidening": "true"})
+    adds = builder.write_files([{"x": 3.4, "s": "a"}, {"x": -1.5, "s": "b"}, {"x": None, "s": "c"}])
+    builder.commit([DomainMetadata(domain="delta.clustering", configuration='{"clusteringColumns":[["x"]]}'),
+                    *(replace(a, clusteringProvider="liquid") for a in adds)], "OPTIMIZE")
+    schema = {"type": "struct", "fields": [
+        {"name": "x", "type": "double", "nullable": True,
+         "metadata": {"delta.typeChanges": [{"fromType": "float", "toType": "double"}]}},
+        {"name": "s", "type": "string", "nullable": True, "metadata": {}}]}
+    builder.set_metadata(replace(builder.log.snapshot(check_read=False).metadata, schemaString=json.dumps(schema)))
+    expected = expected_rows(path)
+
+    assert drop_feature(path, "typeWidening").status == "dropped"
+    [add] = DeltaLog(path).snapshot().state().files.values()
+    assert add.path not in {a.path for a in adds} and add.clusteringProvider == "liquid"
+    stats = json.loads(add.stats)
+    assert stats["minValues"]["x"] == -1.5 and stats["maxValues"]["x"] == pytest.approx(3.4, rel=1e-6)
+    assert stats["nullCount"]["x"] == 1
+    assert json.loads(DeltaLog(path).snapshot().state().live_domains["delta.clustering"].configuration) == \
+        {"clusteringColumns": [["x"]]}
+    assert same_rows(expected, oracle.scan_rows(path).unwrap())
