@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
+import functools
 import math
 import re
 from collections.abc import Mapping, Sequence
@@ -164,6 +165,11 @@ def reserialize(value: str | None, to_type: str) -> str | None:
     return value  # no widening ends in any other type (PROTOCOL.md "Type Widening")
 
 
+# Partition columns hold few distinct values across many files: spell each once (a 1M-file table
+# costs dictionary lookups, not a million parses).
+_reserialize_cached = functools.lru_cache(maxsize=1 << 16)(reserialize)
+
+
 def widened_partition_columns(schema: Mapping[str, Any], partition_columns: Sequence[str]) -> dict[str, str]:
     """Partition column -> current type, for the partition columns whose field records type
     changes (``delta.typeChanges``). Keys are the names ``partitionValues`` uses: the physical
@@ -188,7 +194,7 @@ def respelled_partition_values(partition_values: Mapping[str, str | None] | None
     changed = False
     for key, to_type in widened.items():
         if key in out:
-            spelled = reserialize(out[key], to_type)
+            spelled = _reserialize_cached(out[key], to_type)
             if spelled != out[key]:
                 out[key] = spelled
                 changed = True
