@@ -2,10 +2,8 @@
 
 For every golden table (except the ``bad_*`` ones and ``catalog_managed_ict``) on a writable copy:
 
-* either ``checkpoint_table`` refuses it, and then exactly as :data:`EXPECTED_REFUSALS` says,
-  writing nothing;
-* or it writes a checkpoint at the latest version (a V2 one with sidecars for the tables with
-  ``delta.checkpointPolicy=v2``, :data:`V2_POLICY_TABLES`), and then
+* ``checkpoint_table`` writes a checkpoint at the latest version (a V2 one with sidecars for the
+  tables with ``delta.checkpointPolicy=v2``, :data:`V2_POLICY_TABLES`), and then
   (a) a fresh ``DeltaLog`` builds the latest version from that checkpoint alone and finds the
       same live files (path, size, partition values, DV descriptor, stats, row-tracking fields),
       protocol, metadata, app transactions, live domains and unexpired tombstones as before;
@@ -28,7 +26,6 @@ from typing import Any
 import pytest
 
 from delta_downgrade.clock import ManualClock
-from delta_downgrade.errors import UnsupportedFeaturesError
 from delta_downgrade.log.checkpoints import checkpoint_table
 from delta_downgrade.log.delta_log import DeltaLog
 from delta_downgrade.log.files import LAST_CHECKPOINT, LOG_DIR, parse_log_file
@@ -39,14 +36,6 @@ from tests.oracle import same_rows
 
 #: Tables the test leaves out: corrupt on purpose, or owned by a catalog.
 EXCLUDED = {"catalog_managed_ict"}
-
-#: Tables ``checkpoint_table`` must refuse: name -> (error type, error class, features or None).
-EXPECTED_REFUSALS: dict[str, tuple[type, str, list[str] | None]] = {
-    "collations_dbr": (UnsupportedFeaturesError, "DELTA_UNSUPPORTED_FEATURES_FOR_WRITE",
-                       ["collations"]),
-    "liquid_row_tracking_dbr": (UnsupportedFeaturesError, "DELTA_UNSUPPORTED_FEATURES_FOR_WRITE",
-                                ["liquid"]),
-}
 
 #: Tables with ``delta.checkpointPolicy=v2``: they get a UUID-named V2 checkpoint with sidecars.
 #: (They were refused while this package wrote classic checkpoints only.)
@@ -79,8 +68,8 @@ TABLES = _table_names(_golden_dir())
 def test_table_lists_match_the_golden_set(golden_root):
     assert TABLES == _table_names(golden_root)
     assert len(TABLES) >= 30
-    assert set(EXPECTED_REFUSALS) <= set(TABLES) and V2_POLICY_TABLES <= set(TABLES)
-    assert set(DELTA_RS_REFUSES) <= set(TABLES) - set(EXPECTED_REFUSALS)
+    assert V2_POLICY_TABLES <= set(TABLES)
+    assert set(DELTA_RS_REFUSES) <= set(TABLES)
 
 
 # --- what is compared ---------------------------------------------------------------------------
@@ -175,17 +164,6 @@ def test_checkpoint_round_trip(name, golden_table, oracle):
     version = before_snapshot.version
     before_state = before_snapshot.state()
     clock = _clock_for(before_state)
-    log_before = sorted(os.listdir(Path(path, LOG_DIR)))
-
-    if name in EXPECTED_REFUSALS:
-        error_type, error_class, features = EXPECTED_REFUSALS[name]
-        with pytest.raises(error_type) as refused:
-            checkpoint_table(log, clock=clock)
-        assert refused.value.error_class == error_class
-        if features is not None:
-            assert refused.value.features == features
-        assert sorted(os.listdir(Path(path, LOG_DIR))) == log_before, "a refusal must write nothing"
-        return
 
     rows_before = oracle.scan_rows(path)
     if name in DELTA_RS_REFUSES:

@@ -135,13 +135,37 @@ def test_a12_quoted_names(tmp_path, spelling):
     assert code == 0 and result["feature"] == W_T and result["status"] == "dropped"
 
 
-def test_unwritable_table_is_refused(golden_table):
-    path = golden_table("collations_dbr")
+def test_unwritable_table_is_refused(tmp_path):
+    """A writer feature this package does not know blocks every drop, before anything is written.
+    (collations_dbr served here until collations became a writable feature.)"""
+    import json
+    import os
+
+    path = str(tmp_path)
+    builder = build(path, tf(1, 7, "appendOnly", "invariants", "domainMetadata"))
+    # The package refuses to commit such a protocol itself: a newer writer wrote it.
+    protocol = {"minReaderVersion": 1, "minWriterVersion": 7,
+                "writerFeatures": ["appendOnly", "invariants", "domainMetadata", "someFutureWriterFeature"]}
+    with open(os.path.join(path, "_delta_log", f"{builder.version + 1:020d}.json"), "w") as fh:
+        fh.write(json.dumps({"commitInfo": {"timestamp": 1, "operation": "UPGRADE PROTOCOL"}}) + "\n")
+        fh.write(json.dumps({"protocol": protocol}) + "\n")
     before = log_snapshot_files(path)
     code, result, _ = drop(path, "domainMetadata")
     assert code == 2
     assert result["error_class"] == "DELTA_UNSUPPORTED_FEATURES_FOR_WRITE"
-    assert "collations" in result["message"]
+    assert "someFutureWriterFeature" in result["message"]
+    assert log_snapshot_files(path) == before
+
+
+def test_collations_keep_domain_metadata(golden_table):
+    """collations (a writable writer feature now) requires domainMetadata and cannot be dropped
+    itself: domainMetadata is refused as a dependency, with nothing written."""
+    path = golden_table("collations_dbr")
+    before = log_snapshot_files(path)
+    code, result, _ = drop(path, "domainMetadata")
+    assert (code, result["error_class"]) == (2, "DELTA_FEATURE_DROP_DEPENDENT_FEATURE")
+    assert result["params"]["dependentFeatures"] == "collations"
+    assert "collations cannot be dropped, so domainMetadata stays" in result["message"]
     assert log_snapshot_files(path) == before
 
 

@@ -338,3 +338,143 @@ def test_id_mode_nested_field_ids_survive(tmp_path, spark, oracle):
         ("col-x", pa.int64(), b"2"), ("col-y", pa.string(), b"3")]
     assert l_field.type.value_type.field(0).metadata[b"PARQUET:field_id"] == b"5"
     assert same_rows([{"s": {"x": 1, "y": "a"}, "l": [{"z": 9}]}], oracle.scan_rows(path))
+
+
+# --- widened partition columns: partition values spelled in the current type -------------------------
+
+_P_CHANGE = [{"fromType": "integer", "toType": "decimal(12,2)"}]
+_D_CHANGE = [{"fromType": "date", "toType": "timestamp_ntz"}]
+
+
+def _schema(v: str, p: str, d: str, *, v_changes=None, p_changes=None, d_changes=None) -> dict:
+    def field(name, type_, changes):
+        return {"name": name, "type": type_, "nullable": True,
+                "metadata": {"delta.typeChanges": changes} if changes else {}}
+    return {"type": "struct", "fields": [field("v", v, v_changes), field("p", p, p_changes), field("d", d, d_changes)]}
+
+
+def _widened_partition_table(path: str) -> tuple[TableBuilder, set[str], set[str], set[str]]:
+    """Partitioned by p (int, widened to decimal(12,2)) and d (date, widened to timestamp_ntz).
+    Stage 1 files store v as int32 (v widened to long later: they are rewritten); stage 2 files
+    store v as int64 but were written before the partition columns were widened (re-spelled
+    without a rewrite); stage 3 files were written after every widening (left alone)."""
+    builder = TableBuilder(path)
+    features = {"typeWidening", "timestampNtz"}
+    stage1 = pa.schema([("v", pa.int32()), ("p", pa.int32()), ("d", pa.date32())])
+    builder.create(stage1, partition_columns=["p", "d"], protocol=Protocol(3, 7, features, features),
+                   configuration={"delta.enableTypeWidening": "true"},
+                   rows=[{"v": 1, "p": 1, "d": dt.date(2024, 6, 19)},
+                         {"v": 2, "p": -7, "d": dt.date(1969, 12, 31)}])
+    first = {f.path for f in builder.log.snapshot(check_read=False).state().files.values()}
+    metadata = builder.log.snapshot(check_read=False).metadata
+    builder.set_metadata(replace(metadata, schemaString=json.dumps(_schema(
+        "long", "integer", "date", v_changes=[{"fromType": "integer", "toType": "long"}]))))
+    stage2 = pa.schema([("v", pa.int64()), ("p", pa.int32()), ("d", pa.date32())])
+    builder.append(pa.Table.from_pylist([{"v": 3, "p": None, "d": dt.date(2024, 2, 29)},
+                                         {"v": 4, "p": 2147483647, "d": dt.date(1, 1, 1)}], schema=stage2))
+    second = {f.path for f in builder.log.snapshot(check_read=False).state().files.values()} - first
+    metadata = builder.log.snapshot(check_read=False).metadata
+    builder.set_metadata(replace(metadata, schemaString=json.dumps(_schema(
+        "long", "decimal(12,2)", "timestamp_ntz", v_changes=[{"fromType": "integer", "toType": "long"}],
+        p_changes=_P_CHANGE, d_changes=_D_CHANGE))))
+    stage3 = pa.schema([("v", pa.int64()), ("p", pa.decimal128(12, 2)), ("d", pa.timestamp("us"))])
+    builder.append(pa.Table.from_pylist([{"v": 5, "p": decimal.Decimal("2.50"), "d": dt.datetime(2024, 1, 1, 10, 0)}],
+                                        schema=stage3))
+    third = {f.path for f in builder.log.snapshot(check_read=False).state().files.values()} - first - second
+    return builder, first, second, third
+
+
+# What every reader must return: the values written, in the widened types.
+_WIDENED_ROWS = [
+    {"v": 1, "p": "1.00", "d": "2024-06-19T00:00:00"},
+    {"v": 2, "p": "-7.00", "d": "1969-12-31T00:00:00"},
+    {"v": 3, "p": None, "d": "2024-02-29T00:00:00"},
+    {"v": 4, "p": "2147483647.00", "d": "0001-01-01T00:00:00"},
+    {"v": 5, "p": "2.50", "d": "2024-01-01T10:00:00"},
+]
+
+
+def test_widened_partition_values_are_respelled_in_the_current_type(tmp_path, spark, oracle, oracle_018,
+                                                                    duckdb_reader):
+    path = str(tmp_path / "t")
+    _builder, first, second, third = _widened_partition_table(path)
+    assert same_rows(_WIDENED_ROWS, expected_rows(path))  # our own reading of the original table
+    outcome = drop_feature(path, "typeWidening")
+    assert outcome.status == "dropped"
+    assert_no_type_widening_left(path)
+    assert oracle.protocol(path).unwrap()["readerFeatures"] == ["timestampNtz"]
+
+    # deltalake 0.18.2 (older reader), 1.6.6 and DuckDB's delta-kernel-rs all read the written values
+    assert same_rows(_WIDENED_ROWS, oracle_018.pyarrow_rows(path).unwrap())
+    assert same_rows(_WIDENED_ROWS, oracle.scan_rows(path).unwrap())
+    assert same_rows(_WIDENED_ROWS, duckdb_reader.duckdb_rows(path).unwrap())
+
+    live = {f.path: f for f in DeltaLog(path).snapshot().state().files.values()}
+    spellings = {(f.partitionValues["p"], f.partitionValues["d"]) for f in live.values()}
+    assert spellings == {("1.00", "2024-06-19 00:00:00"), ("-7.00", "1969-12-31 00:00:00"),
+                         (None, "2024-02-29 00:00:00"), ("2147483647.00", "0001-01-01 00:00:00"),
+                         ("2.50", "2024-01-01 10:00:00.000000")}
+    # stage 1 rewritten (narrower v), stage 2 re-added as they are, stage 3 untouched
+    assert not first & set(live) and second | third <= set(live) and len(live) == 5
+    # the re-spelling is metadata-only: remove + add of the same file, dataChange=false, in REORG
+    reorg = [json.loads(line) for name in sorted(os.listdir(os.path.join(path, "_delta_log")))
+             if name.endswith(".json") for line in open(os.path.join(path, "_delta_log", name))]
+    respelled = [a for a in reorg if "add" in a and a["add"]["path"] in second]
+    assert len(respelled) == 2 + 2  # appended, then re-added
+    assert all(a["add"]["dataChange"] is False for a in respelled[2:])
+    removes = [a["remove"] for a in reorg if "remove" in a and a["remove"]["path"] in second]
+    assert len(removes) == 2 and all(r["dataChange"] is False for r in removes)
+
+
+def test_widened_partition_value_of_no_possible_type_is_refused(tmp_path, spark):
+    """A partition value that no type the column had can spell is refused, naming the file, before
+    anything is written (the drop's rehearsal sees it)."""
+    import shutil
+
+    from delta_downgrade.errors import FileLayoutError
+
+    path = str(tmp_path / "t")
+    builder, _first, second, _third = _widened_partition_table(path)
+    add = next(f for f in builder.log.snapshot(check_read=False).state().files.values() if f.path in second)
+    os.makedirs(os.path.join(path, "p=one"))
+    shutil.copy(os.path.join(path, add.decoded_path), os.path.join(path, "p=one", "x.parquet"))
+    builder.commit([replace(add, path="p=one/x.parquet", partitionValues={"p": "one", "d": None})])
+    version = DeltaLog(path).latest_version()
+    with pytest.raises(FileLayoutError) as info:
+        drop_feature(path, "typeWidening")
+    assert "p=one/x.parquet" in str(info.value) and "'one'" in str(info.value)
+    assert info.value.exit_code == 2
+    assert DeltaLog(path).latest_version() == version
+
+
+def test_widened_clustering_column_keeps_statistics_and_provider(tmp_path, spark, oracle):
+    """A clustered table (PROTOCOL.md "Clustered Table") whose clustering column x went float ->
+    double: the float bounds cannot be carried over (3.4f is not 3.4), so the rewritten file's
+    bounds for x come from its footer; clusteringProvider stays."""
+    from delta_downgrade.protocol.actions import DomainMetadata
+
+    path = str(tmp_path / "t")
+    builder = TableBuilder(path)
+    arrow = pa.schema([("x", pa.float32()), ("s", pa.string())])
+    features = {"typeWidening"}
+    builder.create(arrow, protocol=Protocol(3, 7, features, features | {"clustering", "domainMetadata"}),
+                   configuration={"delta.enableTypeWidening": "true"})
+    adds = builder.write_files([{"x": 3.4, "s": "a"}, {"x": -1.5, "s": "b"}, {"x": None, "s": "c"}])
+    builder.commit([DomainMetadata(domain="delta.clustering", configuration='{"clusteringColumns":[["x"]]}'),
+                    *(replace(a, clusteringProvider="liquid") for a in adds)], "OPTIMIZE")
+    schema = {"type": "struct", "fields": [
+        {"name": "x", "type": "double", "nullable": True,
+         "metadata": {"delta.typeChanges": [{"fromType": "float", "toType": "double"}]}},
+        {"name": "s", "type": "string", "nullable": True, "metadata": {}}]}
+    builder.set_metadata(replace(builder.log.snapshot(check_read=False).metadata, schemaString=json.dumps(schema)))
+    expected = expected_rows(path)
+
+    assert drop_feature(path, "typeWidening").status == "dropped"
+    [add] = DeltaLog(path).snapshot().state().files.values()
+    assert add.path not in {a.path for a in adds} and add.clusteringProvider == "liquid"
+    stats = json.loads(add.stats)
+    assert stats["minValues"]["x"] == -1.5 and stats["maxValues"]["x"] == pytest.approx(3.4, rel=1e-6)
+    assert stats["nullCount"]["x"] == 1
+    assert json.loads(DeltaLog(path).snapshot().state().live_domains["delta.clustering"].configuration) == \
+        {"clusteringColumns": [["x"]]}
+    assert same_rows(expected, oracle.scan_rows(path).unwrap())

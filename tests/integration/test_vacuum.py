@@ -400,8 +400,7 @@ def test_known_writer_features_do_not_block_vacuum(table, clock):
     assert len(vacuum(table.path, clock=clock).deleted) == 1
 
 
-@pytest.mark.parametrize("name, feature", [("collations_dbr", "collations"),
-                                           ("catalog_managed_ict", "catalogManaged")])
+@pytest.mark.parametrize("name, feature", [("catalog_managed_ict", "catalogManaged")])
 def test_golden_tables_with_unwritable_features_are_refused(golden_table, name, feature):
     path = golden_table(name)
     before = _files(path) | {f"_delta_log/{n}" for n in _log_files(path)}
@@ -413,6 +412,15 @@ def test_golden_tables_with_unwritable_features_are_refused(golden_table, name, 
         assert info.value.error_class == "DELTA_UNSUPPORTED_FEATURES_FOR_WRITE"
         assert feature in info.value.features
     assert _files(path) | {f"_delta_log/{n}" for n in _log_files(path)} == before
+
+
+@pytest.mark.parametrize("name", ["collations_dbr", "liquid_row_tracking_dbr"])
+def test_golden_tables_with_clustering_or_collations_are_vacuumed(golden_table, name):
+    """collations and liquid are writer features this package writes: VACUUM runs."""
+    path = golden_table(name)
+    _touch(path, "orphan.parquet", 1_000)
+    result = vacuum(path, clock=ManualClock(4_000_000_000_000))
+    assert result.deleted == ["orphan.parquet"]
 
 
 def test_golden_vacuum_protocol_check_table_is_vacuumed(golden_table):

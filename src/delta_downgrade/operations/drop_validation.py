@@ -78,9 +78,14 @@ def validate_drop(protocol: Protocol, raw_name: str, *, truncate_history: bool,
     # 8. Another present feature requires it.
     dependents = sorted(protocol.dependents_of(spec.name))
     if dependents:
+        # A dependent that cannot be dropped (clustering, liquid, collations need domainMetadata)
+        # keeps the feature for good: say so rather than "drop those first".
+        fixed = [d for d in dependents if not ((f := get_feature(d)) is not None and f.removable)]
+        next_step = (f"{', '.join(fixed)} cannot be dropped, so {name} stays" if fixed
+                     else "drop those first")
         raise _error(DependentFeatureError,
                      f"cannot drop {name} because other features in this table depend on it "
-                     f"({', '.join(dependents)}); drop those first", table, name,
+                     f"({', '.join(dependents)}); {next_step}", table, name,
                      dependentFeatures=", ".join(dependents))
     return spec
 

@@ -159,37 +159,66 @@ _COORDINATED_COMMITS_PROPS = ("delta.coordinatedCommits.commitCoordinator-previe
                               "delta.coordinatedCommits.commitCoordinatorConf-preview",
                               "delta.coordinatedCommits.tableConf-preview")
 
-# [DS], feature by feature.
+# [DS], feature by feature. The one-line comment on each writable feature says how this package
+# meets PROTOCOL.md's writer requirements in what it writes: protocol/metadata/domain commits,
+# checkpoints, and the data rewrites of the DV purge, column-mapping removal and type widening
+# (``remove`` + ``add`` with dataChange=false, same rows) — or which rewrite refuses, naming the
+# feature (``rewrite/writer_requirements.py``).
 _CATALOG: tuple[TableFeature, ...] = (
+    # Rewrites are dataChange=false rearrangements, which append-only tables allow.
     _w("appendOnly", 2, properties=("delta.appendOnly",), in_spec=True),
     # invariants, generated and identity columns live in column metadata, not table properties.
+    # Invariants: no rewrite adds a row; the rows written are the rows the table already had.
     _w("invariants", 2, in_spec=True),
+    # CHECK constraints bind new rows; a rewrite writes none (same rows, same values).
     _w("checkConstraints", 3, removable=True, properties=("delta.constraints.*",), in_spec=True),
+    # dataChange=false rewrites need no CDC files (PROTOCOL.md "Add CDC File").
     _w("changeDataFeed", 4, properties=("delta.enableChangeDataFeed",), in_spec=True),
+    # Same rows, values cast only to the wider table type: generated values still match.
     _w("generatedColumns", 4, in_spec=True),
     _rw("columnMapping", 2, 5, removable=True,
         properties=("delta.columnMapping.mode", "delta.columnMapping.maxColumnId"), in_spec=True),
+    # No row is inserted, so no identity value is generated; delta.identity.* metadata is kept.
     _w("identityColumns", 6, in_spec=True),
+    # Defaults apply to inserted rows only, and a rewrite inserts none; CURRENT_DEFAULT is kept.
     _w("allowColumnDefaults", in_spec=True),
     _rw("deletionVectors", removable=True, properties=("delta.enableDeletionVectors",),
         in_spec=True),
     # rowTracking overrides the writer default explicitly ([DS]): false.
     _w("rowTracking", removable=True, required_features={"domainMetadata"},
        properties=_ROW_TRACKING_PROPS, in_spec=True),
+    # Live domains are carried by every checkpoint and never touched by a rewrite.
     _w("domainMetadata", removable=True, in_spec=True),
+    # Rewrites write timestamp_ntz as Parquet INT64 microseconds without UTC adjustment.
     _rw("timestampNtz", in_spec=True),
     _rw("v2Checkpoint", removable=True, properties=("delta.checkpointPolicy",), in_spec=True),
+    # While active (delta.enableIcebergCompatV1/V2/V3=true) a rewrite would have to place
+    # materialized partition columns and nested Parquet field ids the way they ask: file rewrites
+    # refuse; protocol-only drops are fine (no new AddFile).
     _w("icebergCompatV1", required_features={"columnMapping"},
        properties=("delta.enableIcebergCompatV1",), in_spec=True),
     _w("icebergCompatV2", required_features={"columnMapping"},
        properties=("delta.enableIcebergCompatV2",), in_spec=True),
     _w("icebergCompatV3", required_features={"columnMapping", "rowTracking"},
        properties=("delta.enableIcebergCompatV3",)),
+    # PROTOCOL.md "Clustered Table": the delta.clustering domain is kept (and renamed by
+    # column-mapping removal), rewritten files keep clusteringProvider and always get statistics
+    # for the clustering columns (protocol/clustering.py, rewrite/stats.py).
     _w("clustering", required_features={"domainMetadata"}, in_spec=True),
+    # Databricks' preview name of clustering (DBR 13.x; not in delta-spark): the same writer
+    # requirements, its columns in the delta.liquid domain as [{"physicalName": [...]}].
+    # Not removable, like clustering.
+    _w("liquid", required_features={"domainMetadata"}),
+    # Collated String Type RFC: __COLLATIONS field metadata is kept by every schema change
+    # (column-mapping removal and type widening strip only their own keys), statistics written
+    # are UTF-8 binary ones (allowed), statsWithCollation is re-keyed with the other stats.
+    _w("collations", required_features={"domainMetadata"}),
     _rw("vacuumProtocolCheck", removable=True, in_spec=True),
     _w("inCommitTimestamp", removable=True, properties=_ICT_PROPS, in_spec=True),
     _rw("typeWidening", removable=True, properties=_TYPE_WIDENING_PROPS),
     _rw("typeWidening-preview", removable=True, properties=_TYPE_WIDENING_PROPS),
+    # File rewrites cannot carry variant columns (Parquet struct of value/metadata, maybe
+    # shredded): a rewrite of a table whose schema has one refuses; protocol-only drops are fine.
     _rw("variantType"),
     _rw("variantType-preview"),
     # Only the stable shredding feature depends on the stable variant feature ([DS]).
@@ -203,6 +232,8 @@ _CATALOG: tuple[TableFeature, ...] = (
        properties=_COORDINATED_COMMITS_PROPS, **_UNSUPPORTED),
     _rw("geospatial", removable=True),
     _rw("geospatial-dev", removable=True),
+    # New data files must materialize the partition columns (RFC): the DV purge writes them;
+    # a file rewrite of a file that lacks them refuses.
     _w("materializePartitionColumns", removable=True,
        properties=("delta.enableMaterializePartitionColumnsFeature",)),
     # The reader-writer redirect feature overrides the default: no history protection ([DS]).

@@ -20,8 +20,12 @@ because a reader must never see the new schema with a file that still uses physi
 
 The commit is ``REMOVE COLUMN MAPPING``: ``remove`` (dataChange=false) of every rewritten file,
 ``add`` (dataChange=false) of its replacement, ``add`` of files that already match (re-keyed
-partition values and stats), and the new ``metaData``. Data files are written first; a crash
-before the commit leaves only orphan files (VACUUM removes them later), and a rerun starts over.
+partition values and stats), the clustering domain naming the logical names (PROTOCOL.md
+"Clustered Table" records physical names, which are the logical ones once the mapping is gone;
+``protocol/clustering.py``), and the new ``metaData``. On a clustered table every ``add`` has
+statistics for the clustering columns (completed from the file's footer when missing). Data files
+are written first; a crash before the commit leaves only orphan files (VACUUM removes them later),
+and a rerun starts over.
 
 The rewrite keeps row order within each file (each input file is read as exactly one split by one
 task and written as one output file), so deletion vectors and row-tracking ids, which address rows
@@ -36,6 +40,7 @@ from typing import TYPE_CHECKING, Any
 from delta_downgrade.errors import InvalidColumnNamesForMappingRemovalError
 from delta_downgrade.log.commit import rebase_unless_files_touched
 from delta_downgrade.protocol.actions import AddFile, AnyAction
+from delta_downgrade.protocol.clustering import clustering_columns, domains_with_logical_names
 from delta_downgrade.protocol.schema import CM_METADATA_KEYS
 from delta_downgrade.rewrite.actions import remove_action, replacement_add
 from delta_downgrade.rewrite.file_plan import FilePlan
@@ -44,7 +49,8 @@ from delta_downgrade.rewrite.physical_schema import (
     MODE_KEY, Naming, column_mapping_mode, iter_named_fields, physical_name, schema_string,
     strip_field_metadata,
 )
-from delta_downgrade.rewrite.stats import rekey_stats, stats_for_rewrite
+from delta_downgrade.rewrite.stats import clustering_stats_leaves, rekey_stats, stats_for_rewrite, with_footer_stats
+from delta_downgrade.rewrite.writer_requirements import ensure_files_can_be_rewritten, ensure_partition_columns_kept
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import SparkSession
@@ -98,6 +104,8 @@ def remove_column_mapping(run: "DropRun", *, workers: int = DEFAULT_WORKERS,
     new_metadata = replace(metadata.with_configuration({MODE_KEY: None, MAX_ID_KEY: None}),
                            schemaString=schema_string(new_schema))
     files = list(snapshot.state().files.values())
+    live_domains = list(snapshot.state().live_domains.values())
+    domains = domains_with_logical_names(live_domains, schema)
     partition_keys = {physical_name(f, mode): str(f["name"]) for f in schema.get("fields", [])
                       if f["name"] in metadata.partitionColumns}
 
@@ -110,7 +118,7 @@ def remove_column_mapping(run: "DropRun", *, workers: int = DEFAULT_WORKERS,
         if run.dry_run:
             run.progress("would strip column-mapping field metadata and properties (no file uses "
                          "physical names: the mode is none)")
-        run.commit([new_metadata], "REMOVE COLUMN MAPPING", {"numRewrittenFiles": 0})
+        run.commit([*domains, new_metadata], "REMOVE COLUMN MAPPING", {"numRewrittenFiles": 0})
         return True
 
     naming = Naming(mode, logical=True)
@@ -122,13 +130,18 @@ def remove_column_mapping(run: "DropRun", *, workers: int = DEFAULT_WORKERS,
     total_bytes = sum(a.size or 0 for a, _ in plans)
     run.progress(f"REMOVE COLUMN MAPPING ({mode} mode): {len(plans)} of {len(files)} live file(s) "
                  f"to rewrite ({total_bytes} bytes); {len(keep)} already use logical names")
+    if plans:
+        purpose = "remove column mapping"
+        ensure_files_can_be_rewritten(snapshot.protocol, metadata, table=run.table, purpose=purpose)
+        ensure_partition_columns_kept(snapshot.protocol, metadata, plans, naming, table=run.table, purpose=purpose)
+    clustering_leaves = clustering_stats_leaves(metadata, clustering_columns(live_domains), logical=True)
 
     def rekey(stats: dict[str, Any]) -> dict[str, Any]:
         return rekey_stats(stats, schema, mode)
 
     now = run.clock.now_ms()
     if run.dry_run:
-        run.commit([*(remove_action(a, now) for a, _ in plans), new_metadata], "REMOVE COLUMN MAPPING",
+        run.commit([*(remove_action(a, now) for a, _ in plans), *domains, new_metadata], "REMOVE COLUMN MAPPING",
                    {"numRewrittenFiles": len(plans)})
         return True
 
@@ -143,13 +156,16 @@ def remove_column_mapping(run: "DropRun", *, workers: int = DEFAULT_WORKERS,
         result = by_source[id(add)]
         actions.append(remove_action(add, now))
         if result.path is not None:
-            actions.append(replacement_add(add, result, partition_values=rekeyed_partitions(add),
-                                           stats=stats_for_rewrite(add.stats, result.num_rows, plan.widened, rekey)))
+            stats = stats_for_rewrite(add.stats, result.num_rows, plan.widened, rekey)
+            stats = with_footer_stats(stats, rewriter.local(result.path), clustering_leaves)
+            actions.append(replacement_add(add, result, partition_values=rekeyed_partitions(add), stats=stats))
     for add, plan in keep:
         stats = add.stats
-        if stats:
+        if stats or clustering_leaves:
             stats = stats_for_rewrite(stats, plan.num_rows, [], rekey)
+            stats = with_footer_stats(stats, rewriter.input_location(add), clustering_leaves)
         actions.append(replace(add, partitionValues=rekeyed_partitions(add), stats=stats, dataChange=False))
+    actions.extend(domains)
     actions.append(new_metadata)
     replaced = {a.decoded_path for a in files}
     resolver = rebase_unless_files_touched(replaced, actions, allow_new_files=False,

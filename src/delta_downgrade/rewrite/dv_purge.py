@@ -36,7 +36,8 @@ Then batch by batch (≤ ``batch_files`` files, ≤ ``batch_bytes`` bytes each; 
    visible in shared directories).
 3. **Statistics** of the new files: exact ``numRecords`` and tight ``minValues``/``maxValues``/
    ``nullCount`` (PROTOCOL.md "Per-file Statistics", physical column names, the first
-   ``delta.dataSkippingNumIndexedCols`` leaf columns or ``delta.dataSkippingStatsColumns``). With
+   ``delta.dataSkippingNumIndexedCols`` leaf columns or ``delta.dataSkippingStatsColumns``, and
+   always the clustering columns of a clustered table, PROTOCOL.md "Clustered Table"). With
    local storage they come from the parquet footers (pyarrow, footers only); elsewhere from one
    Spark aggregation per batch grouped by ``_metadata.file_path``.
 4. **Check** that each output directory holds exactly Σ(numRecords − cardinality) rows of its
@@ -65,6 +66,7 @@ from delta_downgrade.errors import (
 )
 from delta_downgrade.log.commit import rebase_unless_files_touched
 from delta_downgrade.protocol.actions import AddFile, AnyAction, Metadata
+from delta_downgrade.protocol.clustering import clustering_columns
 from delta_downgrade.rewrite.actions import log_path, remove_action
 from delta_downgrade.rewrite.dv_purge_join import join_key, write_group
 from delta_downgrade.rewrite.dv_purge_plan import (
@@ -76,6 +78,7 @@ from delta_downgrade.rewrite.spark_io import escape_glob, metadata_column
 from delta_downgrade.rewrite.stats import (
     StatsLeaf, footer_stats, spark_leaf_aggregates, spark_leaf_stats, stats_json, stats_leaves,
 )
+from delta_downgrade.rewrite.writer_requirements import ensure_files_can_be_rewritten
 from delta_downgrade.storage import typed_write_error
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -380,6 +383,8 @@ def purge_deletion_vectors(run: "DropRun", *, batch_files: int = DEFAULT_BATCH_F
     if not files:
         return False
     _check_supported(snapshot)
+    ensure_files_can_be_rewritten(snapshot.protocol, snapshot.metadata, table=run.table,
+                                  purpose="purge deletion vectors")
     batches = plan_batches(files, batch_files=batch_files, batch_bytes=batch_bytes)
     total_files = len(files)
     total_bytes = sum(f.add.size for f in files)
@@ -412,7 +417,8 @@ def purge_deletion_vectors(run: "DropRun", *, batch_files: int = DEFAULT_BATCH_F
 
         read_schema, write_schema = StructType.fromJson(read_json), StructType.fromJson(write_json)
     ctx = _Context(run=run, spark=session, storage=storage, reader=reader, root=root_path(run.table),
-                   read_schema=read_schema, write_schema=write_schema, leaves=stats_leaves(metadata),
+                   read_schema=read_schema, write_schema=write_schema,
+                   leaves=stats_leaves(metadata, clustering_columns(snapshot.state().live_domains.values())),
                    codec=_compression(metadata), use_footers=stats == "footer" or (stats == "auto" and local),
                    strategy=strategy, broadcast_max_rows=broadcast_max_rows, parallel_jobs=parallel_jobs)
     run.progress(f"purging deletion vectors of {total_files} file(s), {total_bytes} bytes, "

@@ -107,15 +107,12 @@ def _split_column_list(text: str) -> list[tuple[str, ...]]:
     return out
 
 
-def stats_leaves(metadata: Metadata) -> list[StatsLeaf]:
-    """The leaf columns that get statistics, as delta-spark picks them: those listed in
-    ``delta.dataSkippingStatsColumns``, else the first ``delta.dataSkippingNumIndexedCols``
-    (default 32, -1 = all) leaves in schema order; partition columns never. Arrays and maps count
-    as leaves but get no statistics here."""
-    conf = metadata.configuration
-    mode = column_mapping_mode(conf, strip=False)
+def _schema_leaves(metadata: Metadata) -> list[tuple[tuple[str, ...], tuple[str, ...], Any]]:
+    """(logical path, physical path, type) of every leaf column in schema order, through structs
+    only; partition columns never (PROTOCOL.md "Per-file Statistics")."""
+    mode = column_mapping_mode(metadata.configuration, strip=False)
     partition = {c.lower() for c in metadata.partitionColumns or []}
-    leaves: list[tuple[tuple[str, ...], tuple[str, ...], Any]] = []  # logical path, physical path, type
+    leaves: list[tuple[tuple[str, ...], tuple[str, ...], Any]] = []
 
     def walk(fields: Iterable[Mapping[str, Any]], logical: tuple[str, ...],
              physical: tuple[str, ...]) -> None:
@@ -131,6 +128,27 @@ def stats_leaves(metadata: Metadata) -> list[StatsLeaf]:
                 leaves.append((logical + (lname,), physical + (pname,), t))
 
     walk(metadata.schema.get("fields", []), (), ())
+    return leaves
+
+
+def _is_clustering_leaf(physical: tuple[str, ...], clustering: Sequence[tuple[str, ...]]) -> bool:
+    # Case-insensitive, as delta-spark resolves clustering columns (ClusteringColumnInfo).
+    folded = tuple(str(p).lower() for p in physical)
+    return any(tuple(c.lower() for c in column) == folded for column in clustering)
+
+
+def stats_leaves(metadata: Metadata, clustering: Sequence[tuple[str, ...]] = ()) -> list[StatsLeaf]:
+    """The leaf columns that get statistics, as delta-spark picks them: those listed in
+    ``delta.dataSkippingStatsColumns``, else the first ``delta.dataSkippingNumIndexedCols``
+    (default 32, -1 = all) leaves in schema order; partition columns never. Arrays and maps count
+    as leaves but get no statistics here.
+
+    ``clustering``: the table's clustering columns (physical name parts,
+    ``protocol.clustering.clustering_columns``); PROTOCOL.md "Clustered Table" asks writers for
+    their statistics in every ``add``, so they are chosen even when the two properties leave them
+    out."""
+    conf = metadata.configuration
+    leaves = _schema_leaves(metadata)
     listed = conf.get(STATS_COLUMNS)
     if listed:
         wanted = _split_column_list(listed)
@@ -142,7 +160,20 @@ def stats_leaves(metadata: Metadata) -> list[StatsLeaf]:
         except ValueError:
             n = DEFAULT_NUM_INDEXED_COLS
         chosen = leaves if n < 0 else leaves[:n]
+    if clustering:
+        picked = {id(leaf) for leaf in chosen}
+        chosen = [leaf for leaf in leaves
+                  if id(leaf) in picked or _is_clustering_leaf(leaf[1], clustering)]
     return [StatsLeaf(physical, t) for _logical, physical, t in chosen if isinstance(t, str)]
+
+
+def clustering_stats_leaves(metadata: Metadata, clustering: Sequence[tuple[str, ...]], *,
+                            logical: bool = False) -> list[StatsLeaf]:
+    """The leaves of the clustering columns only, named as the file being described names them:
+    physical names (the table's layout), or ``logical`` ones (a file written by column-mapping
+    removal)."""
+    return [StatsLeaf(lpath if logical else ppath, t) for lpath, ppath, t in _schema_leaves(metadata)
+            if isinstance(t, str) and _is_clustering_leaf(ppath, clustering)]
 
 
 # --- statistics of a new file ----------------------------------------------------------------------
@@ -301,6 +332,8 @@ def spark_leaf_stats(row: Any, leaves: Sequence[StatsLeaf]) -> dict[tuple[str, .
 # --- statistics carried over from the file a rewrite replaces ---------------------------------------
 
 _STAT_MAPS = ("minValues", "maxValues", "nullCount")
+#: Collated String Type RFC: min/max values per collation, keyed like the top-level ones.
+STATS_WITH_COLLATION = "statsWithCollation"
 
 
 def widen_stats(stats: dict[str, Any], widened: Iterable[tuple[tuple[str, ...], str, str]]) -> dict[str, Any]:
@@ -341,10 +374,20 @@ def rekey_stats(stats: dict[str, Any], schema: dict[str, Any], mode: str) -> dic
                 out[str(f["name"])] = value
         return out
 
+    fields = schema.get("fields", [])
     result = {k: v for k, v in stats.items() if k not in _STAT_MAPS}
     for key in _STAT_MAPS:
         if key in stats:
-            result[key] = walk(stats[key], schema.get("fields", []))
+            result[key] = walk(stats[key], fields)
+    collated = stats.get(STATS_WITH_COLLATION)
+    if isinstance(collated, dict):
+        # Collated String Type RFC: per collation, minValues/maxValues mirroring the physical
+        # stats schema, so they are re-keyed like the top-level ones (a stale physical key would
+        # name no column once column mapping is gone).
+        result[STATS_WITH_COLLATION] = {
+            collation: ({k: (walk(v, fields) if k in _STAT_MAPS else v) for k, v in by_kind.items()}
+                        if isinstance(by_kind, dict) else by_kind)
+            for collation, by_kind in collated.items()}
     return result
 
 
@@ -365,3 +408,47 @@ def stats_for_rewrite(old: str | None, num_rows: int, widened: Sequence[tuple[tu
     stats["numRecords"] = num_rows
     ordered = {"numRecords": num_rows, **{k: v for k, v in stats.items() if k != "numRecords"}}
     return dumps_exact(ordered)
+
+
+def _has_path(d: Any, path: tuple[str, ...]) -> bool:
+    for key in path:
+        if not isinstance(d, dict) or key not in d:
+            return False
+        d = d[key]
+    return True
+
+
+def with_missing_leaf_stats(stats: str, leaves: Sequence[StatsLeaf],
+                            values: Mapping[tuple[str, ...], LeafStats]) -> str:
+    """``stats`` (a rewritten file's, already complete for ``numRecords``) with the statistics of
+    ``leaves`` it lacks taken from ``values`` (the new file's footer): what it has is kept as it
+    is. PROTOCOL.md "Clustered Table" asks every ``add`` for statistics of the clustering columns;
+    a file carried over without them, or whose widened bounds had to be dropped, gets them here."""
+    current = loads_exact(stats)
+    num_records = current.get("numRecords")
+    added = False
+    for leaf in leaves:
+        found = values.get(leaf.path)
+        if found is None:
+            continue
+        lo, hi, null_count = found
+        if null_count is not None and not _has_path(current.get("nullCount"), leaf.path):
+            _put_path(current.setdefault("nullCount", {}), leaf.path, int(null_count))
+            added = True
+        if not leaf.min_max or (null_count is not None and num_records is not None
+                                and null_count >= num_records):
+            continue
+        for key, value, is_max in (("minValues", lo, False), ("maxValues", hi, True)):
+            bound = stat_value(leaf.delta_type, value, is_max=is_max)
+            if bound is not None and not _has_path(current.get(key), leaf.path):
+                _put_path(current.setdefault(key, {}), leaf.path, bound)
+                added = True
+    return dumps_exact(current) if added else stats
+
+
+def with_footer_stats(stats: str, local_file: str, leaves: Sequence[StatsLeaf]) -> str:
+    """``with_missing_leaf_stats`` from the footer of the new file ``local_file`` (no data read)."""
+    if not leaves:
+        return stats
+    _rows, values = footer_stats(local_file, leaves)
+    return with_missing_leaf_stats(stats, leaves, values)

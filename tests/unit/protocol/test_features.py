@@ -65,14 +65,23 @@ CATALOG_1_3 = [
      {"catalogManaged", "rowTracking", "domainMetadata", "deletionVectors", "columnMapping"}),
 ]
 
+# Beyond §1.3 (delta-spark has neither): Databricks' preview name of clustering, written by DBR
+# 13.x (golden liquid_row_tracking_dbr), and the Collated String Type RFC's writer feature.
+# Both writer-only, needing domainMetadata, not removable.
+BEYOND_SPARK = [
+    ("liquid", W, (0, 7), "no", False, _, {"domainMetadata"}),
+    ("collations", W, (0, 7), "RFC", False, _, {"domainMetadata"}),
+]
+REGISTRY_ROWS = CATALOG_1_3 + BEYOND_SPARK
+
 NOT_HANDLED_BY_PACKAGE = {"catalogManaged", "coordinatedCommits-preview",
                           "redirectReaderWriter-preview", "redirectWriterOnly-preview",
                           "adaptiveMetadata-preview"}
 
 
 def test_registry_has_exactly_the_catalog_features():
-    assert set(FEATURES) == {row[0] for row in CATALOG_1_3}
-    assert len(FEATURES) == 34
+    assert set(FEATURES) == {row[0] for row in REGISTRY_ROWS}
+    assert len(FEATURES) == 36
 
 
 def test_registry_is_keyed_by_exact_name_and_immutable():
@@ -84,7 +93,7 @@ def test_registry_is_keyed_by_exact_name_and_immutable():
         FEATURES["appendOnly"].removable = True  # type: ignore[misc]
 
 
-@pytest.mark.parametrize("row", CATALOG_1_3, ids=[row[0] for row in CATALOG_1_3])
+@pytest.mark.parametrize("row", REGISTRY_ROWS, ids=[row[0] for row in REGISTRY_ROWS])
 def test_feature_matches_catalog_row(row):
     name, kind, (reader, writer), spec, removable, hist_prot, requires = row
     f = FEATURES[name]

@@ -131,3 +131,31 @@ def test_all_nullable():
 def test_schema_string_is_compact_and_keeps_non_ascii():
     assert schema_string({"type": "struct", "fields": [_field("é", "long")]}) == (
         '{"type":"struct","fields":[{"name":"é","type":"long","nullable":true,"metadata":{}}]}')
+
+
+def test_schema_changes_keep_collations_and_other_metadata():
+    """Collated String Type RFC: "clients must preserve collations when they change the schema".
+    Column-mapping removal and type widening strip only their own keys, at every level."""
+    from delta_downgrade.protocol.schema import TYPE_CHANGES_KEY
+    from delta_downgrade.rewrite.column_mapping import COLUMN_MAPPING_FIELD_KEYS
+
+    kept = {"__COLLATIONS": {"m.key": "icu.de_DE"}, "delta.identity.start": 1, "CURRENT_DEFAULT": "'x'",
+            "comment": "c"}
+    leaf = {"name": "e", "type": "string", "nullable": True,
+            "metadata": {"__COLLATIONS": {"e": "spark.UTF8_LCASE"}, "delta.columnMapping.id": 3,
+                         "delta.columnMapping.physicalName": "col-e"}}
+    schema = {"type": "struct", "fields": [
+        {"name": "m", "nullable": True,
+         "type": {"type": "map", "keyType": "string", "valueContainsNull": True,
+                  "valueType": {"type": "array", "containsNull": True,
+                                "elementType": {"type": "struct", "fields": [leaf]}}},
+         "metadata": {**kept, "delta.columnMapping.id": 1, "delta.columnMapping.physicalName": "col-m",
+                      "delta.columnMapping.nested.ids": {"col-m.key": 5},
+                      TYPE_CHANGES_KEY: [{"fromType": "integer", "toType": "long", "fieldPath": "value"}]}}]}
+    for keys, gone in ((COLUMN_MAPPING_FIELD_KEYS, "delta.columnMapping"), ((TYPE_CHANGES_KEY,), TYPE_CHANGES_KEY)):
+        out = strip_field_metadata(schema, keys)
+        top = out["fields"][0]["metadata"]
+        inner = out["fields"][0]["type"]["valueType"]["elementType"]["fields"][0]["metadata"]
+        assert {k: v for k, v in top.items() if k in kept} == kept
+        assert inner["__COLLATIONS"] == {"e": "spark.UTF8_LCASE"}
+        assert not any(k.startswith(gone) for k in top) and not any(k.startswith(gone) for k in inner)

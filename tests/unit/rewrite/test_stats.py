@@ -13,8 +13,8 @@ import pytest
 
 from delta_downgrade.protocol.actions import Metadata
 from delta_downgrade.rewrite.stats import (
-    StatsLeaf, dumps_exact, footer_stats, loads_exact, rekey_stats, spark_leaf_stats, stat_value, stats_for_rewrite,
-    stats_json, stats_leaves,
+    StatsLeaf, clustering_stats_leaves, dumps_exact, footer_stats, loads_exact, rekey_stats, spark_leaf_stats,
+    stat_value, stats_for_rewrite, stats_json, stats_leaves, with_footer_stats, with_missing_leaf_stats,
 )
 
 
@@ -191,3 +191,67 @@ def test_rekey_keeps_non_ascii_logical_names():
     out = stats_for_rewrite('{"numRecords":1,"nullCount":{"col-1":0}}', 1, [],
                             lambda st: rekey_stats(st, schema, "name"))
     assert out == '{"numRecords":1,"nullCount":{"é":0}}'
+
+
+# --- clustered tables: statistics for the clustering columns, always (PROTOCOL.md "Clustered Table") --
+
+def test_clustering_columns_get_statistics_beyond_the_indexed_columns():
+    fields = [_field(f"c{i}", "long") for i in range(3)] + [
+        _field("s", {"type": "struct", "fields": [_field("k", "string"), _field("z", "date")]})]
+    md = _metadata(fields, conf={"delta.dataSkippingNumIndexedCols": "1"})
+    assert [leaf.path for leaf in stats_leaves(md)] == [("c0",)]
+    # schema order kept; names resolve case-insensitively, as delta-spark's
+    assert [leaf.path for leaf in stats_leaves(md, [("S", "z"), ("c2",)])] == [("c0",), ("c2",), ("s", "z")]
+    listed = _metadata(fields, conf={"delta.dataSkippingStatsColumns": "c1"})
+    assert [leaf.path for leaf in stats_leaves(listed, [("c0",)])] == [("c0",), ("c1",)]
+    none = _metadata(fields, conf={"delta.dataSkippingNumIndexedCols": "0"})
+    assert stats_leaves(none, [("s", "k")]) == [StatsLeaf(("s", "k"), "string")]
+    assert stats_leaves(none, [("nope",)]) == []
+
+
+def test_clustering_columns_are_physical_names_under_column_mapping():
+    nested = {"type": "struct", "fields": [_field("x", "long", "col-x", 3)]}
+    md = _metadata([_field("a", "integer", "col-a", 1), _field("s", nested, "col-s", 2)],
+                   conf={"delta.columnMapping.mode": "name", "delta.dataSkippingNumIndexedCols": "0"})
+    assert stats_leaves(md, [("col-s", "col-x")]) == [StatsLeaf(("col-s", "col-x"), "long")]
+    assert stats_leaves(md, [("s", "x")]) == []  # the domain records physical names
+    assert clustering_stats_leaves(md, [("col-s", "col-x")]) == [StatsLeaf(("col-s", "col-x"), "long")]
+    assert clustering_stats_leaves(md, [("col-s", "col-x")], logical=True) == [StatsLeaf(("s", "x"), "long")]
+
+
+def test_missing_leaf_statistics_are_added_and_present_ones_kept():
+    leaves = [StatsLeaf(("id",), "long"), StatsLeaf(("s", "k"), "string"), StatsLeaf(("b",), "binary")]
+    values = {("id",): (1, 9, 0), ("s", "k"): ("a", "z" * 40, 1), ("b",): (None, None, 2)}
+    out = json.loads(with_missing_leaf_stats('{"numRecords":3,"minValues":{"id":0}}', leaves, values))
+    assert out == {"numRecords": 3, "minValues": {"id": 0, "s": {"k": "a"}}, "maxValues": {"id": 9},
+                   "nullCount": {"id": 0, "s": {"k": 1}, "b": 2}}
+    # an all-null column gets its null count only; nothing to add leaves the text as it was
+    assert json.loads(with_missing_leaf_stats('{"numRecords":2}', leaves[:1], {("id",): (None, None, 2)})) == \
+        {"numRecords": 2, "nullCount": {"id": 2}}
+    same = '{"numRecords":3, "nullCount":{"id":0},"minValues":{"id":1},"maxValues":{"id":9}}'
+    assert with_missing_leaf_stats(same, leaves[:1], values) == same
+
+
+def test_footer_statistics_complete_a_rewritten_file(tmp_path):
+    path = str(tmp_path / "f.parquet")
+    pq.write_table(pa.table({"id": pa.array([5, None, 2], pa.int64()), "x": pa.array([1.5, 2.5, None])}), path)
+    leaves = [StatsLeaf(("id",), "long")]
+    out = json.loads(with_footer_stats('{"numRecords":3,"maxValues":{"x":2.5}}', path, leaves))
+    assert out == {"numRecords": 3, "maxValues": {"x": 2.5, "id": 5}, "minValues": {"id": 2}, "nullCount": {"id": 1}}
+    assert with_footer_stats('{"numRecords":3}', path, []) == '{"numRecords":3}'
+
+
+def test_rekey_renames_stats_with_collation_too():
+    """Collated String Type RFC: statsWithCollation mirrors the physical stats schema per
+    collation; after column-mapping removal it must name the logical columns."""
+    nested = {"type": "struct", "fields": [_field("e", "string", "col-e", 3)]}
+    schema = {"type": "struct", "fields": [_field("d", nested, "col-d", 2), _field("gone", "string", "col-g", 4)]}
+    old = {"numRecords": 2, "tightBounds": True,
+           "minValues": {"col-d": {"col-e": "A"}}, "maxValues": {"col-d": {"col-e": "b"}},
+           "statsWithCollation": {"ICU.en_US.72": {"minValues": {"col-d": {"col-e": "a"}},
+                                                   "maxValues": {"col-d": {"col-e": "B"}, "col-x": "q"}}}}
+    out = rekey_stats(old, schema, "name")
+    assert out == {"numRecords": 2, "tightBounds": True,
+                   "minValues": {"d": {"e": "A"}}, "maxValues": {"d": {"e": "b"}},
+                   "statsWithCollation": {"ICU.en_US.72": {"minValues": {"d": {"e": "a"}},
+                                                           "maxValues": {"d": {"e": "B"}}}}}

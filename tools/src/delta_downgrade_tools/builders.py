@@ -69,6 +69,10 @@ def _partition_string(value: Any) -> str | None:
         return "true" if value else "false"
     if isinstance(value, dt.datetime):
         return value.strftime("%Y-%m-%d %H:%M:%S.%f")
+    if isinstance(value, decimal.Decimal):
+        # PROTOCOL.md "Partition Value Serialization": the number with the column's scale
+        # ("1.50" for decimal(p,2)), as delta-spark writes it; not a float's spelling.
+        return format(value, "f")
     return str(_stat_value(value))
 
 
