@@ -1,78 +1,34 @@
-"""Helpers of the modern-table scenarios: building the table, running the CLI, and telling a
-refusal that waits for a capability other branches are adding from a real failure.
-
-A scenario stops with ``pytest.xfail`` only on the package's own refusal of exactly that
-capability (its error class and the feature it names); anything else fails. When the capability
-lands the refusal disappears and the same test runs on to its end.
-"""
+"""Helpers of the modern-table scenarios: building the table, running the CLI, reading its
+RESULT line, and letting the truncate-history retention pass."""
 
 from __future__ import annotations
 
 import json
 import subprocess
 import time
-from dataclasses import dataclass
 from typing import Any, Sequence
 
-import pytest
-
-from delta_downgrade.errors import UnsupportedCheckpointPolicyError
 from delta_downgrade.log.delta_log import DeltaLog
 from delta_downgrade.log.files import commit_path
 from delta_downgrade.storage.local import LocalStorage
 from delta_downgrade_tools.modern_builder import ModernTable, build_modern_table
 from tests.process_support import run_cli
 
-V2_CHECKPOINT_WRITER = "the V2 checkpoint writer (delta.checkpointPolicy=v2; branch h/v2ckpt)"
-ROW_TRACKING_REWRITES = "row tracking through the DV purge and the other rewrites (branch h/rowtrack)"
-CLUSTERING_WRITES = "liquid / clustering / collations as writable features (branch h/cluster)"
-
-
-@dataclass(frozen=True)
-class Refusal:
-    """A refusal the package makes today because a capability is missing."""
-
-    error_class: str
-    needle: str          # a word the message must hold (the feature it is about)
-    waits_for: str
-
-
-KNOWN_REFUSALS = (
-    Refusal("DELTA_DOWNGRADE_V2_CHECKPOINT_POLICY", "v2", V2_CHECKPOINT_WRITER),
-    Refusal("DELTA_DOWNGRADE_NOT_SUPPORTED_YET", "rowTracking", ROW_TRACKING_REWRITES),
-    Refusal("DELTA_UNSUPPORTED_FEATURES_FOR_WRITE", "'liquid'", CLUSTERING_WRITES),
-    Refusal("DELTA_UNSUPPORTED_FEATURES_FOR_WRITE", "'collations'", CLUSTERING_WRITES),
-)
-
-
-def missing_capability(output: str) -> Refusal | None:
-    """The known refusal ``output`` (a command's stderr, or an error's text) reports, if any."""
-    for refusal in KNOWN_REFUSALS:
-        if f"[{refusal.error_class}]" in output and refusal.needle in output:
-            return refusal
-    return None
-
 
 def build(path: str, *, v2_checkpoint: bool) -> ModernTable:
-    """The modern table; with its V2 checkpoint, or xfail while the package cannot write one."""
-    try:
-        return build_modern_table(path, v2_checkpoint=v2_checkpoint)
-    except UnsupportedCheckpointPolicyError as exc:
-        pytest.xfail(f"waits for {V2_CHECKPOINT_WRITER}: building the table's checkpoint was refused: {exc}")
+    """The modern table, with or without its V2 checkpoint."""
+    return build_modern_table(path, v2_checkpoint=v2_checkpoint)
 
 
 def cli(*args: str, step: str, pending: Sequence[str] = ()) -> subprocess.CompletedProcess[str]:
-    """``delta-downgrade ARGS`` in its own process; xfail on a known missing capability, fail
-    on any other non-zero exit. ``pending``: problems the scenario found on the way and holds
-    until its end; an xfail reports them too, so they are never lost behind it."""
+    """``delta-downgrade ARGS`` in its own process; any non-zero exit fails the test.
+    ``pending``: problems the scenario found on the way and holds until its end, reported with
+    the failure so that they are never lost behind it."""
     proc = run_cli(*args, timeout=900)
     if proc.returncode != 0:
-        known = missing_capability(proc.stderr)
-        if known is not None:
-            also = ("; also found on the way: " + "; ".join(pending)) if pending else ""
-            pytest.xfail(f"waits for {known.waits_for}: {step} exited {proc.returncode}: "
-                         f"{proc.stderr.strip().splitlines()[-1]}{also}")
-        raise AssertionError(f"{step}: exit {proc.returncode}\nstdout:\n{proc.stdout}\nstderr:\n{proc.stderr}")
+        also = ("\nalso found on the way: " + "; ".join(pending)) if pending else ""
+        raise AssertionError(f"{step}: exit {proc.returncode}\nstdout:\n{proc.stdout}\n"
+                             f"stderr:\n{proc.stderr}{also}")
     return proc
 
 

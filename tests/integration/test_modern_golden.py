@@ -21,7 +21,7 @@ import pytest
 from delta_downgrade.log.delta_log import DeltaLog
 from delta_downgrade.operations.inspect import inspect_table
 from delta_downgrade.protocol import CHECKPOINT_PROTECTION, Protocol
-from tests.modern_support import age_history, cli, missing_capability, result_line
+from tests.modern_support import age_history, cli, result_line
 from tests.oracle import same_rows
 from tests.process_support import run_cli, tree_hashes
 from tests.row_tracking_support import TrackedRows, tracked_rows
@@ -54,12 +54,7 @@ def orders(features: list[str]) -> list[tuple[str, ...]]:
 
 
 def drop(path: str, feature: str) -> subprocess.CompletedProcess[str]:
-    proc = run_cli("drop-feature", path, feature, timeout=900)
-    known = missing_capability(proc.stderr) if proc.returncode else None
-    if known is not None:
-        pytest.xfail(f"waits for {known.waits_for}: drop-feature {feature} exited {proc.returncode}: "
-                     f"{proc.stderr.strip().splitlines()[-1]}")
-    return proc
+    return run_cli("drop-feature", path, feature, timeout=900)
 
 
 def drop_all(path: str, order: tuple[str, ...], before: TrackedRows) -> Protocol:

@@ -10,9 +10,6 @@ before), and every row's stable row ID and row commit version equal to the origi
 the data files themselves (tests/row_tracking_support.py). A drop that rewrites files (the DV
 purge, the column-mapping removal) must carry row IDs into the files it writes, and give the
 files it adds fresh ones in the log (PROTOCOL.md "Row Tracking", "Writer Requirements").
-
-Parts of this wait for work on other branches; the scenario xfails on the package's own refusal
-of exactly that capability (tests/modern_support.py) and runs on to its end once it lands.
 """
 
 from __future__ import annotations
@@ -106,7 +103,7 @@ def test_modern_table_downgrades_to_reader_version_1(tmp_path, oracle, duckdb_re
 
     # What the drops write against PROTOCOL.md "Row Tracking" (a rewritten file is a new add:
     # fresh baseRowId, its commit's defaultRowCommitVersion), held until the end so that the
-    # rows of every step are still compared; failed at the end, or reported by an xfail.
+    # rows of every step are still compared; failed at the end.
     violations: list[str] = []
     for feature in ORDERS[order]:
         ids_before = fresh_row_ids(path)
@@ -142,15 +139,9 @@ def test_modern_table_downgrades_to_reader_version_1(tmp_path, oracle, duckdb_re
     assert not violations, "\n".join(violations)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "src bug: rewrite/column_mapping.remove_column_mapping leaves the delta.clustering domain "
-    "naming the clustering columns by their column-mapping physical names (col-<uuid>); without "
-    "column mapping a column's physical name is its logical name (PROTOCOL.md \"Clustered "
-    "Table\", \"Column Mapping\"), so the domain must be rewritten in the same commit"))
 def test_column_mapping_removal_renames_the_clustering_columns(tmp_path, spark):
     path = str(tmp_path / "modern")
     table = build_modern_table(path, v2_checkpoint=False)
-    drop_feature(path, "v2Checkpoint")  # checkpoints under policy v2 are another branch's work
     drop_feature(path, "columnMapping")
     state = DeltaLog(path).snapshot().state()
     assert json.loads(state.live_domains["delta.clustering"].configuration) == {"clusteringColumns": [["id"]]}

@@ -167,7 +167,7 @@ def test_in_commit_timestamps_enabled_with_provenance(table):
 
 
 def test_v2_checkpoint_with_sidecars(tmp_path):
-    t = build(str(tmp_path / "t"), v2_checkpoint=True)  # xfail while the V2 writer is missing
+    t = build(str(tmp_path / "t"), v2_checkpoint=True)
     log = DeltaLog(t.path)
     checkpoint = [c for c in log.checkpoint_inventory() if c.complete]
     assert [c.version for c in checkpoint] == [t.versions["checkpoint"]]
