@@ -29,12 +29,14 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from delta_downgrade.log.commit import rebase_unless_files_touched
+from delta_downgrade.log.row_ids import row_tracking_of
 from delta_downgrade.protocol.actions import AddFile, AnyAction
 from delta_downgrade.protocol.schema import TYPE_CHANGES_KEY, type_change_fields
 from delta_downgrade.rewrite.actions import remove_action, replacement_add
 from delta_downgrade.rewrite.file_plan import FilePlan
 from delta_downgrade.rewrite.file_rewriter import DEFAULT_WORKERS, FileRewriter, in_batches, rewrite_conf
 from delta_downgrade.rewrite.physical_schema import Naming, column_mapping_mode, schema_string, strip_field_metadata
+from delta_downgrade.rewrite.row_tracking import MaterializedColumns, has_stable_values
 from delta_downgrade.rewrite.stats import stats_for_rewrite
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -55,8 +57,11 @@ def stale_files(run: "DropRun", rewriter: FileRewriter) -> list[tuple[AddFile, F
     configuration = dict(metadata.configuration)
     naming = Naming(column_mapping_mode(configuration), logical=False)
     files = list(snapshot.state().files.values())
+    # Rewritten rows keep their stable row IDs and row commit versions (rewrite/row_tracking.py).
+    preserve = MaterializedColumns.of(row_tracking_of(snapshot.protocol, metadata, table=run.table))
     return [(add, plan) for add, plan in
-            rewriter.plans(files, snapshot.schema, metadata.partitionColumns, configuration, naming) if plan.widened]
+            rewriter.plans(files, snapshot.schema, metadata.partitionColumns, configuration, naming, preserve)
+            if plan.widened]
 
 
 def rewrite_type_widening(run: "DropRun", *, batch_files: int = DEFAULT_BATCH_FILES,
@@ -95,9 +100,13 @@ def rewrite_type_widening(run: "DropRun", *, batch_files: int = DEFAULT_BATCH_FI
                             add, result, partition_values=dict(add.partitionValues or {}),
                             stats=stats_for_rewrite(add.stats, result.num_rows, plan.widened)))
                 replaced = {a.decoded_path for a, _ in batch}
+                # preserved: the plans wrote the stable values when row tracking is enabled
+                preserved = all(has_stable_values(a) and any(c.row_tracking for c in p.columns)
+                                for a, p in batch)
                 run.commit(actions, "REORG", {"predicate": "[]", "rewriteTypeWidening": True,
                                               "numFiles": len(batch)},
-                           resolve=rebase_unless_files_touched(replaced, actions, allow_new_files=True, operation="REORG"))
+                           resolve=rebase_unless_files_touched(replaced, actions, allow_new_files=True, operation="REORG"),
+                           row_tracking_preserved=preserved)
                 rewritten += len(batch)
                 done_bytes += sum(a.size or 0 for a, _ in batch)
                 run.progress(f"REORG (type widening): {rewritten}/{len(stale)} files, "
