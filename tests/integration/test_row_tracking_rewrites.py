@@ -181,6 +181,27 @@ def test_dv_purge_on_golden_row_tracking(golden_table, oracle, duckdb_reader):
     assert "deletionVectors" not in snapshot.protocol.features and "rowTracking" in snapshot.protocol.features
 
 
+@pytest.mark.spark
+@pytest.mark.parametrize("case", ["broadcast", "shuffle", "wrong_sizes"])
+def test_dv_purge_join_strategies_and_keys_keep_stable_values(tmp_path, spark, case):
+    """Both anti-join strategies, and the retry keyed by file name when the log's sizes are
+    wrong (the per-file defaults are looked up by the same key as the join)."""
+    from tests.integration.test_dv_purge import PURGE_DIR_PREFIX, drop_dv
+
+    path = str(tmp_path / "t")
+    b = _dv_row_tracking_table(path)
+    if case == "wrong_sizes":
+        # recommitted under the same paths (row IDs kept) with sizes that do not match the files
+        b.commit([replace(a, size=1000 + 2 * i, dataChange=False) for i, a in enumerate(_live(path))], "FIX SIZES")
+    before = stable_values(path, "id")
+    mark = high_water_mark(path)
+    drop_dv(path, spark, strategy="shuffle" if case == "shuffle" else "broadcast")
+    _assert_same_stable_values(before, path)
+    _assert_rewritten_files_are_new(path, "REORG", mark)
+    if case == "wrong_sizes":  # the size-keyed attempt failed its row count and was cleaned up
+        assert len([d for d in os.listdir(path) if d.startswith(PURGE_DIR_PREFIX)]) == 1
+
+
 # --- column-mapping removal ----------------------------------------------------------------------
 
 def _cm_field(name: str, type_: str, physical: str, cid: int) -> dict:

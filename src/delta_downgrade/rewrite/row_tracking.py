@@ -95,7 +95,9 @@ def stable_row_commit_version(materialized: "Column | None", default_version: "C
 def per_file_value(values: Mapping[Any, int | None], key: "Column") -> "Column":
     """The value of the file a row comes from: a literal map from each file's key (its join
     residue or name, rewrite/dv_purge_join.JoinKey) looked up with the row's ``key``; a file
-    without a value gives null."""
+    without a value gives null, and so does a key the map lacks (``try_element_at``: under ANSI
+    mode ``element_at`` may fail instead, and a size-keyed attempt whose log sizes are wrong
+    must reach its row-count check, which retries by file name)."""
     from pyspark.sql import functions as F
 
     if not values:
@@ -103,7 +105,7 @@ def per_file_value(values: Mapping[Any, int | None], key: "Column") -> "Column":
     pairs = []
     for k, v in values.items():
         pairs += [_long(k) if isinstance(k, int) else F.lit(k), _long(v)]
-    return F.element_at(F.create_map(*pairs), key.cast("long") if isinstance(next(iter(values)), int) else key)
+    return F.try_element_at(F.create_map(*pairs), key.cast("long") if isinstance(next(iter(values)), int) else key)
 
 
 def constant(value: int | None) -> "Column":
