@@ -228,7 +228,7 @@ def commit(
     previous_ict: int | None = None
     snapshot = None
     if read_version >= 0:
-        snapshot = log.snapshot(read_version, check_read=False)
+        snapshot = log.refresh().snapshot(read_version, check_read=False)
         protocol, metadata = snapshot.protocol, snapshot.metadata
         if _ict_enabled_after(metadata, pending):  # only then is the previous commit's ICT needed
             previous_ict = _ict_of(log, read_version)
@@ -289,7 +289,8 @@ def _row_tracking_domain(log: DeltaLog, snapshot: Any, read_version: int) -> Dom
     if read_version < 0:
         return None
     if snapshot is None or snapshot.version != read_version:
-        snapshot = log.snapshot(read_version, check_read=False)
+        # a version after the winners of a lost race: list again, the cached listing predates them
+        snapshot = log.refresh().snapshot(read_version, check_read=False)
     return snapshot.domain(ROW_TRACKING_DOMAIN)
 
 

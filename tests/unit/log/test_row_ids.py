@@ -214,6 +214,22 @@ def test_a_retry_goes_above_the_mark_a_winner_raised(tmp_path):
     _assert_fresh_ids_valid(b.path)
 
 
+def test_a_winner_that_adds_row_tracking_makes_the_retry_assign(tmp_path):
+    # The first attempt needs no IDs (no rowTracking yet) and reads no mark; winners add the
+    # feature and rows; the retry reads the mark at the version it goes on top of.
+    b = TableBuilder(tmp_path / "t")
+    b.create(SCHEMA, rows=[{"id": 0}])
+    ours_log = DeltaLog(b.path)
+    ours_log.snapshot()  # our read of version 0 (listing cached there)
+    ours = b.write_files([{"id": 1}, {"id": 2}])
+    b.set_protocol(RT_PROTOCOL)                 # v1
+    b.append([{"id": i} for i in range(4)])     # v2: IDs 0..3
+    version = commit(ours_log, 0, ours, operation="WRITE", resolve_conflict=lambda winners, log: ours)
+    assert version == 3
+    (add,) = [a for a in _commit_actions(b.path, 3) if isinstance(a, AddFile)]
+    assert (add.baseRowId, add.defaultRowCommitVersion) == (4, 3)
+
+
 def test_the_mark_is_read_from_a_checkpoint(tmp_path):
     b = TableBuilder(tmp_path / "t")
     b.create(SCHEMA, protocol=RT_PROTOCOL, rows=[{"id": i} for i in range(6)])
