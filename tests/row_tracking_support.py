@@ -19,7 +19,9 @@ Arrow does the per-row work (index arithmetic, coalesce, DV filter); Python loop
 
 :func:`fresh_row_id_violations` checks the other half of the protocol, what the log says about
 fresh row IDs: a file a rewrite adds gets a fresh ``baseRowId`` and its own commit's
-``defaultRowCommitVersion``.
+``defaultRowCommitVersion``. :func:`assert_fresh_ids_valid` checks the latest version alone: fresh
+row IDs unique and at most the ``delta.rowTracking`` high-water mark. :func:`write_copied_file`
+writes what an UPDATE or MERGE of delta-spark leaves: copied rows with materialized values.
 """
 
 from __future__ import annotations
@@ -27,8 +29,10 @@ from __future__ import annotations
 import datetime as dt
 import decimal
 import json
+import os
+import uuid
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Mapping, Sequence
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -36,6 +40,8 @@ import pyarrow.parquet as pq
 
 from delta_downgrade.deletion_vectors import DvFileReader
 from delta_downgrade.log.delta_log import DeltaLog
+from delta_downgrade.protocol.actions import AddFile, DomainMetadata
+from delta_downgrade_tools.builders import file_stats
 from delta_downgrade.protocol.schema import (
     COLUMN_MAPPING_ID_KEY, COLUMN_MAPPING_PHYSICAL_NAME_KEY, delta_type_to_arrow,
 )
@@ -44,6 +50,7 @@ ROW_ID = "_row_id"
 ROW_COMMIT_VERSION = "_row_commit_version"
 ROW_ID_COLUMN_KEY = "delta.rowTracking.materializedRowIdColumnName"
 ROW_COMMIT_VERSION_COLUMN_KEY = "delta.rowTracking.materializedRowCommitVersionColumnName"
+ROW_ID_KEY, ROW_COMMIT_VERSION_KEY = ROW_ID_COLUMN_KEY, ROW_COMMIT_VERSION_COLUMN_KEY
 _FIELD_ID = b"PARQUET:field_id"
 
 
@@ -251,3 +258,53 @@ def fresh_row_id_violations(before: FreshRowIds, after: FreshRowIds) -> list[str
         out.append(f"rowIdHighWaterMark {after.high_water_mark} is below the highest fresh row ID "
                    f"{max(hi for _lo, hi, _f in ranges)}")
     return out
+
+
+def stable_values(path: str, key: str) -> dict[Any, tuple[int | None, int | None]]:
+    """{value of column ``key``: (stable row ID, stable row commit version)} of every live row."""
+    return tracked_rows(path).tracking_by(key)
+
+
+def high_water_mark(path: str) -> int | None:
+    state = DeltaLog(path).snapshot(check_read=False).state()
+    domain: DomainMetadata | None = state.live_domains.get("delta.rowTracking")
+    return json.loads(domain.configuration)["rowIdHighWaterMark"] if domain is not None else None
+
+
+def assert_fresh_ids_valid(path: str) -> None:
+    """Fresh row IDs unique across live files and at most the high-water mark; every live file
+    has both defaults."""
+    state = DeltaLog(path).snapshot(check_read=False).state()
+    mark = high_water_mark(path)
+    ranges = []
+    for add in state.files.values():
+        assert add.baseRowId is not None and add.defaultRowCommitVersion is not None, add.path
+        rows = json.loads(add.stats)["numRecords"]
+        ranges.append((add.baseRowId, add.baseRowId + rows - 1, add.path))
+    ranges.sort()
+    for (_, end, a), (start, _, b) in zip(ranges, ranges[1:]):
+        assert end < start, f"fresh row IDs of {a} and {b} overlap"
+    assert mark is not None and all(end <= mark for _, end, _ in ranges), (mark, ranges)
+
+
+def assert_stable_ids_unique(values: Mapping[Any, tuple[int | None, int | None]]) -> None:
+    ids = [rid for rid, _ in values.values()]
+    assert None not in ids and len(ids) == len(set(ids))
+
+
+def write_copied_file(table_path: str, data: pa.Table, row_ids: Sequence[int | None],
+                      commit_versions: Sequence[int | None], names: tuple[str, str],
+                      *, directory: str = "") -> AddFile:
+    """A data file with ``data`` plus the materialized columns ``names`` holding ``row_ids`` /
+    ``commit_versions`` (null: not preserved), and its add (no row IDs: the commit assigns them;
+    statistics of the data columns only)."""
+    full = data.append_column(names[0], pa.array(row_ids, pa.int64())).append_column(
+        names[1], pa.array(commit_versions, pa.int64()))
+    name = f"part-00000-{uuid.uuid4()}-c000.snappy.parquet"
+    rel = f"{directory}/{name}" if directory else name
+    local = os.path.join(table_path, rel)
+    os.makedirs(os.path.dirname(local), exist_ok=True)
+    pq.write_table(full, local, compression="snappy")
+    st = os.stat(local)
+    return AddFile(path=rel, size=st.st_size, modificationTime=int(st.st_mtime * 1000), dataChange=True,
+                   stats=file_stats(data))

@@ -316,6 +316,24 @@ class InvalidTablePropertyError(BadInputError):
     sqlstate = "22023"
 
 
+class RowTrackingPropertiesError(InvalidTablePropertyError):
+    """``delta.enableRowTracking`` and ``delta.rowTrackingSuspended`` are both true (PROTOCOL.md
+    "Row Tracking": the two "should not be enabled together"); delta-spark refuses every write to
+    such a table. Checked before anything is written."""
+
+    error_class = "DELTA_ROW_TRACKING_ILLEGAL_PROPERTY_COMBINATION"
+    sqlstate = "55000"
+
+
+class RowIdAssignmentWithoutStatsError(BadInputError):
+    """A commit to a table that supports row tracking would add a file without ``numRecords`` in
+    its statistics, so no range of fresh row IDs can be reserved for it (PROTOCOL.md "Writer
+    Requirements for Row Tracking"). Raised before the commit file is written."""
+
+    error_class = "DELTA_ROW_ID_ASSIGNMENT_WITHOUT_STATS"
+    sqlstate = "22000"
+
+
 class DuplicateActionsError(CorruptLogError):
     """A commit (or checkpoint) holds more than one ``protocol`` or more than one ``metaData``
     action (PROTOCOL.md "Delta Log Entries", "Change Metadata"): which one holds is undefined.

@@ -26,7 +26,6 @@ from delta_downgrade.protocol.actions import AddFile, CommitInfo, RemoveFile
 from delta_downgrade.clock import ManualClock
 from delta_downgrade.deletion_vectors import DeletionVectorNotFoundError
 from delta_downgrade.protocol.dv_paths import dv_relative_path
-from delta_downgrade.errors import NotSupportedYetError
 from delta_downgrade.log.delta_log import DeltaLog
 from delta_downgrade.log.snapshot import read_commit_actions
 from delta_downgrade.operations.drop_feature import drop_feature
@@ -363,16 +362,32 @@ def test_dry_run_writes_nothing(tmp_path, spark):
     assert log_listing(b.path) == listing and sorted(os.listdir(b.path)) == files
 
 
-def test_row_tracking_tables_are_refused(tmp_path, spark):
+def test_row_tracking_tables_are_purged_with_fresh_row_ids(tmp_path, spark, oracle):
+    """Row tracking supported but not enabled (the purge used to refuse every rowTracking
+    table): nothing stable to preserve, so no materialized column is written; the new files get
+    fresh row IDs above the high-water mark and the version that adds them (PROTOCOL.md "Writer
+    Requirements for Row Tracking"). tests/integration/test_row_tracking_rewrites.py covers
+    tables with row tracking enabled."""
     b = TableBuilder(tmp_path / "t")
     protocol = Protocol(3, 7, frozenset({"deletionVectors"}),
                         frozenset({"deletionVectors", "rowTracking", "domainMetadata"}))
-    create_dv_table(b, SCHEMA, _rows(50), protocol=protocol)
+    create_dv_table(b, SCHEMA, _rows(50), protocol=protocol, files=2)
     delete_rows(b, lambda r: r["id"] < 5)
-    listing = log_listing(b.path)
-    with pytest.raises(NotSupportedYetError):
-        purge_deletion_vectors(DropRun(DeltaLog(b.path), "deletionVectors"), spark=spark)
-    assert log_listing(b.path) == listing
+    before = oracle.scan_rows(b.path).unwrap()
+    domain = DeltaLog(b.path).snapshot().domain("delta.rowTracking")
+    mark = json.loads(domain.configuration)["rowIdHighWaterMark"]
+    assert purge_deletion_vectors(DropRun(DeltaLog(b.path), "deletionVectors"), spark=spark)
+    (version, removes, adds), = reorg_commits(b.path)
+    assert len(removes) == 1 and len(adds) == 1
+    assert adds[0].baseRowId == mark + 1 and adds[0].defaultRowCommitVersion == version
+    assert set(pq.read_schema(os.path.join(b.path, adds[0].decoded_path)).names) == {"id", "name", "part"}
+    snapshot = DeltaLog(b.path).snapshot()
+    assert json.loads(snapshot.domain("delta.rowTracking").configuration)["rowIdHighWaterMark"] \
+        == mark + json.loads(adds[0].stats)["numRecords"]
+    ranges = sorted((a.baseRowId, a.baseRowId + json.loads(a.stats)["numRecords"])
+                    for a in snapshot.state().files.values())
+    assert all(end <= start for (_, end), (start, _) in zip(ranges, ranges[1:]))
+    assert same_rows(oracle.scan_rows(b.path).unwrap(), before)
 
 
 def test_purge_is_a_no_op_without_dvs(tmp_path, spark):

@@ -20,7 +20,7 @@ import pytest
 
 from delta_downgrade.protocol import Protocol
 from delta_downgrade_tools.builders import TableBuilder
-from delta_downgrade_tools.dv_builder import create_dv_table, delete_rows
+from delta_downgrade_tools.dv_builder import create_dv_table
 from tests.drop_support import SCHEMA, build, rows
 from tests.process_support import run_cli, tree_hashes
 
@@ -170,17 +170,26 @@ def test_v2_checkpoint_drop_itself_is_not_refused(tmp_path):
 
 
 def test_rewrite_refusal_comes_before_the_first_commit(tmp_path):
-    # The deletion-vector purge refuses rowTracking tables. Before the fix the drop committed
-    # UNSET TBLPROPERTIES first and only then met the refusal (exit 2 after writing), and the dry
-    # run planned the whole drop.
+    # The deletion-vector purge refuses a table it cannot finish: here a rowTracking table whose
+    # file carries a DV deleting nothing and has neither row IDs nor numRecords, so recommitting
+    # it without the DV could not assign row IDs. Before the fix the drop committed UNSET
+    # TBLPROPERTIES first and only then met the refusal (exit 2 after writing), and the dry run
+    # planned the whole drop. (This test used the purge's old refusal of every rowTracking
+    # table, which is gone: the purge now carries row IDs through.)
     pytest.importorskip("pyspark")
+    from delta_downgrade.deletion_vectors import inline_descriptor
+    from delta_downgrade.protocol.actions import AddFile, RemoveFile
+
     path = str(tmp_path / "t")
     builder = TableBuilder(path)
-    protocol = Protocol(3, 7, frozenset({"deletionVectors"}),
-                        frozenset({"deletionVectors", "rowTracking", "domainMetadata"}))
-    create_dv_table(builder, SCHEMA, rows(0, 20), protocol=protocol)
-    delete_rows(builder, lambda r: r["id"] < 3)
-    assert_refused(path, ["drop-feature", path, "deletionVectors"], "DELTA_DOWNGRADE_NOT_SUPPORTED_YET")
+    create_dv_table(builder, SCHEMA, rows(0, 20))
+    [add] = builder.log.snapshot(check_read=False).state().files.values()
+    builder.commit([RemoveFile(path=add.path, deletionTimestamp=1, dataChange=True, size=add.size),
+                    AddFile(path=add.path, size=add.size, modificationTime=add.modificationTime,
+                            deletionVector=inline_descriptor([]).to_obj())], "DELETE")
+    builder.set_protocol(Protocol(3, 7, frozenset({"deletionVectors"}),
+                                  frozenset({"deletionVectors", "rowTracking", "domainMetadata"})))
+    assert_refused(path, ["drop-feature", path, "deletionVectors"], "DELTA_ROW_ID_ASSIGNMENT_WITHOUT_STATS")
 
 
 def test_valid_table_still_drops(tmp_path):

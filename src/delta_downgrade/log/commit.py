@@ -15,7 +15,7 @@ from typing import Any, Callable, Sequence
 
 from delta_downgrade import ENGINE_INFO
 from delta_downgrade.protocol.actions import (
-    Action, AddCDCFile, AddFile, AnyAction, CommitInfo, Metadata, ProtocolAction, RemoveFile,
+    Action, AddCDCFile, AddFile, AnyAction, CommitInfo, DomainMetadata, Metadata, ProtocolAction, RemoveFile,
     serialize_commit,
 )
 from delta_downgrade.clock import SYSTEM_CLOCK, Clock
@@ -24,6 +24,9 @@ from delta_downgrade.errors import (
 )
 from delta_downgrade.log.delta_log import DeltaLog
 from delta_downgrade.log.files import commit_path
+from delta_downgrade.log.row_ids import (
+    PRESERVED_TAG, ROW_TRACKING_DOMAIN, assign_fresh_row_ids, needs_fresh_row_ids, row_tracking_of,
+)
 from delta_downgrade.log.segment import read_commit_actions
 from delta_downgrade.protocol import Protocol
 from delta_downgrade.protocol.support import Operation, ensure_supported
@@ -195,11 +198,20 @@ def commit(
     resolve_conflict: ConflictResolver = fail_on_any_conflict,
     max_attempts: int = 10,
     is_blind_append: bool = False,
+    row_tracking_preserved: bool = True,
 ) -> int:
     """Write ``actions`` as the version after ``read_version``; return the version written.
 
     The commit's own ``commitInfo`` comes first (in-commit timestamps require it), followed by
     ``actions`` (any commitInfo among them is dropped). On a lost race the resolver decides.
+
+    When the table (as this commit leaves it) supports row tracking and it is not suspended, the
+    ``add`` actions without row IDs get fresh ones at every attempt (:mod:`~delta_downgrade.log.
+    row_ids`), above the high-water mark of the version the attempt goes on top of. When row
+    tracking is enabled the ``commitInfo`` carries the tag ``delta.rowTracking.preserved`` =
+    ``row_tracking_preserved`` (PROTOCOL.md "Writer Requirements for Row Tracking": true when
+    every stable row ID and row commit version of the rows the commit copies was preserved, and
+    when it copies none).
     """
     if not log.storage.atomic_put_if_absent:
         raise StorageNotAtomicError(
@@ -214,17 +226,30 @@ def commit(
     protocol: Protocol | None = None
     metadata: Metadata | None = None
     previous_ict: int | None = None
+    snapshot = None
     if read_version >= 0:
-        snapshot = log.snapshot(read_version, check_read=False)
+        snapshot = log.refresh().snapshot(read_version, check_read=False)
         protocol, metadata = snapshot.protocol, snapshot.metadata
         if _ict_enabled_after(metadata, pending):  # only then is the previous commit's ICT needed
             previous_ict = _ict_of(log, read_version)
+    # The delta.rowTracking domain (its high-water mark): read only when an attempt must assign
+    # row IDs, at the version that attempt goes on top of, then carried forward from the winners.
+    row_domain: DomainMetadata | None = None
+    row_domain_version: int | None = None
     for attempt in range(1, max_attempts + 1):
         _check_writable(log, protocol, pending)
+        tracking = row_tracking_of(protocol, metadata, pending, log.table)
+        to_write = pending
+        if tracking.assigns and needs_fresh_row_ids(pending):
+            if row_domain_version != read_version:
+                row_domain = _row_tracking_domain(log, snapshot, read_version)
+                row_domain_version = read_version
+            to_write = assign_fresh_row_ids(pending, version=version, domain=row_domain, table=log.table)
+        tags = {PRESERVED_TAG: "true" if row_tracking_preserved else "false"} if tracking.enabled else None
         info = _commit_info(metadata, pending, read_version, operation, operation_parameters or {},
-                            clock, is_blind_append, txn_id, previous_ict)
+                            clock, is_blind_append, txn_id, previous_ict, tags)
         try:
-            log.storage.put_if_absent(commit_path(version), serialize_commit([info, *pending]))
+            log.storage.put_if_absent(commit_path(version), serialize_commit([info, *to_write]))
         except CommitFileExistsError:
             # Back off first, then read every winner up to now and retry at once: the window in
             # which another writer can take the next version again is as short as possible.
@@ -245,12 +270,28 @@ def commit(
                         metadata = a
                     elif isinstance(a, CommitInfo):
                         previous_ict = a.inCommitTimestamp
-            read_version = winners[-1].version if winners else version
+                    elif isinstance(a, DomainMetadata) and a.domain == ROW_TRACKING_DOMAIN:
+                        row_domain = a if not a.removed else None
+            new_read_version = winners[-1].version if winners else version
+            if row_domain_version == read_version:
+                row_domain_version = new_read_version  # carried forward through every winner
+            read_version = new_read_version
             version = read_version + 1
             continue
         log.refresh()
         return version
     raise AssertionError("unreachable")
+
+
+def _row_tracking_domain(log: DeltaLog, snapshot: Any, read_version: int) -> DomainMetadata | None:
+    """The live ``delta.rowTracking`` domain at ``read_version`` (None before the first commit),
+    read without the file list (``Snapshot.domain``)."""
+    if read_version < 0:
+        return None
+    if snapshot is None or snapshot.version != read_version:
+        # a version after the winners of a lost race: list again, the cached listing predates them
+        snapshot = log.refresh().snapshot(read_version, check_read=False)
+    return snapshot.domain(ROW_TRACKING_DOMAIN)
 
 
 def _check_writable(log: DeltaLog, protocol: Protocol | None, pending: Sequence[AnyAction]) -> None:
@@ -272,7 +313,7 @@ def _ict_enabled_after(metadata: Metadata | None, pending: Sequence[AnyAction]) 
 
 def _commit_info(metadata: Metadata | None, pending: Sequence[AnyAction], read_version: int,
                  operation: str, parameters: dict[str, Any], clock: Clock, is_blind_append: bool,
-                 txn_id: str, previous_ict: int | None) -> CommitInfo:
+                 txn_id: str, previous_ict: int | None, tags: dict[str, str] | None = None) -> CommitInfo:
     now = clock.now_ms()
     ict = None
     # PROTOCOL.md "In-Commit Timestamps": when enabled (after this commit), commitInfo carries
@@ -284,7 +325,7 @@ def _commit_info(metadata: Metadata | None, pending: Sequence[AnyAction], read_v
         extra["readVersion"] = read_version
     return CommitInfo(timestamp=now, operation=operation,
                       operationParameters={k: _param(v) for k, v in parameters.items()},
-                      inCommitTimestamp=ict, engineInfo=ENGINE_INFO, extra=extra)
+                      inCommitTimestamp=ict, engineInfo=ENGINE_INFO, tags=tags, extra=extra)
 
 
 def _param(value: Any) -> Any:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from functools import cached_property
 from typing import Any, Iterator, Sequence
 
-from delta_downgrade.protocol.actions import AnyAction, CommitInfo, Metadata, ProtocolAction
+from delta_downgrade.protocol.actions import AnyAction, CommitInfo, DomainMetadata, Metadata, ProtocolAction
 from delta_downgrade.errors import DeltaDowngradeError
 from delta_downgrade.log.arrow_replay import replay_state
 from delta_downgrade.log.checkpoint_reader import CheckpointReader
@@ -102,6 +102,30 @@ class Snapshot:
         """``delta.requireCheckpointProtectionBeforeVersion``, when set."""
         value = self.metadata.configuration.get(BOUNDARY_PROPERTY)
         return int(value) if value not in (None, "") else None
+
+    # --- one domain, without the file list -------------------------------------------------------
+
+    def domain(self, name: str) -> DomainMetadata | None:
+        """The live ``domainMetadata`` of domain ``name`` at this version, or None (absent or
+        removed). PROTOCOL.md "Action Reconciliation": the last action per domain wins, so the
+        commits are read newest first (only their ``domainMetadata`` lines) and the checkpoint's
+        ``domainMetadata`` column only when none of them names the domain; the file list is
+        never built (unless :meth:`state` already has it)."""
+        if self._state is not None:
+            found = self._state.domains.get(name)
+            return found if found is not None and not found.removed else None
+        for status in reversed(self.segment.commits):
+            mine = [a for a in read_commit_actions(self.storage, status, ("domainMetadata",))
+                    if isinstance(a, DomainMetadata) and a.domain == name]
+            if mine:
+                return mine[-1] if not mine[-1].removed else None
+        if self.segment.checkpoint is not None:
+            found_in = CheckpointReader(self.storage, self.segment.checkpoint).actions(["domainMetadata"])
+            mine = [a for a in found_in.get("domainMetadata", [])
+                    if isinstance(a, DomainMetadata) and a.domain == name]
+            if mine:
+                return mine[-1] if not mine[-1].removed else None
+        return None
 
     # --- commit information ------------------------------------------------------------------------
 

@@ -102,12 +102,14 @@ class DropRun:
         return guarded
 
     def commit(self, actions: Sequence[AnyAction], operation: str, parameters: dict[str, Any] | None = None,
-               resolve: ConflictResolver | None = None, *, read_version: int | None = None) -> int:
+               resolve: ConflictResolver | None = None, *, read_version: int | None = None,
+               row_tracking_preserved: bool = True) -> int:
         """One commit (or, in a dry run, its description).
 
         ``read_version``: the version the actions were derived from, so that anything committed
         since goes through ``resolve``; None for commits that depend on nothing (empty commits),
-        which go on top of the latest version."""
+        which go on top of the latest version. ``row_tracking_preserved``: the commit's
+        ``delta.rowTracking.preserved`` tag when row tracking is enabled (``log.commit.commit``)."""
         if self.dry_run:
             base = self._planned_version if self._planned_version is not None else self.latest().version
             self._planned_version = base + 1
@@ -122,7 +124,8 @@ class DropRun:
             read_version = self.log.refresh().latest_version()
         version = commit(self.log, read_version, actions, operation=operation,
                          operation_parameters=parameters or {}, clock=self.clock,
-                         resolve_conflict=self._guard(resolve or fail_on_any_conflict))
+                         resolve_conflict=self._guard(resolve or fail_on_any_conflict),
+                         row_tracking_preserved=row_tracking_preserved)
         self.commits.append(version)
         self._operations.append(operation)
         self._say(f"committed v{version}: {operation}")

@@ -397,6 +397,10 @@ class CommitInfo(Action):
     operationParameters: dict[str, Any] | None = None
     inCommitTimestamp: int | None = None
     engineInfo: str | None = None
+    # Commit tags (delta-spark's ``DeltaCommitTag``), e.g. ``delta.rowTracking.preserved``
+    # (PROTOCOL.md "Writer Requirements for Row Tracking"). Free-form like the rest of
+    # commitInfo: not type-checked, written back as read.
+    tags: dict[str, str] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
 

@@ -12,7 +12,9 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping
 
-from delta_downgrade.errors import BadDurationError, DeltaDowngradeError, InvalidTablePropertyError
+from delta_downgrade.errors import (
+    BadDurationError, DeltaDowngradeError, InvalidTablePropertyError, RowTrackingPropertiesError,
+)
 
 SECOND_MS = 1000
 MINUTE_MS = 60 * SECOND_MS
@@ -32,6 +34,12 @@ CHECKPOINT_INTERVAL = "delta.checkpointInterval"
 ENABLE_EXPIRED_LOG_CLEANUP = "delta.enableExpiredLogCleanup"
 ENABLE_ICT = "delta.enableInCommitTimestamps"
 CHECKPOINT_POLICY = "delta.checkpointPolicy"
+# PROTOCOL.md "Row Tracking": enablement, suspension, and the names of the hidden columns that
+# hold materialised row IDs and row commit versions (strings, read as they are).
+ENABLE_ROW_TRACKING = "delta.enableRowTracking"
+ROW_TRACKING_SUSPENDED = "delta.rowTrackingSuspended"
+MATERIALIZED_ROW_ID_COLUMN = "delta.rowTracking.materializedRowIdColumnName"
+MATERIALIZED_ROW_COMMIT_VERSION_COLUMN = "delta.rowTracking.materializedRowCommitVersionColumnName"
 
 
 def parse_interval_ms(text: str, *, key: str = "duration") -> int:
@@ -102,6 +110,8 @@ PROPERTIES: dict[str, tuple[str, Callable[[str, str], Any]]] = {
     CHECKPOINT_POLICY: ("classic", _policy),
     ENABLE_ICT: ("false", _bool),
     ENABLE_EXPIRED_LOG_CLEANUP: ("true", _bool),
+    ENABLE_ROW_TRACKING: ("false", _bool),
+    ROW_TRACKING_SUSPENDED: ("false", _bool),
 }
 
 
@@ -152,7 +162,22 @@ class TableConfig:
         if problems:
             raise self._error(problems, "They are checked before anything is written; nothing "
                                         "was written. ")
+        scope = PROPERTIES if keys is None else set(keys)
+        if ENABLE_ROW_TRACKING in scope and ROW_TRACKING_SUSPENDED in scope:
+            self._check_row_tracking_combination(" It is checked before anything is written; "
+                                                 "nothing was written.")
         return self
+
+    def _check_row_tracking_combination(self, written: str = "") -> None:
+        # PROTOCOL.md "Row Tracking": rowTrackingSuspended "should not be enabled together with"
+        # enableRowTracking; delta-spark refuses to write such a table (RowTracking.isSuspended).
+        if self._get(ENABLE_ROW_TRACKING) and self._get(ROW_TRACKING_SUSPENDED):
+            raise RowTrackingPropertiesError(
+                f"table properties {ENABLE_ROW_TRACKING} and {ROW_TRACKING_SUSPENDED} are both set "
+                f"to true, which no writer may leave it in.{written} Set one of them to false "
+                f"(ALTER TABLE … SET TBLPROPERTIES ('{ROW_TRACKING_SUSPENDED}' = 'false')), then rerun",
+                table=self.table, params={"property1": ENABLE_ROW_TRACKING,
+                                          "property2": ROW_TRACKING_SUSPENDED})
 
     @property
     def log_retention_ms(self) -> int:
@@ -195,3 +220,23 @@ class TableConfig:
     @property
     def checkpoint_policy(self) -> str:
         return self._get(CHECKPOINT_POLICY)
+
+    @property
+    def row_tracking_enabled(self) -> bool:
+        """``delta.enableRowTracking`` (PROTOCOL.md "Row Tracking": enabled when also supported)."""
+        return self._get(ENABLE_ROW_TRACKING)
+
+    @property
+    def row_tracking_suspended(self) -> bool:
+        """``delta.rowTrackingSuspended``; raises when it is true together with
+        ``delta.enableRowTracking`` (an illegal combination)."""
+        self._check_row_tracking_combination()
+        return self._get(ROW_TRACKING_SUSPENDED)
+
+    @property
+    def materialized_row_id_column(self) -> str | None:
+        return self.configuration.get(MATERIALIZED_ROW_ID_COLUMN) or None
+
+    @property
+    def materialized_row_commit_version_column(self) -> str | None:
+        return self.configuration.get(MATERIALIZED_ROW_COMMIT_VERSION_COLUMN) or None

@@ -34,8 +34,12 @@ def remove_action(add: AddFile, now_ms: int, *, with_stats: bool = False) -> Rem
 
 def replacement_add(old: AddFile, new: Rewritten, *, partition_values: dict[str, str | None],
                     stats: str) -> AddFile:
-    """The ``add`` of a rewritten file: same rows in the same order, so the same DV, row ids,
-    tags and clustering provider; new path, size, time and stats."""
+    """The ``add`` of a rewritten file: same rows in the same order, so the same DV, tags and
+    clustering provider; new path, size, time and stats. No ``baseRowId`` or
+    ``defaultRowCommitVersion``: a new path is a new file, whose fresh row IDs must lie above the
+    high-water mark and whose row commit version is the version that adds it (PROTOCOL.md
+    "Writer Requirements for Row Tracking"); the commit assigns both (log/row_ids.py), and the
+    rows' stable values live on in the materialized columns (rewrite/row_tracking.py)."""
     return replace(old, path=log_path(new.path or ""), partitionValues=partition_values,
                    size=new.size, modificationTime=new.modification_time, dataChange=False,
-                   stats=stats)
+                   stats=stats, baseRowId=None, defaultRowCommitVersion=None)

@@ -28,8 +28,11 @@ are written first; a crash before the commit leaves only orphan files (VACUUM re
 and a rerun starts over.
 
 The rewrite keeps row order within each file (each input file is read as exactly one split by one
-task and written as one output file), so deletion vectors and row-tracking ids, which address rows
-by their position in the file, stay valid and are carried over unchanged.
+task and written as one output file), so deletion vectors, which address rows by their position in
+the file, stay valid and are carried over unchanged. A rewritten file is a new file for row
+tracking: its ``add`` gets fresh row IDs at commit time, and when row tracking is enabled each
+row's stable row ID and row commit version are written into the materialized columns
+(rewrite/row_tracking.py). Files kept under their path keep their row IDs.
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ from typing import TYPE_CHECKING, Any
 
 from delta_downgrade.errors import InvalidColumnNamesForMappingRemovalError
 from delta_downgrade.log.commit import rebase_unless_files_touched
+from delta_downgrade.log.row_ids import row_tracking_of
 from delta_downgrade.protocol.actions import AddFile, AnyAction
 from delta_downgrade.protocol.clustering import clustering_columns, domains_with_logical_names
 from delta_downgrade.protocol.schema import CM_METADATA_KEYS
@@ -49,6 +53,7 @@ from delta_downgrade.rewrite.physical_schema import (
     MODE_KEY, Naming, column_mapping_mode, iter_named_fields, physical_name, schema_string,
     strip_field_metadata,
 )
+from delta_downgrade.rewrite.row_tracking import MaterializedColumns, has_stable_values
 from delta_downgrade.rewrite.stats import clustering_stats_leaves, rekey_stats, stats_for_rewrite, with_footer_stats
 from delta_downgrade.rewrite.writer_requirements import ensure_files_can_be_rewritten, ensure_partition_columns_kept
 
@@ -123,9 +128,11 @@ def remove_column_mapping(run: "DropRun", *, workers: int = DEFAULT_WORKERS,
 
     naming = Naming(mode, logical=True)
     rewriter = FileRewriter(run.log, spark=spark, workers=workers)
+    tracking = row_tracking_of(snapshot.protocol, metadata, table=run.table)
+    preserve = MaterializedColumns.of(tracking)
     plans: list[tuple[AddFile, FilePlan]] = []
     keep: list[tuple[AddFile, FilePlan]] = []
-    for add, plan in rewriter.plans(files, schema, metadata.partitionColumns, configuration, naming):
+    for add, plan in rewriter.plans(files, schema, metadata.partitionColumns, configuration, naming, preserve):
         (keep if plan.identity else plans).append((add, plan))
     total_bytes = sum(a.size or 0 for a, _ in plans)
     run.progress(f"REMOVE COLUMN MAPPING ({mode} mode): {len(plans)} of {len(files)} live file(s) "
@@ -161,7 +168,9 @@ def remove_column_mapping(run: "DropRun", *, workers: int = DEFAULT_WORKERS,
             actions.append(replacement_add(add, result, partition_values=rekeyed_partitions(add), stats=stats))
     for add, plan in keep:
         stats = add.stats
-        if stats or clustering_leaves:
+        # A kept file without row IDs gets fresh ones at commit time, which needs numRecords:
+        # the footer's row count gives it. A clustered table needs clustering-column stats.
+        if stats or clustering_leaves or (tracking.assigns and add.baseRowId is None):
             stats = stats_for_rewrite(stats, plan.num_rows, [], rekey)
             stats = with_footer_stats(stats, rewriter.input_location(add), clustering_leaves)
         actions.append(replace(add, partitionValues=rekeyed_partitions(add), stats=stats, dataChange=False))
@@ -170,6 +179,10 @@ def remove_column_mapping(run: "DropRun", *, workers: int = DEFAULT_WORKERS,
     replaced = {a.decoded_path for a in files}
     resolver = rebase_unless_files_touched(replaced, actions, allow_new_files=False,
                                           operation="REMOVE COLUMN MAPPING")
+    # Every copied row's stable values are preserved when the materialized columns exist and
+    # every rewritten file has its defaults (PROTOCOL.md "Writer Requirements for Row Tracking").
+    preserved = not plans or (preserve is not None and all(has_stable_values(a) for a, _ in plans))
     run.commit(actions, "REMOVE COLUMN MAPPING",
-               {"numRewrittenFiles": len(plans), "numRekeyedFiles": len(keep)}, resolve=resolver)
+               {"numRewrittenFiles": len(plans), "numRekeyedFiles": len(keep)}, resolve=resolver,
+               row_tracking_preserved=preserved)
     return True

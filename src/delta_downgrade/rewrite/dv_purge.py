@@ -43,7 +43,15 @@ Then batch by batch (≤ ``batch_files`` files, ≤ ``batch_bytes`` bytes each; 
 4. **Check** that each output directory holds exactly Σ(numRecords − cardinality) rows of its
    inputs, then **commit** ``remove(old file with its DV, dataChange=false)`` +
    ``add(new file, dataChange=false, stats)`` as ``REORG`` with ``applyPurge``. Files whose DV
-   deletes every row are only removed; a DV deleting nothing is dropped without a rewrite.
+   deletes every row are only removed; a DV deleting nothing is dropped without a rewrite (the
+   file is recommitted under its path, with its row IDs, tags and clustering provider).
+
+Row tracking (PROTOCOL.md "Row Tracking"): the new files are new files, so the commit gives them
+fresh row IDs and the commit's version (log/row_ids.py). When row tracking is enabled, every kept
+row's stable row ID (its materialized row ID, else its old file's ``baseRowId`` + its
+``_metadata.row_index``) and stable row commit version (materialized, else the old file's
+``defaultRowCommitVersion``) are written into the materialized columns of the new file, the
+per-file defaults looked up by the same per-file key as the join (rewrite/row_tracking.py).
 
 A crash leaves the committed batches done; a rerun only sees the files that still carry DVs.
 Files written by an uncommitted batch are orphans that VACUUM removes. Progress is reported as
@@ -56,15 +64,17 @@ import os
 import posixpath
 from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 from urllib.parse import unquote
 
 from delta_downgrade.deletion_vectors import DvFileReader, parse_dv_runs
 from delta_downgrade.errors import (
-    ConcurrentWriteError, DeletionVectorRowIndexError, DeltaDowngradeError, DvPurgeError, NotSupportedYetError,
+    ConcurrentWriteError, DeletionVectorRowIndexError, DeltaDowngradeError, DvPurgeError,
+    RowIdAssignmentWithoutStatsError,
 )
 from delta_downgrade.log.commit import rebase_unless_files_touched
+from delta_downgrade.log.row_ids import RowTracking, row_tracking_of
 from delta_downgrade.protocol.actions import AddFile, AnyAction, Metadata
 from delta_downgrade.protocol.clustering import clustering_columns
 from delta_downgrade.rewrite.actions import log_path, remove_action
@@ -74,6 +84,7 @@ from delta_downgrade.rewrite.dv_purge_plan import (
     new_dir_name, plan_batches, root_path,
 )
 from delta_downgrade.rewrite.physical_schema import physical_schemas
+from delta_downgrade.rewrite.row_tracking import MaterializedColumns, has_stable_values
 from delta_downgrade.rewrite.spark_io import escape_glob, metadata_column
 from delta_downgrade.rewrite.stats import (
     StatsLeaf, footer_stats, spark_leaf_aggregates, spark_leaf_stats, stats_json, stats_leaves,
@@ -183,13 +194,21 @@ def _cleanup(storage: Any, groups: Sequence[PurgeGroup]) -> None:
             pass
 
 
-def _check_supported(snapshot: "Snapshot") -> None:
-    if "rowTracking" in snapshot.protocol.features:
-        raise NotSupportedYetError(
-            "purging deletion vectors of a table with rowTracking would have to carry row IDs into "
-            "the rewritten files, which delta-downgrade cannot do yet; nothing was written. Drop "
-            "rowTracking first or purge with delta-spark (REORG TABLE … APPLY (PURGE))",
-            table=snapshot.table, feature="deletionVectors")
+def _check_row_ids_assignable(snapshot: "Snapshot", tracking: RowTracking, files: Sequence[PurgeFile]) -> None:
+    """Before anything is written: a file whose DV deletes nothing is recommitted under its path;
+    without a ``baseRowId`` it needs fresh row IDs at commit time, hence its ``numRecords``
+    (the rewritten files always have theirs)."""
+    if not tracking.assigns:
+        return
+    for f in files:
+        if f.cardinality == 0 and f.add.baseRowId is None and f.num_records is None:
+            raise RowIdAssignmentWithoutStatsError(
+                f"data file {f.add.path} has neither row IDs nor a numRecords statistic, and the "
+                f"table supports rowTracking: recommitting it without its (empty) deletion vector "
+                f"needs fresh row IDs (PROTOCOL.md \"Writer Requirements for Row Tracking\"); "
+                f"nothing was written. Collect statistics for the table (ANALYZE TABLE … COMPUTE "
+                f"DELTA STATISTICS), then rerun", table=snapshot.table, feature="deletionVectors",
+                params={"path": f.add.path})
 
 
 def verify_deletion_vectors(snapshot: "Snapshot", reader: DvFileReader | None = None) -> int:
@@ -222,6 +241,7 @@ class _Context:
     strategy: str
     broadcast_max_rows: int
     parallel_jobs: int
+    preserve: MaterializedColumns | None = None  # row tracking enabled: the stable-value columns
 
 
 @dataclass
@@ -270,7 +290,8 @@ def _rewrite_batch(ctx: _Context, batch: _Batch) -> _Batch:
                 dvs = _load_dvs(ctx, batch, strategy)
             with ThreadPoolExecutor(max_workers=max(1, min(ctx.parallel_jobs, len(to_write)))) as pool:
                 futures = [pool.submit(write_group, ctx.spark, ctx.root, g, dvs, strategy, ctx.read_schema,
-                                       ctx.write_schema, ctx.codec, allow_packed) for g in to_write]
+                                       ctx.write_schema, ctx.codec, allow_packed, ctx.preserve)
+                           for g in to_write]
                 for fut in futures:
                     fut.result()
             if ctx.use_footers:
@@ -331,11 +352,12 @@ def _batch_actions(batch: _Batch, now: int) -> list[AnyAction]:
     for g in batch.groups:
         for _i, f in g.files:
             actions.append(remove_action(f.add, now, with_stats=True))
-            if f.cardinality == 0:  # a DV deleting nothing: the same file, without the DV
-                actions.append(AddFile(
-                    path=f.add.path, partitionValues=f.add.partitionValues, size=f.add.size,
-                    modificationTime=f.add.modificationTime, dataChange=False, stats=f.add.stats,
-                    tags=f.add.tags, clusteringProvider=f.add.clusteringProvider))
+            if f.cardinality == 0:
+                # A DV deleting nothing: the same file recommitted without the DV. It keeps its
+                # baseRowId and defaultRowCommitVersion (PROTOCOL.md "Writer Requirements for Row
+                # Tracking": recommitted adds carry those of the last add of the path), tags,
+                # clustering provider and any field this package does not know.
+                actions.append(replace(f.add, deletionVector=None, dataChange=False))
         providers = {f.add.clusteringProvider for _i, f in g.files}
         provider = providers.pop() if len(providers) == 1 else None
         for n in batch.new_files.get(g.dir_name, []):
@@ -348,10 +370,15 @@ def _batch_actions(batch: _Batch, now: int) -> list[AnyAction]:
 def _commit_batch(ctx: _Context, batch: _Batch) -> int:
     actions = _batch_actions(batch, ctx.run.clock.now_ms())
     paths = {unquote(f.add.path) for f in batch.files}
+    # PROTOCOL.md "Writer Requirements for Row Tracking": preserved when every copied row's stable
+    # values went into the materialized columns (true when no row was copied).
+    copied = [f for g in batch.to_write for _i, f in g.rewritten]
+    preserved = not copied or (ctx.preserve is not None and all(has_stable_values(f.add) for f in copied))
     try:
         return ctx.run.commit(actions, PURGE_OPERATION, PURGE_PARAMETERS,
                               resolve=rebase_unless_files_touched(paths, actions, allow_new_files=True,
-                                                                                 operation="REORG"))
+                                                                                 operation="REORG"),
+                              row_tracking_preserved=preserved)
     except ConcurrentWriteError:
         _cleanup(ctx.storage, batch.to_write)  # raised before anything was committed
         raise
@@ -382,9 +409,10 @@ def purge_deletion_vectors(run: "DropRun", *, batch_files: int = DEFAULT_BATCH_F
     files = files_to_purge(snapshot)
     if not files:
         return False
-    _check_supported(snapshot)
     ensure_files_can_be_rewritten(snapshot.protocol, snapshot.metadata, table=run.table,
                                   purpose="purge deletion vectors")
+    tracking = row_tracking_of(snapshot.protocol, snapshot.metadata, table=run.table)
+    _check_row_ids_assignable(snapshot, tracking, files)
     batches = plan_batches(files, batch_files=batch_files, batch_bytes=batch_bytes)
     total_files = len(files)
     total_bytes = sum(f.add.size for f in files)
@@ -420,9 +448,17 @@ def purge_deletion_vectors(run: "DropRun", *, batch_files: int = DEFAULT_BATCH_F
                    read_schema=read_schema, write_schema=write_schema,
                    leaves=stats_leaves(metadata, clustering_columns(snapshot.state().live_domains.values())),
                    codec=_compression(metadata), use_footers=stats == "footer" or (stats == "auto" and local),
-                   strategy=strategy, broadcast_max_rows=broadcast_max_rows, parallel_jobs=parallel_jobs)
+                   strategy=strategy, broadcast_max_rows=broadcast_max_rows, parallel_jobs=parallel_jobs,
+                   preserve=MaterializedColumns.of(tracking))
     run.progress(f"purging deletion vectors of {total_files} file(s), {total_bytes} bytes, "
                  f"in {len(plans)} batch(es)")
+    if ctx.preserve is not None:
+        run.progress(f"row tracking is enabled: stable row IDs and row commit versions go into "
+                     f"{ctx.preserve.row_id} and {ctx.preserve.row_commit_version}")
+    elif tracking.enabled:
+        run.progress("row tracking is enabled but the table names no materialized columns: the "
+                     "rewritten rows get fresh row IDs only (commits tagged "
+                     "delta.rowTracking.preserved=false)")
     done = [0, 0]  # files, bytes
     in_flight: deque[Future] = deque()
 

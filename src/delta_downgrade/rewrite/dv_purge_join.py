@@ -14,6 +14,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from delta_downgrade.rewrite.dv_purge_plan import PurgeFile, PurgeGroup
+from delta_downgrade.rewrite.row_tracking import (
+    MaterializedColumns, per_file_value, stable_row_commit_version, stable_row_id,
+)
 from delta_downgrade.rewrite.spark_io import metadata_column, parquet_writer, quote_name
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -196,11 +199,42 @@ def _without_deleted(spark: "SparkSession", data: "DataFrame", group: PurgeGroup
     return left.join(pairs, cond, "left_anti")
 
 
+def _with_materialized_columns(read_schema: Any, preserve: MaterializedColumns) -> Any:
+    """``read_schema`` plus the two materialized row-tracking columns (long, nullable): a file
+    without them reads them as null ("This column may be omitted if all its values are null")."""
+    from pyspark.sql.types import LongType, StructField, StructType
+
+    present = set(read_schema.fieldNames())
+    return StructType(list(read_schema.fields)
+                      + [StructField(n, LongType(), True) for n in preserve.names if n not in present])
+
+
+def _stable_columns(group: PurgeGroup, key: JoinKey, preserve: MaterializedColumns) -> list[Any]:
+    """Each kept row's stable row ID and row commit version (rewrite/row_tracking.py), the old
+    file's ``baseRowId`` / ``defaultRowCommitVersion`` found by the row's file key (the join's
+    residue, or its file name), the row's index in the old file by ``_metadata.row_index``."""
+    from pyspark.sql import functions as F
+
+    files = dict(group.rewritten)
+    keys = key.residues if key.modulus else key.names
+    row_key = F.col(_DISC) if key.modulus else F.col(_KEY)
+    base = per_file_value({keys[i]: f.add.baseRowId for i, f in files.items()}, row_key)
+    version = per_file_value({keys[i]: f.add.defaultRowCommitVersion for i, f in files.items()}, row_key)
+    return [stable_row_id(F.col(quote_name(preserve.row_id)), base, F.col(_RI)).alias(preserve.row_id),
+            stable_row_commit_version(F.col(quote_name(preserve.row_commit_version)), version)
+            .alias(preserve.row_commit_version)]
+
+
 def write_group(spark: "SparkSession", root: str, group: PurgeGroup, dvs: Mapping[int, Any], strategy: str,
-                 read_schema: Any, write_schema: Any, codec: str, allow_packed: bool = True) -> None:
+                read_schema: Any, write_schema: Any, codec: str, allow_packed: bool = True,
+                preserve: MaterializedColumns | None = None) -> None:
+    """Write the kept rows of ``group``'s files; with ``preserve`` (row tracking enabled) each
+    with its stable row ID and row commit version in the materialized columns."""
     from pyspark.sql import functions as F
 
     key = join_key(group, allow_packed=allow_packed)
+    if preserve is not None:
+        read_schema = _with_materialized_columns(read_schema, preserve)
     data = _read_inputs(spark, group.rewritten, read_schema, key)
     kept = _without_deleted(spark, data, group, dvs, strategy, key)
     columns = []
@@ -209,5 +243,7 @@ def write_group(spark: "SparkSession", root: str, group: PurgeGroup, dvs: Mappin
         if f.metadata:
             col = col.cast(f.dataType).alias(f.name, metadata=f.metadata)
         columns.append(col)
+    if preserve is not None:
+        columns += _stable_columns(group, key, preserve)
     out = f"{root}/{unquote(group.out_rel)}"
     parquet_writer(kept.select(*columns), codec).parquet(out)

@@ -13,15 +13,17 @@ from delta_downgrade.protocol.schema import arrow_primitive_to_delta
 from delta_downgrade.rewrite.physical_schema import (
     Naming, all_nullable, column_id, column_mapping_mode, physical_name,
 )
+from delta_downgrade.protocol.table_config import MATERIALIZED_ROW_COMMIT_VERSION_COLUMN, MATERIALIZED_ROW_ID_COLUMN
 from delta_downgrade.rewrite.type_widening_rules import is_widening, normalize_primitive
 
 if TYPE_CHECKING:  # pragma: no cover
     import pyarrow as pa
 
+    from delta_downgrade.rewrite.row_tracking import MaterializedColumns
+
 # Row tracking may materialize row ids / commit versions in hidden Parquet columns that are not in
 # the table schema (PROTOCOL.md "Row Tracking"); a rewrite must keep them.
-MATERIALIZED_COLUMN_KEYS = ("delta.rowTracking.materializedRowIdColumnName",
-                            "delta.rowTracking.materializedRowCommitVersionColumnName")
+MATERIALIZED_COLUMN_KEYS = (MATERIALIZED_ROW_ID_COLUMN, MATERIALIZED_ROW_COMMIT_VERSION_COLUMN)
 
 ARROW_FIELD_ID = b"PARQUET:field_id"
 
@@ -36,6 +38,10 @@ class ColumnPlan:
     target_type: Any
     out_name: str
     out_metadata: dict[str, Any] = field(default_factory=dict)
+    # rewrite/row_tracking.ROW_ID or ROW_COMMIT_VERSION: the output is the row's stable value,
+    # ``source`` (the materialised column, None when the file lacks it) where not null, else the
+    # input file's default (PROTOCOL.md "Reader Requirements for Row Tracking")
+    row_tracking: str | None = None
 
 
 @dataclass
@@ -184,11 +190,14 @@ class _Planner:
 
 
 def plan_file(schema: dict[str, Any], partition_columns: Sequence[str], configuration: dict[str, str],
-              arrow_schema: "pa.Schema", num_rows: int, naming: Naming, where: str) -> FilePlan:
+              arrow_schema: "pa.Schema", num_rows: int, naming: Naming, where: str,
+              preserve: "MaterializedColumns | None" = None) -> FilePlan:
     """How to rewrite one file whose footer says ``arrow_schema``.
 
     Data columns absent from the file are written as NULL columns; partition columns are written
-    only when the file materializes them; materialized row-tracking columns are kept as they are.
+    only when the file materializes them. With ``preserve`` (row tracking enabled) both
+    materialized row-tracking columns are written, with every row's stable value
+    (``ColumnPlan.row_tracking``); without it, those the file has are kept as they are.
     Columns of the file that the schema no longer has (dropped columns) are not written.
     """
     mode = column_mapping_mode(configuration)
@@ -215,6 +224,22 @@ def plan_file(schema: dict[str, Any], partition_columns: Sequence[str], configur
         read_fields.append({"name": found.name, "type": read_type, "nullable": True, "metadata": {}})
         columns.append(ColumnPlan(found.name, read_type, target, out_name, naming.out_metadata(f)))
     keep = {configuration[k] for k in MATERIALIZED_COLUMN_KEYS if configuration.get(k)}
+    if preserve is not None:
+        # Not part of the layout check (``identity``): a file kept as it is keeps its rows, path
+        # and row IDs, so its stable values stay what they were.
+        for name in preserve.names:
+            found = next((c for c in children if c.name == name), None)
+            if found is None:  # "This column may be omitted if all its values are null"
+                columns.append(ColumnPlan(None, None, "long", name, row_tracking=preserve.kind(name)))
+                continue
+            stored = arrow_primitive_to_delta(found.type)
+            if stored not in ("long", "integer", "short", "byte"):
+                raise FileLayoutError(f"{where}: the materialized row-tracking column {name} holds "
+                                      f"{found.type}, not integers (PROTOCOL.md \"Row Tracking\")")
+            used.add(found.name)
+            read_fields.append({"name": found.name, "type": stored, "nullable": True, "metadata": {}})
+            columns.append(ColumnPlan(found.name, stored, "long", name, row_tracking=preserve.kind(name)))
+        keep = set()
     for child in children:
         if child.name in used:
             continue

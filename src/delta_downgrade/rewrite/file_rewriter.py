@@ -21,7 +21,10 @@ from delta_downgrade.log.delta_log import DeltaLog
 from delta_downgrade.protocol.actions import AddFile
 from delta_downgrade.rewrite.file_plan import FilePlan, plan_file
 from delta_downgrade.rewrite.physical_schema import Naming
-from delta_downgrade.rewrite.spark_io import escape_glob, parquet_writer, quote_name
+from delta_downgrade.rewrite.row_tracking import (
+    ROW_ID, MaterializedColumns, constant, stable_row_commit_version, stable_row_id,
+)
+from delta_downgrade.rewrite.spark_io import escape_glob, metadata_column, parquet_writer, quote_name
 from delta_downgrade.rewrite.staging import STAGING_DIR
 from delta_downgrade.storage import typed_write_errors
 
@@ -149,6 +152,9 @@ class FileRewriter:
         df = reader.parquet(escape_glob(self.input_location(add)))
         selected = []
         for c in plan.columns:
+            if c.row_tracking is not None:
+                selected.append(self._stable_column(df, add, c.source, c.row_tracking).alias(c.out_name))
+                continue
             source = F.col(quote_name(c.source)) if c.source is not None else F.lit(None)
             target = _parse_datatype_json_value(c.target_type)
             column = source.cast(target)
@@ -158,6 +164,19 @@ class FileRewriter:
         # storage errors, as for every other write of the package (storage.typed_write_errors).
         with typed_write_errors(f"writing the rewrite of {add.path} (staging {staging_rel})", self.table):
             return self._stage_and_move(add, plan, df.select(*selected), staging_local)
+
+    @staticmethod
+    def _stable_column(df: Any, add: AddFile, source: str | None, kind: str) -> Any:
+        """The stable row ID or row commit version of each row of ``add`` (rewrite/row_tracking).
+        ``_metadata.row_index`` is the row's physical index in the input file, which is what a
+        default generated row ID adds to ``baseRowId``."""
+        from pyspark.sql import functions as F
+
+        materialized = F.col(quote_name(source)) if source is not None else None
+        if kind == ROW_ID:
+            row_index = metadata_column(df).getField("row_index")
+            return stable_row_id(materialized, constant(add.baseRowId), row_index)
+        return stable_row_commit_version(materialized, constant(add.defaultRowCommitVersion))
 
     def _stage_and_move(self, add: AddFile, plan: FilePlan, df: Any, staging_local: str) -> Rewritten:
         parquet_writer(df.coalesce(1), "snappy").option("maxRecordsPerFile", 0).parquet(staging_local)
@@ -233,11 +252,13 @@ class FileRewriter:
             yield from pool.map(self.footer, files)
 
     def plans(self, files: Sequence[AddFile], schema: dict[str, Any], partition_columns: Sequence[str],
-              configuration: dict[str, str], naming: Naming) -> Iterator[tuple[AddFile, FilePlan]]:
-        """Each of ``files`` with its rewrite plan (``file_plan.plan_file``), from its footer alone."""
+              configuration: dict[str, str], naming: Naming,
+              preserve: MaterializedColumns | None = None) -> Iterator[tuple[AddFile, FilePlan]]:
+        """Each of ``files`` with its rewrite plan (``file_plan.plan_file``), from its footer alone;
+        ``preserve``: the materialized row-tracking columns to fill with stable values."""
         for add, (arrow_schema, num_rows) in zip(files, self.footers(files), strict=True):
             yield add, plan_file(schema, partition_columns, configuration, arrow_schema, num_rows, naming,
-                                 where=f"data file {add.path}")
+                                 where=f"data file {add.path}", preserve=preserve)
 
     def cleanup(self) -> None:
         shutil.rmtree(self.local(self.staging), ignore_errors=True)

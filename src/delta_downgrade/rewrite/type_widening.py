@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING
 
 from delta_downgrade.errors import FileLayoutError
 from delta_downgrade.log.commit import rebase_unless_files_touched
+from delta_downgrade.log.row_ids import row_tracking_of
 from delta_downgrade.protocol.actions import AddFile, AnyAction
 from delta_downgrade.protocol.clustering import clustering_columns
 from delta_downgrade.protocol.schema import TYPE_CHANGES_KEY, type_change_fields
@@ -49,6 +50,7 @@ from delta_downgrade.rewrite.partition_values import (
     respelled_add, respelled_partition_values, widened_partition_columns,
 )
 from delta_downgrade.rewrite.physical_schema import Naming, column_mapping_mode, schema_string, strip_field_metadata
+from delta_downgrade.rewrite.row_tracking import MaterializedColumns, has_stable_values
 from delta_downgrade.rewrite.stats import clustering_stats_leaves, stats_for_rewrite, with_footer_stats
 from delta_downgrade.rewrite.writer_requirements import (
     ensure_files_can_be_rewritten, ensure_partition_columns_kept,
@@ -74,8 +76,11 @@ def stale_files(run: "DropRun", rewriter: FileRewriter) -> list[tuple[AddFile, F
     configuration = dict(metadata.configuration)
     naming = Naming(column_mapping_mode(configuration), logical=False)
     files = list(snapshot.state().files.values())
+    # Rewritten rows keep their stable row IDs and row commit versions (rewrite/row_tracking.py).
+    preserve = MaterializedColumns.of(row_tracking_of(snapshot.protocol, metadata, table=run.table))
     return [(add, plan) for add, plan in
-            rewriter.plans(files, snapshot.schema, metadata.partitionColumns, configuration, naming) if plan.widened]
+            rewriter.plans(files, snapshot.schema, metadata.partitionColumns, configuration, naming, preserve)
+            if plan.widened]
 
 
 def respellings(run: "DropRun") -> dict[str, dict[str, str | None]]:
@@ -158,10 +163,14 @@ def rewrite_type_widening(run: "DropRun", *, batch_files: int = DEFAULT_BATCH_FI
                             actions.append(replacement_add(add, result, partition_values=partition_values,
                                                            stats=stats))
                     replaced = {a.decoded_path for a, _ in batch}
+                    # preserved: the plans wrote the stable values when row tracking is enabled
+                    preserved = all(has_stable_values(a) and any(c.row_tracking for c in p.columns)
+                                    for a, p in batch)
                     run.commit(actions, "REORG", {"predicate": "[]", "rewriteTypeWidening": True,
                                                   "numFiles": len(batch)},
                                resolve=rebase_unless_files_touched(replaced, actions, allow_new_files=True,
-                                                                   operation="REORG"))
+                                                                   operation="REORG"),
+                               row_tracking_preserved=preserved)
                     rewritten += len(batch)
                     done_bytes += sum(a.size or 0 for a, _ in batch)
                     run.progress(f"REORG (type widening): {rewritten}/{len(stale)} files, "

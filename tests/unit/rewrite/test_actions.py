@@ -37,8 +37,10 @@ def test_replacement_add_keeps_rows_identity_and_encodes_the_new_path():
                           partition_values={"q": "1"}, stats='{"numRecords":3}')
     assert new.path == "p%3D1/part-00000-x%20y%25-c000.snappy.parquet"
     assert (new.size, new.modificationTime, new.dataChange, new.partitionValues) == (7, 11, False, {"q": "1"})
-    assert (new.deletionVector, new.baseRowId, new.defaultRowCommitVersion, new.tags, new.clusteringProvider) == (
-        DV, 3, 4, {"t": "1"}, "liquid")
+    assert (new.deletionVector, new.tags, new.clusteringProvider) == (DV, {"t": "1"}, "liquid")
+    # A new path gets fresh row IDs and the adding version at commit time (PROTOCOL.md "Writer
+    # Requirements for Row Tracking"), never the old file's.
+    assert (new.baseRowId, new.defaultRowCommitVersion) == (None, None)
 
 
 def test_log_path():

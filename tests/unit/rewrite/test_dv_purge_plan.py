@@ -72,3 +72,22 @@ def test_root_path_keeps_uris_and_makes_local_paths_absolute(tmp_path, monkeypat
     assert root_path("file:/data/t") == "file:/data/t"
     monkeypatch.chdir(tmp_path)
     assert root_path("t") == str(tmp_path / "t")
+
+
+def test_a_dv_deleting_nothing_is_recommitted_with_its_row_ids():
+    # PROTOCOL.md "Writer Requirements for Row Tracking": a recommitted add carries the baseRowId
+    # and defaultRowCommitVersion of the last add of its path (and keeps tags, clustering
+    # provider and unknown fields); only the DV goes.
+    from delta_downgrade.deletion_vectors import inline_descriptor
+    from delta_downgrade.rewrite.dv_purge import _Batch, _batch_actions
+    from delta_downgrade.rewrite.dv_purge_plan import PurgeFile, group_batch
+
+    add = AddFile(path="a.parquet", size=10, modificationTime=1, stats='{"numRecords":4}', tags={"t": "1"},
+                  deletionVector=inline_descriptor([]).to_obj(), baseRowId=7, defaultRowCommitVersion=3,
+                  clusteringProvider="liquid", extra={"future": 1})
+    purge_file = PurgeFile(add=add, dv=add.dv, spark_path="/t/a.parquet", out_dir="", num_records=4)
+    remove, readd = _batch_actions(_Batch([purge_file], group_batch([purge_file])), now=5)
+    assert remove.path == readd.path == "a.parquet" and remove.deletionVector == add.deletionVector
+    assert readd.deletionVector is None and readd.dataChange is False
+    assert (readd.baseRowId, readd.defaultRowCommitVersion, readd.tags, readd.clusteringProvider, readd.extra) == (
+        7, 3, {"t": "1"}, "liquid", {"future": 1})

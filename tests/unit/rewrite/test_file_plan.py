@@ -88,3 +88,28 @@ def test_a_nested_file_column_for_a_primitive_table_column_is_refused():
     footer = pa.schema([_arrow("a", pa.struct([_arrow("x", pa.int64())]))])
     with pytest.raises(FileLayoutError, match="data file x.parquet: column a is nested in the file but long"):
         plan_file(schema, [], {}, footer, 1, Naming("none", logical=False), where="data file x.parquet")
+
+
+def test_row_tracking_enabled_writes_both_stable_columns():
+    # With row tracking enabled (rewrite/row_tracking.MaterializedColumns) both hidden columns are
+    # written with stable values: read from the file where it has them, computed where it lacks
+    # them (PROTOCOL.md "Row Tracking": "This column may be omitted if all its values are null").
+    from delta_downgrade.rewrite.row_tracking import ROW_COMMIT_VERSION, ROW_ID, MaterializedColumns
+
+    preserve = MaterializedColumns("_rid", "_rcv")
+    schema = _schema(_field("a", "long"))
+    footer = pa.schema([_arrow("a", pa.int64()), _arrow("_rid", pa.int64())])
+    plan = plan_file(schema, [], {}, footer, 3, Naming("none", logical=False), where="f", preserve=preserve)
+    assert [(c.source, c.out_name, c.target_type, c.row_tracking) for c in plan.columns] == [
+        ("a", "a", "long", None), ("_rid", "_rid", "long", ROW_ID), (None, "_rcv", "long", ROW_COMMIT_VERSION)]
+    assert [f["name"] for f in plan.read_fields] == ["a", "_rid"]
+    assert plan.identity  # the file's layout is the output's: a column-mapping removal keeps it
+
+
+def test_a_materialized_column_that_is_not_integers_is_refused():
+    from delta_downgrade.rewrite.row_tracking import MaterializedColumns
+
+    footer = pa.schema([_arrow("a", pa.int64()), _arrow("_rid", pa.string())])
+    with pytest.raises(FileLayoutError, match="materialized row-tracking column _rid"):
+        plan_file(_schema(_field("a", "long")), [], {}, footer, 1, Naming("none", logical=False), where="f",
+                  preserve=MaterializedColumns("_rid", "_rcv"))
