@@ -151,6 +151,10 @@ def java_storage_error(exc: BaseException, root: str, what: str, *,
 class HadoopStorage:
     """A table at ``root`` (a URI) read and written through the JVM's Hadoop FileSystem."""
 
+    # A Hadoop listing returns statuses anyway: an incremental listing compares them instead of
+    # listing names first (Storage.lists_names_cheaply).
+    lists_names_cheaply = False
+
     @classmethod
     def from_location(cls, location: str) -> HadoopStorage:
         """The storage for a URI, refusing before any JVM is started a scheme nothing here can
