@@ -44,7 +44,7 @@ def assert_refused(path: str, args: list[str], error_class: str) -> None:
 
 # A valid value per property, replaced by the bad one once the table exists.
 VALID = {"delta.enableInCommitTimestamps": "false", "delta.checkpointPolicy": "classic",
-         "delta.checkpointInterval": "10"}
+         "delta.checkpointInterval": "10", "delta.rowTrackingSuspended": "false"}
 
 
 def valid_value(key: str) -> str:
@@ -114,6 +114,30 @@ def test_truncate_history_command_with_a_bad_property_writes_nothing(tmp_path):
           properties={"delta.requireCheckpointProtectionBeforeVersion": "1",
                       "delta.deletedFileRetentionDuration": "interval 2 months"})
     assert_refused(path, ["truncate-history", path], "DELTA_DOWNGRADE_INVALID_TABLE_PROPERTY")
+
+
+ROW_TRACKING_BOTH = {"delta.enableRowTracking": "true", "delta.rowTrackingSuspended": "true"}
+
+
+def test_row_tracking_enabled_and_suspended_together_writes_nothing(tmp_path):
+    # PROTOCOL.md "Row Tracking": the two "should not be enabled together"; every commit to a
+    # table that supports rowTracking would have to decide whether to assign row IDs.
+    path = str(tmp_path / "t")
+    protocol = Protocol(3, 7, frozenset({VPC}), frozenset({VPC, "rowTracking", "domainMetadata"}))
+    build(path, protocol, properties={**ROW_TRACKING_BOTH, "delta.rowTrackingSuspended": "false"})
+    set_raw_property(path, "delta.rowTrackingSuspended", "true")  # our own commits refuse to write it
+    assert_refused(path, ["drop-feature", path, VPC], "DELTA_ROW_TRACKING_ILLEGAL_PROPERTY_COMBINATION")
+
+
+def test_row_tracking_properties_without_the_feature_do_not_block_a_drop(tmp_path):
+    # Without rowTracking in the protocol the two properties mean nothing (delta-spark checks
+    # them only for tables that support the feature).
+    path = str(tmp_path / "t")
+    build(path, VPC_PROTOCOL, properties={**ROW_TRACKING_BOTH, "delta.rowTrackingSuspended": "false"})
+    set_raw_property(path, "delta.rowTrackingSuspended", "true")
+    done = run_cli("drop-feature", path, VPC)
+    assert done.returncode == 0, done.stderr
+    assert result_of(done)["status"] == "dropped"
 
 
 def test_every_bad_property_is_named_at_once(tmp_path):

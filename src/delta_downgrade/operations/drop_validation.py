@@ -112,6 +112,8 @@ def validate_plan(snapshot: Snapshot, spec: TableFeature, *, planned_updates: Ma
     TableConfig(snapshot.metadata.configuration, table=table).validate()
     planned = snapshot.metadata.with_configuration(dict(planned_updates)) if planned_updates else snapshot.metadata
     TableConfig(planned.configuration, table=table).validate()
+    if "rowTracking" in protocol.features:  # PROTOCOL.md "Row Tracking": every commit assigns IDs
+        TableConfig(snapshot.metadata.configuration, table=table).validate_row_tracking()
 
     if spec.name == CHECKPOINT_PROTECTION:
         # Checkpoint Protection RFC: its checkpoint (only when none exists at or after the

@@ -162,10 +162,14 @@ class TableConfig:
         if problems:
             raise self._error(problems, "They are checked before anything is written; nothing "
                                         "was written. ")
-        scope = PROPERTIES if keys is None else set(keys)
-        if ENABLE_ROW_TRACKING in scope and ROW_TRACKING_SUSPENDED in scope:
-            self._check_row_tracking_combination(" It is checked before anything is written; "
-                                                 "nothing was written.")
+        return self
+
+    def validate_row_tracking(self) -> "TableConfig":
+        """Raise :class:`RowTrackingPropertiesError` when ``delta.enableRowTracking`` and
+        ``delta.rowTrackingSuspended`` are both true. Only for tables that support
+        ``rowTracking``: without the feature the two properties mean nothing (delta-spark checks
+        them only then). Operations call this before their first write."""
+        self._check_row_tracking_combination(" It is checked before anything is written; nothing was written.")
         return self
 
     def _check_row_tracking_combination(self, written: str = "") -> None:

@@ -130,8 +130,12 @@ def test_row_tracking_view():
     assert suspended.supported and not suspended.assigns
     with pytest.raises(RowTrackingPropertiesError):
         RowTracking.of(RT_PROTOCOL, {**ENABLED, "delta.rowTrackingSuspended": "true"})
+    both = {"delta.enableRowTracking": "TRUE", "delta.rowTrackingSuspended": "true"}
     with pytest.raises(RowTrackingPropertiesError):
-        TableConfig({"delta.enableRowTracking": "TRUE", "delta.rowTrackingSuspended": "true"}).validate()
+        TableConfig(both).validate_row_tracking()
+    # Without the feature the two properties mean nothing: delta-spark checks them only then.
+    TableConfig(both).validate()
+    assert RowTracking.of(Protocol(1, 2), both) == RowTracking(False, False, False)
 
 
 # --- through log/commit.commit ---------------------------------------------------------------------
