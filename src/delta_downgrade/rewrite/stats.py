@@ -419,11 +419,16 @@ def _has_path(d: Any, path: tuple[str, ...]) -> bool:
 
 
 def with_missing_leaf_stats(stats: str, leaves: Sequence[StatsLeaf],
-                            values: Mapping[tuple[str, ...], LeafStats]) -> str:
+                            values: Mapping[tuple[str, ...], LeafStats], *, wide: bool = False) -> str:
     """``stats`` (a rewritten file's, already complete for ``numRecords``) with the statistics of
     ``leaves`` it lacks taken from ``values`` (the new file's footer): what it has is kept as it
     is. PROTOCOL.md "Clustered Table" asks every ``add`` for statistics of the clustering columns;
-    a file carried over without them, or whose widened bounds had to be dropped, gets them here."""
+    a file carried over without them, or whose widened bounds had to be dropped, gets them here.
+
+    ``wide``: the file has a deletion vector, so the footer describes rows that are no longer
+    valid: its bounds still bound the valid rows but its null count is no exact count of them.
+    When anything is added the stats then say ``tightBounds: false`` (PROTOCOL.md "Per-file
+    Statistics": with wide bounds a null count means something only at 0 or ``numRecords``)."""
     current = loads_exact(stats)
     num_records = current.get("numRecords")
     added = False
@@ -443,12 +448,14 @@ def with_missing_leaf_stats(stats: str, leaves: Sequence[StatsLeaf],
             if bound is not None and not _has_path(current.get(key), leaf.path):
                 _put_path(current.setdefault(key, {}), leaf.path, bound)
                 added = True
+    if added and wide:
+        current["tightBounds"] = False
     return dumps_exact(current) if added else stats
 
 
-def with_footer_stats(stats: str, local_file: str, leaves: Sequence[StatsLeaf]) -> str:
+def with_footer_stats(stats: str, local_file: str, leaves: Sequence[StatsLeaf], *, wide: bool = False) -> str:
     """``with_missing_leaf_stats`` from the footer of the new file ``local_file`` (no data read)."""
     if not leaves:
         return stats
     _rows, values = footer_stats(local_file, leaves)
-    return with_missing_leaf_stats(stats, leaves, values)
+    return with_missing_leaf_stats(stats, leaves, values, wide=wide)

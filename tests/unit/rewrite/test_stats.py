@@ -255,3 +255,18 @@ def test_rekey_renames_stats_with_collation_too():
                    "minValues": {"d": {"e": "A"}}, "maxValues": {"d": {"e": "b"}},
                    "statsWithCollation": {"ICU.en_US.72": {"minValues": {"d": {"e": "a"}},
                                                            "maxValues": {"d": {"e": "B"}}}}}
+
+
+def test_footer_stats_of_a_file_with_a_deletion_vector_are_wide():
+    # The footer counts rows a DV deletes: the bounds still hold, the null count is no exact
+    # count of valid rows, so the stats must say tightBounds false (PROTOCOL.md "Per-file Statistics").
+    leaves = [StatsLeaf(("id",), "long")]
+    values = {("id",): (1, 9, 2)}
+    wide = json.loads(with_missing_leaf_stats('{"numRecords":5}', leaves, values, wide=True))
+    assert wide == {"numRecords": 5, "nullCount": {"id": 2}, "minValues": {"id": 1}, "maxValues": {"id": 9},
+                    "tightBounds": False}
+    tight = json.loads(with_missing_leaf_stats('{"numRecords":5}', leaves, values))
+    assert "tightBounds" not in tight
+    # nothing added: the stats stay as they were, whatever their bounds say
+    same = '{"numRecords":5,"nullCount":{"id":0},"minValues":{"id":1},"maxValues":{"id":9}}'
+    assert with_missing_leaf_stats(same, leaves, values, wide=True) == same
