@@ -212,3 +212,131 @@ def test_databricks_sidecars_without_json_stats(golden_table, oracle) -> None:
     for f in files:
         assert json.loads(arrow_stats[f.path]) == originals[f.path]
     assert same_rows(oracle.scan_rows(str(path)), expected_rows)
+
+
+# --- writing: delta.checkpoint.writeStatsAsStruct -------------------------------------------------
+
+PART_SCHEMA = pa.schema([*SCHEMA, ("p", pa.int32())])
+
+
+def _struct_table(path: Path, *, as_json: bool, partitioned: bool, v2: bool) -> int:
+    from delta_downgrade.protocol import Protocol
+
+    config = {"delta.checkpoint.writeStatsAsStruct": "true"}
+    if not as_json:
+        config["delta.checkpoint.writeStatsAsJson"] = "false"
+    protocol = Protocol(1, 2)
+    if v2:
+        protocol = Protocol(3, 7, frozenset({"v2Checkpoint"}), frozenset({"v2Checkpoint"}))
+        config["delta.checkpointPolicy"] = "v2"
+    builder = TableBuilder(path)
+    schema = PART_SCHEMA if partitioned else SCHEMA
+
+    def rows(start: int, n: int) -> list[dict[str, Any]]:
+        return [{**r, "p": (start + i) % 2} if partitioned else r for i, r in enumerate(_rows(start, n))]
+
+    builder.create(schema, rows=rows(0, 3), partition_columns=["p"] if partitioned else (),
+                   protocol=protocol, configuration=config)
+    builder.append(rows(10, 4))
+    builder.append(rows(20, 2), files=2)
+    return builder.version
+
+
+def _checkpoint_add_files(path: Path) -> list[Path]:
+    log_dir = path / "_delta_log"
+    sidecars = sorted((log_dir / "_sidecars").glob("*.parquet")) if (log_dir / "_sidecars").exists() else []
+    return sidecars or sorted(log_dir.glob("*.checkpoint*.parquet"))
+
+
+@pytest.mark.parametrize("as_json,partitioned,v2", [
+    (False, True, False), (True, False, False), (False, False, True), (True, True, True),
+], ids=["classic-nojson-partitioned", "classic-json", "v2-nojson", "v2-json-partitioned"])
+def test_struct_stats_checkpoint(tmp_path: Path, oracle, duckdb_reader, as_json: bool, partitioned: bool,
+                                 v2: bool) -> None:
+    path = tmp_path / "t"
+    version = _struct_table(path, as_json=as_json, partitioned=partitioned, v2=v2)
+    expected_rows = oracle.scan_rows(str(path)).unwrap()
+    log = DeltaLog(str(path), LocalStorage(str(path)))
+    originals = {f.path: json.loads(f.stats) for f in log.snapshot().state().files.values()}
+    partition_values = {f.path: f.partitionValues for f in log.snapshot().state().files.values()}
+    result = checkpoint_table(log)
+    assert (result.checkpoint_kind == "v2") is v2
+
+    files = _checkpoint_add_files(path)
+    assert files
+    written: dict[str, dict[str, Any]] = {}
+    for file in files:
+        add_type = pq.ParquetFile(file).schema_arrow.field("add").type
+        assert (add_type.get_field_index("stats") >= 0) is as_json
+        parsed_type = add_type.field("stats_parsed").type
+        assert [f.name for f in parsed_type] == ["numRecords", "minValues", "maxValues", "nullCount"]
+        assert parsed_type.field("minValues").type == _BOUNDS  # typed from the table schema
+        assert (add_type.get_field_index("partitionValues_parsed") >= 0) is partitioned
+        for row in pq.read_table(file).column("add").to_pylist():
+            if row is not None:
+                written[row["path"]] = row
+    assert set(written) == set(originals)
+    for p, row in written.items():
+        assert row["stats_parsed"] == _parsed(json.dumps(originals[p])) | {}, p
+        if partitioned:
+            assert row["partitionValues_parsed"] == {"p": int(partition_values[p]["p"])}
+        if as_json:
+            assert json.loads(row["stats"]) == originals[p]
+
+    # our reader gives the stats back from the checkpoint alone
+    for v in range(version):
+        os.remove(path / commit_path(v))
+    log = DeltaLog(str(path), LocalStorage(str(path)))
+    for f in log.snapshot().state().files.values():
+        _same_stats(f.stats, originals[f.path])
+    # outside readers read the same rows from it
+    assert same_rows(oracle.scan_rows(str(path)), expected_rows)
+    assert same_rows(duckdb_reader.duckdb_rows(str(path)), expected_rows)
+
+
+def test_default_checkpoint_has_no_struct_stats(tmp_path: Path) -> None:
+    path = tmp_path / "t"
+    version = _build(path)
+    add_type = pq.ParquetFile(path / classic_checkpoint_path(version)).schema_arrow.field("add").type
+    assert add_type.get_field_index("stats_parsed") < 0 and add_type.get_field_index("stats") >= 0
+
+
+def test_struct_stats_under_column_mapping(golden_table, oracle) -> None:
+    """Column mapping (name mode, partitioned): the structs are keyed by the physical names, as
+    the JSON stats and partitionValues are, and typed by the columns' types."""
+    path = Path(golden_table("cm_name_partitioned"))
+    builder = TableBuilder(path)
+    builder.set_properties({"delta.checkpoint.writeStatsAsStruct": "true",
+                            "delta.checkpoint.writeStatsAsJson": "false"})
+    expected_rows = oracle.scan_rows(str(path)).unwrap()
+    log = DeltaLog(str(path), LocalStorage(str(path)))
+    snapshot = log.snapshot()
+    fields = {f["name"]: f for f in json.loads(snapshot.metadata.schemaString)["fields"]}
+    physical = {n: f["metadata"]["delta.columnMapping.physicalName"] for n, f in fields.items()}
+    originals = {f.path: f for f in snapshot.state().files.values()}
+    version = snapshot.version
+    checkpoint_table(log)
+    file = path / classic_checkpoint_path(version)
+    add_type = pq.ParquetFile(file).schema_arrow.field("add").type
+    assert add_type.get_field_index("stats") < 0
+    partitions = snapshot.metadata.partitionColumns
+    assert partitions
+    pv_type = add_type.field("partitionValues_parsed").type
+    assert [f.name for f in pv_type] == [physical[c] for c in partitions]
+    counts = add_type.field("stats_parsed").type.field("nullCount").type
+    assert {f.name for f in counts} <= {physical[n] for n in fields if n not in partitions}
+    for row in pq.read_table(file).column("add").to_pylist():
+        if row is None:
+            continue
+        original = originals[row["path"]]
+        assert row["stats_parsed"]["numRecords"] == json.loads(original.stats)["numRecords"]
+        for c in partitions:
+            raw = original.partitionValues[physical[c]]
+            value = row["partitionValues_parsed"][physical[c]]
+            assert (value is None) is (raw is None)
+    for v in range(version):
+        os.remove(path / commit_path(v))
+    log = DeltaLog(str(path), LocalStorage(str(path)))
+    for f in log.snapshot().state().files.values():
+        assert json.loads(f.stats) == json.loads(originals[f.path].stats)  # every bound, as written
+    assert same_rows(oracle.scan_rows(str(path)), expected_rows)
