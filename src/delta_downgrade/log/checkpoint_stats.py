@@ -37,17 +37,21 @@ def _json_string(values: pa.Array) -> pa.Array:
     """Strings as JSON string literals; null where a control character would need a
     ``\\u`` escape (left out rather than spelled differently from the original)."""
     out = values.cast(_STR)
-    for raw, escaped in _ESCAPES:
-        out = pc.replace_substring(out, raw, escaped)
-    out = pc.if_else(pc.match_substring_regex(out, "[\\x00-\\x1f]"), pa.scalar(None, _STR), out)
+    special = pc.match_substring_regex(out, '["\\\\\\x00-\\x1f]')
+    if special.null_count < len(special) and pc.any(special).as_py():  # most bounds need no escape
+        for raw, escaped in _ESCAPES:
+            out = pc.replace_substring(out, raw, escaped)
+        out = pc.if_else(pc.match_substring_regex(out, "[\\x00-\\x1f]"), pa.scalar(None, _STR), out)
     return pc.binary_join_element_wise('"', out, '"', "")
 
 
 def _timestamp(values: pa.Array, instant: bool) -> pa.Array:
     """Milliseconds, as delta-spark's stats (``yyyy-MM-dd'T'HH:mm:ss.SSSXXX`` in UTC)."""
     typ = values.type
-    ms = values.cast(pa.timestamp("ms", typ.tz), safe=False)
-    text = pc.strftime(ms, format="%Y-%m-%dT%H:%M:%S")  # %S of a ms timestamp carries .SSS
+    # the UTC wall time (a zone-less cast keeps the stored instant), cut to milliseconds; Arrow
+    # spells it "yyyy-MM-dd HH:mm:ss.SSS" (a cast: several times faster than strftime)
+    ms = values.cast(pa.timestamp(typ.unit)).cast(pa.timestamp("ms"), safe=False)
+    text = pc.replace_substring(ms.cast(_STR), " ", "T", max_replacements=1)
     if instant or typ.tz is not None:
         text = pc.binary_join_element_wise(text, "Z", "")
     return pc.binary_join_element_wise('"', text, '"', "")
