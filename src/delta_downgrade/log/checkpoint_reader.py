@@ -104,13 +104,14 @@ def _with_stats_from_parsed(pf: pq.ParquetFile, table: pa.Table) -> pa.Table:
     add_type = pf.schema_arrow.field("add").type
     if not pa.types.is_struct(add_type) or add_type.get_field_index(STATS_PARSED) < 0:
         return table
-    add = table.column("add").combine_chunks()
-    if len(add) == add.null_count:
+    column = table.column("add")
+    if len(column) == column.null_count:
         return table
-    stats_index = add.type.get_field_index("stats")
-    stats = add.field(stats_index) if stats_index >= 0 else None
-    if stats is not None and stats.null_count == add.null_count:
+    stats_index = column.type.get_field_index("stats")
+    if stats_index >= 0 and sum(c.field(stats_index).null_count for c in column.chunks) == column.null_count:
         return table  # read from parquet, a child is null where its parent is: every add has stats
+    add = column.combine_chunks()
+    stats = add.field(stats_index) if stats_index >= 0 else None
     parsed = pf.read(columns=[f"add.{STATS_PARSED}"]).column("add").combine_chunks().field(STATS_PARSED)
     filled = fill_missing_stats(stats, parsed, add.is_valid(), _instant_leaves(pf))
     if stats_index >= 0:
