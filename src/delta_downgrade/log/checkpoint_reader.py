@@ -16,6 +16,7 @@ import pyarrow.parquet as pq
 
 from delta_downgrade.protocol.actions import ACTION_TYPES, Action, parse_commit
 from delta_downgrade.errors import CheckpointUnreadableError, CorruptLogError
+from delta_downgrade.log.checkpoint_stats import STATS_PARSED, fill_missing_stats
 from delta_downgrade.log.files import LOG_DIR
 from delta_downgrade.log.listing import CheckpointInstance
 from delta_downgrade.storage import Storage
@@ -69,13 +70,59 @@ def projected_columns(pf: pq.ParquetFile, columns: Iterable[str]) -> list[str]:
 
 def read_checkpoint_columns(source: Any, columns: Iterable[str], rel_path: str) -> pa.Table:
     """The action columns ``columns`` of a checkpoint parquet file (those it has), projected as
-    :func:`projected_columns` says; :class:`CheckpointUnreadableError` when it cannot be read."""
+    :func:`projected_columns` says, ``add.stats`` filled from ``add.stats_parsed`` where only the
+    latter is there (:func:`_with_stats_from_parsed`); :class:`CheckpointUnreadableError` when it
+    cannot be read."""
     try:
         pf = open_checkpoint_parquet(source)
         present = projected_columns(pf, columns)
-        return pf.read(columns=present) if present else pa.table({})
+        table = pf.read(columns=present) if present else pa.table({})
+        return _with_stats_from_parsed(pf, table)
     except (pa.ArrowException, OSError) as exc:
         raise CheckpointUnreadableError(f"cannot read checkpoint file {rel_path}: {exc}") from exc
+
+
+def _instant_leaves(pf: pq.ParquetFile) -> frozenset[str]:
+    """The timestamp leaves of ``add.stats_parsed`` stored as INT96: instants (Spark's
+    ``TIMESTAMP``), which pyarrow reads without a zone."""
+    prefix = f"add.{STATS_PARSED}."
+    schema = pf.schema
+    return frozenset(schema.column(i).path[len(prefix):] for i in range(len(schema))
+                     if schema.column(i).physical_type == "INT96"
+                     and schema.column(i).path.startswith(prefix))
+
+
+def _with_stats_from_parsed(pf: pq.ParquetFile, table: pa.Table) -> pa.Table:
+    """``table`` with the ``add`` rows that have no JSON ``stats`` but a ``stats_parsed``
+    (PROTOCOL.md "Checkpoints": ``stats`` is omitted when ``delta.checkpoint.writeStatsAsJson``
+    is false, ``stats_parsed`` written when ``writeStatsAsStruct`` is true) given the JSON the
+    struct stands for, so that no statistics are lost by a replay that keeps the JSON only.
+    ``stats_parsed`` is read only when some add lacks ``stats``: the common checkpoint costs a
+    null count."""
+    if "add" not in table.column_names:
+        return table
+    add_type = pf.schema_arrow.field("add").type
+    if not pa.types.is_struct(add_type) or add_type.get_field_index(STATS_PARSED) < 0:
+        return table
+    column = table.column("add")
+    if len(column) == column.null_count:
+        return table
+    stats_index = column.type.get_field_index("stats")
+    if stats_index >= 0 and sum(c.field(stats_index).null_count for c in column.chunks) == column.null_count:
+        return table  # read from parquet, a child is null where its parent is: every add has stats
+    add = column.combine_chunks()
+    stats = add.field(stats_index) if stats_index >= 0 else None
+    parsed = pf.read(columns=[f"add.{STATS_PARSED}"]).column("add").combine_chunks().field(STATS_PARSED)
+    filled = fill_missing_stats(stats, parsed, add.is_valid(), _instant_leaves(pf))
+    if stats_index >= 0:
+        children = [filled if i == stats_index else add.field(i) for i in range(add.type.num_fields)]
+        fields = list(add.type)
+    else:
+        children = [add.field(i) for i in range(add.type.num_fields)] + [filled]
+        fields = list(add.type) + [pa.field("stats", pa.string())]
+    mask = add.is_null() if add.null_count else None
+    new_add = pa.StructArray.from_arrays(children, fields=fields, mask=mask)
+    return table.set_column(table.column_names.index("add"), "add", new_add)
 
 
 def _parquet_column_rows(data: bytes | str, columns: Iterable[str], source: str) -> dict[str, list[dict[str, Any]]]:

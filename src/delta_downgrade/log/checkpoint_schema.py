@@ -2,9 +2,9 @@
 
 Top-level struct columns ``txn``, ``add``, ``remove``, ``metaData``, ``protocol``,
 ``domainMetadata``, in that order, every field nullable (:data:`CHECKPOINT_SCHEMA`); one action per
-row, the other columns of that row null. ``add.stats`` is a JSON string; neither ``stats_parsed``
-nor ``partitionValues_parsed`` is part of it (readers use the ``partitionValues`` map and the JSON
-stats, and typed copies parsed wrongly would be worse than none). ``remove`` has no ``stats`` and
+row, the other columns of that row null. ``add.stats`` is a JSON string; ``stats_parsed`` and
+``partitionValues_parsed`` are added to ``add`` only for tables with
+``delta.checkpoint.writeStatsAsStruct=true`` (:func:`with_add_type`). ``remove`` has no ``stats`` and
 ``tags`` (its rows "are tombstones used only by VACUUM"). Fields an action keeps in ``extra`` have
 no column: the schema is fixed, and a checkpoint is a cache of the log, which keeps them.
 
@@ -68,3 +68,12 @@ V2_CHECKPOINT_SCHEMA = pa.schema([*CHECKPOINT_SCHEMA, ("checkpointMetadata", CHE
                                   ("sidecar", SIDECAR_TYPE)])
 #: A sidecar file: "can have only add file and remove file entries" (PROTOCOL.md "Sidecar Files").
 SIDECAR_SCHEMA = pa.schema([("add", ADD_TYPE), ("remove", REMOVE_TYPE)])
+
+
+def with_add_type(schema: pa.Schema, add_type: pa.DataType) -> pa.Schema:
+    """``schema`` with its ``add`` column of ``add_type``: :data:`ADD_TYPE` with ``stats_parsed``
+    and ``partitionValues_parsed`` when the table sets ``delta.checkpoint.writeStatsAsStruct``
+    (PROTOCOL.md "Checkpoint Schema"; :mod:`~delta_downgrade.log.checkpoint_stats_struct`)."""
+    if add_type == ADD_TYPE:
+        return schema
+    return schema.set(schema.get_field_index("add"), pa.field("add", add_type))

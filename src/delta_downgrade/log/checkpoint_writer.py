@@ -40,9 +40,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from delta_downgrade.log.checkpoint_columns import (BUILDERS, action_batch, metadata_array,
-                                                    protocol_array)
-from delta_downgrade.log.checkpoint_schema import ADD_TYPE, CHECKPOINT_SCHEMA, REMOVE_TYPE
+from delta_downgrade.log.checkpoint_columns import (BUILDERS, action_batch, add_array, metadata_array,
+                                                    protocol_array, remove_array)
+from delta_downgrade.log.checkpoint_schema import ADD_TYPE, CHECKPOINT_SCHEMA, REMOVE_TYPE, with_add_type
+from delta_downgrade.log.checkpoint_stats_struct import with_parsed_columns, writes_stats_as_struct
 from delta_downgrade.log.files import classic_checkpoint_path, multipart_checkpoint_path
 from delta_downgrade.log.last_checkpoint import write_last_checkpoint
 from delta_downgrade.log.memory_pool import MEMORY_POOL
@@ -279,7 +280,7 @@ def _check_version(version: int) -> None:
 
 def _write_parts(storage: Storage, version: int, parts: Sequence[tuple[int, Iterable[pa.RecordBatch]]],
                  *, num_add_files: int, created_ms: int,
-                 update_last_checkpoint: bool) -> CheckpointResult:
+                 update_last_checkpoint: bool, schema: pa.Schema = CHECKPOINT_SCHEMA) -> CheckpointResult:
     """Write each part (its row count and its batches) under its checkpoint name, in part order,
     then ``_last_checkpoint``."""
     num_parts = len(parts)
@@ -290,7 +291,7 @@ def _write_parts(storage: Storage, version: int, parts: Sequence[tuple[int, Iter
         for i, (_, batches) in enumerate(parts, start=1):
             path = (classic_checkpoint_path(version) if num_parts == 1
                     else multipart_checkpoint_path(version, i, num_parts))
-            data = checkpoint_parquet_bytes(batches)
+            data = checkpoint_parquet_bytes(batches, schema)
             existed = storage.exists(path)
             storage.write_atomic(path, data)
             if not existed:
@@ -332,6 +333,11 @@ def write_checkpoint(storage: Storage, version: int, state: CheckpointContent, *
     checkpoint, the latest writer wins"; both hold the same state).
     """
     _check_version(version)
+    if writes_stats_as_struct(state.metadata):  # typed stats are built from Arrow columns
+        return write_checkpoint_arrow(storage, version, state.protocol, state.metadata,
+                                      add_array(state.adds), remove_array(state.removes), state.txns,
+                                      state.domains, part_size=part_size, now_ms=now_ms,
+                                      update_last_checkpoint=update_last_checkpoint)
     created_ms = int(time.time() * 1000) if now_ms is None else int(now_ms)
     num_parts = plan_num_parts(state, resolve_part_size(state.metadata, part_size))
     parts = split_into_parts(state, num_parts)
@@ -382,18 +388,18 @@ def struct_tables(column: str, values: pa.ChunkedArray,
 
 def _arrow_part_batches(protocol: ProtocolAction | None, metadata: Metadata | None,
                         txns: Sequence[Txn], domains: Sequence[DomainMetadata],
-                        adds: pa.ChunkedArray, removes: pa.ChunkedArray
-                        ) -> Iterator[pa.RecordBatch | pa.Table]:
+                        adds: pa.ChunkedArray, removes: pa.ChunkedArray,
+                        schema: pa.Schema = CHECKPOINT_SCHEMA) -> Iterator[pa.RecordBatch | pa.Table]:
     """The rows of one part, in the order :func:`_batches` gives them."""
     if protocol is not None:
-        yield action_batch("protocol", protocol_array(protocol))
+        yield action_batch("protocol", protocol_array(protocol), schema)
     if metadata is not None:
-        yield action_batch("metaData", metadata_array(metadata))
+        yield action_batch("metaData", metadata_array(metadata), schema)
     for column, actions in (("txn", txns), ("domainMetadata", domains)):
         for start in range(0, len(actions), BATCH_ROWS):
-            yield action_batch(column, BUILDERS[column](actions[start:start + BATCH_ROWS]))
-    yield from struct_tables("add", adds)
-    yield from struct_tables("remove", removes)
+            yield action_batch(column, BUILDERS[column](actions[start:start + BATCH_ROWS]), schema)
+    yield from struct_tables("add", adds, schema)
+    yield from struct_tables("remove", removes, schema)
 
 
 def write_checkpoint_arrow(storage: Storage, version: int, protocol: ProtocolAction,
@@ -413,6 +419,9 @@ def write_checkpoint_arrow(storage: Storage, version: int, protocol: ProtocolAct
     created_ms = int(time.time() * 1000) if now_ms is None else int(now_ms)
     add_col = file_action_column(adds, ADD_TYPE, "adds")
     remove_col = file_action_column(removes, REMOVE_TYPE, "removes")
+    # delta.checkpoint.writeStatsAsStruct: add.stats_parsed / partitionValues_parsed
+    add_col = with_parsed_columns(add_col, metadata)
+    schema = with_add_type(CHECKPOINT_SCHEMA, add_col.type)
     txns = list(txns)
     live = [d for d in domains if not d.removed]
     n_files = len(add_col) + len(remove_col)
@@ -420,7 +429,7 @@ def write_checkpoint_arrow(storage: Storage, version: int, protocol: ProtocolAct
     num_parts = 1 if supports_v2_checkpoint(protocol) else max(1, math.ceil(n_files / size))
     if num_parts == 1:
         rows = 2 + len(txns) + len(live) + n_files
-        parts = [(rows, _arrow_part_batches(protocol, metadata, txns, live, add_col, remove_col))]
+        parts = [(rows, _arrow_part_batches(protocol, metadata, txns, live, add_col, remove_col, schema))]
     else:
         home = spark_partition_of(None, num_parts)
         add_ids = spark_partition_ids(pa.chunked_array([c.field("path") for c in add_col.chunks], _STR),
@@ -434,10 +443,10 @@ def write_checkpoint_arrow(storage: Storage, version: int, protocol: ProtocolAct
             rows = len(part_adds) + len(part_removes)
             if i == home:
                 rows += 2 + len(txns) + len(live)
-                batches = _arrow_part_batches(protocol, metadata, txns, live, part_adds, part_removes)
+                batches = _arrow_part_batches(protocol, metadata, txns, live, part_adds, part_removes, schema)
             else:
-                batches = _arrow_part_batches(None, None, (), (), part_adds, part_removes)
+                batches = _arrow_part_batches(None, None, (), (), part_adds, part_removes, schema)
             parts.append((rows, batches))
     return _write_parts(storage, version, parts, num_add_files=len(add_col), created_ms=created_ms,
-                        update_last_checkpoint=update_last_checkpoint)
+                        update_last_checkpoint=update_last_checkpoint, schema=schema)
 

@@ -52,7 +52,9 @@ import pyarrow as pa
 
 from delta_downgrade.log.checkpoint_columns import (BUILDERS, action_batch, add_array, checkpoint_metadata_array,
                                                     metadata_array, protocol_array, remove_array)
-from delta_downgrade.log.checkpoint_schema import ADD_TYPE, REMOVE_TYPE, SIDECAR_SCHEMA, V2_CHECKPOINT_SCHEMA
+from delta_downgrade.log.checkpoint_schema import (ADD_TYPE, REMOVE_TYPE, SIDECAR_SCHEMA, V2_CHECKPOINT_SCHEMA,
+                                                   with_add_type)
+from delta_downgrade.log.checkpoint_stats_struct import with_parsed_columns
 from delta_downgrade.log.checkpoint_writer import (BATCH_ROWS, CheckpointContent, CheckpointResult,
                                                    checkpoint_parquet_bytes, file_action_column,
                                                    resolve_part_size, struct_tables,
@@ -101,9 +103,12 @@ def _sidecar_slices(adds: pa.ChunkedArray, removes: pa.ChunkedArray, per_sidecar
 
 
 def _sidecar_bytes(adds: pa.ChunkedArray, removes: pa.ChunkedArray) -> bytes:
-    return checkpoint_parquet_bytes(chain(struct_tables("add", adds, SIDECAR_SCHEMA),
-                                          struct_tables("remove", removes, SIDECAR_SCHEMA)),
-                                    SIDECAR_SCHEMA)
+    """A sidecar file; its ``add`` column has the adds' type (with ``stats_parsed`` when the
+    table writes stats as structs)."""
+    schema = with_add_type(SIDECAR_SCHEMA, adds.type)
+    return checkpoint_parquet_bytes(chain(struct_tables("add", adds, schema),
+                                          struct_tables("remove", removes, schema)),
+                                    schema)
 
 
 def _top_level_batches(checkpoint_metadata: CheckpointMetadata, sidecars: Sequence[Sidecar],
@@ -166,6 +171,8 @@ def write_v2_checkpoint_arrow(storage: Storage, version: int, protocol: Protocol
     created_ms = int(time.time() * 1000) if now_ms is None else int(now_ms)
     add_col = file_action_column(adds, ADD_TYPE, "adds")
     remove_col = file_action_column(removes, REMOVE_TYPE, "removes")
+    # delta.checkpoint.writeStatsAsStruct: add.stats_parsed / partitionValues_parsed in the sidecars
+    add_col = with_parsed_columns(add_col, metadata)
     txns = list(txns)
     live = [d for d in domains if not d.removed]
     slices = _sidecar_slices(add_col, remove_col, resolve_sidecar_actions(metadata, sidecar_actions))
