@@ -8,6 +8,7 @@ a table of ten files as for one of ten million.
 from __future__ import annotations
 
 import io
+import logging
 from typing import Any, Iterable, Sequence
 
 import pyarrow as pa
@@ -20,6 +21,8 @@ from delta_downgrade.log.checkpoint_stats import STATS_PARSED, fill_missing_stat
 from delta_downgrade.log.files import LOG_DIR
 from delta_downgrade.log.listing import CheckpointInstance
 from delta_downgrade.storage import Storage
+
+_log = logging.getLogger(__name__)
 
 # Columns that live in sidecar files of a v2 checkpoint.
 FILE_ACTION_COLUMNS = frozenset({"add", "remove"})
@@ -77,9 +80,16 @@ def read_checkpoint_columns(source: Any, columns: Iterable[str], rel_path: str) 
         pf = open_checkpoint_parquet(source)
         present = projected_columns(pf, columns)
         table = pf.read(columns=present) if present else pa.table({})
-        return _with_stats_from_parsed(pf, table)
     except (pa.ArrowException, OSError) as exc:
         raise CheckpointUnreadableError(f"cannot read checkpoint file {rel_path}: {exc}") from exc
+    try:
+        return _with_stats_from_parsed(pf, table)
+    except (pa.ArrowException, OSError, ValueError, TypeError, OverflowError) as exc:
+        # Statistics are optional (PROTOCOL.md "Per-file Statistics"): a stats_parsed this
+        # package cannot turn into JSON costs those files their statistics, never the table.
+        _log.warning("checkpoint file %s: add.stats_parsed not usable (%s: %s); the files without "
+                     "JSON stats are read without statistics", rel_path, type(exc).__name__, exc)
+        return table
 
 
 def _instant_leaves(pf: pq.ParquetFile) -> frozenset[str]:
@@ -113,6 +123,8 @@ def _with_stats_from_parsed(pf: pq.ParquetFile, table: pa.Table) -> pa.Table:
     add = column.combine_chunks()
     stats = add.field(stats_index) if stats_index >= 0 else None
     parsed = pf.read(columns=[f"add.{STATS_PARSED}"]).column("add").combine_chunks().field(STATS_PARSED)
+    if not pa.types.is_struct(parsed.type):  # not the shape PROTOCOL.md gives it: nothing to recover
+        return table
     filled = fill_missing_stats(stats, parsed, add.is_valid(), _instant_leaves(pf))
     if stats_index >= 0:
         children = [filled if i == stats_index else add.field(i) for i in range(add.type.num_fields)]

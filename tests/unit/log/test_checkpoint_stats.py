@@ -77,3 +77,46 @@ def test_sidecar_without_json_stats_and_int96_timestamps(tmp_path: Path) -> None
     assert json.loads(rows[0]["stats"]) == {"numRecords": 2, "maxValues": {"ts": "2300-01-02T03:04:05.000Z"}}
     assert rows[1] is None
     assert table.column("remove").to_pylist()[1] == {"path": "gone.parquet"}
+
+
+def test_a_stats_parsed_that_is_no_struct_is_ignored(tmp_path):
+    # A stats_parsed this package cannot turn into JSON (here: not even a struct) must leave the
+    # checkpoint readable: statistics are optional (PROTOCOL.md "Per-file Statistics").
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from delta_downgrade.log.checkpoint_reader import read_checkpoint_columns
+
+    add = pa.array([{"path": "a.parquet", "size": 1, "stats": None, "stats_parsed": "not a struct"}],
+                   pa.struct([("path", pa.string()), ("size", pa.int64()), ("stats", pa.string()),
+                              ("stats_parsed", pa.string())]))
+    path = tmp_path / "00000000000000000001.checkpoint.parquet"
+    pq.write_table(pa.table({"add": add}), path)
+    table = read_checkpoint_columns(str(path), ["add"], path.name)
+    assert table.column("add").to_pylist() == [{"path": "a.parquet", "size": 1, "stats": None}]
+
+
+def test_a_failing_stats_recovery_leaves_the_checkpoint_readable(tmp_path, caplog, monkeypatch):
+    # Fault injection: whatever the conversion of a well-shaped stats_parsed raises, the
+    # checkpoint is still read, without those statistics, and the reader says so.
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    import delta_downgrade.log.checkpoint_reader as checkpoint_reader
+
+    parsed_type = pa.struct([("numRecords", pa.int64())])
+    add = pa.array([{"path": "a.parquet", "stats": None, "stats_parsed": {"numRecords": 3}}],
+                   pa.struct([("path", pa.string()), ("stats", pa.string()), ("stats_parsed", parsed_type)]))
+    path = tmp_path / "00000000000000000001.checkpoint.parquet"
+    pq.write_table(pa.table({"add": add}), path)
+    assert checkpoint_reader.read_checkpoint_columns(str(path), ["add"], path.name).column("add").to_pylist() \
+        == [{"path": "a.parquet", "stats": '{"numRecords":3}'}]
+
+    def broken(*_args, **_kwargs):
+        raise pa.ArrowInvalid("injected")
+
+    monkeypatch.setattr(checkpoint_reader, "fill_missing_stats", broken)
+    with caplog.at_level("WARNING"):
+        table = checkpoint_reader.read_checkpoint_columns(str(path), ["add"], path.name)
+    assert table.column("add").to_pylist() == [{"path": "a.parquet", "stats": None}]
+    assert "stats_parsed not usable" in caplog.text
