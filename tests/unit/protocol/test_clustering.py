@@ -9,24 +9,18 @@ from delta_downgrade.protocol.actions import DomainMetadata
 from delta_downgrade.protocol.clustering import (
     CLUSTERING_DOMAIN, LIQUID_DOMAIN, clustering_columns, domain_clustering_columns, domains_with_logical_names,
 )
-
-PHYSICAL = "delta.columnMapping.physicalName"
+from tests.schema_support import field
 
 
 def _dm(domain: str, config: object, removed: bool = False) -> DomainMetadata:
     return DomainMetadata(domain=domain, configuration=json.dumps(config), removed=removed)
 
 
-def _field(name, type_, physical=None):
-    return {"name": name, "type": type_, "nullable": True,
-            "metadata": {PHYSICAL: physical} if physical else {}}
-
-
 SCHEMA = {"type": "struct", "fields": [
-    _field("id", "long", "col-1"),
-    _field("s", {"type": "struct", "fields": [_field("b", "string", "col-3"), _field("c", "date", "col-4")]},
-           "col-2"),
-    _field("plain", "integer"),
+    field("id", "long", "col-1"),
+    field("s", {"type": "struct", "fields": [field("b", "string", "col-3"), field("c", "date", "col-4")]},
+          "col-2"),
+    field("plain", "integer"),
 ]}
 
 

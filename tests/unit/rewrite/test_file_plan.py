@@ -8,17 +8,9 @@ import pytest
 from delta_downgrade.errors import FileLayoutError
 from delta_downgrade.rewrite.file_plan import plan_file
 from delta_downgrade.rewrite.physical_schema import Naming
+from tests.schema_support import field
 
 NAME_MODE = {"delta.columnMapping.mode": "name"}
-
-
-def _field(name, type_, physical=None, fid=None):
-    meta = {}
-    if physical:
-        meta["delta.columnMapping.physicalName"] = physical
-    if fid is not None:
-        meta["delta.columnMapping.id"] = fid
-    return {"name": name, "type": type_, "nullable": True, "metadata": meta}
 
 
 def _arrow(name, type_, fid=None):
@@ -30,7 +22,7 @@ def _schema(*fields):
 
 
 def test_column_mapping_removal_reads_physical_and_writes_logical_names():
-    schema = _schema(_field("a", "long", "col-a", 1), _field("s", _schema(_field("x", "integer", "col-x", 2)),
+    schema = _schema(field("a", "long", "col-a", 1), field("s", _schema(field("x", "integer", "col-x", 2)),
                                                              "col-s", 3))
     footer = pa.schema([_arrow("col-a", pa.int64()), _arrow("col-s", pa.struct([_arrow("col-x", pa.int32())]))])
     plan = plan_file(schema, [], NAME_MODE, footer, 5, Naming("name", logical=True), where="f")
@@ -42,7 +34,7 @@ def test_column_mapping_removal_reads_physical_and_writes_logical_names():
 
 def test_a_file_already_in_the_output_layout_is_identity():
     # column mapping enabled on an existing table: its old files' physical names are the logical ones
-    schema = _schema(_field("a", "long", "a", 1))
+    schema = _schema(field("a", "long", "a", 1))
     plan = plan_file(schema, [], NAME_MODE, pa.schema([_arrow("a", pa.int64())]), 1,
                      Naming("name", logical=True), where="f")
     assert plan.identity
@@ -52,7 +44,7 @@ def test_a_file_already_in_the_output_layout_is_identity():
 
 
 def test_id_mode_finds_columns_by_field_id_and_keeps_ids():
-    schema = _schema(_field("a", "long", "col-a", 7))
+    schema = _schema(field("a", "long", "col-a", 7))
     footer = pa.schema([_arrow("renamed-in-file", pa.int64(), fid=7)])
     plan = plan_file(schema, [], {"delta.columnMapping.mode": "id"}, footer, 1, Naming("id", logical=False), where="f")
     assert [(c.source, c.out_name, c.out_metadata) for c in plan.columns] == [
@@ -60,8 +52,8 @@ def test_id_mode_finds_columns_by_field_id_and_keeps_ids():
 
 
 def test_widened_leaves_at_every_level():
-    schema = _schema(_field("i", "long"), _field("a", {"type": "array", "elementType": "double", "containsNull": True}),
-                     _field("m", {"type": "map", "keyType": "integer", "valueType": "decimal(12,2)",
+    schema = _schema(field("i", "long"), field("a", {"type": "array", "elementType": "double", "containsNull": True}),
+                     field("m", {"type": "map", "keyType": "integer", "valueType": "decimal(12,2)",
                                   "valueContainsNull": True}))
     footer = pa.schema([_arrow("i", pa.int32()), _arrow("a", pa.list_(pa.float32())),
                         _arrow("m", pa.map_(pa.int16(), pa.decimal128(10, 2)))])
@@ -73,7 +65,7 @@ def test_widened_leaves_at_every_level():
 
 
 def test_missing_dropped_partition_and_row_tracking_columns():
-    schema = _schema(_field("a", "long"), _field("new", "string"), _field("p", "string"))
+    schema = _schema(field("a", "long"), field("new", "string"), field("p", "string"))
     conf = {"delta.rowTracking.materializedRowIdColumnName": "_row_id_col"}
     footer = pa.schema([_arrow("a", pa.int64()), _arrow("dropped", pa.int64()), _arrow("_row_id_col", pa.int64())])
     plan = plan_file(schema, ["p"], conf, footer, 1, Naming("none", logical=False), where="f")
@@ -84,7 +76,7 @@ def test_missing_dropped_partition_and_row_tracking_columns():
 
 
 def test_a_nested_file_column_for_a_primitive_table_column_is_refused():
-    schema = _schema(_field("a", "long"))
+    schema = _schema(field("a", "long"))
     footer = pa.schema([_arrow("a", pa.struct([_arrow("x", pa.int64())]))])
     with pytest.raises(FileLayoutError, match="data file x.parquet: column a is nested in the file but long"):
         plan_file(schema, [], {}, footer, 1, Naming("none", logical=False), where="data file x.parquet")
@@ -97,7 +89,7 @@ def test_row_tracking_enabled_writes_both_stable_columns():
     from delta_downgrade.rewrite.row_tracking import ROW_COMMIT_VERSION, ROW_ID, MaterializedColumns
 
     preserve = MaterializedColumns("_rid", "_rcv")
-    schema = _schema(_field("a", "long"))
+    schema = _schema(field("a", "long"))
     footer = pa.schema([_arrow("a", pa.int64()), _arrow("_rid", pa.int64())])
     plan = plan_file(schema, [], {}, footer, 3, Naming("none", logical=False), where="f", preserve=preserve)
     assert [(c.source, c.out_name, c.target_type, c.row_tracking) for c in plan.columns] == [
@@ -111,5 +103,5 @@ def test_a_materialized_column_that_is_not_integers_is_refused():
 
     footer = pa.schema([_arrow("a", pa.int64()), _arrow("_rid", pa.string())])
     with pytest.raises(FileLayoutError, match="materialized row-tracking column _rid"):
-        plan_file(_schema(_field("a", "long")), [], {}, footer, 1, Naming("none", logical=False), where="f",
+        plan_file(_schema(field("a", "long")), [], {}, footer, 1, Naming("none", logical=False), where="f",
                   preserve=MaterializedColumns("_rid", "_rcv"))

@@ -11,6 +11,7 @@ from delta_downgrade.protocol.actions import AddFile, DeletionVectorDescriptor
 from delta_downgrade.rewrite.partition_values import (
     java_double_string, reserialize, respelled_add, respelled_partition_values, widened_partition_columns,
 )
+from tests.schema_support import field
 
 # Every widening of PROTOCOL.md "Type Widening" that a partition column can go through, with the
 # old type's spelling (as delta-spark writes it) and the new type's.
@@ -106,20 +107,13 @@ def test_java_double_string(value, expected):
     assert java_double_string(value) == expected
 
 
-def _field(name, type_, changes=None, physical=None):
-    metadata = {}
-    if changes:
-        metadata["delta.typeChanges"] = changes
-    if physical:
-        metadata["delta.columnMapping.physicalName"] = physical
-    return {"name": name, "type": type_, "nullable": True, "metadata": metadata}
-
-
 def test_widened_partition_columns_are_keyed_like_partition_values():
     change = [{"fromType": "integer", "toType": "long"}]
     schema = {"type": "struct", "fields": [
-        _field("p", "long", change), _field("q", "date"), _field("v", "long", change),
-        _field("m", "decimal(12,2)", [{"fromType": "integer", "toType": "decimal(12,2)"}], physical="col-m")]}
+        field("p", "long", metadata={"delta.typeChanges": change}), field("q", "date"),
+        field("v", "long", metadata={"delta.typeChanges": change}),
+        field("m", "decimal(12,2)", "col-m",
+              metadata={"delta.typeChanges": [{"fromType": "integer", "toType": "decimal(12,2)"}]})]}
     assert widened_partition_columns(schema, ["p", "q", "m"]) == {"p": "long", "col-m": "decimal(12,2)"}
     assert widened_partition_columns(schema, []) == {}
 

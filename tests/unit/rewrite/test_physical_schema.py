@@ -9,20 +9,12 @@ from delta_downgrade.rewrite.physical_schema import (
     Naming, all_nullable, column_mapping_mode, iter_named_fields, physical_name, physical_schemas, schema_string,
     strip_field_metadata,
 )
+from tests.schema_support import field
 
 
 def _metadata(fields, partition=(), conf=None) -> Metadata:
     return Metadata(id="x", schemaString=json.dumps({"type": "struct", "fields": fields}),
                     partitionColumns=list(partition), configuration=dict(conf or {}))
-
-
-def _field(name, type_, physical=None, fid=None):
-    meta = {}
-    if physical is not None:
-        meta["delta.columnMapping.physicalName"] = physical
-    if fid is not None:
-        meta["delta.columnMapping.id"] = fid
-    return {"name": name, "type": type_, "nullable": True, "metadata": meta}
 
 
 # --- the column-mapping mode and physical names -------------------------------------------------------
@@ -37,20 +29,20 @@ def test_column_mapping_mode():
 
 
 def test_physical_name_by_mode_and_reading():
-    f = _field("a", "long", "col-a", 1)
+    f = field("a", "long", "col-a", 1)
     assert physical_name(f, "name") == physical_name(f, "id") == "col-a"
     assert physical_name(f, "none") == "a"
     assert physical_name(f, "name", as_written=True) == "col-a"
     assert physical_name(f, "none", as_written=True) == "a"
-    assert physical_name(_field("b", "long"), "name") == physical_name(_field("b", "long"), "id", as_written=True) == "b"
+    assert physical_name(field("b", "long"), "name") == physical_name(field("b", "long"), "id", as_written=True) == "b"
     # an empty physical name: the per-file rewrite falls back to the logical name, the purge keeps it
-    empty = _field("c", "long", "")
+    empty = field("c", "long", "")
     assert physical_name(empty, "name") == "c"
     assert physical_name(empty, "name", as_written=True) == ""
 
 
 def test_naming_of_outputs():
-    f = _field("a", "long", "col-a", 7)
+    f = field("a", "long", "col-a", 7)
     assert (Naming("id", logical=True).out_name(f), Naming("id", logical=True).out_metadata(f)) == ("a", {})
     assert (Naming("id", logical=False).out_name(f), Naming("id", logical=False).out_metadata(f)) == (
         "col-a", {"parquet.field.id": 7})
@@ -61,9 +53,9 @@ def test_naming_of_outputs():
 # --- the DV purge's read and write schemas ------------------------------------------------------------
 
 def test_physical_schemas_for_column_mapping():
-    nested = {"type": "struct", "fields": [_field("x", "long", "col-x", 3)]}
-    md = _metadata([_field("a", "integer", "col-a", 1), _field("s", nested, "col-s", 2),
-                    _field("p", "string", "col-p", 4)], partition=["p"],
+    nested = {"type": "struct", "fields": [field("x", "long", "col-x", 3)]}
+    md = _metadata([field("a", "integer", "col-a", 1), field("s", nested, "col-s", 2),
+                    field("p", "string", "col-p", 4)], partition=["p"],
                    conf={"delta.columnMapping.mode": "name"})
     read, write = physical_schemas(md)
     assert [f["name"] for f in read["fields"]] == ["col-a", "col-s"]
@@ -76,18 +68,18 @@ def test_physical_schemas_for_column_mapping():
 
 
 def test_physical_schemas_without_column_mapping_ignore_stale_physical_names():
-    md = _metadata([_field("a", "integer", "col-a", 1)])
+    md = _metadata([field("a", "integer", "col-a", 1)])
     read, write = physical_schemas(md)
     assert read["fields"][0]["name"] == "a" and write["fields"][0]["metadata"] == {}
 
 
 def test_physical_schemas_walk_arrays_and_maps_and_keep_nullability():
-    element = {"type": "struct", "fields": [_field("e", "long", "col-e", 5)]}
-    value = {"type": "struct", "fields": [_field("v", "string", "col-v", 6)]}
+    element = {"type": "struct", "fields": [field("e", "long", "col-e", 5)]}
+    value = {"type": "struct", "fields": [field("v", "string", "col-v", 6)]}
     md = _metadata([
-        {**_field("arr", {"type": "array", "elementType": element, "containsNull": False}, "col-arr", 1),
+        {**field("arr", {"type": "array", "elementType": element, "containsNull": False}, "col-arr", 1),
          "nullable": False},
-        _field("m", {"type": "map", "keyType": "string", "valueType": value, "valueContainsNull": True}, "col-m", 2),
+        field("m", {"type": "map", "keyType": "string", "valueType": value, "valueContainsNull": True}, "col-m", 2),
     ], conf={"delta.columnMapping.mode": "id"})
     read, write = physical_schemas(md)
     arr, m = write["fields"]
@@ -101,10 +93,10 @@ def test_physical_schemas_walk_arrays_and_maps_and_keep_nullability():
 # --- walks over Delta types ---------------------------------------------------------------------------
 
 NESTED = {"type": "struct", "fields": [
-    _field("a", {"type": "array", "elementType": {"type": "struct", "fields": [_field("x", "integer", "c2", 2)]},
+    field("a", {"type": "array", "elementType": {"type": "struct", "fields": [field("x", "integer", "c2", 2)]},
                  "containsNull": False}, "c1", 1),
-    _field("m", {"type": "map", "keyType": "string",
-                 "valueType": {"type": "struct", "fields": [_field("y", "long", "c4", 4)]},
+    field("m", {"type": "map", "keyType": "string",
+                 "valueType": {"type": "struct", "fields": [field("y", "long", "c4", 4)]},
                  "valueContainsNull": False}, "c3", 3)]}
 
 
@@ -129,7 +121,7 @@ def test_all_nullable():
 
 
 def test_schema_string_is_compact_and_keeps_non_ascii():
-    assert schema_string({"type": "struct", "fields": [_field("é", "long")]}) == (
+    assert schema_string({"type": "struct", "fields": [field("é", "long")]}) == (
         '{"type":"struct","fields":[{"name":"é","type":"long","nullable":true,"metadata":{}}]}')
 
 

@@ -16,6 +16,7 @@ from delta_downgrade.rewrite.stats import (
     StatsLeaf, clustering_stats_leaves, dumps_exact, footer_stats, loads_exact, rekey_stats, spark_leaf_stats,
     stat_value, stats_for_rewrite, stats_json, stats_leaves, with_footer_stats, with_missing_leaf_stats,
 )
+from tests.schema_support import field
 
 
 def _metadata(fields, partition=(), conf=None) -> Metadata:
@@ -23,21 +24,12 @@ def _metadata(fields, partition=(), conf=None) -> Metadata:
                     partitionColumns=list(partition), configuration=dict(conf or {}))
 
 
-def _field(name, type_, physical=None, fid=None):
-    meta = {}
-    if physical:
-        meta["delta.columnMapping.physicalName"] = physical
-    if fid is not None:
-        meta["delta.columnMapping.id"] = fid
-    return {"name": name, "type": type_, "nullable": True, "metadata": meta}
-
-
 # --- which leaf columns get statistics ----------------------------------------------------------------
 
 def test_stats_leaves_follow_delta_spark_rules():
-    nested = {"type": "struct", "fields": [_field("x", "long"), _field("y", "string")]}
-    fields = [_field("p", "string"), _field("a", "integer"), _field("s", nested),
-              _field("arr", {"type": "array", "elementType": "long", "containsNull": True}), _field("b", "binary")]
+    nested = {"type": "struct", "fields": [field("x", "long"), field("y", "string")]}
+    fields = [field("p", "string"), field("a", "integer"), field("s", nested),
+              field("arr", {"type": "array", "elementType": "long", "containsNull": True}), field("b", "binary")]
     md = _metadata(fields, partition=["p"])
     leaves = stats_leaves(md)
     assert [leaf.path for leaf in leaves] == [("a",), ("s", "x"), ("s", "y"), ("b",)]
@@ -49,14 +41,14 @@ def test_stats_leaves_follow_delta_spark_rules():
 
 
 def test_stats_leaves_use_physical_names_under_column_mapping():
-    nested = {"type": "struct", "fields": [_field("x", "long", "col-x", 3)]}
-    md = _metadata([_field("a", "integer", "col-a", 1), _field("s", nested, "col-s", 2)],
+    nested = {"type": "struct", "fields": [field("x", "long", "col-x", 3)]}
+    md = _metadata([field("a", "integer", "col-a", 1), field("s", nested, "col-s", 2)],
                    conf={"delta.columnMapping.mode": "name", "delta.dataSkippingStatsColumns": "s.x"})
     assert stats_leaves(md) == [StatsLeaf(("col-s", "col-x"), "long")]  # listed by logical name
-    everything = _metadata([_field(f"c{i}", "long") for i in range(40)], conf={"delta.dataSkippingNumIndexedCols": "-1"})
+    everything = _metadata([field(f"c{i}", "long") for i in range(40)], conf={"delta.dataSkippingNumIndexedCols": "-1"})
     assert len(stats_leaves(everything)) == 40
-    assert len(stats_leaves(_metadata([_field(f"c{i}", "long") for i in range(40)]))) == 32
-    bad = _metadata([_field("a", "long")], conf={"delta.dataSkippingNumIndexedCols": "many"})
+    assert len(stats_leaves(_metadata([field(f"c{i}", "long") for i in range(40)]))) == 32
+    bad = _metadata([field("a", "long")], conf={"delta.dataSkippingNumIndexedCols": "many"})
     assert stats_leaves(bad) == [StatsLeaf(("a",), "long")]  # unparsable: the default 32
 
 
@@ -187,7 +179,7 @@ def test_widened_date_bounds_become_midnight_timestamps_at_any_depth():
 
 
 def test_rekey_keeps_non_ascii_logical_names():
-    schema = {"type": "struct", "fields": [_field("é", "long", "col-1", 1)]}
+    schema = {"type": "struct", "fields": [field("é", "long", "col-1", 1)]}
     out = stats_for_rewrite('{"numRecords":1,"nullCount":{"col-1":0}}', 1, [],
                             lambda st: rekey_stats(st, schema, "name"))
     assert out == '{"numRecords":1,"nullCount":{"é":0}}'
@@ -196,8 +188,8 @@ def test_rekey_keeps_non_ascii_logical_names():
 # --- clustered tables: statistics for the clustering columns, always (PROTOCOL.md "Clustered Table") --
 
 def test_clustering_columns_get_statistics_beyond_the_indexed_columns():
-    fields = [_field(f"c{i}", "long") for i in range(3)] + [
-        _field("s", {"type": "struct", "fields": [_field("k", "string"), _field("z", "date")]})]
+    fields = [field(f"c{i}", "long") for i in range(3)] + [
+        field("s", {"type": "struct", "fields": [field("k", "string"), field("z", "date")]})]
     md = _metadata(fields, conf={"delta.dataSkippingNumIndexedCols": "1"})
     assert [leaf.path for leaf in stats_leaves(md)] == [("c0",)]
     # schema order kept; names resolve case-insensitively, as delta-spark's
@@ -210,8 +202,8 @@ def test_clustering_columns_get_statistics_beyond_the_indexed_columns():
 
 
 def test_clustering_columns_are_physical_names_under_column_mapping():
-    nested = {"type": "struct", "fields": [_field("x", "long", "col-x", 3)]}
-    md = _metadata([_field("a", "integer", "col-a", 1), _field("s", nested, "col-s", 2)],
+    nested = {"type": "struct", "fields": [field("x", "long", "col-x", 3)]}
+    md = _metadata([field("a", "integer", "col-a", 1), field("s", nested, "col-s", 2)],
                    conf={"delta.columnMapping.mode": "name", "delta.dataSkippingNumIndexedCols": "0"})
     assert stats_leaves(md, [("col-s", "col-x")]) == [StatsLeaf(("col-s", "col-x"), "long")]
     assert stats_leaves(md, [("s", "x")]) == []  # the domain records physical names
@@ -244,8 +236,8 @@ def test_footer_statistics_complete_a_rewritten_file(tmp_path):
 def test_rekey_renames_stats_with_collation_too():
     """Collated String Type RFC: statsWithCollation mirrors the physical stats schema per
     collation; after column-mapping removal it must name the logical columns."""
-    nested = {"type": "struct", "fields": [_field("e", "string", "col-e", 3)]}
-    schema = {"type": "struct", "fields": [_field("d", nested, "col-d", 2), _field("gone", "string", "col-g", 4)]}
+    nested = {"type": "struct", "fields": [field("e", "string", "col-e", 3)]}
+    schema = {"type": "struct", "fields": [field("d", nested, "col-d", 2), field("gone", "string", "col-g", 4)]}
     old = {"numRecords": 2, "tightBounds": True,
            "minValues": {"col-d": {"col-e": "A"}}, "maxValues": {"col-d": {"col-e": "b"}},
            "statsWithCollation": {"ICU.en_US.72": {"minValues": {"col-d": {"col-e": "a"}},

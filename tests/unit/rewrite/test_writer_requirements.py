@@ -14,6 +14,7 @@ from delta_downgrade.protocol.actions import AddFile, Metadata
 from delta_downgrade.rewrite.file_plan import plan_file
 from delta_downgrade.rewrite.physical_schema import Naming
 from delta_downgrade.rewrite.writer_requirements import ensure_files_can_be_rewritten, ensure_partition_columns_kept
+from tests.schema_support import field
 
 BASE = {"appendOnly", "invariants"}
 
@@ -23,16 +24,12 @@ def _metadata(fields, conf=None, partition=()) -> Metadata:
                     partitionColumns=list(partition), configuration=dict(conf or {}))
 
 
-def _field(name, type_):
-    return {"name": name, "type": type_, "nullable": True, "metadata": {}}
-
-
 def _writer(*features: str) -> Protocol:
     return Protocol(1, 7, None, frozenset(BASE | set(features)))
 
 
 def test_the_writer_only_features_a_rewrite_honours_pass():
-    fields = [_field("a", "long"), _field("s", "string")]
+    fields = [field("a", "long"), field("s", "string")]
     features = ("checkConstraints", "generatedColumns", "identityColumns", "allowColumnDefaults",
                 "changeDataFeed", "domainMetadata", "clustering", "liquid", "collations",
                 "materializePartitionColumns", "rowTracking")
@@ -44,7 +41,7 @@ def test_the_writer_only_features_a_rewrite_honours_pass():
                                          ("icebergCompatV3", "delta.enableIcebergCompatV3")])
 def test_active_iceberg_compat_refuses_and_says_how_to_go_on(feature, key):
     protocol = Protocol(2, 7, None, frozenset(BASE | {"columnMapping", "rowTracking", "domainMetadata", feature}))
-    fields = [_field("a", "long")]
+    fields = [field("a", "long")]
     # supported but not active: the writer requirements do not apply
     ensure_files_can_be_rewritten(protocol, _metadata(fields, {key: "false"}), table="t", purpose="x")
     with pytest.raises(UnsupportedFeaturesError) as info:
@@ -60,17 +57,17 @@ def test_active_iceberg_compat_refuses_and_says_how_to_go_on(feature, key):
 @pytest.mark.parametrize("variant_type", [
     "variant", {"type": "array", "elementType": "variant", "containsNull": True},
     {"type": "map", "keyType": "string", "valueType": "variant", "valueContainsNull": True},
-    {"type": "struct", "fields": [_field("v", "variant")]},
+    {"type": "struct", "fields": [field("v", "variant")]},
 ])
 def test_a_variant_column_anywhere_refuses(variant_type):
     protocol = Protocol(3, 7, frozenset({"variantType"}), frozenset(BASE | {"variantType"}))
     with pytest.raises(UnsupportedFeaturesError) as info:
-        ensure_files_can_be_rewritten(protocol, _metadata([_field("a", "long"), _field("v", variant_type)]),
+        ensure_files_can_be_rewritten(protocol, _metadata([field("a", "long"), field("v", variant_type)]),
                                       table="t", purpose="remove column mapping")
     assert info.value.features == ["variantType"]
     assert "variant column" in info.value.message
     # the feature alone (no variant column) is no obstacle
-    ensure_files_can_be_rewritten(protocol, _metadata([_field("a", "long")]), table="t", purpose="x")
+    ensure_files_can_be_rewritten(protocol, _metadata([field("a", "long")]), table="t", purpose="x")
 
 
 def _plan(schema_fields, partition, footer):
@@ -79,7 +76,7 @@ def _plan(schema_fields, partition, footer):
 
 
 def test_materialize_partition_columns_needs_them_in_every_rewritten_file():
-    fields = [_field("a", "long"), _field("p", "integer")]
+    fields = [field("a", "long"), field("p", "integer")]
     md = _metadata(fields, partition=["p"])
     with_p = _plan(fields, ["p"], pa.schema([("a", pa.int64()), ("p", pa.int32())]))
     without_p = _plan(fields, ["p"], pa.schema([("a", pa.int64())]))
