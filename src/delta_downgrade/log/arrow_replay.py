@@ -25,8 +25,8 @@ protocol or metaData actions).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Callable, Iterator, Sequence
 from urllib.parse import unquote
 
 import pyarrow as pa
@@ -90,6 +90,28 @@ class ArrowState:
     @property
     def live_domains(self) -> list[DomainMetadata]:
         return [d for d in self.domains if not d.removed]
+
+    @property
+    def num_adds(self) -> int:
+        return len(self.adds)
+
+    @property
+    def num_removes(self) -> int:
+        return len(self.removes)
+
+    def file_parts(self) -> Iterator[tuple[pa.ChunkedArray, pa.ChunkedArray]]:
+        """The reconciled file actions as ``(adds, removes)`` per part (a hash partition of the
+        path); every logical file is in exactly one part. Callers that look at every file (trace
+        checks, checkpoint writers) iterate this instead of ``adds``/``removes``, so a state whose
+        parts do not all fit in memory at once can be read part by part."""
+        yield self.adds, self.removes
+
+    def advanced(self, version: int, protocol: ProtocolAction, metadata: Metadata,
+                 txns: list[Txn], domains: list[DomainMetadata]) -> "ArrowState":
+        """This state moved to ``version`` over commits that changed no file action (empty
+        commits, protocol or metadata changes, txns, domains): the same file actions."""
+        return replace(self, version=version, protocol=protocol, metadata=metadata,
+                       txns=list(txns), domains=list(domains))
 
     def tombstones_after(self, cutoff_ms: int) -> pa.ChunkedArray:
         """The removes whose ``deletionTimestamp`` is null or later than ``cutoff_ms``."""
