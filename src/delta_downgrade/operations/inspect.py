@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from delta_downgrade.log.delta_log import DeltaLog, ProtocolSpan
+from delta_downgrade.log.file_summary import file_counts
 from delta_downgrade.log.listing import CheckpointInstance
 from delta_downgrade.features import TraceContext, feature_traces
 from delta_downgrade.protocol import CHECKPOINT_PROTECTION, Protocol
@@ -134,13 +135,12 @@ def inspect_table(location: str, version: int | None = None, *, history: bool = 
 
 
 def _file_summary(ctx: TraceContext) -> FileSummary:
-    files = ctx.state.files.values()
-    with_dv = [f for f in files if f.dv is not None]
+    counts = file_counts(ctx.arrow)
     return FileSummary(
-        live_files=len(ctx.state.files),
-        live_bytes=sum(f.size for f in files),
-        files_with_deletion_vectors=len(with_dv),
-        deleted_rows_in_deletion_vectors=sum(f.dv.cardinality for f in with_dv if f.dv),
-        tombstones=len(ctx.state.tombstones),
-        domains=sorted(ctx.state.live_domains),
+        live_files=counts.live_files,
+        live_bytes=counts.live_bytes,
+        files_with_deletion_vectors=counts.files_with_deletion_vectors,
+        deleted_rows_in_deletion_vectors=counts.deleted_rows_in_deletion_vectors,
+        tombstones=counts.tombstones,
+        domains=sorted(ctx.live_domains),
     )
