@@ -74,7 +74,7 @@ class DropRun:
         return self.log.table
 
     def latest(self) -> Snapshot:
-        self.log.refresh()
+        self.log.catch_up()
         return self.log.snapshot(check_read=False)
 
     def progress(self, message: str) -> None:
@@ -121,7 +121,7 @@ class DropRun:
             self._say(f"commit v{base + 1}: {operation} ({len(actions)} action(s))")
             return base + 1
         if read_version is None:
-            read_version = self.log.refresh().latest_version()
+            read_version = self.log.catch_up().latest_version()
         version = commit(self.log, read_version, actions, operation=operation,
                          operation_parameters=parameters or {}, clock=self.clock,
                          resolve_conflict=self._guard(resolve or fail_on_any_conflict),
