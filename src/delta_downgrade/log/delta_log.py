@@ -62,6 +62,7 @@ class DeltaLog:
         #: (:class:`~delta_downgrade.log.checkpoint_copy.WrittenCheckpoint`), so that the next one
         #: of the same content is copied instead of encoded again.
         self.written_checkpoint: Any = None
+        self._own_checkpoints: set[str] = set()  # checkpoint files written through this log
 
     def __repr__(self) -> str:
         return f"DeltaLog({self.table!r})"
@@ -128,6 +129,7 @@ class DeltaLog:
                 self.refresh()
                 return
         statuses = [self.storage.status(p) for p in paths if p.count("/") == 1]
+        self._own_checkpoints.update(s.path for s in statuses if ".checkpoint." in s.path)
         if statuses:
             self._listing = with_files_written(self.storage, self.table, listing, statuses)
             # only files were added: what the snapshots were checked against still holds
@@ -282,7 +284,9 @@ class DeltaLog:
             if base_version + 1 < first_needed:
                 return None  # commits between them are missing: no derivation
             delta = listing.commits_between(base_version + 1, version)
-            return Snapshot(self.storage, self.table, segment, base=base, base_commits=delta)
+            own = segment.checkpoint is not None and set(segment.checkpoint.paths) <= self._own_checkpoints
+            return Snapshot(self.storage, self.table, segment, base=base, base_commits=delta,
+                            checkpoint_written_here=own)
         return None
 
     def _remember(self, snap: Snapshot) -> None:
