@@ -40,6 +40,8 @@ class FileCounts:
 
 
 def file_counts(state: ArrowState) -> FileCounts:
+    import pyarrow.compute as pc
+
     files = size = with_dv = deleted = tombstones = 0
     for adds, removes in state.file_parts():
         files += len(adds)
@@ -50,7 +52,8 @@ def file_counts(state: ArrowState) -> FileCounts:
         dv = _child(adds, "deletionVector")
         if dv.null_count != len(dv):
             with_dv += len(dv) - dv.null_count
-            deleted += _total(_child(dv, "cardinality"))
+            # a struct's child may hold values under null parents: only files with a DV count
+            deleted += _total(_child(dv.filter(pc.is_valid(dv)), "cardinality"))
     return FileCounts(files, size, with_dv, deleted, tombstones)
 
 
