@@ -13,7 +13,7 @@ from delta_downgrade.errors import (
 )
 from delta_downgrade.log.checkpoint_reader import CheckpointReader
 from delta_downgrade.log.listing import CheckpointInstance, LogListing, list_log
-from delta_downgrade.log.segment import LogSegment, read_commit_actions
+from delta_downgrade.log.segment import LogSegment
 from delta_downgrade.log.snapshot import BOUNDARY_PROPERTY, Snapshot
 from delta_downgrade.protocol import Protocol
 from delta_downgrade.protocol.support import Operation, ensure_supported
@@ -273,13 +273,17 @@ class DeltaLog:
         boundary = first.boundary_version
         spans: list[ProtocolSpan] = []
         span_start = start
+        from delta_downgrade.log.protocol_history import projected_commit_actions
+
         listing = self.listing()
-        # The commits after start are contiguous up to latest (earliest_version checked that).
-        for status in listing.commits_between(start + 1, latest):
+        # The commits after start are contiguous up to latest (earliest_version checked that);
+        # they are read ahead by a pool of threads, and parsed in order as read_commit_actions
+        # does (it refuses a commit with two protocol or two metaData actions).
+        commits = listing.commits_between(start + 1, latest)
+        for status, actions in projected_commit_actions(self.storage, commits):
             version = commit_version(status)
             new_protocol, new_boundary = protocol, boundary
-            # read_commit_actions refuses a commit with two protocol or two metaData actions.
-            for action in read_commit_actions(self.storage, status, ("protocol", "metaData")):
+            for action in actions:
                 if isinstance(action, ProtocolAction):
                     new_protocol = action.protocol
                 elif isinstance(action, Metadata):
