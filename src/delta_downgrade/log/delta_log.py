@@ -11,7 +11,6 @@ from delta_downgrade.errors import (
     CheckpointUnreadableError, DeltaDowngradeError, VersionNotFoundError,
     VersionsNotContiguousError,
 )
-from delta_downgrade.log.checkpoint_reader import CheckpointReader
 from delta_downgrade.log.listing import CheckpointInstance, LogListing, list_log
 from delta_downgrade.log.segment import LogSegment
 from delta_downgrade.log.snapshot import BOUNDARY_PROPERTY, Snapshot
@@ -318,6 +317,8 @@ class DeltaLog:
         checkpoint file naming"). Reads only the ``sidecar`` actions (a projected read)."""
         if checkpoint.kind == "multipart":
             return []
+        from delta_downgrade.log.checkpoint_reader import CheckpointReader  # pyarrow: only when needed
+
         return CheckpointReader(self.storage, checkpoint).sidecar_paths()
 
     def checkpoint_files(self, checkpoint: CheckpointInstance) -> list[str]:
