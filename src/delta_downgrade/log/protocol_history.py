@@ -17,12 +17,14 @@ from __future__ import annotations
 
 import os
 from collections import deque
-from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Callable, Iterator, Sequence
 
 from delta_downgrade.log.segment import read_commit_actions
 from delta_downgrade.protocol.actions import AnyAction
 from delta_downgrade.storage import FileStatus, Storage
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future
 
 #: The actions the history looks at.
 KEYS = ("protocol", "metaData")
@@ -98,6 +100,8 @@ def projected_commit_actions(storage: Storage, statuses: Sequence[FileStatus], k
         loaded = (_read_batch(read, batch) for batch in batches)
         yield from _parsed(batches, loaded, root, keys)
         return
+    from concurrent.futures import ThreadPoolExecutor  # not for a local table (start-up time)
+
     with ThreadPoolExecutor(max_workers=min(threads, len(batches))) as pool:
         pending: deque[Future[list[bytes | OSError]]] = deque()
         ahead = 2 * threads
