@@ -21,11 +21,12 @@ from typing import TYPE_CHECKING, Any, Callable, Union
 from delta_downgrade.errors import NotSupportedYetError
 from delta_downgrade.log.commit import rebase_over_blind_appends
 from delta_downgrade.log.listing import CheckpointInstance
-from delta_downgrade.log.snapshot import Snapshot, TableState
-from delta_downgrade.protocol.actions import AnyAction
+from delta_downgrade.log.snapshot import Snapshot
+from delta_downgrade.protocol.actions import AnyAction, DomainMetadata
 from delta_downgrade.protocol.features import TableFeature, get_feature
 
 if TYPE_CHECKING:  # imported where a run is built: a trace check needs no commit machinery
+    from delta_downgrade.log.arrow_replay import ArrowState
     from delta_downgrade.operations.drop_run import DropRun
 
 RewriteFunction = Callable[["DropRun"], Any]
@@ -38,21 +39,24 @@ caller's substitute, see :meth:`RemovableFeature.with_rewrite`)."""
 
 @dataclass
 class TraceContext:
-    """What trace checks look at. ``state`` is loaded only for checks that need files, and once
-    for all the features of one inspection."""
+    """What trace checks look at. The file state is loaded only for checks that need files, once
+    per snapshot (the snapshot keeps it, and a drop carries it over its own commits)."""
 
     snapshot: Snapshot
-    _state: TableState | None = None
 
     @property
     def configuration(self) -> dict[str, str]:
         return self.snapshot.metadata.configuration
 
     @property
-    def state(self) -> TableState:
-        if self._state is None:
-            self._state = self.snapshot.state()
-        return self._state
+    def arrow(self) -> ArrowState:
+        """The snapshot's state as Arrow columns (:meth:`Snapshot.arrow_state`): counted with
+        :mod:`delta_downgrade.log.file_summary`, never a Python object per file."""
+        return self.snapshot.arrow_state()
+
+    @property
+    def live_domains(self) -> dict[str, DomainMetadata]:
+        return {d.domain: d for d in self.arrow.live_domains}
 
     def prop_true(self, key: str) -> bool:
         return str(self.configuration.get(key, "")).strip().lower() == "true"

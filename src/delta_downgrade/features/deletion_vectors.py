@@ -11,6 +11,7 @@ from delta_downgrade.features.base import (
     RemovableFeature, TraceContext, commit_properties, rehearse, require_rewrite,
 )
 from delta_downgrade.log.commit import rebase_over_blind_appends
+from delta_downgrade.log.file_summary import file_counts, tombstone_paths, tombstones_with_relative_dvs
 from delta_downgrade.log.snapshot import Snapshot
 from delta_downgrade.protocol.actions import AddCDCFile, AddFile, AnyAction, Metadata, RemoveFile
 from delta_downgrade.protocol.table_config import TableConfig
@@ -26,13 +27,13 @@ class DeletionVectors(RemovableFeature):
     rewrite = "delta_downgrade.rewrite.dv_purge:purge_deletion_vectors"
 
     def preflight(self, run: DropRun, snapshot: Snapshot) -> None:
-        with_dv = [f for f in snapshot.state().files.values() if f.dv is not None]
+        with_dv = file_counts(snapshot.arrow_state()).files_with_deletion_vectors
         if not with_dv:
             return
         # The purge must be able to run before anything is written, so a refusal leaves no trace:
         # its dry run verifies every DV (deleted rows never return) and its own refusals.
         rehearse(run, require_rewrite(run, self.rewrite,
-                                      f"{len(with_dv)} live file(s) carry deletion vectors"))
+                                      f"{with_dv} live file(s) carry deletion vectors"))
 
     def property_updates(self, snapshot: Snapshot) -> dict[str, str | None]:
         if TraceContext(snapshot).prop_true(ENABLE_PROPERTY):
@@ -47,7 +48,7 @@ class DeletionVectors(RemovableFeature):
             # Blind appends that write DVs would bring the feature's traces back: no rebase over those.
             commit_properties(run, snapshot, updates, "UNSET TBLPROPERTIES", allow_deletion_vectors=False)
             performed = True
-        if any(f.dv is not None for f in run.latest().state().files.values()):
+        if file_counts(run.latest().arrow_state()).files_with_deletion_vectors:
             purge = require_rewrite(run, self.rewrite, "live files carry deletion vectors")
             purge(run)
             performed = True
@@ -60,20 +61,18 @@ class DeletionVectors(RemovableFeature):
         from delta_downgrade.protocol.dv_paths import dv_relative_path
 
         snapshot = run.latest()
-        state = snapshot.state()
+        state = snapshot.arrow_state()
         now = run.clock.now_ms()
         cutoff = now - TableConfig(snapshot.metadata.configuration, table=run.table).deleted_file_retention_ms
-        already = {t.decoded_path for t in state.tombstones.values()}
         wanted: dict[str, None] = {}
-        for tomb in state.tombstones.values():
-            dv = tomb.dv
-            if dv is None or dv.storageType != "u":  # inline and absolute-path DVs are skipped
-                continue
-            if tomb.deletionTimestamp is not None and tomb.deletionTimestamp <= cutoff:
-                continue
-            rel = dv_relative_path(dv)
-            if rel and rel not in already:
+        # inline and absolute-path DVs are skipped: only the relative ones ("u") name a file here
+        for tomb in tombstones_with_relative_dvs(state, cutoff):
+            rel = dv_relative_path(tomb.dv)  # type: ignore[arg-type]
+            if rel:
                 wanted.setdefault(rel, None)
+        if wanted:
+            already = tombstone_paths(state, wanted)
+            wanted = {p: None for p in wanted if p not in already}
         if wanted:
             actions = [RemoveFile(path=quote(p, safe="/"), deletionTimestamp=now, dataChange=False)
                        for p in wanted]
@@ -86,10 +85,10 @@ class DeletionVectors(RemovableFeature):
         out = []
         if ctx.prop_true(ENABLE_PROPERTY):
             out.append(f"{ENABLE_PROPERTY}=true")
-        with_dv = [f for f in ctx.state.files.values() if f.dv is not None]
-        if with_dv:
-            deleted = sum(f.dv.cardinality for f in with_dv if f.dv)  # type: ignore[union-attr]
-            out.append(f"{len(with_dv)} live file(s) carry deletion vectors ({deleted} deleted rows)")
+        counts = file_counts(ctx.arrow)
+        if counts.files_with_deletion_vectors:
+            out.append(f"{counts.files_with_deletion_vectors} live file(s) carry deletion vectors "
+                       f"({counts.deleted_rows_in_deletion_vectors} deleted rows)")
         return out
 
     def action_uses_feature(self, action: AnyAction) -> bool:

@@ -17,7 +17,7 @@ class DomainMetadataFeature(RemovableFeature):
 
     def remove_traces(self, run: DropRun) -> bool:
         snapshot = run.latest()
-        domains = snapshot.state().live_domains
+        domains = TraceContext(snapshot).live_domains
         if not domains:
             return False
         run.commit([DomainMetadata(domain=d.domain, configuration=d.configuration, removed=True)
@@ -25,7 +25,7 @@ class DomainMetadataFeature(RemovableFeature):
         return True
 
     def traces(self, ctx: TraceContext) -> list[str]:
-        domains = sorted(ctx.state.live_domains)
+        domains = sorted(ctx.live_domains)
         return [f"domain(s) {', '.join(domains)}"] if domains else []
 
 

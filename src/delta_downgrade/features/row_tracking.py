@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from delta_downgrade.features.base import RemovableFeature, TraceContext, commit_properties
+from delta_downgrade.log.file_summary import live_files_with
 from delta_downgrade.log.snapshot import Snapshot
 from delta_downgrade.protocol.actions import AnyAction, DomainMetadata
 
@@ -16,6 +17,8 @@ if TYPE_CHECKING:  # imported where a run is built: a trace check needs no commi
 ENABLE_PROPERTY = "delta.enableRowTracking"
 SUSPENDED_PROPERTY = "delta.rowTrackingSuspended"
 DOMAIN = "delta.rowTracking"
+# The fields of ``add`` that carry row tracking (PROTOCOL.md "Row Tracking").
+_ROW_ID_FIELDS = ("baseRowId", "defaultRowCommitVersion")
 
 
 class RowTracking(RemovableFeature):
@@ -32,9 +35,9 @@ class RowTracking(RemovableFeature):
             commit_properties(run, snapshot, updates, "SET TBLPROPERTIES")
             performed = True
         snapshot = run.latest()
-        files = [f for f in snapshot.state().files.values()
-                 if f.baseRowId is not None or f.defaultRowCommitVersion is not None]
-        if files:
+        if live_files_with(snapshot.arrow_state(), *_ROW_ID_FIELDS):
+            files = [f for f in snapshot.state().files.values()
+                     if f.baseRowId is not None or f.defaultRowCommitVersion is not None]
             run.commit([replace(f, baseRowId=None, defaultRowCommitVersion=None, dataChange=False)
                         for f in files], "ROW TRACKING UNBACKFILL", {"numFiles": len(files)},
                        read_version=snapshot.version)
@@ -47,8 +50,7 @@ class RowTracking(RemovableFeature):
             out.append(f"{ENABLE_PROPERTY}=true")
         if not ctx.prop_true(SUSPENDED_PROPERTY):
             out.append(f"{SUSPENDED_PROPERTY} is not true")
-        with_ids = sum(1 for f in ctx.state.files.values()
-                       if f.baseRowId is not None or f.defaultRowCommitVersion is not None)
+        with_ids = live_files_with(ctx.arrow, *_ROW_ID_FIELDS)
         if with_ids:
             out.append(f"{with_ids} live file(s) carry baseRowId/defaultRowCommitVersion")
         return out
@@ -59,7 +61,7 @@ class RowTracking(RemovableFeature):
         return self.spec.properties
 
     def actions_at_downgrade(self, snapshot: Snapshot) -> list[AnyAction]:
-        domain = snapshot.state().domains.get(DOMAIN)
+        domain = next((d for d in snapshot.arrow_state().domains if d.domain == DOMAIN), None)
         return [DomainMetadata(domain=DOMAIN,
                                configuration=domain.configuration if domain else "{}", removed=True)]
 

@@ -106,6 +106,11 @@ class ArrowState:
         parts do not all fit in memory at once can be read part by part."""
         yield self.adds, self.removes
 
+    def same_files(self, other: "ArrowState") -> bool:
+        """Whether both states hold the very same file actions (one carried from the other over
+        commits that changed no file, :meth:`advanced`)."""
+        return self.adds is other.adds and self.removes is other.removes
+
     def advanced(self, version: int, protocol: ProtocolAction, metadata: Metadata,
                  txns: list[Txn], domains: list[DomainMetadata]) -> "ArrowState":
         """This state moved to ``version`` over commits that changed no file action (empty

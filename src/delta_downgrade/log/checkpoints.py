@@ -14,17 +14,16 @@ from __future__ import annotations
 
 import logging
 
-import pyarrow as pa
 
 from delta_downgrade.protocol.actions import Metadata, ProtocolAction
 from delta_downgrade.clock import SYSTEM_CLOCK, Clock
-from delta_downgrade.errors import CheckpointUnreadableError, CorruptLogError, UnsupportedFeaturesError
-from delta_downgrade.log.arrow_replay import ArrowState, replay_segment
+from delta_downgrade.errors import CorruptLogError, UnsupportedFeaturesError
+from delta_downgrade.log.arrow_replay import ArrowState
+from delta_downgrade.log.checkpoint_copy import WrittenCheckpoint, copy_checkpoint
 from delta_downgrade.log.checkpoint_writer import (V2_CHECKPOINT_FEATURE, CheckpointContent, CheckpointResult,
-                                                   write_checkpoint, write_checkpoint_arrow)
+                                                   write_checkpoint_arrow)
 from delta_downgrade.log.delta_log import DeltaLog, check_protocol
-from delta_downgrade.log.v2_checkpoint_writer import (DEFAULT_V2_FORMAT, write_v2_checkpoint,
-                                                      write_v2_checkpoint_arrow)
+from delta_downgrade.log.v2_checkpoint_writer import (DEFAULT_V2_FORMAT, write_v2_checkpoint_arrow)
 from delta_downgrade.log.snapshot import BOUNDARY_PROPERTY, Snapshot
 from delta_downgrade.protocol import CHECKPOINT_PROTECTION, Protocol
 from delta_downgrade.protocol.checkpoint_protection import rule_b
@@ -110,26 +109,18 @@ def _refuse_unwritable(log: DeltaLog, version: int, protocol_action: ProtocolAct
     check_checkpoint_writable(log.table, version, protocol, metadata, boundary)
 
 
-def _arrow_state(log: DeltaLog, version: int | None) -> ArrowState | None:
-    """The Arrow replay of ``version``, with the errors (and their order) of the snapshot:
-    an unreadable checkpoint is skipped for an older one when ``DeltaLog.snapshot`` would skip
-    it, and a broken log is refused for its protocol first if the protocol says so. None when
-    the Arrow replay fails on something it should not (then the snapshot's state is used)."""
-    segment = log.segment(version)
+def _carried_state(log: DeltaLog, version: int | None) -> ArrowState:
+    """The Arrow state of ``version`` from the log's snapshot (carried forward from a cached
+    snapshot over commits that changed no file, :meth:`Snapshot.arrow_state`), with the errors
+    of the snapshot: an unreadable checkpoint is skipped for an older one when
+    ``DeltaLog.snapshot`` skips it, and a broken log is refused for its protocol first when the
+    protocol says so."""
+    snapshot = log.snapshot(version, check_read=False)
     try:
-        return replay_segment(log.storage, log.table, segment)
-    except CheckpointUnreadableError:
-        snapshot = log.snapshot(version, check_read=False)  # an older checkpoint, or raises
-        if snapshot.segment == segment:
-            raise
-        return replay_segment(log.storage, log.table, snapshot.segment)
+        return snapshot.arrow_state()
     except CorruptLogError:
-        snapshot = log.snapshot(version, check_read=False)
         _refuse_unwritable(log, snapshot.version, snapshot.protocol_action, snapshot.metadata)
         raise
-    except pa.ArrowException as exc:  # a shape of log the Arrow replay does not know: be safe
-        _log.warning("Arrow replay of %s failed (%s); using the Python replay", log.table, exc)
-        return None
 
 
 def checkpoint_table(log: DeltaLog, version: int | None = None, *, clock: Clock = SYSTEM_CLOCK,
@@ -141,31 +132,26 @@ def checkpoint_table(log: DeltaLog, version: int | None = None, *, clock: Clock 
     The state comes from the Arrow replay (:mod:`delta_downgrade.log.arrow_replay`); it is checked
     (protocol valid, rule (b), features, policy) before anything is written."""
     log.refresh()
-    state = _arrow_state(log, version)
-    if state is None:
-        snapshot = log.snapshot(version, check_read=False)
-        _refuse_unwritable(log, snapshot.version, snapshot.protocol_action, snapshot.metadata)
-        content = checkpoint_content(snapshot, clock.now_ms())
-        if uses_v2_checkpoint(snapshot.protocol, snapshot.metadata, log.table):
-            result = write_v2_checkpoint(log.storage, snapshot.version, content, fmt=v2_format,
-                                         sidecar_actions=part_size, now_ms=clock.now_ms())
-        else:
-            result = write_checkpoint(log.storage, snapshot.version, content, part_size=part_size,
-                                      now_ms=clock.now_ms())
-        log.refresh()
-        return result
+    state = _carried_state(log, version)
     check_protocol(state.protocol.protocol, log.table, state.version, check_read=False)
     _refuse_unwritable(log, state.version, state.protocol, state.metadata)
     cutoff = clock.now_ms() - TableConfig(state.metadata.configuration, table=log.table).deleted_file_retention_ms
-    if uses_v2_checkpoint(state.protocol.protocol, state.metadata, log.table):
+    tombstones = state.tombstones_after(cutoff)
+    layout = (part_size, v2_format)
+    previous = log.written_checkpoint
+    result = None
+    if previous is not None and previous.same_content(state, len(tombstones), layout):
+        result = copy_checkpoint(log.storage, previous.result, state.version, now_ms=clock.now_ms())
+    if result is None and uses_v2_checkpoint(state.protocol.protocol, state.metadata, log.table):
         result = write_v2_checkpoint_arrow(
             log.storage, state.version, state.protocol, state.metadata, state.adds,
-            state.tombstones_after(cutoff), state.txns, state.live_domains, fmt=v2_format,
+            tombstones, state.txns, state.live_domains, fmt=v2_format,
             sidecar_actions=part_size, now_ms=clock.now_ms())
-    else:
+    elif result is None:
         result = write_checkpoint_arrow(
             log.storage, state.version, state.protocol, state.metadata, state.adds,
-            state.tombstones_after(cutoff), state.txns, state.live_domains, part_size=part_size,
+            tombstones, state.txns, state.live_domains, part_size=part_size,
             now_ms=clock.now_ms())
+    log.written_checkpoint = WrittenCheckpoint(state, len(tombstones), layout, result)
     log.refresh()
     return result

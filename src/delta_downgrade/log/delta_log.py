@@ -55,6 +55,10 @@ class DeltaLog:
         self._stale: LogListing | None = None  # the listing refresh() updates from
         self._snapshots: dict[int, Snapshot] = {}
         self._checked: dict[int, LogListing] = {}  # version -> listing its snapshot was checked against
+        #: The checkpoint ``checkpoint_table`` last wrote through this log
+        #: (:class:`~delta_downgrade.log.checkpoint_copy.WrittenCheckpoint`), so that the next one
+        #: of the same content is copied instead of encoded again.
+        self.written_checkpoint: Any = None
 
     def __repr__(self) -> str:
         return f"DeltaLog({self.table!r})"

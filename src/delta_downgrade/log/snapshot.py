@@ -9,15 +9,19 @@ separate, explicit :meth:`Snapshot.state` call.
 from __future__ import annotations
 
 from functools import cached_property
-from typing import Any, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
-from delta_downgrade.protocol.actions import AnyAction, CommitInfo, DomainMetadata, Metadata, ProtocolAction
+from delta_downgrade.protocol.actions import (AddFile, AnyAction, CommitInfo, DomainMetadata, Metadata,
+                                              ProtocolAction, RemoveFile, Txn)
 from delta_downgrade.errors import DeltaDowngradeError
 from delta_downgrade.log.replay_choice import replay_state
 from delta_downgrade.log.reconcile import TableState
 from delta_downgrade.log.segment import LogSegment, read_commit_actions, with_checkpoint_fallback
 from delta_downgrade.protocol import Protocol
 from delta_downgrade.storage import FileStatus, Storage
+
+if TYPE_CHECKING:
+    from delta_downgrade.log.arrow_replay import ArrowState
 
 # A table's boundary property (Checkpoint Protection RFC).
 BOUNDARY_PROPERTY = "delta.requireCheckpointProtectionBeforeVersion"
@@ -47,6 +51,7 @@ class Snapshot:
         self._base = base
         self._base_commits = tuple(base_commits)
         self._state: TableState | None = None
+        self._arrow: ArrowState | None = None
 
     def __repr__(self) -> str:
         return f"Snapshot({self.table!r}, version={self.version})"
@@ -198,6 +203,70 @@ class Snapshot:
             state.apply_commit(read_commit_actions(self.storage, status))
         state.protocol_action, state.metadata = protocol, metadata
         return state
+
+    # --- the full state as Arrow columns, carried forward -----------------------------------------
+
+    def arrow_state(self) -> "ArrowState":
+        """The reconciled state with its file actions as Arrow columns (what a checkpoint of this
+        version holds, before tombstone expiry), computed once per snapshot and shared (do not
+        modify it).
+
+        With a base snapshot whose Arrow state is known and new commits that hold no file
+        action (empty commits, protocol or metadata changes, txns, domains - what a drop commits
+        between its checkpoints), the base's file actions are carried forward: PROTOCOL.md
+        "Action Reconciliation" changes a logical file only through an ``add`` or a ``remove``,
+        so the replay would give the same columns. Otherwise the segment is replayed
+        (:func:`~delta_downgrade.log.arrow_replay.replay_segment`), or, for a shape of log the
+        Arrow replay does not know, built from :meth:`state`.
+
+        Raises what the replay raises (:class:`CheckpointUnreadableError`, :class:`CorruptLogError`)."""
+        if self._arrow is None:
+            self._arrow = self._derived_arrow() or self._replayed_arrow()
+        return self._arrow
+
+    def _derived_arrow(self) -> "ArrowState | None":
+        """The state carried from the nearest snapshot of the ``base`` chain that has one, when
+        no commit in between holds a file action (each link derives and keeps its own)."""
+        if self._arrow is not None:
+            return self._arrow
+        base = self._base
+        known = base._derived_arrow() if base is not None else None
+        if known is None:
+            return None
+        base._arrow = known  # type: ignore[union-attr]
+        txns = {t.appId: t for t in known.txns}
+        domains = {d.domain: d for d in known.domains}
+        try:
+            for status in self._base_commits:
+                for action in read_commit_actions(self.storage, status):
+                    if isinstance(action, (AddFile, RemoveFile)):
+                        return None  # a file changed: the replay decides
+                    if isinstance(action, Txn):
+                        txns[action.appId] = action
+                    elif isinstance(action, DomainMetadata):
+                        domains[action.domain] = action
+        except (DeltaDowngradeError, OSError):
+            return None
+        protocol, metadata = self._protocol_and_metadata
+        return known.advanced(self.version, protocol, metadata, list(txns.values()),
+                              list(domains.values()))
+
+    def _replayed_arrow(self) -> "ArrowState":
+        import pyarrow as pa
+
+        from delta_downgrade.log.arrow_replay import ArrowState, replay_segment
+        from delta_downgrade.log.checkpoint_columns import add_array, remove_array
+
+        try:
+            return replay_segment(self.storage, self.table, self.segment)
+        except pa.ArrowException:
+            pass  # a shape of log the Arrow replay does not know: the rules applied one by one
+        state = self.state()
+        return ArrowState(
+            version=self.version, protocol=state.protocol_action, metadata=state.metadata,
+            adds=pa.chunked_array([add_array(list(state.files.values()))]),
+            removes=pa.chunked_array([remove_array(list(state.tombstones.values()))]),
+            txns=list(state.txns.values()), domains=list(state.domains.values()))
 
     def iter_commit_actions(self) -> Iterator[tuple[int, list[AnyAction]]]:
         """The commits of the segment, oldest first, with their version."""

@@ -3,8 +3,8 @@
 The report holds facts only; the CLI renders it as the stable JSON document of ``inspect --json``
 (a contract documented in the README: add fields, never rename or drop them) and as text.
 
-The files are summed up without a Python object per file: from the Arrow replay's columns, part by
-part (:meth:`~delta_downgrade.log.arrow_replay.ArrowState.file_parts`); only a segment small enough
+The files are summed up without a Python object per file: from the snapshot's Arrow state, part by
+part (:func:`~delta_downgrade.log.file_summary.file_counts`); only a segment small enough
 for the Python replay (:func:`~delta_downgrade.log.replay_choice.python_replay_fits`) is summed up
 from its Python state, so that ``inspect`` of a small table never imports pyarrow. The traces of
 removable features (and the feature modules that find them) are looked at only when the protocol
@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Mapping
 
 from delta_downgrade.log.delta_log import DeltaLog, ProtocolSpan
+from delta_downgrade.log.file_summary import file_counts
 from delta_downgrade.log.listing import CheckpointInstance
 from delta_downgrade.log.replay_choice import python_replay_fits
 from delta_downgrade.protocol import CHECKPOINT_PROTECTION, Protocol
@@ -24,7 +25,6 @@ from delta_downgrade.protocol.features import get_feature
 from delta_downgrade.protocol.support import Operation, unsupported_features
 
 if TYPE_CHECKING:
-    from delta_downgrade.log.arrow_replay import ArrowState
     from delta_downgrade.log.reconcile import TableState
     from delta_downgrade.log.snapshot import Snapshot
 
@@ -151,44 +151,17 @@ def inspect_table(location: str, version: int | None = None, *, history: bool = 
 
 
 def _file_summary(snapshot: Snapshot) -> FileSummary:
-    # A small segment's Python state is the one the trace checks replayed (Snapshot caches it)
     if python_replay_fits(snapshot.segment):
         return _python_file_summary(snapshot.state())
-    return _arrow_file_summary(_arrow_state(snapshot))
-
-
-def _arrow_state(snapshot: Snapshot) -> ArrowState:
-    """The Arrow replay of ``snapshot``'s segment (the one ``DeltaLog.snapshot`` chose: an
-    unreadable checkpoint is already skipped there)."""
-    from delta_downgrade.log.arrow_replay import replay_segment
-
-    return replay_segment(snapshot.storage, snapshot.table, snapshot.segment)
-
-
-def _arrow_file_summary(state: ArrowState) -> FileSummary:
-    """The summary from the reconciled columns, one part at a time (PROTOCOL.md "Action
-    Reconciliation": the live files are the adds, the tombstones the removes of files that are
-    not live). ``deletionVector.cardinality`` is the number of rows the DV marks deleted
-    (PROTOCOL.md "Deletion Vector Descriptor Schema")."""
-    import pyarrow.compute as pc
-
-    live_files = live_bytes = with_dv = deleted = tombstones = 0
-    for adds, removes in state.file_parts():
-        live_files += len(adds)
-        tombstones += len(removes)
-        for chunk in adds.chunks:
-            live_bytes += pc.sum(pc.struct_field(chunk, "size")).as_py() or 0
-            dv = pc.struct_field(chunk, "deletionVector")
-            has_dv = pc.is_valid(dv)
-            with_dv += pc.sum(has_dv).as_py() or 0
-            # struct_field gives a child null where its parent is: no DV, no cardinality
-            deleted += pc.sum(pc.struct_field(dv, "cardinality")).as_py() or 0
+    # the snapshot's Arrow state: the one the trace checks counted on, if they did (it is kept)
+    state = snapshot.arrow_state()
+    counts = file_counts(state)
     return FileSummary(
-        live_files=live_files,
-        live_bytes=live_bytes,
-        files_with_deletion_vectors=with_dv,
-        deleted_rows_in_deletion_vectors=deleted,
-        tombstones=tombstones,
+        live_files=counts.live_files,
+        live_bytes=counts.live_bytes,
+        files_with_deletion_vectors=counts.files_with_deletion_vectors,
+        deleted_rows_in_deletion_vectors=counts.deleted_rows_in_deletion_vectors,
+        tombstones=counts.tombstones,
         domains=sorted(d.domain for d in state.live_domains),
     )
 

@@ -728,7 +728,7 @@ def test_checkpoint_table_falls_back_to_the_python_replay(tmp_path, monkeypatch)
     def broken(*args: Any, **kwargs: Any) -> Any:
         raise pa.ArrowNotImplementedError("a shape the Arrow replay does not know")
 
-    monkeypatch.setattr("delta_downgrade.log.checkpoints.replay_segment", broken)
+    monkeypatch.setattr("delta_downgrade.log.arrow_replay.replay_segment", broken)
     result = checkpoint_table(DeltaLog(path), clock=ManualClock(T0))
     rows = _checkpoint_rows(path, result.paths)
     assert [r["path"] for r in rows["add"]] == ["b.parquet"]

@@ -1,0 +1,115 @@
+"""Counts over the live files and tombstones of an :class:`~delta_downgrade.log.arrow_replay.ArrowState`,
+computed on its Arrow columns part by part (:meth:`ArrowState.file_parts`): what trace checks and
+``inspect`` need to know about every file, without a Python object per file."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Iterable
+
+if TYPE_CHECKING:
+    from delta_downgrade.log.arrow_replay import ArrowState
+    from delta_downgrade.protocol.actions import RemoveFile
+
+
+def _child(column: Any, name: str) -> Any:
+    """Field ``name`` of a struct chunked array, as a chunked array."""
+    import pyarrow as pa
+
+    return pa.chunked_array([chunk.field(name) for chunk in column.chunks], column.type.field(name).type)
+
+
+def _total(values: Any) -> int:
+    import pyarrow.compute as pc
+
+    if len(values) == 0:
+        return 0
+    found = pc.sum(values).as_py()
+    return int(found) if found is not None else 0
+
+
+@dataclass(frozen=True)
+class FileCounts:
+    """The live files, their bytes and deletion vectors, and the tombstones of one state."""
+
+    live_files: int
+    live_bytes: int
+    files_with_deletion_vectors: int
+    deleted_rows_in_deletion_vectors: int
+    tombstones: int
+
+
+def file_counts(state: ArrowState) -> FileCounts:
+    files = size = with_dv = deleted = tombstones = 0
+    for adds, removes in state.file_parts():
+        files += len(adds)
+        tombstones += len(removes)
+        if len(adds) == 0:
+            continue
+        size += _total(_child(adds, "size"))
+        dv = _child(adds, "deletionVector")
+        if dv.null_count != len(dv):
+            with_dv += len(dv) - dv.null_count
+            deleted += _total(_child(dv, "cardinality"))
+    return FileCounts(files, size, with_dv, deleted, tombstones)
+
+
+def live_files_with(state: ArrowState, *fields: str) -> int:
+    """How many live files have a value in any of ``fields`` of ``add``."""
+    import pyarrow.compute as pc
+
+    count = 0
+    for adds, _ in state.file_parts():
+        if len(adds) == 0:
+            continue
+        present = None
+        for name in fields:
+            valid = pc.is_valid(_child(adds, name))
+            present = valid if present is None else pc.or_(present, valid)
+        count += _total(present.cast("int64")) if present is not None else 0
+    return count
+
+
+def tombstones_with_relative_dvs(state: ArrowState, cutoff_ms: int) -> list[RemoveFile]:
+    """The tombstones within retention (``deletionTimestamp`` null or after ``cutoff_ms``) whose
+    deletion vector is stored in a file named relative to the table (storage type ``u``,
+    PROTOCOL.md "Deletion Vector Descriptor Schema"), as actions: only these few rows are built
+    as Python objects."""
+    import pyarrow.compute as pc
+
+    from delta_downgrade.protocol.actions import RemoveFile
+
+    out: list[RemoveFile] = []
+    for _, removes in state.file_parts():
+        if len(removes) == 0:
+            continue
+        dv = _child(removes, "deletionVector")
+        if dv.null_count == len(dv):
+            continue
+        stamps = _child(removes, "deletionTimestamp")
+        keep = pc.and_kleene(pc.equal(_child(dv, "storageType"), "u"),
+                             pc.or_kleene(pc.is_null(stamps), pc.greater(stamps, cutoff_ms)))
+        keep = pc.fill_null(keep, False)
+        out += [RemoveFile.from_obj(row) for row in removes.filter(keep).to_pylist()]
+    return out
+
+
+def tombstone_paths(state: ArrowState, paths: Iterable[str]) -> set[str]:
+    """Which of ``paths`` (URL-decoded) are the decoded path of a tombstone in ``state``, whatever
+    its DV (only paths holding a ``%`` are decoded, in Python)."""
+    from urllib.parse import unquote
+
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    wanted = set(paths)
+    needles = pa.array(sorted(wanted), pa.string())
+    found: set[str] = set()
+    for _, removes in state.file_parts():
+        if len(removes) == 0:
+            continue
+        column = _child(removes, "path")
+        found.update(column.filter(pc.is_in(column, value_set=needles)).to_pylist())
+        escaped = column.filter(pc.match_substring(column, "%")).to_pylist()
+        found.update(p for p in map(unquote, escaped) if p in wanted)
+    return found & wanted
