@@ -54,29 +54,39 @@ class _Loaded:
         return self._data
 
 
-def _file_reader(storage: Storage) -> tuple[Callable[[str], bytes], bool]:
-    """``read(rel_path) -> bytes``, and whether the table is local. A local table is read with
-    plain file calls (no ``Path`` per file: its construction costs as much as the read)."""
+def _file_reader(storage: Storage) -> tuple[Callable[[FileStatus], bytes], bool]:
+    """``read(status) -> bytes``, and whether the table is local. A local table is read with
+    plain file calls: no ``Path`` per file (its construction costs as much as the read), and one
+    ``read`` of the size the listing saw, then one that must find the end (a file that grew is
+    read to its end: the content is what counts, as a plain read would give it)."""
     from delta_downgrade.storage.local import LocalStorage
 
     if not isinstance(storage, LocalStorage):
-        return storage.read_bytes, False
-    root = storage.root
+        return (lambda status: storage.read_bytes(status.path)), False
+    prefix = os.path.join(storage.root, "")
+    slash = os.sep == "/"
 
-    def read(rel_path: str) -> bytes:
-        with open(os.path.join(root, *rel_path.split("/")), "rb", buffering=0) as fh:
-            return fh.readall()
+    def read(status: FileStatus) -> bytes:
+        fd = os.open(prefix + (status.path if slash else status.path.replace("/", os.sep)), os.O_RDONLY)
+        try:
+            data = os.read(fd, max(status.size, 0) + 1)
+            rest = []
+            while more := os.read(fd, 1 << 16):
+                rest.append(more)
+            return data + b"".join(rest) if rest else data
+        finally:
+            os.close(fd)
 
     return read, True
 
 
-def _read_batch(read: Callable[[str], bytes], statuses: Sequence[FileStatus]) -> list[bytes | OSError]:
+def _read_batch(read: Callable[[FileStatus], bytes], statuses: Sequence[FileStatus]) -> list[bytes | OSError]:
     """Each file's bytes, or the error reading it raised (raised again when its turn comes, so
     that an earlier commit's error wins)."""
     out: list[bytes | OSError] = []
     for status in statuses:
         try:
-            out.append(read(status.path))
+            out.append(read(status))
         except OSError as exc:
             out.append(exc)
     return out
