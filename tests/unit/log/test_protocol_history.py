@@ -143,3 +143,18 @@ def test_a_commit_gone_since_the_listing_raises_its_read_error_in_its_turn(tmp_p
         for status, _ in projected_commit_actions(log.storage, statuses, threads=threads):
             seen.append(status)
     assert len(seen) == 60  # commits 0..59, in order
+
+
+def test_a_local_file_is_read_to_its_end_whatever_size_the_listing_saw(tmp_path):
+    """The read asks for the listed size first; a file that is longer now (or shorter) is read
+    as it is, as read_bytes would read it."""
+    table = _table(tmp_path / "t", 10)
+    log = DeltaLog(str(table))
+    statuses = log.listing().commits_between(0, 9)
+    padding = {"commitInfo": {"timestamp": 0, "operation": "WRITE", "pad": "x" * 200_000}}
+    _write(table, 5, [padding, {"protocol": P37}])
+    _write(table, 6, [{"protocol": P12}])
+    got = dict((s.path, actions) for s, actions in projected_commit_actions(log.storage, statuses, threads=1))
+    assert got == {s.path: actions for s, actions in _one_by_one(log.storage, statuses)}
+    assert [a.to_obj() for a in got[statuses[5].path]] == [P37]
+    assert [a.to_obj() for a in got[statuses[6].path]] == [P12]
