@@ -282,9 +282,9 @@ class DeltaLog:
         # The commits after start are contiguous up to latest (earliest_version checked that);
         # they are read ahead by a pool of threads, and parsed in order as read_commit_actions
         # does (it refuses a commit with two protocol or two metaData actions).
+        # Only the commits that hold one of the two actions come out.
         commits = listing.commits_between(start + 1, latest)
         for status, actions in projected_commit_actions(self.storage, commits):
-            version = commit_version(status)
             new_protocol, new_boundary = protocol, boundary
             for action in actions:
                 if isinstance(action, ProtocolAction):
@@ -293,6 +293,7 @@ class DeltaLog:
                     value = action.configuration.get(BOUNDARY_PROPERTY)
                     new_boundary = int(value) if value not in (None, "") else None
             if new_protocol != protocol or new_boundary != boundary:
+                version = commit_version(status)
                 spans.append(ProtocolSpan(span_start, version - 1, protocol, boundary))
                 protocol, boundary, span_start = new_protocol, new_boundary, version
         spans.append(ProtocolSpan(span_start, latest, protocol, boundary))

@@ -94,8 +94,9 @@ def _read_batch(read: Callable[[FileStatus], bytes], statuses: Sequence[FileStat
 
 def projected_commit_actions(storage: Storage, statuses: Sequence[FileStatus], keys: tuple[str, ...] = KEYS,
                              *, threads: int | None = None) -> Iterator[tuple[FileStatus, list[AnyAction]]]:
-    """``(status, read_commit_actions(storage, status, keys))`` for each commit of ``statuses``,
-    in their order. With ``threads`` > 1 the files are read ahead by that many threads, at most
+    """``(status, read_commit_actions(storage, status, keys))`` for each commit of ``statuses``
+    that holds such an action, in their order; every commit is read and checked (a commit that
+    cannot be parsed raises, in its turn, what read_commit_actions raises). With ``threads`` > 1 the files are read ahead by that many threads, at most
     two batches per thread at a time; by default a local table is read by the calling thread and
     other storages by :data:`THREADS_PER_CPU` threads per CPU."""
     if not statuses:
@@ -133,8 +134,20 @@ def projected_commit_actions(storage: Storage, statuses: Sequence[FileStatus], k
 
 def _parsed(batches: Sequence[Sequence[FileStatus]], loaded: Iterator[list[bytes | OSError]],
             root: str | None, keys: tuple[str, ...]) -> Iterator[tuple[FileStatus, list[AnyAction]]]:
+    needles = [f'"{key}"'.encode() for key in keys]
     for batch, contents in zip(batches, loaded):
         for status, data in zip(batch, contents):
             if isinstance(data, OSError):
                 raise data
-            yield status, read_commit_actions(_Loaded(root, data), status, keys)  # type: ignore[arg-type]
+            if not any(needle in data for needle in needles):
+                # read_commit_actions would find no line to parse (an ASCII needle is found in
+                # the UTF-8 bytes exactly where it is in the text); what is left of its checks is
+                # that the file is UTF-8, which it makes itself, with its error, when not
+                try:
+                    data.decode("utf-8")
+                    continue
+                except UnicodeDecodeError:
+                    pass
+            actions = read_commit_actions(_Loaded(root, data), status, keys)  # type: ignore[arg-type]
+            if actions:
+                yield status, actions

@@ -72,7 +72,10 @@ def _table(root: Path, commits: int) -> Path:
 
 
 def _one_by_one(storage: LocalStorage, statuses) -> list:
-    return [(s, read_commit_actions(storage, s, ("protocol", "metaData"))) for s in statuses]
+    """What the projected read gives: each commit read with read_commit_actions, in order, those
+    with an action kept."""
+    read = [(s, read_commit_actions(storage, s, ("protocol", "metaData"))) for s in statuses]
+    return [(s, actions) for s, actions in read if actions]
 
 
 @pytest.mark.parametrize("threads", [None, 1, 3])
@@ -138,11 +141,12 @@ def test_a_commit_gone_since_the_listing_raises_its_read_error_in_its_turn(tmp_p
     statuses = log.listing().commits_between(0, 99)
     (table / LOG_DIR / f"{60:020d}.json").unlink()
     _write(table, 80, b"not json\n{\"protocol\": 1}\n")
+    _write(table, 59, [_info(59), {"protocol": P37}])
     seen = []
     with pytest.raises(FileNotFoundError):
         for status, _ in projected_commit_actions(log.storage, statuses, threads=threads):
             seen.append(status)
-    assert len(seen) == 60  # commits 0..59, in order
+    assert [s.path for s in seen] == [statuses[0].path, statuses[59].path]  # in order, then 60's error
 
 
 def test_a_local_file_is_read_to_its_end_whatever_size_the_listing_saw(tmp_path):
