@@ -96,9 +96,10 @@ def projected_commit_actions(storage: Storage, statuses: Sequence[FileStatus], k
                              *, threads: int | None = None) -> Iterator[tuple[FileStatus, list[AnyAction]]]:
     """``(status, read_commit_actions(storage, status, keys))`` for each commit of ``statuses``
     that holds such an action, in their order; every commit is read and checked (a commit that
-    cannot be parsed raises, in its turn, what read_commit_actions raises). With ``threads`` > 1 the files are read ahead by that many threads, at most
-    two batches per thread at a time; by default a local table is read by the calling thread and
-    other storages by :data:`THREADS_PER_CPU` threads per CPU."""
+    cannot be parsed raises, in its turn, what read_commit_actions raises). With ``threads`` > 1
+    the files are read ahead by that many threads, at most two batches per thread at a time; by
+    default a local table is read by the calling thread and other storages by
+    :data:`THREADS_PER_CPU` threads per CPU."""
     if not statuses:
         return
     read, local = _file_reader(storage)
@@ -108,8 +109,11 @@ def projected_commit_actions(storage: Storage, statuses: Sequence[FileStatus], k
         threads = 1 if local else min(32, THREADS_PER_CPU * (os.cpu_count() or 1))
     threads = max(1, threads)
     if threads == 1 or len(batches) == 1:
-        loaded = (_read_batch(read, batch) for batch in batches)
-        yield from _parsed(batches, loaded, root, keys)
+        # one file at a time, read and checked in the same loop (a read error raises in turn)
+        for status in statuses:
+            actions = _checked(read(status), status, root, keys)
+            if actions:
+                yield status, actions
         return
     from concurrent.futures import ThreadPoolExecutor  # not for a local table (start-up time)
 
@@ -134,20 +138,27 @@ def projected_commit_actions(storage: Storage, statuses: Sequence[FileStatus], k
 
 def _parsed(batches: Sequence[Sequence[FileStatus]], loaded: Iterator[list[bytes | OSError]],
             root: str | None, keys: tuple[str, ...]) -> Iterator[tuple[FileStatus, list[AnyAction]]]:
-    needles = [f'"{key}"'.encode() for key in keys]
     for batch, contents in zip(batches, loaded):
         for status, data in zip(batch, contents):
             if isinstance(data, OSError):
                 raise data
-            if not any(needle in data for needle in needles):
-                # read_commit_actions would find no line to parse (an ASCII needle is found in
-                # the UTF-8 bytes exactly where it is in the text); what is left of its checks is
-                # that the file is UTF-8, which it makes itself, with its error, when not
-                try:
-                    data.decode("utf-8")
-                    continue
-                except UnicodeDecodeError:
-                    pass
-            actions = read_commit_actions(_Loaded(root, data), status, keys)  # type: ignore[arg-type]
+            actions = _checked(data, status, root, keys)
             if actions:
                 yield status, actions
+
+
+def _checked(data: bytes, status: FileStatus, root: str | None, keys: tuple[str, ...]) -> list[AnyAction]:
+    """``read_commit_actions`` of a commit whose bytes are ``data``."""
+    for key in keys:
+        if f'"{key}"'.encode() in data:
+            break
+    else:
+        # read_commit_actions would find no line to parse (an ASCII needle is found in the UTF-8
+        # bytes exactly where it is in the text); what is left of its checks is that the file is
+        # UTF-8, which it makes itself, with its error, when it is not
+        try:
+            data.decode("utf-8")
+            return []
+        except UnicodeDecodeError:
+            pass
+    return read_commit_actions(_Loaded(root, data), status, keys)  # type: ignore[arg-type]
