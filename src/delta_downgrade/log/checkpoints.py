@@ -131,7 +131,7 @@ def checkpoint_table(log: DeltaLog, version: int | None = None, *, clock: Clock 
 
     The state comes from the Arrow replay (:mod:`delta_downgrade.log.arrow_replay`); it is checked
     (protocol valid, rule (b), features, policy) before anything is written."""
-    log.refresh()
+    log.catch_up()
     state = _carried_state(log, version)
     check_protocol(state.protocol.protocol, log.table, state.version, check_read=False)
     _refuse_unwritable(log, state.version, state.protocol, state.metadata)
@@ -153,5 +153,5 @@ def checkpoint_table(log: DeltaLog, version: int | None = None, *, clock: Clock 
             tombstones, state.txns, state.live_domains, part_size=part_size,
             now_ms=clock.now_ms())
     log.written_checkpoint = WrittenCheckpoint(state, len(tombstones), layout, result)
-    log.refresh()
+    log.note_written(result.checkpoint_files)
     return result

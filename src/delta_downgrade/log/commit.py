@@ -228,7 +228,7 @@ def commit(
     previous_ict: int | None = None
     snapshot = None
     if read_version >= 0:
-        snapshot = log.refresh().snapshot(read_version, check_read=False)
+        snapshot = log.catch_up().snapshot(read_version, check_read=False)
         protocol, metadata = snapshot.protocol, snapshot.metadata
         if _ict_enabled_after(metadata, pending):  # only then is the previous commit's ICT needed
             previous_ict = _ict_of(log, read_version)
@@ -278,7 +278,7 @@ def commit(
             read_version = new_read_version
             version = read_version + 1
             continue
-        log.refresh()
+        log.note_written([commit_path(version)])
         return version
     raise AssertionError("unreachable")
 

@@ -4,14 +4,16 @@ checkpoint inventory — the two views checkpoint protection reasons about."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, NoReturn
+from typing import Any, NoReturn, Sequence
 
 from delta_downgrade.protocol.actions import Metadata, ProtocolAction
 from delta_downgrade.errors import (
     CheckpointUnreadableError, DeltaDowngradeError, VersionNotFoundError,
     VersionsNotContiguousError,
 )
-from delta_downgrade.log.listing import CheckpointInstance, LogListing, list_log
+from delta_downgrade.log.files import commit_path, parse_log_file
+from delta_downgrade.log.last_checkpoint import read_last_checkpoint
+from delta_downgrade.log.listing import CheckpointInstance, LogListing, list_log, with_files_written
 from delta_downgrade.log.segment import LogSegment
 from delta_downgrade.log.snapshot import BOUNDARY_PROPERTY, Snapshot
 from delta_downgrade.protocol import Protocol
@@ -59,6 +61,7 @@ class DeltaLog:
         #: (:class:`~delta_downgrade.log.checkpoint_copy.WrittenCheckpoint`), so that the next one
         #: of the same content is copied instead of encoded again.
         self.written_checkpoint: Any = None
+        self._own_checkpoints: set[str] = set()  # checkpoint files written through this log
 
     def __repr__(self) -> str:
         return f"DeltaLog({self.table!r})"
@@ -89,6 +92,49 @@ class DeltaLog:
             self._stale = self._listing
         self._listing = None
         return self
+
+    def catch_up(self) -> "DeltaLog":
+        """Look only for what lies after the last known version (the next commit file), when
+        this log's own writes since the last listing were recorded (:meth:`note_written`).
+
+        Another writer's commit shows as the next version's file: one existence check, and a
+        listing (:meth:`refresh`) only when it is there. What this does not see until the next
+        :meth:`refresh` - another writer's new checkpoint, a concurrent metadata cleanup - never
+        changes a version's content (PROTOCOL.md "Creation of New Log Entries"): an older
+        checkpoint gives the same state, and a commit is found by the check above. An operation
+        that decides from the whole directory (cleanup, vacuum, truncate) calls
+        :meth:`refresh`."""
+        listing = self._listing
+        if listing is None:
+            return self
+        latest = listing.latest_commit_version
+        if latest is None or self.storage.exists(commit_path(latest + 1)):
+            return self.refresh()
+        listing.last_checkpoint = read_last_checkpoint(self.storage)
+        return self
+
+    def note_written(self, paths: Sequence[str]) -> None:
+        """Record files this process has just written in ``_delta_log`` (a commit, checkpoint
+        files) in the current listing, so that :meth:`catch_up` need not list the directory."""
+        listing = self._listing
+        if listing is None:
+            return
+        latest = listing.latest_commit_version
+        expected = 0 if latest is None else latest + 1
+        for path in paths:
+            found = parse_log_file(path.rsplit("/", 1)[-1])
+            if found is not None and found.kind == "commit" and found.version != expected:
+                # other commits came first (a lost race): those only a listing finds
+                self.refresh()
+                return
+        statuses = [self.storage.status(p) for p in paths if p.count("/") == 1]
+        self._own_checkpoints.update(s.path for s in statuses if ".checkpoint." in s.path)
+        if statuses:
+            self._listing = with_files_written(self.storage, self.table, listing, statuses)
+            # only files were added: what the snapshots were checked against still holds
+            for version, checked in self._checked.items():
+                if checked is listing:
+                    self._checked[version] = self._listing
 
     def latest_version(self) -> int:
         listing = self.listing()
@@ -237,7 +283,9 @@ class DeltaLog:
             if base_version + 1 < first_needed:
                 return None  # commits between them are missing: no derivation
             delta = listing.commits_between(base_version + 1, version)
-            return Snapshot(self.storage, self.table, segment, base=base, base_commits=delta)
+            own = segment.checkpoint is not None and set(segment.checkpoint.paths) <= self._own_checkpoints
+            return Snapshot(self.storage, self.table, segment, base=base, base_commits=delta,
+                            checkpoint_written_here=own)
         return None
 
     def _remember(self, snap: Snapshot) -> None:
@@ -279,10 +327,10 @@ class DeltaLog:
         from delta_downgrade.log.protocol_history import projected_commit_actions
 
         listing = self.listing()
-        # The commits after start are contiguous up to latest (earliest_version checked that);
-        # they are read ahead by a pool of threads, and parsed in order as read_commit_actions
-        # does (it refuses a commit with two protocol or two metaData actions).
-        # Only the commits that hold one of the two actions come out.
+        # The commits after start are contiguous up to latest (earliest_version checked that).
+        # Each is read once and checked in order as read_commit_actions checks it (it refuses a
+        # commit with two protocol or two metaData actions); only those that hold one of the two
+        # actions come out.
         commits = listing.commits_between(start + 1, latest)
         for status, actions in projected_commit_actions(self.storage, commits):
             new_protocol, new_boundary = protocol, boundary

@@ -168,6 +168,21 @@ def list_log(storage: Storage, table: str | None = None, previous: LogListing | 
     the module docstring); ``stat_known=False`` leaves the statuses of known files alone."""
     table = table or storage.root
     new_entries, removed = _scan(storage, table, previous, stat_known)
+    return _updated(storage, table, previous, new_entries, removed)
+
+
+def with_files_written(storage: Storage, table: str, previous: LogListing,
+                       statuses: list[FileStatus]) -> LogListing:
+    """``previous`` with files this process has just written (``statuses``: a commit it created,
+    the files of a checkpoint): what a listing would add for them, without reading the
+    directory."""
+    new_entries = dict(e for e in map(_entry, statuses) if e is not None)
+    return _updated(storage, table, previous, new_entries, [])
+
+
+def _updated(storage: Storage, table: str, previous: LogListing | None,
+             new_entries: dict[str, tuple[LogFile | None, FileStatus]], removed: list[str]) -> LogListing:
+    """The listing of ``previous`` with ``new_entries`` (new or changed) and without ``removed``."""
     listing = LogListing()
     parts: dict[tuple[int, int], list[tuple[int, FileStatus]]] = {}
     stray: list[FileStatus] = []

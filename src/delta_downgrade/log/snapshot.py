@@ -34,12 +34,14 @@ class Snapshot:
     it up to ``segment.version``), what ``base`` has already computed is reused: the protocol and
     metadata (when both have the same checkpoint, so that the result and the errors are those
     of a fresh snapshot: the new commits are the newest of this segment's, read first either
-    way) and the file state (the base's state plus the new commits). Log entries never change
+    way; or when ``checkpoint_written_here``: the segment's checkpoint is one this process wrote)
+    and the file state (the base's state plus the new commits). Log entries never change
     (PROTOCOL.md "Creation of New Log Entries"), so the result is the fresh replay's.
     """
 
     def __init__(self, storage: Storage, table: str, segment: LogSegment, *,
-                 base: "Snapshot | None" = None, base_commits: Sequence[FileStatus] = ()) -> None:
+                 base: "Snapshot | None" = None, base_commits: Sequence[FileStatus] = (),
+                 checkpoint_written_here: bool = False) -> None:
         self.storage = storage
         self.table = table
         self.segment = segment
@@ -50,6 +52,7 @@ class Snapshot:
                              f"{segment.version}")
         self._base = base
         self._base_commits = tuple(base_commits)
+        self._checkpoint_written_here = checkpoint_written_here
         self._state: TableState | None = None
         self._arrow: ArrowState | None = None
 
@@ -61,7 +64,12 @@ class Snapshot:
     @cached_property
     def _protocol_and_metadata(self) -> tuple[ProtocolAction, Metadata]:
         base = self._base
-        if base is not None and base.segment.checkpoint == self.segment.checkpoint:
+        if base is not None and (base.segment.checkpoint == self.segment.checkpoint or (
+                self._checkpoint_written_here and "_protocol_and_metadata" in base.__dict__)):
+            # Same checkpoint: the base read it. A checkpoint this process has just written
+            # holds the state the base and the commits after it make (PROTOCOL.md "Action
+            # Reconciliation"), so it need not be read (a fresh snapshot reads it to find out
+            # whether it can, and falls back to an older one if not).
             commits: Sequence[FileStatus] = self._base_commits
         else:
             base, commits = None, self.segment.commits

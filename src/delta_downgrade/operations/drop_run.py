@@ -74,7 +74,7 @@ class DropRun:
         return self.log.table
 
     def latest(self) -> Snapshot:
-        self.log.refresh()
+        self.log.catch_up()
         return self.log.snapshot(check_read=False)
 
     def progress(self, message: str) -> None:
@@ -121,7 +121,7 @@ class DropRun:
             self._say(f"commit v{base + 1}: {operation} ({len(actions)} action(s))")
             return base + 1
         if read_version is None:
-            read_version = self.log.refresh().latest_version()
+            read_version = self.log.catch_up().latest_version()
         version = commit(self.log, read_version, actions, operation=operation,
                          operation_parameters=parameters or {}, clock=self.clock,
                          resolve_conflict=self._guard(resolve or fail_on_any_conflict),
@@ -186,7 +186,7 @@ class DropOutcome:
         return CHECKPOINT_PROTECTION in self.protocol_after.features
 
 
-def protected_checkpoint_paths(log: DeltaLog, boundary: int | None) -> list[str]:
+def protected_checkpoint_paths(log: DeltaLog, boundary: int | None, *, own_writes_only: bool = False) -> list[str]:
     """The barrier checkpoints and the one at the boundary: the newest
     ``NUMBER_OF_BARRIER_CHECKPOINTS + 1`` complete checkpoints at or below the boundary, every
     file of each (a V2 checkpoint's sidecars too: without them it cannot be read)."""
@@ -194,7 +194,10 @@ def protected_checkpoint_paths(log: DeltaLog, boundary: int | None) -> list[str]
         return []
     # One checkpoint per version (the inventory is sorted by version); the newest ones win.
     by_version: dict[int, Any] = {}
-    for c in log.refresh().checkpoint_inventory():
+    # own_writes_only: the log knows the checkpoints this run wrote (DeltaLog.note_written), so
+    # no listing is needed; a concurrent writer's checkpoint is then missing from this report
+    # only - the boundary protects it all the same (Checkpoint Protection RFC)
+    for c in (log.catch_up() if own_writes_only else log.refresh()).checkpoint_inventory():
         if c.complete and c.version <= boundary:
             by_version.setdefault(c.version, c)
     chosen = list(by_version.values())[-(NUMBER_OF_BARRIER_CHECKPOINTS + 1):]
@@ -227,5 +230,5 @@ def finish(run: DropRun, before: Protocol, after: Protocol, status: str) -> Drop
         when = truncate_after_ms(run.log, boundary, run.clock)
         truncate_after = to_utc_iso(when) if when is not None else None
     return DropOutcome(run.table, run.feature, status, before, snapshot.protocol, boundary,
-                       protected_checkpoint_paths(run.log, boundary), list(run.commits),
+                       protected_checkpoint_paths(run.log, boundary, own_writes_only=True), list(run.commits),
                        list(run.checkpoints), truncate_after, plan=list(run.plan))

@@ -1,0 +1,156 @@
+"""The checkpoints a drop writes from its carried state hold what a fresh replay gives.
+
+``checkpoint_table`` takes the state from the log's snapshot, carried forward over commits that
+change no file (:meth:`Snapshot.arrow_state`), and copies the previous checkpoint's files when
+the content is the same (:mod:`delta_downgrade.log.checkpoint_copy`). Each checkpoint written
+that way is compared, row by row, with the checkpoint a fresh ``DeltaLog`` writes for the same
+version of a copy of the log."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+import pytest
+
+from delta_downgrade.clock import ManualClock
+from delta_downgrade.log.checkpoints import checkpoint_table
+from delta_downgrade.log.commit import commit
+from delta_downgrade.log.delta_log import DeltaLog
+from delta_downgrade.log.files import LOG_DIR, commit_path
+from delta_downgrade.log.snapshot import Snapshot
+from delta_downgrade.protocol.actions import AddFile, DomainMetadata, Txn
+
+DAY_MS = 86_400_000
+T0 = 1_700_000_000_000
+NOW = T0 + 30 * DAY_MS
+SCHEMA = {"type": "struct", "fields": [{"name": "id", "type": "long", "nullable": True, "metadata": {}}]}
+DV = {"storageType": "u", "pathOrInlineDv": "ab^-aqEH.-t@S}K{vb[*k^", "offset": 1, "sizeInBytes": 36,
+      "cardinality": 2}
+
+
+def _file(kind: str, path: str, **fields: Any) -> dict[str, Any]:
+    body: dict[str, Any] = {"path": path, "dataChange": True, **fields}
+    if kind == "add":
+        body = {"partitionValues": {}, "size": 10, "modificationTime": T0, **body}
+    return {kind: body}
+
+
+def _table(root: Path) -> str:
+    """Adds (one with a DV, one URL-escaped), removes expired and not, a re-add, txns, domains."""
+    header = [
+        {"commitInfo": {"timestamp": T0, "operation": "CREATE TABLE"}},
+        {"protocol": {"minReaderVersion": 3, "minWriterVersion": 7, "readerFeatures": ["deletionVectors"],
+                      "writerFeatures": ["deletionVectors", "domainMetadata"]}},
+        {"metaData": {"id": "00000000-0000-0000-0000-000000000001", "format": {"provider": "parquet", "options": {}},
+                      "schemaString": json.dumps(SCHEMA), "partitionColumns": [],
+                      "configuration": {"delta.enableDeletionVectors": "true"}, "createdTime": T0}},
+        {"txn": {"appId": "app", "version": 1}},
+        {"domainMetadata": {"domain": "d1", "configuration": "{}", "removed": False}},
+    ]
+    commits = [
+        header + [_file("add", p, stats=json.dumps({"numRecords": 3})) for p in ("a", "b", "c%20d", "e")]
+        + [_file("add", "f", deletionVector=DV)],
+        [{"commitInfo": {"timestamp": T0 + 1}}, _file("remove", "a", deletionTimestamp=T0 + 5),
+         _file("remove", "c d", deletionTimestamp=NOW - 3_600_000), {"txn": {"appId": "app", "version": 2}}],
+        [{"commitInfo": {"timestamp": T0 + 2}}, _file("add", "a"), _file("remove", "e", deletionTimestamp=None),
+         {"domainMetadata": {"domain": "d1", "configuration": "{}", "removed": True}},
+         {"domainMetadata": {"domain": "d2", "configuration": "{\"x\":1}", "removed": False}}],
+    ]
+    log_dir = root / LOG_DIR
+    log_dir.mkdir(parents=True)
+    for version, lines in enumerate(commits):
+        (log_dir / f"{version:020d}.json").write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    return str(root)
+
+
+def _rows(table: str, paths: tuple[str, ...]) -> dict[str, list[str]]:
+    found: dict[str, list[str]] = {}
+    for path in paths:
+        data = pq.read_table(str(Path(table, path)))
+        for column in data.column_names:
+            found.setdefault(column, []).extend(
+                json.dumps(r, sort_keys=True, default=str) for r in data.column(column).to_pylist() if r is not None)
+    return {k: sorted(v) for k, v in found.items() if v}
+
+
+def _fresh_checkpoint_rows(table: str, version: int, scratch: Path) -> dict[str, list[str]]:
+    """The checkpoint of ``version`` written by a fresh log over a copy of commits 0..version."""
+    copy = scratch / f"fresh-{version}"
+    (copy / LOG_DIR).mkdir(parents=True)
+    for v in range(version + 1):
+        shutil.copy(Path(table, commit_path(v)), copy / commit_path(v))
+    result = checkpoint_table(DeltaLog(str(copy)), version, clock=ManualClock(NOW))
+    return _rows(str(copy), result.paths)
+
+
+@pytest.fixture
+def replays(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The versions replayed from the log (a spy on the real replay, which still runs)."""
+    seen: list[int] = []
+    real = Snapshot._replayed_arrow
+
+    def spy(self: Snapshot) -> Any:
+        seen.append(self.version)
+        return real(self)
+
+    monkeypatch.setattr(Snapshot, "_replayed_arrow", spy)
+    return seen
+
+
+def test_checkpoints_from_the_carried_state_equal_a_fresh_replay(tmp_path, replays):
+    table = _table(tmp_path / "t")
+    log = DeltaLog(table)
+    clock = ManualClock(NOW)
+    latest = log.snapshot()
+    latest.arrow_state()  # the drop's first look at the files
+    written: dict[int, Any] = {}
+
+    def step(actions: list[Any], operation: str) -> None:
+        version = commit(log, log.latest_version(), actions, operation=operation, clock=clock)
+        written[version] = checkpoint_table(log, version, clock=clock)
+
+    step([], "Empty Commit")                                     # barrier: carried, written
+    step([], "Empty Commit")                                     # barrier: carried, copied
+    step([log.snapshot().metadata.with_configuration({"delta.enableDeletionVectors": None})], "UNSET")
+    step([Txn(appId="app", version=3), DomainMetadata("d3", "{}", False)], "txn and domain")
+    assert replays == [2], "one replay, carried over commits without file actions"
+    step([AddFile(path="g", partitionValues={}, size=1, modificationTime=NOW, dataChange=True)], "WRITE")
+    assert replays == [2, 7], "a commit with a file action is replayed"
+
+    for version, result in written.items():
+        mine = _rows(table, result.paths)
+        assert mine == _fresh_checkpoint_rows(table, version, tmp_path), f"checkpoint {version} differs"
+    # the second barrier's checkpoint is the first one's bytes under its own name
+    first, second = (Path(table, written[v].paths[0]).read_bytes() for v in (3, 4))
+    assert first == second
+    assert Path(table, written[5].paths[0]).read_bytes() != first  # metadata changed: written again
+    # the copies and the commits are in the log's listing without listing again, as a fresh one sees
+    assert log.listing().checkpoint_versions == DeltaLog(table).listing().checkpoint_versions == [3, 4, 5, 6, 7]
+
+
+def test_a_copied_checkpoint_is_written_afresh_when_its_source_changed(tmp_path):
+    table = _table(tmp_path / "t")
+    log = DeltaLog(table)
+    clock = ManualClock(NOW)
+    first = checkpoint_table(log, commit(log, 2, [], operation="Empty Commit", clock=clock), clock=clock)
+    Path(table, first.paths[0]).write_bytes(b"replaced by someone else")
+    second = checkpoint_table(log, commit(log, 3, [], operation="Empty Commit", clock=clock), clock=clock)
+    assert _rows(table, second.paths) == _fresh_checkpoint_rows(table, 4, tmp_path)
+
+
+def test_catch_up_finds_another_writers_commit_and_a_lost_race_lists_again(tmp_path):
+    table = _table(tmp_path / "t")
+    mine, theirs = DeltaLog(table), DeltaLog(table)
+    clock = ManualClock(NOW)
+    assert mine.latest_version() == 2
+    commit(theirs, 2, [], operation="Empty Commit", clock=clock)
+    assert mine.catch_up().latest_version() == 3
+    commit(theirs, 3, [], operation="Empty Commit", clock=clock)
+    # this writer read version 3: its commit loses the race for 4 and lands at 5
+    assert commit(mine, 3, [], operation="Empty Commit", clock=clock,
+                  resolve_conflict=lambda winners, log: []) == 5
+    assert mine.catch_up().listing().commit_versions() == [0, 1, 2, 3, 4, 5]
