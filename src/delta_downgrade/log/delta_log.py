@@ -11,11 +11,10 @@ from delta_downgrade.errors import (
     CheckpointUnreadableError, DeltaDowngradeError, VersionNotFoundError,
     VersionsNotContiguousError,
 )
-from delta_downgrade.log.checkpoint_reader import CheckpointReader
 from delta_downgrade.log.files import commit_path, parse_log_file
 from delta_downgrade.log.last_checkpoint import read_last_checkpoint
 from delta_downgrade.log.listing import CheckpointInstance, LogListing, list_log, with_files_written
-from delta_downgrade.log.segment import LogSegment, read_commit_actions
+from delta_downgrade.log.segment import LogSegment
 from delta_downgrade.log.snapshot import BOUNDARY_PROPERTY, Snapshot
 from delta_downgrade.protocol import Protocol
 from delta_downgrade.protocol.support import Operation, ensure_supported
@@ -325,19 +324,24 @@ class DeltaLog:
         boundary = first.boundary_version
         spans: list[ProtocolSpan] = []
         span_start = start
+        from delta_downgrade.log.protocol_history import projected_commit_actions
+
         listing = self.listing()
         # The commits after start are contiguous up to latest (earliest_version checked that).
-        for status in listing.commits_between(start + 1, latest):
-            version = commit_version(status)
+        # Each is read once and checked in order as read_commit_actions checks it (it refuses a
+        # commit with two protocol or two metaData actions); only those that hold one of the two
+        # actions come out.
+        commits = listing.commits_between(start + 1, latest)
+        for status, actions in projected_commit_actions(self.storage, commits):
             new_protocol, new_boundary = protocol, boundary
-            # read_commit_actions refuses a commit with two protocol or two metaData actions.
-            for action in read_commit_actions(self.storage, status, ("protocol", "metaData")):
+            for action in actions:
                 if isinstance(action, ProtocolAction):
                     new_protocol = action.protocol
                 elif isinstance(action, Metadata):
                     value = action.configuration.get(BOUNDARY_PROPERTY)
                     new_boundary = int(value) if value not in (None, "") else None
             if new_protocol != protocol or new_boundary != boundary:
+                version = commit_version(status)
                 spans.append(ProtocolSpan(span_start, version - 1, protocol, boundary))
                 protocol, boundary, span_start = new_protocol, new_boundary, version
         spans.append(ProtocolSpan(span_start, latest, protocol, boundary))
@@ -366,6 +370,8 @@ class DeltaLog:
         checkpoint file naming"). Reads only the ``sidecar`` actions (a projected read)."""
         if checkpoint.kind == "multipart":
             return []
+        from delta_downgrade.log.checkpoint_reader import CheckpointReader  # pyarrow: only when needed
+
         return CheckpointReader(self.storage, checkpoint).sidecar_paths()
 
     def checkpoint_files(self, checkpoint: CheckpointInstance) -> list[str]:

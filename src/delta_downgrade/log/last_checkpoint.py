@@ -13,7 +13,6 @@ because readers must verify the checkpoint the pointer names anyway.)
 
 from __future__ import annotations
 
-import hashlib
 import json
 from typing import Any, Mapping
 from urllib.parse import quote
@@ -80,6 +79,8 @@ def canonical_json(info: Mapping[str, Any]) -> str:
 
 def checksum(info: Mapping[str, Any]) -> str:
     """MD5 hex digest (32 lower-case characters) of :func:`canonical_json`."""
+    import hashlib  # only where a checksum is checked or written (start-up time of every command)
+
     return hashlib.md5(canonical_json(info).encode("utf-8")).hexdigest()
 
 

@@ -9,7 +9,6 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from delta_downgrade.errors import CorruptLogError, DuplicateActionsError
-from delta_downgrade.log.checkpoint_reader import CheckpointReader
 from delta_downgrade.log.listing import CheckpointInstance
 from delta_downgrade.protocol.actions import (AnyAction, MalformedActionError, Metadata, ProtocolAction,
                                               parse_action, parse_commit)
@@ -94,6 +93,8 @@ def with_checkpoint_fallback(storage: Storage, table: str, segment: LogSegment,
     """Complete what the segment's commits did not set from its checkpoint (a projected read), or
     raise: a version without a protocol or metaData action cannot be reconstructed."""
     if (protocol is None or metadata is None) and segment.checkpoint is not None:
+        from delta_downgrade.log.checkpoint_reader import CheckpointReader  # pyarrow: only when needed
+
         found = CheckpointReader(storage, segment.checkpoint).actions(["protocol", "metaData"])
         # A checkpoint holds the table's one protocol and one metaData (PROTOCOL.md "Checkpoints")
         check_single_protocol_and_metadata(

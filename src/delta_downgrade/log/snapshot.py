@@ -14,8 +14,7 @@ from typing import TYPE_CHECKING, Any, Iterator, Sequence
 from delta_downgrade.protocol.actions import (AddFile, AnyAction, CommitInfo, DomainMetadata, Metadata,
                                               ProtocolAction, RemoveFile, Txn)
 from delta_downgrade.errors import DeltaDowngradeError
-from delta_downgrade.log.arrow_replay import replay_state
-from delta_downgrade.log.checkpoint_reader import CheckpointReader
+from delta_downgrade.log.replay_choice import replay_state
 from delta_downgrade.log.reconcile import TableState
 from delta_downgrade.log.segment import LogSegment, read_commit_actions, with_checkpoint_fallback
 from delta_downgrade.protocol import Protocol
@@ -133,6 +132,8 @@ class Snapshot:
             if mine:
                 return mine[-1] if not mine[-1].removed else None
         if self.segment.checkpoint is not None:
+            from delta_downgrade.log.checkpoint_reader import CheckpointReader  # pyarrow: only when needed
+
             found_in = CheckpointReader(self.storage, self.segment.checkpoint).actions(["domainMetadata"])
             mine = [a for a in found_in.get("domainMetadata", [])
                     if isinstance(a, DomainMetadata) and a.domain == name]
@@ -199,6 +200,8 @@ class Snapshot:
             return state
         state = TableState(self.version, protocol, metadata)
         if self.segment.checkpoint is not None:
+            from delta_downgrade.log.checkpoint_reader import CheckpointReader  # pyarrow: only when needed
+
             # protocol and metaData come from _protocol_and_metadata (projected, checked there)
             found = CheckpointReader(self.storage, self.segment.checkpoint).actions(
                 ["txn", "domainMetadata", "add", "remove"])

@@ -2,20 +2,31 @@
 
 The report holds facts only; the CLI renders it as the stable JSON document of ``inspect --json``
 (a contract documented in the README: add fields, never rename or drop them) and as text.
+
+The files are summed up without a Python object per file: from the snapshot's Arrow state, part by
+part (:func:`~delta_downgrade.log.file_summary.file_counts`); only a segment small enough
+for the Python replay (:func:`~delta_downgrade.log.replay_choice.python_replay_fits`) is summed up
+from its Python state, so that ``inspect`` of a small table never imports pyarrow. The traces of
+removable features (and the feature modules that find them) are looked at only when the protocol
+has such a feature.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 from delta_downgrade.log.delta_log import DeltaLog, ProtocolSpan
 from delta_downgrade.log.file_summary import file_counts
 from delta_downgrade.log.listing import CheckpointInstance
-from delta_downgrade.features import TraceContext, feature_traces
+from delta_downgrade.log.replay_choice import python_replay_fits
 from delta_downgrade.protocol import CHECKPOINT_PROTECTION, Protocol
 from delta_downgrade.protocol.features import get_feature
 from delta_downgrade.protocol.support import Operation, unsupported_features
+
+if TYPE_CHECKING:
+    from delta_downgrade.log.reconcile import TableState
+    from delta_downgrade.log.snapshot import Snapshot
 
 
 @dataclass(frozen=True)
@@ -92,18 +103,23 @@ def inspect_table(location: str, version: int | None = None, *, history: bool = 
     snapshot = log.snapshot(version, check_read=True)
     protocol = snapshot.protocol
     metadata = snapshot.metadata
-    ctx = TraceContext(snapshot)
     listing = log.listing()
 
+    specs = {name: get_feature(name) for name in sorted(protocol.features)}
+    traces: dict[str, list[str]] = {}
+    if any(spec and spec.removable for spec in specs.values()):
+        from delta_downgrade.features import TraceContext, feature_traces
+
+        ctx = TraceContext(snapshot)
+        traces = {name: feature_traces(name, ctx) for name, spec in specs.items() if spec and spec.removable}
     features = []
-    for name in sorted(protocol.features):
-        spec = get_feature(name)
+    for name, spec in specs.items():
         removable = bool(spec and spec.removable)
         features.append(FeatureReport(
             name=name, known=spec is not None, kind=spec.kind.value if spec else None,
             implicit=name in protocol.implicit_features, removable=removable,
             requires_history_protection=bool(spec and spec.requires_history_protection),
-            traces=feature_traces(name, ctx) if removable else None))
+            traces=traces[name] if removable else None))
 
     boundary = snapshot.boundary_version
     checkpoints = [CheckpointReport(c, log.sidecars_of(c) if c.kind == "v2" else None)
@@ -128,19 +144,37 @@ def inspect_table(location: str, version: int | None = None, *, history: bool = 
         last_checkpoint=listing.last_checkpoint,
         boundary_version=boundary,
         protected_checkpoint_versions=protected,
-        files=_file_summary(ctx),
+        files=_file_summary(snapshot),
         unknown_log_files=[s.path for s in listing.unknown],
         protocol_history=log.protocol_history() if history else None,
     )
 
 
-def _file_summary(ctx: TraceContext) -> FileSummary:
-    counts = file_counts(ctx.arrow)
+def _file_summary(snapshot: Snapshot) -> FileSummary:
+    if python_replay_fits(snapshot.segment):
+        return _python_file_summary(snapshot.state())
+    # the snapshot's Arrow state: the one the trace checks counted on, if they did (it is kept)
+    state = snapshot.arrow_state()
+    counts = file_counts(state)
     return FileSummary(
         live_files=counts.live_files,
         live_bytes=counts.live_bytes,
         files_with_deletion_vectors=counts.files_with_deletion_vectors,
         deleted_rows_in_deletion_vectors=counts.deleted_rows_in_deletion_vectors,
         tombstones=counts.tombstones,
-        domains=sorted(ctx.live_domains),
+        domains=sorted(d.domain for d in state.live_domains),
+    )
+
+
+def _python_file_summary(state: TableState) -> FileSummary:
+    """The summary of a small segment's Python state (no pyarrow)."""
+    files = state.files.values()
+    with_dv = [f for f in files if f.dv is not None]
+    return FileSummary(
+        live_files=len(state.files),
+        live_bytes=sum(f.size for f in files),
+        files_with_deletion_vectors=len(with_dv),
+        deleted_rows_in_deletion_vectors=sum(f.dv.cardinality for f in with_dv if f.dv),
+        tombstones=len(state.tombstones),
+        domains=sorted(state.live_domains),
     )

@@ -4,23 +4,37 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Iterator
+from functools import cache
+from typing import TYPE_CHECKING, Any, Iterator
 
-import pyarrow as pa
+if TYPE_CHECKING:
+    # The schema helpers below the Arrow conversions are read by commands that never touch Arrow
+    # (``inspect`` of a small table): pyarrow is imported by the conversions that use it.
+    import pyarrow as pa
 
-_PRIMITIVE_TO_ARROW = {
-    "byte": pa.int8(), "short": pa.int16(), "integer": pa.int32(), "long": pa.int64(),
-    "float": pa.float32(), "double": pa.float64(), "string": pa.string(), "boolean": pa.bool_(),
-    "binary": pa.binary(), "date": pa.date32(), "timestamp": pa.timestamp("us", tz="UTC"),
-    "timestamp_ntz": pa.timestamp("us"),
-}
+
+@cache
+def _primitive_to_arrow() -> dict[str, pa.DataType]:
+    import pyarrow as pa
+
+    return {
+        "byte": pa.int8(), "short": pa.int16(), "integer": pa.int32(), "long": pa.int64(),
+        "float": pa.float32(), "double": pa.float64(), "string": pa.string(), "boolean": pa.bool_(),
+        "binary": pa.binary(), "date": pa.date32(), "timestamp": pa.timestamp("us", tz="UTC"),
+        "timestamp_ntz": pa.timestamp("us"),
+    }
+
+
 _DECIMAL = re.compile(r"decimal\((\d+),\s*(\d+)\)")
 
 
 def delta_type_to_arrow(t: Any) -> pa.DataType:
+    import pyarrow as pa
+
     if isinstance(t, str):
-        if t in _PRIMITIVE_TO_ARROW:
-            return _PRIMITIVE_TO_ARROW[t]
+        primitive = _primitive_to_arrow().get(t)
+        if primitive is not None:
+            return primitive
         m = _DECIMAL.fullmatch(t)
         if m:
             return pa.decimal128(int(m.group(1)), int(m.group(2)))
@@ -36,10 +50,14 @@ def delta_type_to_arrow(t: Any) -> pa.DataType:
 
 
 def delta_field_to_arrow(f: dict[str, Any]) -> pa.Field:
+    import pyarrow as pa
+
     return pa.field(f["name"], delta_type_to_arrow(f["type"]), f.get("nullable", True))
 
 
 def delta_schema_to_arrow(schema: dict[str, Any] | str) -> pa.Schema:
+    import pyarrow as pa
+
     if isinstance(schema, str):
         schema = json.loads(schema)
     return pa.schema([delta_field_to_arrow(f) for f in schema["fields"]])
@@ -49,6 +67,8 @@ def arrow_primitive_to_delta(t: pa.DataType) -> str | None:
     """The Delta primitive type an Arrow (or Parquet footer) type stores; None for nested types.
     INT96 and isAdjustedToUTC=false both read as a timestamp without a zone, so callers comparing
     against a Delta ``timestamp`` must accept either."""
+    import pyarrow as pa
+
     if pa.types.is_int8(t):
         return "byte"
     if pa.types.is_int16(t):
@@ -77,6 +97,8 @@ def arrow_primitive_to_delta(t: pa.DataType) -> str | None:
 
 
 def arrow_type_to_delta(t: pa.DataType) -> Any:
+    import pyarrow as pa
+
     primitive = arrow_primitive_to_delta(t)
     if primitive is not None:
         return primitive

@@ -20,7 +20,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from delta_downgrade.log import arrow_commits, arrow_replay
+from delta_downgrade.log import arrow_commits, arrow_replay, replay_choice
 from delta_downgrade.log import snapshot as snapshot_module
 from delta_downgrade.log.checkpoint_columns import add_array, remove_array
 from delta_downgrade.log.checkpoint_writer import CheckpointContent, write_checkpoint
@@ -108,6 +108,13 @@ def test_a_checkpoint_never_cancels_itself():
 
 
 # --- the differential: the Arrow view against the rules one commit at a time ---------------------
+
+@pytest.fixture(autouse=True)
+def _arrow_view_for_every_segment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Snapshot.state() is the Arrow replay's view here for small segments too: the Python
+    replay they get otherwise (replay_choice) is what the view is compared with."""
+    monkeypatch.setattr(replay_choice, "PYTHON_REPLAY_MAX_COMMITS", -1)
+
 
 def _one_at_a_time(monkeypatch: pytest.MonkeyPatch) -> None:
     """Snapshot.state() as it is built when the Arrow replay gives up on a log."""

@@ -20,7 +20,6 @@ from typing import Callable, Sequence
 
 from delta_downgrade import __version__
 from delta_downgrade.app.cli import cleanup, drop, inspect, vacuum
-from delta_downgrade.app.console_logging import CLI_STEP_FORMAT, console_logging, level_for
 from delta_downgrade.errors import EXIT_FAILURE, DeltaDowngradeError
 
 Command = Callable[[argparse.Namespace], int]
@@ -68,6 +67,10 @@ def _installed_commands() -> list[Register]:
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = build_parser(argv).parse_args(argv)
+    # Imported once a command runs (``--help`` and bad arguments exit in parse_args): ``logging``
+    # is a good part of the start-up time of ``--help``.
+    from delta_downgrade.app.console_logging import CLI_STEP_FORMAT, console_logging, level_for
+
     # The one place the CLI configures logging: operations log, main decides what is printed.
     level = level_for(quiet=getattr(args, "quiet", False), verbose=getattr(args, "verbose", False))
     try:

@@ -1,0 +1,164 @@
+"""The ``protocol`` and ``metaData`` actions of many commits, read in one pass (the protocol
+history of :meth:`~delta_downgrade.log.delta_log.DeltaLog.protocol_history`).
+
+The history needs the protocol and the boundary property of every retained version, so every
+commit must be read: two checkpoints with the same protocol may have others between them (a fast
+DROP FEATURE leaves protocols that are not monotonic in version, Checkpoint Protection RFC). What
+can be saved is everything but the read: a file of a local table is read with plain file calls,
+those of other storages by a pool of threads (a remote read is mostly waiting, so the reads
+overlap), a bounded number of commits ahead of the one being parsed; each is parsed by :func:`~delta_downgrade.log.segment.read_commit_actions`
+projected on the two keys - one scan of the bytes for ``"protocol"``/``"metaData"``, the JSON
+parse only of the lines that hold one. The result and the errors are those of reading the commits
+one by one with it, in order: the first commit (by version) that cannot be parsed or holds two
+protocol or two metaData actions raises, commits after it are never looked at.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import deque
+from typing import TYPE_CHECKING, Callable, Iterator, Sequence
+
+from delta_downgrade.log.segment import read_commit_actions
+from delta_downgrade.protocol.actions import AnyAction
+from delta_downgrade.storage import FileStatus, Storage
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future
+
+#: The actions the history looks at.
+KEYS = ("protocol", "metaData")
+
+#: Commits read by one task of the pool: enough to make a task's overhead small next to its
+#: reads, few enough that the first commits are parsed while the next ones are read.
+BATCH = 256
+
+#: Reading threads per CPU for a storage whose reads wait on the network: the work is waiting,
+#: not computing. A local table is read by the calling thread: a read of the page cache takes a few
+#: microseconds, less than handing the GIL between threads (measured on 10,000 commits: one
+#: thread 0.16 s, two to eight threads 0.18-0.21 s).
+THREADS_PER_CPU = 4
+
+
+class _Loaded:
+    """A storage whose one file is already read: what ``read_commit_actions`` reads from, so that
+    the parse, the checks and the errors (which name ``root``) are exactly its own."""
+
+    __slots__ = ("root", "_data")
+
+    def __init__(self, root: str | None, data: bytes) -> None:
+        self.root = root
+        self._data = data
+
+    def read_bytes(self, rel_path: str) -> bytes:
+        return self._data
+
+
+def _file_reader(storage: Storage) -> tuple[Callable[[FileStatus], bytes], bool]:
+    """``read(status) -> bytes``, and whether the table is local. A local table is read with
+    plain file calls: no ``Path`` per file (its construction costs as much as the read), and one
+    ``read`` of the size the listing saw, then one that must find the end (a file that grew is
+    read to its end: the content is what counts, as a plain read would give it)."""
+    from delta_downgrade.storage.local import LocalStorage
+
+    if not isinstance(storage, LocalStorage):
+        return (lambda status: storage.read_bytes(status.path)), False
+    prefix = os.path.join(storage.root, "")
+    slash = os.sep == "/"
+
+    def read(status: FileStatus) -> bytes:
+        fd = os.open(prefix + (status.path if slash else status.path.replace("/", os.sep)), os.O_RDONLY)
+        try:
+            data = os.read(fd, max(status.size, 0) + 1)
+            rest = []
+            while more := os.read(fd, 1 << 16):
+                rest.append(more)
+            return data + b"".join(rest) if rest else data
+        finally:
+            os.close(fd)
+
+    return read, True
+
+
+def _read_batch(read: Callable[[FileStatus], bytes], statuses: Sequence[FileStatus]) -> list[bytes | OSError]:
+    """Each file's bytes, or the error reading it raised (raised again when its turn comes, so
+    that an earlier commit's error wins)."""
+    out: list[bytes | OSError] = []
+    for status in statuses:
+        try:
+            out.append(read(status))
+        except OSError as exc:
+            out.append(exc)
+    return out
+
+
+def projected_commit_actions(storage: Storage, statuses: Sequence[FileStatus], keys: tuple[str, ...] = KEYS,
+                             *, threads: int | None = None) -> Iterator[tuple[FileStatus, list[AnyAction]]]:
+    """``(status, read_commit_actions(storage, status, keys))`` for each commit of ``statuses``
+    that holds such an action, in their order; every commit is read and checked (a commit that
+    cannot be parsed raises, in its turn, what read_commit_actions raises). With ``threads`` > 1
+    the files are read ahead by that many threads, at most two batches per thread at a time; by
+    default a local table is read by the calling thread and other storages by
+    :data:`THREADS_PER_CPU` threads per CPU."""
+    if not statuses:
+        return
+    read, local = _file_reader(storage)
+    root = getattr(storage, "root", None)
+    batches = [statuses[i:i + BATCH] for i in range(0, len(statuses), BATCH)]
+    if threads is None:
+        threads = 1 if local else min(32, THREADS_PER_CPU * (os.cpu_count() or 1))
+    threads = max(1, threads)
+    if threads == 1 or len(batches) == 1:
+        # one file at a time, read and checked in the same loop (a read error raises in turn)
+        for status in statuses:
+            actions = _checked(read(status), status, root, keys)
+            if actions:
+                yield status, actions
+        return
+    from concurrent.futures import ThreadPoolExecutor  # not for a local table (start-up time)
+
+    with ThreadPoolExecutor(max_workers=min(threads, len(batches))) as pool:
+        pending: deque[Future[list[bytes | OSError]]] = deque()
+        ahead = 2 * threads
+
+        def results() -> Iterator[list[bytes | OSError]]:
+            submitted = 0
+            while submitted < len(batches) or pending:
+                while submitted < len(batches) and len(pending) < ahead:
+                    pending.append(pool.submit(_read_batch, read, batches[submitted]))
+                    submitted += 1
+                yield pending.popleft().result()
+
+        try:
+            yield from _parsed(batches, results(), root, keys)
+        finally:
+            for future in pending:  # an error (or a caller that stopped) leaves reads not needed
+                future.cancel()
+
+
+def _parsed(batches: Sequence[Sequence[FileStatus]], loaded: Iterator[list[bytes | OSError]],
+            root: str | None, keys: tuple[str, ...]) -> Iterator[tuple[FileStatus, list[AnyAction]]]:
+    for batch, contents in zip(batches, loaded):
+        for status, data in zip(batch, contents):
+            if isinstance(data, OSError):
+                raise data
+            actions = _checked(data, status, root, keys)
+            if actions:
+                yield status, actions
+
+
+def _checked(data: bytes, status: FileStatus, root: str | None, keys: tuple[str, ...]) -> list[AnyAction]:
+    """``read_commit_actions`` of a commit whose bytes are ``data``."""
+    for key in keys:
+        if f'"{key}"'.encode() in data:
+            break
+    else:
+        # read_commit_actions would find no line to parse (an ASCII needle is found in the UTF-8
+        # bytes exactly where it is in the text); what is left of its checks is that the file is
+        # UTF-8, which it makes itself, with its error, when it is not
+        try:
+            data.decode("utf-8")
+            return []
+        except UnicodeDecodeError:
+            pass
+    return read_commit_actions(_Loaded(root, data), status, keys)  # type: ignore[arg-type]
