@@ -29,6 +29,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import statistics
 import sys
 import time
@@ -42,11 +43,12 @@ sys.path.insert(0, HERE)
 
 import bench_children as children  # noqa: E402
 from bench_process import ChildRun, run_child  # noqa: E402
-from bench_tables import TableSpec, cached  # noqa: E402
+from bench_tables import TableSpec, cached, fingerprint, fresh_copy  # noqa: E402
 
 PROFILES = ("small", "medium", "large")
 DEFAULT_CACHE = "/tmp/delta-downgrade-bench"
 PY = sys.executable
+# The environment of every timed child; main() points PYTHONPATH at --src.
 CHILD_ENV = {**os.environ, "PYTHONPATH": SRC, "PYSPARK_PYTHON": sys.executable}
 
 F10K, F100K, F1M = TableSpec("files", 10_000), TableSpec("files", 100_000), TableSpec("files", 1_000_000)
@@ -194,11 +196,11 @@ def _checkpoint_measures(rss_goal: float | None) -> tuple[Measure, ...]:
 ROWS: tuple[Row, ...] = (
     *(Row(f"fast drop {t.label}", p, t, OURS_DROP, RS_OPEN_CHECKPOINT, DROP) for p, t in (
         ("small", F10K), ("small", F100K), ("small", F100K_CKPT), ("medium", F1M), ("medium", F1M_CKPT),
-        ("small", C1K), ("small", C10K), ("small", C1K_BARE), ("small", C10K_BARE), ("medium", C100K))),
+        ("small", C1K), ("small", C10K), ("small", C1K_BARE), ("medium", C10K_BARE), ("medium", C100K))),
     *(Row(f"inspect {t.label}", p, t, OURS_INSPECT, RS_OPEN, INSPECT) for p, t in (
         ("small", F10K), ("small", F100K), ("medium", F1M), ("small", C10K))),
     *(Row(f"inspect history {t.label}", p, t, OURS_INSPECT_HISTORY, RS_OPEN, INSPECT_HISTORY) for p, t in (
-        ("small", C1K), ("small", C10K), ("small", C10K_BARE), ("medium", C100K))),
+        ("small", C1K), ("small", C10K), ("medium", C10K_BARE), ("medium", C100K))),
     *(Row(f"latest protocol {t.label}", p, t, OURS_PROTOCOL, RS_OPEN, PROTOCOL) for p, t in (
         ("small", F100K_CKPT), ("medium", F1M_CKPT), ("small", C10K), ("medium", C100K))),
     Row(f"checkpoint {F100K.label}", "small", F100K, OURS_CHECKPOINT, RS_OPEN_CHECKPOINT, _checkpoint_measures(None)),
@@ -229,7 +231,7 @@ class Outcome:
 def _one_run(side: Side, master: str, meta: dict, work_dir: str) -> tuple[ChildRun, str | None]:
     path = os.path.join(work_dir, "table")
     shutil.rmtree(path, ignore_errors=True)
-    shutil.copytree(master, path)
+    fresh_copy(master, path)
     try:
         run = run_child(side.argv(path), env=CHILD_ENV)
         problem = run.failure()
@@ -269,6 +271,9 @@ def run_row(row: Row, master: str, meta: dict, repeat: int, work_dir: str) -> Ou
                 extra = f" ({outcome.ours_rss_text})"
             call = f", call {run.report['call_s']:.2f} s" if "call_s" in run.report else ""
             log(f"    {who:4s} {run.wall_s:7.2f} s{call}, {run.maxrss_mib:6.0f} MiB{extra}  [{side.name}]")
+    if fingerprint(master) != tuple(meta["fingerprint"]):
+        raise SystemExit(f"a run of {row.name} wrote into the master table {master} through a hard link: "
+                         f"delete {os.path.dirname(master)} and fix the writer or fresh_copy")
     return outcome
 
 
@@ -361,9 +366,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--only", help="run the rows whose name contains this text")
     parser.add_argument("--cache", default=DEFAULT_CACHE, help="where built tables are kept and reused")
+    parser.add_argument("--src", default=SRC,
+                        help="the package tree whose code is measured (default: this repository's src; "
+                             "the DV purge row always runs this repository's bench and src)")
     parser.add_argument("--log-only-files", type=int, metavar="N",
                         help="only build (or find) a commits-only log of N files and print its path")
     args = parser.parse_args(argv)
+    # A SIGTERM unwinds like Ctrl-C, so that run_child kills the child it is waiting for.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    CHILD_ENV["PYTHONPATH"] = os.path.abspath(args.src)
     if args.log_only_files:
         return build_log_only(args.log_only_files, args.cache)
 
