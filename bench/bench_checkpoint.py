@@ -55,15 +55,15 @@ def write_checkpoint(log_dir: str, version: int, protocol: dict, metadata: dict,
     n = len(a_path)
     add = pa.StructArray.from_arrays(
         [pa.array(a_path, pa.string()), _partition_maps(a_part, partition_column), pa.array(a_size, pa.int64()),
-         pa.array(a_mtime, pa.int64()), pa.array([False] * n), pa.array(a_stats, pa.string()),
+         pa.array(a_mtime, pa.int64()), pa.array([False] * n, pa.bool_()), pa.array(a_stats, pa.string()),
          pa.nulls(n, _MAP), pa.nulls(n, _DV)], fields=list(ADD))
     r_path, r_ts, r_part, r_size = removes
     m = len(r_path)
     # dataChange false on both adds and tombstones, as delta-spark writes them in a checkpoint (a
     # checkpoint reconciles the log: its rows change no data of their own).
     remove = pa.StructArray.from_arrays(
-        [pa.array(r_path, pa.string()), pa.array(r_ts, pa.int64()), pa.array([False] * m),
-         pa.array([True] * m), _partition_maps(r_part, partition_column), pa.array(r_size, pa.int64()),
+        [pa.array(r_path, pa.string()), pa.array(r_ts, pa.int64()), pa.array([False] * m, pa.bool_()),
+         pa.array([True] * m, pa.bool_()), _partition_maps(r_part, partition_column), pa.array(r_size, pa.int64()),
          pa.nulls(m, _DV)], fields=list(REMOVE))
     meta = dict(metadata, format={"provider": metadata["format"]["provider"],
                                   "options": list(metadata["format"]["options"].items())},

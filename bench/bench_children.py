@@ -41,8 +41,8 @@ os._exit(0)
 # Ours: the latest protocol through DeltaLog (what a drop or verify needs first).
 OURS_PROTOCOL = r"""
 import json, sys, time
-t = time.perf_counter()
 from delta_downgrade.log.delta_log import DeltaLog
+t = time.perf_counter()
 protocol = DeltaLog(sys.argv[1]).snapshot().protocol
 call_s = time.perf_counter() - t
 print(json.dumps({"call_s": call_s, "reader_features": sorted(protocol.reader_features or []),
