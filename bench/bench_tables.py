@@ -8,7 +8,7 @@ line, the shape of ``checkpoint_bench._add``) and with tombstones:
 - ``files``: ``live_files / 1000`` commits of 1,000 adds. Every tenth commit (v % 10 == 9) is also
   a small rewrite: it removes the first 100 files of commit v-5 and adds 100 replacements, so that
   the live count stays exactly ``live_files`` and ~1% of all adds end as tombstones. Optionally a
-  classic checkpoint a few commits before the end (``prior_checkpoint``), as a Spark writer with
+  classic checkpoint 9 commits before the end (``prior``, by delta-rs), as a Spark writer with
   checkpointInterval 10 leaves it.
 - ``commits``: ``commits`` commits of a streaming writer: each appends one file, and every
   hundredth (v % 100 == 99) is an OPTIMIZE that removes the 99 files appended since the last one
