@@ -1,0 +1,430 @@
+"""All the benchmarks of issue 12 in one run: ours next to a baseline measured in the same run,
+and one table of ratios and peak RSS per goal.
+
+For every row, ``--repeat`` times, ours and the baseline each run in a fresh process on a fresh
+copy of a cached master table; the side that goes first alternates from one repeat to the next.
+Each child is timed from spawn to reap (whole process: interpreter, imports, work) and its peak
+RSS is read from ``os.wait4`` (see bench_process.py); rows that compare calls rather than
+processes take the time the child measured around the call. Every run is verified (our drop leaves
+a protocol without deletionVectors, read back with our DeltaLog; checkpoints hold the expected
+number of adds; inspect counts the live files), and a failed run fails its row, not the whole run.
+
+The tables (bench_tables.py) are built once into ``--cache`` and reused by later runs.
+
+Usage (from the repository root, with the project's venv):
+    .venv/bin/python bench/run_all.py [--profile small|medium|large] [--repeat R] [--only TEXT]
+                                      [--cache DIR]
+    .venv/bin/python bench/run_all.py --log-only-files N    # build a commits-only log of N files
+
+``--only TEXT`` keeps the rows whose name contains TEXT (case-insensitive); without ``--profile`` it
+looks at the rows of every profile (``--only 1M`` runs all the 1M-file rows).
+Not a timed test: CI does not run it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import os
+import re
+import shutil
+import signal
+import statistics
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+SRC = os.path.join(ROOT, "src")
+sys.path.insert(0, HERE)
+
+import bench_children as children  # noqa: E402
+from bench_process import ChildRun, run_child  # noqa: E402
+from bench_tables import TableSpec, cached, fingerprint, fresh_copy  # noqa: E402
+
+PROFILES = ("small", "medium", "large")
+DEFAULT_CACHE = "/tmp/delta-downgrade-bench"
+PY = sys.executable
+# The environment of every timed child; main() points PYTHONPATH at --src.
+CHILD_ENV = {**os.environ, "PYTHONPATH": SRC, "PYSPARK_PYTHON": sys.executable}
+
+F10K, F100K, F1M = TableSpec("files", 10_000), TableSpec("files", 100_000), TableSpec("files", 1_000_000)
+F100K_CKPT, F1M_CKPT = TableSpec("files", 100_000, "prior"), TableSpec("files", 1_000_000, "prior")
+C1K, C10K, C100K = (TableSpec("commits", n, "every100") for n in (1_000, 10_000, 100_000))
+C1K_BARE, C10K_BARE = TableSpec("commits", 1_000), TableSpec("commits", 10_000)
+
+
+def log(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+# --- verifying a run ----------------------------------------------------------------------------
+
+def _adds_in(files: list[str]) -> int:
+    """Add actions in checkpoint parquet files (rows whose add.path is set)."""
+    import pyarrow.parquet as pq
+
+    total = 0
+    for f in files:
+        column = pq.read_table(f, columns=["add.path"]).column(0)
+        total += len(column) - column.null_count
+    return total
+
+
+def _classic_checkpoint_files(path: str, version: int) -> list[str]:
+    log_dir = os.path.join(path, "_delta_log")
+    prefix = "%020d.checkpoint." % version
+    return sorted(os.path.join(log_dir, n) for n in os.listdir(log_dir)
+                  if n.startswith(prefix) and n.endswith(".parquet"))
+
+
+def verify_drop(path: str, run: ChildRun, meta: dict) -> str | None:
+    results = [json.loads(line[len("RESULT "):]) for line in run.stdout.splitlines() if line.startswith("RESULT ")]
+    if len(results) != 1 or results[0].get("status") != "dropped":
+        return f"no RESULT line with status dropped: {results}"
+    sys.path.insert(0, SRC)
+    from delta_downgrade.log.delta_log import DeltaLog
+
+    protocol = DeltaLog(path).snapshot().protocol
+    if "deletionVectors" in set(protocol.reader_features or ()) | set(protocol.writer_features or ()):
+        return f"deletionVectors still in the protocol: {protocol!r}"
+    return None
+
+
+def verify_rs_checkpoint(path: str, run: ChildRun, meta: dict) -> str | None:
+    if run.report.get("version") != meta["last_version"]:
+        return f"delta-rs opened version {run.report.get('version')}, not {meta['last_version']}"
+    files = _classic_checkpoint_files(path, meta["last_version"])
+    found = _adds_in(files) if files else None
+    return None if found == meta["live_files"] else f"delta-rs checkpoint holds {found} adds, not {meta['live_files']}"
+
+
+def verify_ours_checkpoint(path: str, run: ChildRun, meta: dict) -> str | None:
+    report = run.report
+    if report.get("version") != meta["last_version"] or report.get("num_add_files") != meta["live_files"]:
+        return f"checkpoint of version {report.get('version')} with {report.get('num_add_files')} adds"
+    parquet = [os.path.join(path, p) for p in report["paths"] if p.endswith(".parquet")]
+    found = _adds_in(parquet)
+    return None if found == meta["live_files"] else f"our checkpoint files hold {found} adds, not {meta['live_files']}"
+
+
+def verify_inspect(history: bool) -> Callable[[str, ChildRun, dict], str | None]:
+    def verify(path: str, run: ChildRun, meta: dict) -> str | None:
+        doc = json.loads(run.stdout)
+        if doc["files"]["live_files"] != meta["live_files"] or doc["version"] != meta["last_version"]:
+            return f"inspect says {doc['files']['live_files']} live files at version {doc['version']}"
+        if "deletionVectors" not in (doc["protocol"].get("readerFeatures") or []):
+            return f"inspect protocol {doc['protocol']}"
+        if history and not doc.get("protocol_history"):
+            return "inspect without protocol_history"
+        return None
+    return verify
+
+
+def verify_protocol(path: str, run: ChildRun, meta: dict) -> str | None:
+    features = run.report.get("reader_features") or []
+    return None if "deletionVectors" in features else f"protocol read: {run.report}"
+
+
+# --- the rows -----------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Side:
+    name: str
+    argv: Callable[[str], list[str]]
+    verify: Callable[[str, ChildRun, dict], str | None]
+
+
+@dataclass(frozen=True)
+class Measure:
+    """One line of the table from a row's runs: which time of each side (``wall`` for the whole
+    process, else a key of the child's JSON report) and the goal on their ratio."""
+    goal: str
+    ours: str = "wall"
+    base: str = "wall"
+    max_ratio: float | None = 1.0
+    max_rss_mib: float | None = None   # the goal on ours' peak RSS, if any
+
+
+@dataclass(frozen=True)
+class Row:
+    name: str
+    profile: str
+    table: TableSpec
+    ours: Side
+    base: Side
+    measures: tuple[Measure, ...]
+
+
+def _cli(command: str, *options: str, after: tuple[str, ...] = ()) -> Callable[[str], list[str]]:
+    """Our CLI as a user runs it: ``python -m delta_downgrade.app.cli COMMAND OPTIONS PATH AFTER``."""
+    return lambda path: [PY, "-m", "delta_downgrade.app.cli", command, *options, path, *after]
+
+
+def _program(source: str) -> Callable[[str], list[str]]:
+    return lambda path: [PY, "-c", source, path]
+
+
+OURS_DROP = Side("ours drop-feature CLI", _cli("drop-feature", after=("deletionVectors",)), verify_drop)
+RS_OPEN_CHECKPOINT = Side("delta-rs open+create_checkpoint", _program(children.DELTA_RS_OPEN_CHECKPOINT),
+                          verify_rs_checkpoint)
+RS_OPEN = Side("delta-rs open", _program(children.DELTA_RS_OPEN), verify_protocol)
+OURS_INSPECT = Side("ours inspect --json --no-history", _cli("inspect", "--json", "--no-history"),
+                    verify_inspect(False))
+OURS_INSPECT_HISTORY = Side("ours inspect --json", _cli("inspect", "--json"), verify_inspect(True))
+OURS_PROTOCOL = Side("ours DeltaLog protocol", _program(children.OURS_PROTOCOL), verify_protocol)
+OURS_CHECKPOINT = Side("ours checkpoint_table", _program(children.OURS_CHECKPOINT), verify_ours_checkpoint)
+OURS_SPARK_CHECKPOINT = Side("ours spark_checkpoint_table", _program(children.OURS_SPARK_CHECKPOINT),
+                             verify_ours_checkpoint)
+
+DROP = (Measure("fast drop DV vs delta-rs open+create_checkpoint (whole processes) <= 1.0x"),)
+INSPECT = (Measure("inspect --json --no-history vs delta-rs open <= 1.0x"),)
+INSPECT_HISTORY = (Measure("inspect --json (history) vs delta-rs open <= 1.5x", max_ratio=1.5),)
+PROTOCOL = (Measure("latest protocol vs delta-rs protocol() (whole processes) <= 1.0x"),
+            Measure("latest protocol: the calls in-process, imports excluded", ours="call_s", base="call_s",
+                    max_ratio=None))
+
+
+def _checkpoint_measures(rss_goal: float | None) -> tuple[Measure, ...]:
+    return (Measure("checkpoint: ours call vs delta-rs create_checkpoint() call <= 1.0x"
+                    + (f", RSS <= {rss_goal:.0f} MiB" if rss_goal else ""),
+                    ours="call_s", base="call_s", max_rss_mib=rss_goal),
+            Measure("checkpoint: whole processes (delta-rs: open+create_checkpoint)", max_ratio=None))
+
+
+ROWS: tuple[Row, ...] = (
+    *(Row(f"fast drop {t.label}", p, t, OURS_DROP, RS_OPEN_CHECKPOINT, DROP) for p, t in (
+        ("small", F10K), ("small", F100K), ("small", F100K_CKPT), ("medium", F1M), ("medium", F1M_CKPT),
+        ("small", C1K), ("small", C10K), ("small", C1K_BARE), ("medium", C10K_BARE), ("medium", C100K))),
+    *(Row(f"inspect {t.label}", p, t, OURS_INSPECT, RS_OPEN, INSPECT) for p, t in (
+        ("small", F10K), ("small", F100K), ("medium", F1M), ("small", C10K))),
+    *(Row(f"inspect history {t.label}", p, t, OURS_INSPECT_HISTORY, RS_OPEN, INSPECT_HISTORY) for p, t in (
+        ("small", C1K), ("small", C10K), ("medium", C10K_BARE), ("medium", C100K))),
+    *(Row(f"latest protocol {t.label}", p, t, OURS_PROTOCOL, RS_OPEN, PROTOCOL) for p, t in (
+        ("small", F100K_CKPT), ("medium", F1M_CKPT), ("small", C10K), ("medium", C100K))),
+    Row(f"checkpoint {F100K.label}", "small", F100K, OURS_CHECKPOINT, RS_OPEN_CHECKPOINT, _checkpoint_measures(None)),
+    Row(f"checkpoint {F1M.label}", "medium", F1M, OURS_CHECKPOINT, RS_OPEN_CHECKPOINT, _checkpoint_measures(1024)),
+)
+SPARK_ROW = Row(f"spark checkpoint {F1M.label}", "large", F1M, OURS_SPARK_CHECKPOINT, OURS_CHECKPOINT,
+                (Measure("checkpoint: Spark path (local[2]) vs our Arrow path (calls)", ours="call_s",
+                         base="call_s", max_ratio=None),))
+# The DV purge benchmark (a Spark job each side, in one process): rows and data files per profile.
+DV_PURGE = {"medium": (2_400_000, 240), "large": (24_000_000, 2_400)}
+
+
+# --- running ------------------------------------------------------------------------------------
+
+@dataclass
+class Outcome:
+    """What a row's runs gave: per side the measured seconds (by time key) and peak RSS."""
+    ours: dict[str, list[float]] = field(default_factory=dict)
+    base: dict[str, list[float]] = field(default_factory=dict)
+    ours_rss: list[float] = field(default_factory=list)
+    base_rss: list[float] = field(default_factory=list)
+    ours_rss_text: str | None = None      # when a side's RSS needs more than one number
+    base_rss_text: str | None = None
+    problems: list[str] = field(default_factory=list)
+    note: str | None = None               # a row that did not run: why
+
+
+def _one_run(side: Side, master: str, meta: dict, work_dir: str) -> tuple[ChildRun, str | None]:
+    path = os.path.join(work_dir, "table")
+    shutil.rmtree(path, ignore_errors=True)
+    fresh_copy(master, path)
+    try:
+        run = run_child(side.argv(path), env=CHILD_ENV)
+        problem = run.failure()
+        if problem is None:
+            try:
+                problem = side.verify(path, run, meta)
+            except Exception as exc:  # a verifier that cannot read the result is a failed run too
+                problem = f"verification failed: {exc!r}"
+        return run, problem
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def run_row(row: Row, master: str, meta: dict, repeat: int, work_dir: str) -> Outcome:
+    outcome = Outcome()
+    keys_ours = {m.ours for m in row.measures}
+    keys_base = {m.base for m in row.measures}
+    for i in range(repeat):
+        order = [("ours", row.ours), ("base", row.base)]
+        if i % 2:
+            order.reverse()   # alternate who goes first: neither always runs on a cooler machine
+        for who, side in order:
+            run, problem = _one_run(side, master, meta, work_dir)
+            if problem:
+                outcome.problems.append(f"{side.name}: {problem}")
+                log(f"    {who:4s} FAILED {problem}")
+                continue
+            times = outcome.ours if who == "ours" else outcome.base
+            for key in keys_ours if who == "ours" else keys_base:
+                times.setdefault(key, []).append(run.wall_s if key == "wall" else float(run.report[key]))
+            (outcome.ours_rss if who == "ours" else outcome.base_rss).append(run.maxrss_mib)
+            extra = ""
+            if "driver_rss_mib" in run.report:
+                jvm = run.report.get("jvm_rss_mib")
+                outcome.ours_rss_text = (f"driver {run.report['driver_rss_mib']:.0f} / JVM "
+                                         + ("n/a" if jvm is None else f"{jvm:.0f}"))
+                extra = f" ({outcome.ours_rss_text})"
+            call = f", call {run.report['call_s']:.2f} s" if "call_s" in run.report else ""
+            log(f"    {who:4s} {run.wall_s:7.2f} s{call}, {run.maxrss_mib:6.0f} MiB{extra}  [{side.name}]")
+    if fingerprint(master) != tuple(meta["fingerprint"]):
+        raise SystemExit(f"a run of {row.name} wrote into the master table {master} through a hard link: "
+                         f"delete {os.path.dirname(master)} and fix the writer or fresh_copy")
+    return outcome
+
+
+def run_dv_purge(profile: str, repeat: int) -> Outcome:
+    """bench/dv_purge_bench.py as one child: it interleaves the purge and the plain Spark rewrite on
+    one session itself. Only its whole process's peak RSS is known (the Python driver; the JVM it
+    leaves running is not reaped by it)."""
+    rows, files = DV_PURGE[profile]
+    run = run_child([PY, os.path.join(HERE, "dv_purge_bench.py"), "--rows", str(rows), "--files", str(files),
+                     "--repeat", str(repeat)], env=CHILD_ENV, timeout_s=4 * 3_600)
+    outcome = Outcome()
+    if run.failure():
+        outcome.problems.append(f"dv_purge_bench: {run.failure()}")
+        return outcome
+    found = {m.group(1): ast.literal_eval(m.group(2)) for m in
+             re.finditer(r"^(purge|plain Spark).*runs (\[.*\])$", run.stdout, re.MULTILINE)}
+    if set(found) != {"purge", "plain Spark"}:
+        outcome.problems.append(f"dv_purge_bench printed no runs: {run.stdout[-500:]}")
+        return outcome
+    outcome.ours["wall"], outcome.base["wall"] = found["purge"], found["plain Spark"]
+    outcome.ours_rss_text = f"bench process {run.maxrss_mib:.0f} (driver; both sides)"
+    outcome.base_rss_text = "(same process)"
+    log(f"    dv purge: {run.stdout.strip().splitlines()[-3:]}")
+    return outcome
+
+
+def has_spark_path() -> str | None:
+    """None when this tree has ``spark_checkpoint_table`` and pyspark; else why not."""
+    run = run_child([PY, "-c", children.HAS_SPARK_PATH], env=CHILD_ENV, timeout_s=120)
+    return None if run.exit_code == 0 else (run.stdout.strip() or run.stderr.strip()[-200:])
+
+
+# --- the table ----------------------------------------------------------------------------------
+
+def _med_min(values: list[float] | None) -> str:
+    return f"{statistics.median(values):.2f} / {min(values):.2f}" if values else "-"
+
+
+def _rss(values: list[float], text: str | None) -> str:
+    return text if text else (f"{max(values):.0f}" if values else "-")
+
+
+def table_lines(results: list[tuple[str, Measure, Outcome]]) -> list[str]:
+    header = ["goal", "row", "ours s med / min", "baseline s med / min", "ratio med (min)",
+              "peak RSS MiB ours", "peak RSS MiB baseline", "goal met?"]
+    lines = [header]
+    for name, measure, o in results:
+        ours, base = o.ours.get(measure.ours), o.base.get(measure.base)
+        ratio, met = "-", "-"
+        if o.note:
+            met = o.note
+        elif ours and base:
+            r_med = statistics.median(ours) / statistics.median(base)
+            r_min = min(ours) / min(base)
+            ratio = f"{r_med:.2f} ({r_min:.2f})"
+            missed = []
+            if measure.max_ratio is not None and r_med > measure.max_ratio:
+                missed.append("ratio")
+            if measure.max_rss_mib is not None and max(o.ours_rss) > measure.max_rss_mib:
+                missed.append("RSS")
+            has_goal = measure.max_ratio is not None or measure.max_rss_mib is not None
+            met = ("NO (" + ", ".join(missed) + ")" if missed else "yes") if has_goal else "(info)"
+        if o.problems:
+            met = f"FAILED ({len(o.problems)} run(s)): {o.problems[0][:120]}"
+        lines.append([measure.goal, name, _med_min(ours), _med_min(base), ratio,
+                      _rss(o.ours_rss, o.ours_rss_text), _rss(o.base_rss, o.base_rss_text), met])
+    widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
+    out = ["| " + " | ".join(cell.ljust(w) for cell, w in zip(line, widths)) + " |" for line in lines]
+    out.insert(1, "|" + "|".join("-" * (w + 2) for w in widths) + "|")
+    return out
+
+
+# --- main ---------------------------------------------------------------------------------------
+
+def build_log_only(files: int, cache: str) -> int:
+    """``--log-only-files N``: a commits-only log of N files (N/1000 commits of 1,000 adds, no
+    checkpoint) for the acceptance run of the streaming and Spark checkpoint paths."""
+    t0 = time.perf_counter()
+    path, meta = cached(TableSpec("files", files), cache, log=log)
+    print(json.dumps({"path": path, "live_files": meta["live_files"], "last_version": meta["last_version"],
+                      "log_bytes": meta["log_bytes"], "build_s": meta["build_s"],
+                      "this_call_s": time.perf_counter() - t0}))
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--profile", choices=PROFILES)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--only", help="run the rows whose name contains this text")
+    parser.add_argument("--cache", default=DEFAULT_CACHE, help="where built tables are kept and reused")
+    parser.add_argument("--src", default=SRC,
+                        help="the package tree whose code is measured (default: this repository's src; "
+                             "the DV purge row always runs this repository's bench and src)")
+    parser.add_argument("--log-only-files", type=int, metavar="N",
+                        help="only build (or find) a commits-only log of N files and print its path")
+    args = parser.parse_args(argv)
+    # A SIGTERM unwinds like Ctrl-C, so that run_child kills the child it is waiting for.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    CHILD_ENV["PYTHONPATH"] = os.path.abspath(args.src)
+    if args.log_only_files is not None and (args.log_only_files <= 0 or args.log_only_files % 1_000):
+        parser.error("--log-only-files: a positive multiple of 1,000 files (commits of 1,000 adds)")
+    if args.log_only_files:
+        return build_log_only(args.log_only_files, args.cache)
+
+    started = time.perf_counter()
+    profile = args.profile or ("large" if args.only else "small")
+    upto = PROFILES.index(profile)
+    rows = [r for r in (*ROWS, SPARK_ROW) if PROFILES.index(r.profile) <= upto]
+    dv_profiles = [p for p in DV_PURGE if PROFILES.index(p) <= upto]
+    dv_name = f"dv purge {DV_PURGE[dv_profiles[-1]][0] / 1e6:g}M rows" if dv_profiles else None
+    if args.only:
+        only = args.only.lower()
+        rows = [r for r in rows if only in r.name.lower()]
+        if dv_name and only not in dv_name.lower():
+            dv_name = None
+    if not rows and not dv_name:
+        log(f"no row matches {args.only!r} in profile {profile}")
+        return 2
+
+    spark_problem = has_spark_path() if SPARK_ROW in rows else None
+    specs = list(dict.fromkeys(r.table for r in rows if not (r is SPARK_ROW and spark_problem)))
+    log(f"profile {profile}, {len(rows)} row(s), repeat {args.repeat}; tables in {args.cache}")
+    t0 = time.perf_counter()
+    masters = {spec: cached(spec, args.cache, log=log) for spec in specs}
+    build_s = time.perf_counter() - t0
+    work_dir = os.path.join(args.cache, "work")
+    os.makedirs(work_dir, exist_ok=True)
+
+    results: list[tuple[str, Measure, Outcome]] = []
+    for row in rows:
+        if row is SPARK_ROW and spark_problem:
+            outcome = Outcome(note=f"n/a (no Spark path in this tree: {spark_problem[:80]})")
+        else:
+            log(f"  {row.name}: {row.ours.name} vs {row.base.name}")
+            master, meta = masters[row.table]
+            outcome = run_row(row, master, meta, args.repeat, work_dir)
+        results += [(row.name, m, outcome) for m in row.measures]
+    if dv_name:
+        log(f"  {dv_name}: purge_deletion_vectors vs plain Spark read+write (bench/dv_purge_bench.py)")
+        results.append((dv_name, Measure("DV purge vs plain Spark read+rewrite <= 1.3x", max_ratio=1.3),
+                        run_dv_purge(dv_profiles[-1], args.repeat)))
+
+    total = time.perf_counter() - started
+    print(f"delta-downgrade bench: profile {profile}, repeat {args.repeat}, "
+          f"{os.cpu_count()} CPUs; total {total:.0f} s (of which table builds {build_s:.0f} s)")
+    print("\n".join(table_lines(results)))
+    return 1 if any(o.problems for _, _, o in results) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
