@@ -365,3 +365,29 @@ def test_decoded_path_is_unquote(spark):
 
     got = spark.createDataFrame([(v,) for v in values], "p string").select(decoded_path(F.col("p")).alias("d")).collect()
     assert [r.d for r in got] == [unquote(v) for v in values]
+
+
+def test_source_checkpoint_with_stats_only_in_stats_parsed_is_refused(spark, golden_table):
+    """A checkpoint written under writeStatsAsStruct=true + writeStatsAsJson=false keeps the
+    statistics in ``add.stats_parsed`` only; the table then turns writeStatsAsStruct off. The Spark
+    path reads no ``stats_parsed``: it refuses (the Arrow path turns them back into JSON) and
+    writes nothing. Without the JSON switched off, the same table is checkpointed."""
+    from delta_downgrade_tools.builders import TableBuilder
+
+    for as_json, refused in (("false", True), ("true", False)):
+        root = golden_table("cm_name_partitioned")
+        builder = TableBuilder(root)
+        builder.set_properties({"delta.checkpoint.writeStatsAsStruct": "true",
+                                "delta.checkpoint.writeStatsAsJson": as_json})
+        checkpoint_table(DeltaLog(root))
+        builder.set_properties({"delta.checkpoint.writeStatsAsStruct": "false"})
+        names = sorted(os.listdir(Path(root) / LOG_DIR))
+        pointer = (Path(root) / LAST_CHECKPOINT).read_bytes()
+        if refused:
+            with pytest.raises(SparkCheckpointUnsupportedError, match="stats_parsed"):
+                spark_checkpoint_table(spark, DeltaLog(root), clock=ManualClock(NOW))
+            assert sorted(os.listdir(Path(root) / LOG_DIR)) == names
+            assert (Path(root) / LAST_CHECKPOINT).read_bytes() == pointer
+        else:
+            result = spark_checkpoint_table(spark, DeltaLog(root), clock=ManualClock(NOW))
+            assert result.num_add_files > 0 and _no_temp_dirs(root)
