@@ -38,10 +38,12 @@ the first job - a source checkpoint whose live adds have statistics only in ``st
 
 from __future__ import annotations
 
+import logging
 import math
 import os
 import re
 import shutil
+import time
 import uuid
 from dataclasses import replace
 from pathlib import Path
@@ -70,6 +72,8 @@ from delta_downgrade.storage.write_errors import typed_write_error, typed_write_
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame, SparkSession
+
+_log = logging.getLogger(__name__)
 
 #: Prefix of the temporary directory under ``_delta_log`` the Spark writer writes into. Its name
 #: parses as no log file, so readers of the log ignore it while it exists.
@@ -197,7 +201,9 @@ def _write_parts(rows: "DataFrame", num_parts: int, storage: Storage, tmp: str) 
     """Spark writes the rows, one file per partition of the hash partitioning; an empty
     partition gets an empty file of the same schema. Returns the file of every partition."""
     spark = rows.sparkSession
-    data = rows.repartition(num_parts, _KEY).drop(_KEY)
+    # One part: no shuffle, one task writes the (persisted) rows. Several: Spark's hash
+    # partitioning of the path, the clustering PROTOCOL.md asks of multi-part checkpoints.
+    data = (rows.coalesce(1) if num_parts == 1 else rows.repartition(num_parts, _KEY)).drop(_KEY)
     writer_options = {"compression": "snappy", "maxRecordsPerFile": "0"}
     data.write.options(**writer_options).parquet(storage.local_path(f"{tmp}/data"))
     files = _spark_files(storage, f"{tmp}/data")
@@ -307,6 +313,7 @@ def spark_checkpoint_table(spark: "SparkSession", log: DeltaLog, version: int | 
     check_stats = _has_stats_parsed(spark, storage, segment)
     tmp = f"{LOG_DIR}/{TEMP_DIR_PREFIX}{uuid.uuid4().hex}"
     cached: DataFrame | None = None
+    started = time.monotonic()
     try:
         with _SparkErrors(storage, version):
             if _local(storage):
@@ -325,9 +332,14 @@ def spark_checkpoint_table(spark: "SparkSession", log: DeltaLog, version: int | 
             rows = cached.drop(_STATS_LOST)
             num_parts = 1 if supports_v2_checkpoint(protocol) else \
                 max(1, math.ceil((num_adds + num_removes) / resolve_part_size(metadata, part_size)))
-            part_rows = _part_rows(rows, num_parts)
+            _log.info("Spark checkpoint of %s at version %d: %d adds, %d tombstones reconciled in %.1f s; "
+                      "%d part(s)", log.table, version, num_adds, num_removes, time.monotonic() - started,
+                      num_parts)
+            part_rows = [total] if num_parts == 1 else _part_rows(rows, num_parts)
             files = _write_parts(rows, num_parts, storage, tmp)
             finals = _publish(storage, version, files, num_parts)
+            _log.info("Spark checkpoint of %s at version %d written in %.1f s", log.table, version,
+                      time.monotonic() - started)
     finally:
         if cached is not None:
             cached.unpersist()
