@@ -391,3 +391,21 @@ def test_source_checkpoint_with_stats_only_in_stats_parsed_is_refused(spark, gol
         else:
             result = spark_checkpoint_table(spark, DeltaLog(root), clock=ManualClock(NOW))
             assert result.num_add_files > 0 and _no_temp_dirs(root)
+
+
+def test_a_commit_line_that_is_no_json_is_a_corrupt_log(spark, tmp_path):
+    """FAILFAST: a damaged line fails the job (PERMISSIVE would make it a row of nulls, and a
+    lost remove would bring a file back); the error is the one the Arrow path raises, nothing is
+    written."""
+    from delta_downgrade.errors import CorruptLogError
+
+    root = tmp_path / "t"
+    _write_log(root, "commits")
+    last = root / LOG_DIR / f"{len(COMMITS) - 1:020d}.json"
+    last.write_text(last.read_text() + '{"remove": {"path": "b", "deletionTimestamp": 1\n')
+    names = sorted(os.listdir(root / LOG_DIR))
+    with pytest.raises(CorruptLogError):
+        checkpoint_table(DeltaLog(str(root)), clock=ManualClock(NOW))
+    with pytest.raises(CorruptLogError, match="not a Delta action"):
+        spark_checkpoint_table(spark, DeltaLog(str(root)), clock=ManualClock(NOW))
+    assert sorted(os.listdir(root / LOG_DIR)) == names
