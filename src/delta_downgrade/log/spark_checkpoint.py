@@ -23,6 +23,11 @@ rename on local storage, :meth:`Storage.write_atomic` elsewhere), in part order,
 ``_last_checkpoint`` is written (never moved backwards). A failure removes the parts this call
 moved and the temporary directory: no half checkpoint stays under a final name.
 
+Jobs: the reconciled rows (:mod:`~delta_downgrade.log.spark_replay`: one read of the segment,
+one shuffle) are persisted; a first job counts them (the part count depends on the number of
+file actions), the write reads them again - for one part without a shuffle, for several after
+the hash repartitioning above (and one more small job counts the rows per part).
+
 Why Spark's own parquet writer and not pyarrow in ``mapPartitions``: the executors then need no
 Python (and no access to this package's ``Storage``): the write goes through Hadoop's file system
 on every storage Spark can write to, as delta-spark's does. The price is Spark's parquet layout
