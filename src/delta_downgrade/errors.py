@@ -553,3 +553,13 @@ def from_delta_error_class(error_class: str, message: str, *, table: str | None 
     if error_class in _NOT_FOUND_CLASSES:
         return BadInputError(message, **kw)
     return DeltaDowngradeError(message, **kw)
+
+
+class SparkCheckpointUnsupportedError(NotSupportedYetError):
+    """A checkpoint the Spark path (``log/spark_checkpoint.py``) does not write yet - a V2 checkpoint,
+    typed statistics (``delta.checkpoint.writeStatsAsStruct``), or a source checkpoint whose adds
+    keep their statistics only in ``stats_parsed``. Nothing was written; the Arrow path
+    (``checkpoint_table``) writes it."""
+
+    error_class = "DELTA_DOWNGRADE_SPARK_CHECKPOINT_UNSUPPORTED"
+    sqlstate = "0A000"
