@@ -1,0 +1,221 @@
+"""Write the checkpoint of a reconciled :class:`~delta_downgrade.log.arrow_replay.ArrowState`
+part by part, so that the driver holds one part of the state (and one row group of the file)
+at a time, never the whole table nor the whole parquet file as bytes.
+
+The content and layout are those of :mod:`~delta_downgrade.log.checkpoint_writer` (classic and
+multi-part) and :mod:`~delta_downgrade.log.v2_checkpoint_writer` (V2): same schema, values, part
+count, Spark's hash placement of multi-part rows, sidecar size, order of writes and
+``_last_checkpoint``. What differs is only the order of the file-action rows, which PROTOCOL.md
+"Checkpoints" leaves free: a state in hash parts is written part after part.
+
+* **Classic** - one parquet file, streamed to a local file row group by row group
+  (:meth:`Storage.atomic_file`) and published by an atomic rename under its final name.
+* **Multi-part** - each part's rows are gathered from every state part (only the rows Spark's
+  hash of their path places there), then streamed to its file like a classic one; a failure
+  removes the parts this call created (an incomplete multi-part checkpoint is never completed).
+* **V2** - the sidecars are cut from each state part in turn (at most the sidecar size each), then
+  the top-level file names them all.
+
+A table that writes ``stats_parsed`` (``delta.checkpoint.writeStatsAsStruct``) gets a file schema
+that depends on the statistics present in its rows; its classic checkpoint is written from the
+whole state at once (as before), so that one file has one schema.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+from dataclasses import replace
+from typing import TYPE_CHECKING, Iterator, Sequence
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from delta_downgrade.log.checkpoint_schema import ADD_TYPE, CHECKPOINT_SCHEMA, REMOVE_TYPE, with_add_type
+from delta_downgrade.log.checkpoint_stats_struct import with_parsed_columns, writes_stats_as_struct
+from delta_downgrade.log.checkpoint_writer import (CheckpointResult, arrow_part_batches, checkpoint_parquet_writer,
+                                                   file_action_column, resolve_part_size, supports_v2_checkpoint,
+                                                   write_row_groups)
+from delta_downgrade.log.files import classic_checkpoint_path, multipart_checkpoint_path
+from delta_downgrade.log.last_checkpoint import write_last_checkpoint
+from delta_downgrade.log.spark_hash import spark_partition_ids, spark_partition_of
+from delta_downgrade.log.state_parts import release_memory, tombstones_after
+from delta_downgrade.log.v2_checkpoint_writer import (DEFAULT_V2_FORMAT, check_v2_request, resolve_sidecar_actions,
+                                                      sidecar_slices, write_v2_sidecars_and_top)
+from delta_downgrade.protocol.actions import DomainMetadata
+from delta_downgrade.storage import Storage
+
+if TYPE_CHECKING:
+    from delta_downgrade.log.arrow_replay import ArrowState
+
+_STR = pa.string()
+
+
+def _parts(state: "ArrowState", cutoff_ms: int) -> Iterator[tuple[pa.ChunkedArray, pa.ChunkedArray]]:
+    """Each state part's file actions as written: ``dataChange`` false, unexpired tombstones."""
+    for adds, removes in state.file_parts():
+        yield (file_action_column(adds, ADD_TYPE, "adds"),
+               file_action_column(tombstones_after(removes, cutoff_ms), REMOVE_TYPE, "removes"))
+        del adds, removes
+        release_memory()
+
+
+def _num_tombstones(state: "ArrowState", cutoff_ms: int) -> list[int]:
+    """The unexpired tombstones of each part (the removes only are read: mapped, the adds not
+    touched)."""
+    return [len(tombstones_after(removes, cutoff_ms)) for _, removes in state.file_parts()]
+
+
+def write_state_checkpoint(storage: Storage, state: "ArrowState", cutoff_ms: int, *, v2: bool,
+                           part_size: int | None = None, v2_format: str = DEFAULT_V2_FORMAT,
+                           now_ms: int | None = None, update_last_checkpoint: bool = True) -> CheckpointResult:
+    """Write the checkpoint of ``state`` at ``state.version`` - tombstones deleted at or before
+    ``cutoff_ms`` left out - then point ``_last_checkpoint`` at it (unless it names a newer one).
+
+    ``v2``: a UUID-named V2 checkpoint (``v2_format`` its top-level file, ``part_size`` file
+    actions per sidecar), else a classic one, multi-part when the file actions exceed the part
+    size (:func:`~delta_downgrade.log.checkpoint_writer.resolve_part_size`)."""
+    version = state.version
+    if isinstance(version, bool) or not isinstance(version, int) or version < 0:
+        raise ValueError(f"version must be a non-negative int, got {version!r}")
+    created_ms = int(time.time() * 1000) if now_ms is None else int(now_ms)
+    if v2:
+        return _write_v2(storage, state, cutoff_ms, part_size, v2_format, now_ms, update_last_checkpoint)
+    tombstones = _num_tombstones(state, cutoff_ms)
+    n_files = state.num_adds + sum(tombstones)
+    size = resolve_part_size(state.metadata, part_size)
+    num_parts = 1 if supports_v2_checkpoint(state.protocol) else max(1, math.ceil(n_files / size))
+    live = [d for d in state.domains if not d.removed]
+    if num_parts == 1:
+        rows, path, nbytes = _write_classic(storage, state, cutoff_ms, live)
+        result = CheckpointResult(
+            version=version, paths=(path,), num_actions=rows, num_add_files=state.num_adds,
+            size_in_bytes=nbytes, parts=None, last_checkpoint_updated=False, created_ms=created_ms,
+            part_rows=(rows,))
+    else:
+        result = _write_multipart(storage, state, cutoff_ms, live, num_parts, created_ms)
+    if update_last_checkpoint:
+        updated = write_last_checkpoint(storage, result.last_checkpoint_info())
+        result = replace(result, last_checkpoint_updated=updated)
+    return result
+
+
+def _stream_file(storage: Storage, path: str, schema: pa.Schema, batches: Iterator[pa.RecordBatch | pa.Table]
+                 ) -> int:
+    """One parquet file of ``batches`` written to local disk as they come and published
+    atomically under ``path``; its size in bytes."""
+    with storage.atomic_file(path) as local:
+        with checkpoint_parquet_writer(local, schema) as writer:
+            write_row_groups(writer, batches)
+        return os.path.getsize(local)
+
+
+def _write_classic(storage: Storage, state: "ArrowState", cutoff_ms: int,
+                   live: Sequence[DomainMetadata]) -> tuple[int, str, int]:
+    path = classic_checkpoint_path(state.version)
+    txns = list(state.txns)
+    rows = 2 + len(txns) + len(live)
+    if writes_stats_as_struct(state.metadata):
+        # one file, one schema: the parsed columns' type follows the stats of all rows
+        adds = with_parsed_columns(file_action_column(state.adds, ADD_TYPE, "adds"), state.metadata)
+        removes = file_action_column(state.tombstones_after(cutoff_ms), REMOVE_TYPE, "removes")
+        schema = with_add_type(CHECKPOINT_SCHEMA, adds.type)
+        rows += len(adds) + len(removes)
+        return rows, path, _stream_file(storage, path, schema,
+                                        arrow_part_batches(state.protocol, state.metadata, txns, live, adds, removes,
+                                                           schema))
+    counted = [0]
+
+    def batches() -> Iterator[pa.RecordBatch | pa.Table]:
+        yield from arrow_part_batches(state.protocol, state.metadata, txns, live,
+                                      pa.chunked_array([], ADD_TYPE), pa.chunked_array([], REMOVE_TYPE))
+        for adds, removes in _parts(state, cutoff_ms):
+            counted[0] += len(adds) + len(removes)
+            yield from arrow_part_batches(None, None, (), (), adds, removes)
+
+    nbytes = _stream_file(storage, path, CHECKPOINT_SCHEMA, batches())
+    return rows + counted[0], path, nbytes
+
+
+def _write_multipart(storage: Storage, state: "ArrowState", cutoff_ms: int, live: Sequence[DomainMetadata],
+                     num_parts: int, created_ms: int) -> CheckpointResult:
+    """Part ``i`` of ``num_parts`` holds the rows Spark's hash of the path (as written) places
+    there (:mod:`~delta_downgrade.log.spark_hash`; the home part also protocol, metaData, txns and
+    domains). The placement of every state part's rows is computed once (small int arrays);
+    each output part then takes its rows from each state part in turn."""
+    home = spark_partition_of(None, num_parts)
+    placement: list[tuple[pa.Array, pa.Array]] = []
+    for adds, removes in _parts(state, cutoff_ms):
+        placement.append(tuple(  # type: ignore[arg-type]
+            spark_partition_ids(pa.chunked_array([c.field("path") for c in col.chunks], _STR), num_parts)
+            for col in (adds, removes)))
+    txns = list(state.txns)
+    paths: list[str] = []
+    created: list[str] = []
+    part_rows: list[int] = []
+    total_bytes = 0
+    try:
+        for i in range(num_parts):
+            mine_adds, mine_removes = [], []
+            for (adds, removes), (add_ids, remove_ids) in zip(_parts(state, cutoff_ms), placement):
+                mine_adds.append(adds.filter(pc.equal(add_ids, i)))
+                mine_removes.append(removes.filter(pc.equal(remove_ids, i)))
+            adds = pa.chunked_array([c for a in mine_adds for c in a.chunks], ADD_TYPE)
+            removes = pa.chunked_array([c for r in mine_removes for c in r.chunks], REMOVE_TYPE)
+            del mine_adds, mine_removes
+            adds = with_parsed_columns(adds, state.metadata)  # its own file, its own schema
+            schema = with_add_type(CHECKPOINT_SCHEMA, adds.type)
+            rows = len(adds) + len(removes)
+            if i == home:
+                rows += 2 + len(txns) + len(live)
+                batches = arrow_part_batches(state.protocol, state.metadata, txns, live, adds, removes, schema)
+            else:
+                batches = arrow_part_batches(None, None, (), (), adds, removes, schema)
+            path = multipart_checkpoint_path(state.version, i + 1, num_parts)
+            existed = storage.exists(path)
+            total_bytes += _stream_file(storage, path, schema, batches)
+            if not existed:
+                created.append(path)
+            paths.append(path)
+            part_rows.append(rows)
+            del adds, removes, batches
+            release_memory()
+    except BaseException:
+        # An incomplete multi-part checkpoint is ignored by readers (PROTOCOL.md "Multi-part
+        # checkpoint") but nothing would delete it: remove the parts this call created.
+        for path in created:
+            try:
+                storage.delete(path)
+            except Exception:  # noqa: BLE001 - best effort; the original failure is what matters
+                pass
+        raise
+    return CheckpointResult(
+        version=state.version, paths=tuple(paths), num_actions=sum(part_rows), num_add_files=state.num_adds,
+        size_in_bytes=total_bytes, parts=num_parts, last_checkpoint_updated=False, created_ms=created_ms,
+        part_rows=tuple(part_rows))
+
+
+def _write_v2(storage: Storage, state: "ArrowState", cutoff_ms: int, part_size: int | None, fmt: str,
+              now_ms: int | None, update_last_checkpoint: bool) -> CheckpointResult:
+    """Sidecars of at most the sidecar size cut from each state part in turn, their number known
+    before the first is written (it is in their names)."""
+    check_v2_request(state.protocol, fmt)
+    per_sidecar = resolve_sidecar_actions(state.metadata, part_size)
+    if state.num_parts == 1:
+        adds, removes = next(_parts(state, cutoff_ms))
+        slices: list | Iterator = sidecar_slices(with_parsed_columns(adds, state.metadata), removes, per_sidecar)
+        count = len(slices)  # type: ignore[arg-type]
+    else:
+        tombstones = _num_tombstones(state, cutoff_ms)
+        count = sum(math.ceil((p + t) / per_sidecar) for (p, _), t in zip(state.parts.sizes, tombstones))
+
+        def stream() -> Iterator[tuple[pa.ChunkedArray, pa.ChunkedArray]]:
+            for adds, removes in _parts(state, cutoff_ms):
+                yield from sidecar_slices(with_parsed_columns(adds, state.metadata), removes, per_sidecar)
+
+        slices = stream()
+    return write_v2_sidecars_and_top(storage, state.version, state.protocol, state.metadata, state.txns,
+                                     state.domains, slices, count, fmt=fmt, now_ms=now_ms,
+                                     update_last_checkpoint=update_last_checkpoint)
+
