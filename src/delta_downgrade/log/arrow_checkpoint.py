@@ -171,6 +171,17 @@ def checkpoint_pieces(storage: Storage, checkpoint: CheckpointInstance, view: bo
     return out
 
 
+def checkpoint_size_bytes(storage: Storage, checkpoint: CheckpointInstance) -> int:
+    """Bytes of the checkpoint's files and, for a V2 checkpoint, of the sidecars its top-level
+    file names (their ``sizeInBytes``, PROTOCOL.md "Sidecar File Information"): where its file
+    actions are."""
+    total = checkpoint.size_bytes
+    if checkpoint.kind == "v2":
+        sidecars = CheckpointReader(storage, checkpoint).rows(["sidecar"]).get("sidecar", [])
+        total += sum(int(row.get("sizeInBytes") or 0) for row in sidecars)
+    return total
+
+
 def iter_checkpoint_pieces(storage: Storage, checkpoint: CheckpointInstance) -> Iterator[Pieces]:
     """:func:`checkpoint_pieces` (not for the Python view) as a stream: one :class:`Pieces` per
     :data:`STREAM_ROWS` rows or so of each checkpoint file and sidecar in turn, in the same

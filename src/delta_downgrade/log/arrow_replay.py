@@ -31,7 +31,7 @@ from typing import Any, Callable, Iterator, Sequence
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from delta_downgrade.log.arrow_checkpoint import checkpoint_pieces, iter_checkpoint_pieces
+from delta_downgrade.log.arrow_checkpoint import checkpoint_pieces, checkpoint_size_bytes, iter_checkpoint_pieces
 from delta_downgrade.log.arrow_columns import arange
 from delta_downgrade.log.arrow_commits import commit_pieces, iter_commit_pieces
 from delta_downgrade.log.arrow_pieces import ROW_BITS, Pieces
@@ -294,7 +294,7 @@ JSON_BYTES_PER_ACTION = 400
 PARQUET_BYTES_PER_ACTION = 100
 
 
-def planned_parts(segment: LogSegment, part_actions: int | None = None) -> int:
+def planned_parts(storage: Storage, segment: LogSegment, part_actions: int | None = None) -> int:
     """Parts of the replay of ``segment``: ``ceil(estimated file actions / part_actions)``
     (default :data:`PART_ACTIONS`), 1 for a log that fits."""
     per_part = PART_ACTIONS if part_actions is None else part_actions
@@ -302,7 +302,7 @@ def planned_parts(segment: LogSegment, part_actions: int | None = None) -> int:
         raise ValueError(f"part_actions must be a positive int, got {per_part!r}")
     estimate = sum(st.size for st in segment.commits) // JSON_BYTES_PER_ACTION
     if segment.checkpoint is not None:
-        estimate += sum(st.size for st in segment.checkpoint.files) // PARQUET_BYTES_PER_ACTION
+        estimate += checkpoint_size_bytes(storage, segment.checkpoint) // PARQUET_BYTES_PER_ACTION
     return max(1, -(-estimate // per_part))
 
 
@@ -316,7 +316,7 @@ def replay_segment(storage: Storage, table: str, segment: LogSegment, *,
     Raises :class:`CheckpointUnreadableError` when the segment's checkpoint cannot be read (the
     caller may try an older one, as ``DeltaLog.snapshot`` does), :class:`CorruptLogError` for a
     commit that is not JSON or a log without protocol or metadata."""
-    num_parts = planned_parts(segment, part_actions)
+    num_parts = planned_parts(storage, segment, part_actions)
     if num_parts > 1:
         return _replay_in_parts(storage, table, segment, num_parts, threads)
     parsed = commit_pieces(storage, segment, threads)

@@ -215,3 +215,17 @@ def test_spilled_parts_hold_every_logical_file_once_and_stay_valid_while_advance
     assert sorted(seen) == sorted(key(r) for r in one.adds.to_pylist() + one.removes.to_pylist())
     assert len(seen) == len(set(seen))
     shutil.rmtree(root)
+
+
+def test_the_size_of_a_v2_checkpoint_counts_its_sidecars(tmp_path, monkeypatch):
+    """The streamed replay sizes its parts from the bytes of the segment: for a V2 checkpoint the
+    file actions are in the sidecars, not in the top-level file."""
+    root = tmp_path / "t"
+    _table(root, "v2", monkeypatch)
+    log = DeltaLog(str(root))
+    checkpoint = log.segment(2).checkpoint
+    assert checkpoint is not None and checkpoint.kind == "v2"
+    sidecars = sorted((root / LOG_DIR / "_sidecars").iterdir())
+    assert sidecars
+    assert arrow_checkpoint.checkpoint_size_bytes(log.storage, checkpoint) == \
+        checkpoint.size_bytes + sum(f.stat().st_size for f in sidecars)
