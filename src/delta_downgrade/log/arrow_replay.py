@@ -13,7 +13,9 @@ and the arrays are used as read.
 
 Two results: :func:`replay_segment` gives the file actions as the columns of a checkpoint
 (:class:`ArrowState`, for ``checkpoint_table``; a tombstone of a live file, possible only in an
-invalid checkpoint, is left out there), :func:`replay_state` the Python view
+invalid checkpoint, is left out there) - for a log larger than :data:`PART_ACTIONS` file actions
+streamed and reconciled in hash parts of the path spilled to local files, so that memory follows
+one part (:mod:`~delta_downgrade.log.state_parts`) - :func:`replay_state` the Python view
 (:class:`~delta_downgrade.log.reconcile.TableState`, for ``Snapshot.state``), whose objects are
 those the Python parser builds: rows whose Arrow columns settle that are built from them
 (:mod:`delta_downgrade.log.action_rows`), every other row is parsed from its line (or its
@@ -338,8 +340,8 @@ def replay_segment(storage: Storage, table: str, segment: LogSegment, *,
 
 def _replay_in_parts(storage: Storage, table: str, segment: LogSegment, num_parts: int,
                      threads: int | None) -> ArrowState:
-    """:func:`replay_segment` streamed: the checkpoint file by file and the commits chunk by
-    chunk, their file actions (with ranks) appended to ``num_parts`` spill files by hash part of
+    """:func:`replay_segment` streamed: the commits chunk by chunk and the checkpoint row groups
+    by row groups, their file actions (with ranks) appended to ``num_parts`` spill files by hash part of
     the decoded path (:class:`~delta_downgrade.log.state_parts.PartSpill`), in log order; then
     each part read back and reconciled alone (all actions of a logical file are in its part) -
     the same rules, the same result as one reconciliation of the whole, in parts."""
@@ -359,15 +361,19 @@ def _replay_in_parts(storage: Storage, table: str, segment: LogSegment, num_part
                 spill.write(kind, part, batch)
             rest.extend(other)
 
-        if segment.checkpoint is not None:
-            for pieces in iter_checkpoint_pieces(storage, segment.checkpoint):
-                take(*cut(pieces))
+        # The commits first, then the checkpoint: the order (and so the errors) of the one-part
+        # replay. Positions in a part then put checkpoint rows after commit rows, which changes
+        # nothing: the rank (the checkpoint's is the lowest) decides before the position, and
+        # the position only orders actions of one rank, which keep their order here.
         for other, batches in iter_commit_pieces(storage, segment, threads, cut):
             take(other, batches)
             del batches
+        protocol, metadata = _protocol_and_metadata(storage, table, segment, rest.meta)
+        if segment.checkpoint is not None:
+            for pieces in iter_checkpoint_pieces(storage, segment.checkpoint):
+                take(*cut(pieces))
         spill.close_writers()
         release_memory()
-        protocol, metadata = _protocol_and_metadata(storage, table, segment, rest.meta)
         parts = []
         for i in range(num_parts):
             raw_adds, raw_removes = spill.raw(i)

@@ -12,6 +12,7 @@ import gc
 import json
 import os
 import shutil
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from delta_downgrade.clock import ManualClock
+from delta_downgrade.errors import CorruptLogError
 from delta_downgrade.log import arrow_checkpoint, arrow_replay, checkpoint_writer
 from delta_downgrade.log.checkpoints import checkpoint_table
 from delta_downgrade.log.delta_log import DeltaLog
@@ -229,3 +231,21 @@ def test_the_size_of_a_v2_checkpoint_counts_its_sidecars(tmp_path, monkeypatch):
     assert sidecars
     assert arrow_checkpoint.checkpoint_size_bytes(log.storage, checkpoint) == \
         checkpoint.size_bytes + sum(f.stat().st_size for f in sidecars)
+
+
+def test_a_broken_commit_fails_the_streamed_replay_as_the_one_part_replay_and_leaves_no_spill(
+        tmp_path, monkeypatch):
+    root = tmp_path / "t"
+    _table(root, "classic", monkeypatch)
+    with open(root / LOG_DIR / f"{4:020d}.json", "a") as fh:
+        fh.write('{"add": {"path": "d=a/broken.parquet", "size": \n')  # not JSON
+    log = DeltaLog(str(root))
+    with pytest.raises(CorruptLogError) as one:
+        arrow_replay.replay_segment(log.storage, log.table, log.segment())
+    monkeypatch.setattr(arrow_replay, "PART_ACTIONS", 2)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "spill"))
+    os.makedirs(tmp_path / "spill")
+    with pytest.raises(CorruptLogError) as streamed:
+        arrow_replay.replay_segment(log.storage, log.table, log.segment())
+    assert str(streamed.value) == str(one.value)
+    assert os.listdir(tmp_path / "spill") == []  # the spill of the failed replay is gone
