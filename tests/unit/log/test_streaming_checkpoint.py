@@ -13,19 +13,22 @@ import json
 import os
 import shutil
 import tempfile
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import pyarrow.parquet as pq
 import pytest
 
 from delta_downgrade.clock import ManualClock
-from delta_downgrade.errors import CorruptLogError
+from delta_downgrade.errors import CorruptLogError, StorageFullError
 from delta_downgrade.log import arrow_checkpoint, arrow_replay, checkpoint_writer
 from delta_downgrade.log.checkpoints import checkpoint_table
 from delta_downgrade.log.delta_log import DeltaLog
 from delta_downgrade.log.files import LAST_CHECKPOINT, LOG_DIR
+from delta_downgrade.log.state_checkpoint import write_state_checkpoint
 from delta_downgrade.log.state_parts import SpilledParts
+from delta_downgrade.storage.local import LocalStorage
 
 DAY = 86_400_000
 NOW = 1_700_000_000_000
@@ -249,3 +252,32 @@ def test_a_broken_commit_fails_the_streamed_replay_as_the_one_part_replay_and_le
         arrow_replay.replay_segment(log.storage, log.table, log.segment())
     assert str(streamed.value) == str(one.value)
     assert os.listdir(tmp_path / "spill") == []  # the spill of the failed replay is gone
+
+
+class _FailingPublish(LocalStorage):
+    """Local storage whose ``atomic_file`` fails to publish the file whose name matches ``needle``
+    (after it was written in full, as a failed rename would)."""
+
+    def __init__(self, root: str, needle: str) -> None:
+        super().__init__(root)
+        self.needle = needle
+
+    @contextmanager
+    def atomic_file(self, rel_path: str) -> Iterator[str]:
+        with super().atomic_file(rel_path) as local:
+            yield local
+            if self.needle in rel_path:
+                raise OSError(28, "No space left on device")
+
+
+def test_a_failed_part_of_a_streamed_multipart_checkpoint_leaves_no_part(tmp_path, monkeypatch):
+    root = tmp_path / "t"
+    _table(root, "multipart", monkeypatch)
+    monkeypatch.setattr(arrow_replay, "PART_ACTIONS", 3)
+    log = DeltaLog(str(root))
+    state = arrow_replay.replay_segment(log.storage, log.table, log.segment())
+    before = sorted(p.name for p in (root / LOG_DIR).iterdir())
+    storage = _FailingPublish(str(root), ".checkpoint.0000000002.")  # published last to first: 3.. exist then
+    with pytest.raises(StorageFullError):  # typed by the storage, as any full disk
+        write_state_checkpoint(storage, state, NOW - 7 * DAY, v2=False, part_size=4)
+    assert sorted(p.name for p in (root / LOG_DIR).iterdir()) == before
