@@ -10,15 +10,17 @@ count, Spark's hash placement of multi-part rows, sidecar size, order of writes 
 
 * **Classic** - one parquet file, streamed to a local file row group by row group
   (:meth:`Storage.atomic_file`) and published by an atomic rename under its final name.
-* **Multi-part** - each part's rows are gathered from every state part (only the rows Spark's
-  hash of their path places there), then streamed to its file like a classic one; a failure
-  removes the parts this call created (an incomplete multi-part checkpoint is never completed).
+* **Multi-part** - every part's file open at once, each state part read once and its rows sent
+  to the part Spark's hash of their path places them in; then all published. A failure removes
+  the parts this call created (an incomplete multi-part checkpoint is never completed). A state
+  in memory (one part) is written by the in-memory writer, as before.
 * **V2** - the sidecars are cut from each state part in turn (at most the sidecar size each), then
   the top-level file names them all.
 
-A table that writes ``stats_parsed`` (``delta.checkpoint.writeStatsAsStruct``) gets a file schema
-that depends on the statistics present in its rows; its classic checkpoint is written from the
-whole state at once (as before), so that one file has one schema.
+A table that writes ``stats_parsed`` (``delta.checkpoint.writeStatsAsStruct``) gets an ``add`` type
+that depends on the statistics present in all its adds; its classic and multi-part checkpoints
+are written from the whole state at once (as before: its memory is not bounded by the parts),
+its V2 sidecars per state part.
 """
 
 from __future__ import annotations
@@ -37,7 +39,8 @@ from delta_downgrade.log.checkpoint_schema import ADD_TYPE, CHECKPOINT_SCHEMA, R
 from delta_downgrade.log.checkpoint_stats_struct import with_parsed_columns, writes_stats_as_struct
 from delta_downgrade.log.checkpoint_writer import (BATCH_ROWS, CheckpointResult, arrow_part_batches,
                                                    checkpoint_parquet_writer, file_action_column, resolve_part_size,
-                                                   struct_tables, supports_v2_checkpoint, write_row_groups)
+                                                   struct_tables, supports_v2_checkpoint, write_checkpoint_arrow,
+                                                   write_row_groups)
 from delta_downgrade.log.files import classic_checkpoint_path, multipart_checkpoint_path
 from delta_downgrade.log.last_checkpoint import write_last_checkpoint
 from delta_downgrade.log.spark_hash import spark_partition_ids, spark_partition_of
@@ -97,7 +100,11 @@ def write_state_checkpoint(storage: Storage, state: "ArrowState", cutoff_ms: int
     elif state.num_parts > 1 and not writes_stats_as_struct(state.metadata):
         result = _write_multipart_one_pass(storage, state, cutoff_ms, live, num_parts, created_ms)
     else:
-        result = _write_multipart(storage, state, cutoff_ms, live, num_parts, created_ms)
+        # A state in memory (one part), or a table writing stats_parsed, whose parsed columns
+        # are built over all its adds (each part file gets the one type): the in-memory writer.
+        return write_checkpoint_arrow(storage, version, state.protocol, state.metadata, state.adds,
+                                      state.tombstones_after(cutoff_ms), state.txns, live, part_size=part_size,
+                                      now_ms=created_ms, update_last_checkpoint=update_last_checkpoint)
     if update_last_checkpoint:
         updated = write_last_checkpoint(storage, result.last_checkpoint_info())
         result = replace(result, last_checkpoint_updated=updated)
@@ -139,64 +146,6 @@ def _write_classic(storage: Storage, state: "ArrowState", cutoff_ms: int,
 
     nbytes = _stream_file(storage, path, CHECKPOINT_SCHEMA, batches())
     return rows + counted[0], path, nbytes
-
-
-def _write_multipart(storage: Storage, state: "ArrowState", cutoff_ms: int, live: Sequence[DomainMetadata],
-                     num_parts: int, created_ms: int) -> CheckpointResult:
-    """Part ``i`` of ``num_parts`` holds the rows Spark's hash of the path (as written) places
-    there (:mod:`~delta_downgrade.log.spark_hash`; the home part also protocol, metaData, txns and
-    domains). The placement of every state part's rows is computed once (small int arrays);
-    each output part then takes its rows from each state part in turn."""
-    home = spark_partition_of(None, num_parts)
-    placement: list[tuple[pa.Array, pa.Array]] = []
-    for adds, removes in _parts(state, cutoff_ms):
-        placement.append(tuple(  # type: ignore[arg-type]
-            spark_partition_ids(pa.chunked_array([c.field("path") for c in col.chunks], _STR), num_parts)
-            for col in (adds, removes)))
-    txns = list(state.txns)
-    paths: list[str] = []
-    created: list[str] = []
-    part_rows: list[int] = []
-    total_bytes = 0
-    try:
-        for i in range(num_parts):
-            mine_adds, mine_removes = [], []
-            for (adds, removes), (add_ids, remove_ids) in zip(_parts(state, cutoff_ms), placement):
-                mine_adds.append(adds.filter(pc.equal(add_ids, i)))
-                mine_removes.append(removes.filter(pc.equal(remove_ids, i)))
-            adds = pa.chunked_array([c for a in mine_adds for c in a.chunks], ADD_TYPE)
-            removes = pa.chunked_array([c for r in mine_removes for c in r.chunks], REMOVE_TYPE)
-            del mine_adds, mine_removes
-            adds = with_parsed_columns(adds, state.metadata)  # its own file, its own schema
-            schema = with_add_type(CHECKPOINT_SCHEMA, adds.type)
-            rows = len(adds) + len(removes)
-            if i == home:
-                rows += 2 + len(txns) + len(live)
-                batches = arrow_part_batches(state.protocol, state.metadata, txns, live, adds, removes, schema)
-            else:
-                batches = arrow_part_batches(None, None, (), (), adds, removes, schema)
-            path = multipart_checkpoint_path(state.version, i + 1, num_parts)
-            existed = storage.exists(path)
-            total_bytes += _stream_file(storage, path, schema, batches)
-            if not existed:
-                created.append(path)
-            paths.append(path)
-            part_rows.append(rows)
-            del adds, removes, batches
-            release_memory()
-    except BaseException:
-        # An incomplete multi-part checkpoint is ignored by readers (PROTOCOL.md "Multi-part
-        # checkpoint") but nothing would delete it: remove the parts this call created.
-        for path in created:
-            try:
-                storage.delete(path)
-            except Exception:  # noqa: BLE001 - best effort; the original failure is what matters
-                pass
-        raise
-    return CheckpointResult(
-        version=state.version, paths=tuple(paths), num_actions=sum(part_rows), num_add_files=state.num_adds,
-        size_in_bytes=total_bytes, parts=num_parts, last_checkpoint_updated=False, created_ms=created_ms,
-        part_rows=tuple(part_rows))
 
 
 #: Rows held back per output part before they are written as a row group, at most, by the one-pass
