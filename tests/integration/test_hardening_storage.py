@@ -19,6 +19,7 @@ import socket
 import subprocess
 import time
 import uuid
+from typing import Any
 from pathlib import Path
 
 import pytest
@@ -105,13 +106,23 @@ def test_drop_feature_on_a_full_disk_is_typed_leaves_nothing_and_resumes(golden_
     assert _log_leftovers(table) == []
 
 
-@pytest.mark.parametrize("method", ["put_if_absent", "write_atomic"])
+def _write(storage: Any, method: str, rel_path: str, data: bytes) -> None:
+    """``storage.<method>(rel_path, data)``; for ``atomic_file``, ``data`` written to its file."""
+    if method != "atomic_file":
+        getattr(storage, method)(rel_path, data)
+        return
+    with storage.atomic_file(rel_path) as local:
+        with open(local, "wb") as fh:
+            fh.write(data)
+
+
+@pytest.mark.parametrize("method", ["put_if_absent", "write_atomic", "atomic_file"])
 def test_local_writes_on_a_full_disk_remove_their_temporary_files(tiny_fs, method):
     storage = LocalStorage(str(tiny_fs / "t"))
     os.makedirs(storage.local_path("_delta_log"))
     _fill(tiny_fs)
     with pytest.raises(DeltaDowngradeError) as info:
-        getattr(storage, method)("_delta_log/00000000000000000000.json", b"x" * 100_000)
+        _write(storage, method, "_delta_log/00000000000000000000.json", b"x" * 100_000)
     assert info.value.error_class == "DELTA_DOWNGRADE_STORAGE_FULL"
     assert os.listdir(storage.local_path("_delta_log")) == []
 
@@ -163,7 +174,7 @@ def test_read_only_storage_is_bad_input_and_untouched(read_only_copy, command):
 
 # --- Hadoop FileSystem in a Spark JVM ---------------------------------------------------------------
 
-@pytest.mark.parametrize("method", ["put_if_absent", "write_atomic"])
+@pytest.mark.parametrize("method", ["put_if_absent", "write_atomic", "atomic_file"])
 def test_hadoop_writes_on_a_full_disk_are_typed_and_leave_nothing(spark, tiny_fs, method):
     from delta_downgrade.storage.hadoop import HadoopStorage
 
@@ -171,7 +182,7 @@ def test_hadoop_writes_on_a_full_disk_are_typed_and_leave_nothing(spark, tiny_fs
     storage = HadoopStorage(f"file://{tiny_fs}/t", spark)
     _fill(tiny_fs)
     with pytest.raises(DeltaDowngradeError) as info:
-        getattr(storage, method)("_delta_log/00000000000000000000.json", os.urandom(200_000))
+        _write(storage, method, "_delta_log/00000000000000000000.json", os.urandom(200_000))
     assert info.value.error_class == "DELTA_DOWNGRADE_STORAGE_FULL"
     assert os.listdir(tiny_fs / "t" / "_delta_log") == []
 

@@ -4,7 +4,7 @@ and ``domainMetadata`` (small) through :class:`CheckpointReader`."""
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -13,8 +13,8 @@ from delta_downgrade.errors import CheckpointUnreadableError, CorruptLogError
 from delta_downgrade.log.action_rows import DV_REQUIRED, is_exact_checkpoint_type, rows_lacking
 from delta_downgrade.log.arrow_columns import arange, empty_maps, file_actions, struct_field
 from delta_downgrade.log.arrow_pieces import CheckpointRows, Pieces, provenance, repeated_rank
-from delta_downgrade.log.checkpoint_reader import (CheckpointReader, normalize_row, read_checkpoint_columns,
-                                                   sidecar_rel_path)
+from delta_downgrade.log.checkpoint_reader import (CheckpointReader, iter_checkpoint_columns, normalize_row,
+                                                   read_checkpoint_columns, sidecar_rel_path)
 from delta_downgrade.log.checkpoint_schema import ADD_TYPE, REMOVE_TYPE
 from delta_downgrade.log.listing import CheckpointInstance
 from delta_downgrade.log.reconcile import CHECKPOINT_RANK, file_key
@@ -22,6 +22,8 @@ from delta_downgrade.protocol.actions import ACTION_TYPES, AddFile, RemoveFile, 
 from delta_downgrade.storage import Storage
 
 _MAP = pa.map_(pa.string(), pa.string())
+#: Rows per piece of a checkpoint file read as a stream (:func:`iter_checkpoint_pieces`).
+STREAM_ROWS = 100_000
 
 
 def _parquet_file_actions(s: pa.StructArray, typ: pa.StructType, source: str) -> pa.StructArray:
@@ -53,6 +55,16 @@ def _read_parquet(storage: Storage, rel_path: str, columns: Sequence[str]) -> pa
     return read_checkpoint_columns(source, columns, rel_path)
 
 
+def _iter_parquet(storage: Storage, rel_path: str, columns: Sequence[str]) -> Iterator[pa.Table]:
+    """:func:`_read_parquet` in pieces of whole row groups (:data:`STREAM_ROWS` rows or so)."""
+    local = getattr(storage, "local_path", None)
+    try:
+        source: Any = local(rel_path) if local else pa.BufferReader(storage.read_bytes(rel_path))
+    except OSError as exc:
+        raise CheckpointUnreadableError(f"cannot read checkpoint file {rel_path}: {exc}") from exc
+    yield from iter_checkpoint_columns(source, columns, rel_path, STREAM_ROWS)
+
+
 def _valid_rows(column: pa.ChunkedArray) -> pa.StructArray | None:
     if pa.types.is_null(column.type) or column.null_count == len(column):
         return None
@@ -79,6 +91,62 @@ def _python_checkpoint_actions(storage: Storage, checkpoint: CheckpointInstance,
     return actions  # type: ignore[return-value]
 
 
+def _take_table(out: Pieces, storage: Storage, checkpoint: CheckpointInstance, table: pa.Table, source: str,
+                view: bool) -> None:
+    """The ``add`` and ``remove`` rows of one checkpoint file (or part of it) into ``out``."""
+    for kind, typ, cls in (("add", ADD_TYPE, AddFile), ("remove", REMOVE_TYPE, RemoveFile)):
+        if kind not in table.column_names:
+            continue
+        rows = _valid_rows(table.column(kind))
+        if rows is None:
+            continue
+        path = struct_field(rows, "path")
+        if view and (not is_exact_checkpoint_type(rows.type, cls) or path is None or path.null_count
+                     or rows_lacking(rows, "deletionVector", DV_REQUIRED) is not None):
+            out.add_objects(kind, _python_checkpoint_actions(storage, checkpoint, rows, kind, source),
+                            CHECKPOINT_RANK, view)
+            continue
+        try:
+            arr = _parquet_file_actions(rows, typ, source)
+        except pa.ArrowException as exc:
+            raise CheckpointUnreadableError(
+                f"cannot read the {kind} actions of checkpoint file {source}: {exc}") from exc
+        origin = provenance(out.source(CheckpointRows(rows, cls)), arange(0, len(arr))) if view else None
+        out.add(kind, arr, repeated_rank(CHECKPOINT_RANK, len(arr)), origin)
+
+
+def _json_manifest(storage: Storage, rel_path: str, out: Pieces, view: bool) -> list[str]:
+    """A V2 checkpoint's JSON top-level file: its adds and removes into ``out`` (through
+    to_obj/from_obj, as in CheckpointReader.rows); the paths of its sidecars."""
+    try:
+        actions = parse_commit(storage.read_bytes(rel_path))
+    except ValueError as exc:
+        raise CheckpointUnreadableError(f"cannot parse checkpoint {rel_path}: {exc}") from exc
+    adds = [AddFile.from_obj(a.to_obj()) for a in actions if isinstance(a, AddFile)]
+    removes = [RemoveFile.from_obj(a.to_obj()) for a in actions if isinstance(a, RemoveFile)]
+    if view:
+        for action in (*adds, *removes):
+            file_key(action)  # type: ignore[arg-type]
+    out.add_objects("add", adds, CHECKPOINT_RANK, view)  # type: ignore[arg-type]
+    out.add_objects("remove", removes, CHECKPOINT_RANK, view)  # type: ignore[arg-type]
+    return [a.path for a in actions if isinstance(a, Sidecar)]
+
+
+def _sidecar_paths(table: pa.Table) -> list[str]:
+    if "sidecar" not in table.column_names:
+        return []
+    rows = _valid_rows(table.column("sidecar"))
+    return [] if rows is None else [r["path"] for r in rows.to_pylist()]
+
+
+def _non_file_actions(storage: Storage, checkpoint: CheckpointInstance, out: Pieces,
+                      found: dict[str, list[Any]] | None = None) -> None:
+    if found is None:
+        found = CheckpointReader(storage, checkpoint).actions(["txn", "domainMetadata"])
+    out.txns = [((-1, k), t) for k, t in enumerate(found.get("txn", []))]  # type: ignore[misc]
+    out.domains = [((-1, k), d) for k, d in enumerate(found.get("domainMetadata", []))]  # type: ignore[misc]
+
+
 def checkpoint_pieces(storage: Storage, checkpoint: CheckpointInstance, view: bool = False) -> Pieces:
     """The checkpoint's adds and removes (rank :data:`CHECKPOINT_RANK` both: a checkpoint is
     already reconciled), txns and domains, in the order :meth:`CheckpointReader.rows` gives
@@ -86,58 +154,58 @@ def checkpoint_pieces(storage: Storage, checkpoint: CheckpointInstance, view: bo
     too, and the errors :class:`CheckpointReader` raises for rows it cannot take."""
     out = Pieces()
     sidecars: list[str] = []
+    found = None
     if view:  # read first, as the Python view reads a checkpoint
         found = CheckpointReader(storage, checkpoint).actions(["txn", "domainMetadata"])
-
-    def take_table(table: pa.Table, source: str) -> None:
-        for kind, typ, cls in (("add", ADD_TYPE, AddFile), ("remove", REMOVE_TYPE, RemoveFile)):
-            if kind not in table.column_names:
-                continue
-            rows = _valid_rows(table.column(kind))
-            if rows is None:
-                continue
-            path = struct_field(rows, "path")
-            if view and (not is_exact_checkpoint_type(rows.type, cls) or path is None or path.null_count
-                         or rows_lacking(rows, "deletionVector", DV_REQUIRED) is not None):
-                out.add_objects(kind, _python_checkpoint_actions(storage, checkpoint, rows, kind, source),
-                                CHECKPOINT_RANK, view)
-                continue
-            try:
-                arr = _parquet_file_actions(rows, typ, source)
-            except pa.ArrowException as exc:
-                raise CheckpointUnreadableError(
-                    f"cannot read the {kind} actions of checkpoint file {source}: {exc}") from exc
-            origin = provenance(out.source(CheckpointRows(rows, cls)), arange(0, len(arr))) if view else None
-            out.add(kind, arr, repeated_rank(CHECKPOINT_RANK, len(arr)), origin)
-
     for status in checkpoint.files:
         if status.path.endswith(".json"):
-            try:
-                actions = parse_commit(storage.read_bytes(status.path))
-            except ValueError as exc:
-                raise CheckpointUnreadableError(f"cannot parse checkpoint {status.path}: {exc}") from exc
-            # the JSON manifest's actions go through to_obj/from_obj, as in CheckpointReader.rows
-            adds = [AddFile.from_obj(a.to_obj()) for a in actions if isinstance(a, AddFile)]
-            removes = [RemoveFile.from_obj(a.to_obj()) for a in actions if isinstance(a, RemoveFile)]
-            if view:
-                for action in (*adds, *removes):
-                    file_key(action)  # type: ignore[arg-type]
-            out.add_objects("add", adds, CHECKPOINT_RANK, view)  # type: ignore[arg-type]
-            out.add_objects("remove", removes, CHECKPOINT_RANK, view)  # type: ignore[arg-type]
-            sidecars += [a.path for a in actions if isinstance(a, Sidecar)]
+            sidecars += _json_manifest(storage, status.path, out, view)
             continue
         table = _read_parquet(storage, status.path, ["add", "remove", "sidecar"])
-        take_table(table, status.path)
-        if "sidecar" in table.column_names:
-            rows = _valid_rows(table.column("sidecar"))
-            if rows is not None:
-                sidecars += [r["path"] for r in rows.to_pylist()]
+        _take_table(out, storage, checkpoint, table, status.path, view)
+        sidecars += _sidecar_paths(table)
     for path in sidecars:
         rel = sidecar_rel_path(path)
-        take_table(_read_parquet(storage, rel, ["add", "remove"]), rel)
-
-    if not view:
-        found = CheckpointReader(storage, checkpoint).actions(["txn", "domainMetadata"])
-    out.txns = [((-1, k), t) for k, t in enumerate(found.get("txn", []))]  # type: ignore[misc]
-    out.domains = [((-1, k), d) for k, d in enumerate(found.get("domainMetadata", []))]  # type: ignore[misc]
+        _take_table(out, storage, checkpoint, _read_parquet(storage, rel, ["add", "remove"]), rel, view)
+    _non_file_actions(storage, checkpoint, out, found)
     return out
+
+
+def checkpoint_size_bytes(storage: Storage, checkpoint: CheckpointInstance) -> int:
+    """Bytes of the checkpoint's files and, for a V2 checkpoint, of the sidecars its top-level
+    file names (their ``sizeInBytes``, PROTOCOL.md "Sidecar File Information"): where its file
+    actions are."""
+    total = checkpoint.size_bytes
+    if checkpoint.kind == "v2":
+        sidecars = CheckpointReader(storage, checkpoint).rows(["sidecar"]).get("sidecar", [])
+        total += sum(int(row.get("sizeInBytes") or 0) for row in sidecars)
+    return total
+
+
+def iter_checkpoint_pieces(storage: Storage, checkpoint: CheckpointInstance) -> Iterator[Pieces]:
+    """:func:`checkpoint_pieces` (not for the Python view) as a stream: one :class:`Pieces` per
+    :data:`STREAM_ROWS` rows or so of each checkpoint file and sidecar in turn, in the same
+    order, then one with the txns and domains."""
+    sidecars: list[str] = []
+    for status in checkpoint.files:
+        out = Pieces()
+        if status.path.endswith(".json"):
+            sidecars += _json_manifest(storage, status.path, out, False)
+            yield out
+            continue
+        for table in _iter_parquet(storage, status.path, ["add", "remove", "sidecar"]):
+            out = Pieces()
+            _take_table(out, storage, checkpoint, table, status.path, False)
+            sidecars += _sidecar_paths(table)
+            del table
+            yield out
+    for path in sidecars:
+        rel = sidecar_rel_path(path)
+        for table in _iter_parquet(storage, rel, ["add", "remove"]):
+            out = Pieces()
+            _take_table(out, storage, checkpoint, table, rel, False)
+            del table
+            yield out
+    out = Pieces()
+    _non_file_actions(storage, checkpoint, out)
+    yield out

@@ -36,7 +36,7 @@ import os
 import re
 import struct
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Iterator, Sequence, TypeVar
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -55,6 +55,7 @@ from delta_downgrade.protocol.actions import (ACTION_TYPES, AddFile, DomainMetad
                                               RemoveFile, Txn, parse_action, parse_commit)
 from delta_downgrade.storage import FileStatus, Storage
 
+T = TypeVar("T")
 _STR = pa.string()
 _LONG = pa.int64()
 _INT = pa.int32()
@@ -217,11 +218,15 @@ def _read_chunk(storage: Storage, statuses: Sequence[FileStatus], lo: int,
     return pa.py_buffer(b"".join(parts)), spans
 
 
-def _plan_chunks(statuses: Sequence[FileStatus], threads: int) -> list[tuple[int, int]]:
-    """Ranges of whole commits of about ``max(CHUNK_MIN_BYTES, total / (threads * k))`` bytes."""
+def _plan_chunks(statuses: Sequence[FileStatus], threads: int,
+                 max_bytes: int | None = None) -> list[tuple[int, int]]:
+    """Ranges of whole commits of about ``max(CHUNK_MIN_BYTES, total / (threads * k))`` bytes,
+    at most ``max_bytes`` (but never less than one commit) when given."""
     n = len(statuses)
     total = sum(st.size for st in statuses)
     target = max(CHUNK_MIN_BYTES, total // max(1, threads * CHUNKS_PER_THREAD))
+    if max_bytes is not None:
+        target = max(1, min(target, max_bytes))
     out = []
     lo, size = 0, 0
     for i, st in enumerate(statuses):
@@ -759,3 +764,48 @@ def commit_pieces(storage: Storage, segment: LogSegment, threads: int | None,
         return [parse(k) for k in range(len(commits.ranges))]
     with ThreadPoolExecutor(max_workers=min(threads, len(commits.ranges))) as pool:
         return list(pool.map(parse, range(len(commits.ranges))))
+
+
+#: Bytes of commits per chunk of a streamed read (:func:`iter_commit_pieces`): what one parse
+#: holds in memory (the buffer and pyarrow's columns, about twice as much), per thread.
+STREAM_CHUNK_BYTES = 8 << 20
+
+
+def iter_commit_pieces(storage: Storage, segment: LogSegment, threads: int | None,
+                       then: Callable[[Pieces], T], max_chunk_bytes: int = STREAM_CHUNK_BYTES) -> Iterator[T]:
+    """:func:`commit_pieces` as a stream, in log order, for a segment too large to hold parsed:
+    chunks of at most ``max_chunk_bytes``, and no more than ``threads`` of them parsed ahead of
+    the one the caller is taking (the memory in flight is bounded, whatever the log's size).
+    ``then`` is applied to each chunk's pieces in the thread that parsed them (work that can run
+    in parallel, such as cutting the rows by part); its results are what is yielded."""
+    threads = max(1, threads if threads is not None else min(32, THREADS_PER_CPU * _cpus()))
+    commits = CommitBytes(storage, segment, _plan_chunks(segment.commits, threads, max_chunk_bytes))
+    if not commits.ranges:
+        return
+    reader = _ChunkReader(commits, False)
+
+    def parse(k: int) -> T:
+        try:
+            pieces = reader.parse(*commits.ranges[k])
+        finally:
+            commits.release(k)
+        return then(pieces)
+
+    n = len(commits.ranges)
+    if threads == 1 or n == 1:
+        for k in range(n):
+            yield parse(k)
+        return
+    with ThreadPoolExecutor(max_workers=min(threads, n)) as pool:
+        pending = [pool.submit(parse, k) for k in range(min(threads, n))]
+        submitted = len(pending)
+        try:
+            while pending:
+                piece = pending.pop(0).result()
+                if submitted < n:
+                    pending.append(pool.submit(parse, submitted))
+                    submitted += 1
+                yield piece
+        finally:
+            for future in pending:
+                future.cancel()

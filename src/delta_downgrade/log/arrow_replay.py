@@ -13,7 +13,9 @@ and the arrays are used as read.
 
 Two results: :func:`replay_segment` gives the file actions as the columns of a checkpoint
 (:class:`ArrowState`, for ``checkpoint_table``; a tombstone of a live file, possible only in an
-invalid checkpoint, is left out there), :func:`replay_state` the Python view
+invalid checkpoint, is left out there) - for a log larger than :data:`PART_ACTIONS` file actions
+streamed and reconciled in hash parts of the path spilled to local files, so that memory follows
+one part (:mod:`~delta_downgrade.log.state_parts`) - :func:`replay_state` the Python view
 (:class:`~delta_downgrade.log.reconcile.TableState`, for ``Snapshot.state``), whose objects are
 those the Python parser builds: rows whose Arrow columns settle that are built from them
 (:mod:`delta_downgrade.log.action_rows`), every other row is parsed from its line (or its
@@ -27,18 +29,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterator, Sequence
-from urllib.parse import unquote
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from delta_downgrade.log.arrow_checkpoint import checkpoint_pieces
-from delta_downgrade.log.arrow_columns import any_true, arange
-from delta_downgrade.log.arrow_commits import commit_pieces
+from delta_downgrade.log.arrow_checkpoint import checkpoint_pieces, checkpoint_size_bytes, iter_checkpoint_pieces
+from delta_downgrade.log.arrow_columns import arange
+from delta_downgrade.log.arrow_commits import commit_pieces, iter_commit_pieces
 from delta_downgrade.log.arrow_pieces import ROW_BITS, Pieces
 from delta_downgrade.log.checkpoint_schema import ADD_TYPE, REMOVE_TYPE
 from delta_downgrade.log.memory_pool import MEMORY_POOL
 from delta_downgrade.log.reconcile import TableState, file_key
+from delta_downgrade.log.state_parts import (ACTION, RANK, MemoryParts, PartSpill, SpilledParts, decoded_paths,
+                                             release_memory, tombstones_after)
 from delta_downgrade.log.segment import LogSegment, check_single_protocol_and_metadata, with_checkpoint_fallback
 from delta_downgrade.protocol.actions import DomainMetadata, Metadata, ProtocolAction, Txn
 from delta_downgrade.storage import Storage
@@ -75,17 +78,28 @@ def _protocol_and_metadata(storage: Storage, table: str, segment: LogSegment,
 
 @dataclass
 class ArrowState:
-    """The reconciled state at ``version`` with its file actions as Arrow columns."""
+    """The reconciled state at ``version`` with its file actions as Arrow columns, held in
+    ``parts`` (:mod:`~delta_downgrade.log.state_parts`): one part in memory for a small table, or
+    hash parts of the path spilled to local files for a large one."""
 
     version: int
     protocol: ProtocolAction
     metadata: Metadata
-    adds: pa.ChunkedArray                  # ADD_TYPE, the live files, dataChange false
-    removes: pa.ChunkedArray               # REMOVE_TYPE, every tombstone, dataChange false
+    parts: MemoryParts | SpilledParts      # adds: ADD_TYPE, live; removes: REMOVE_TYPE, every tombstone
     txns: list[Txn] = field(default_factory=list)
     domains: list[DomainMetadata] = field(default_factory=list)  # removed ones included
     python_commits: tuple[int, ...] = ()   # commit versions parsed line by line in Python
     python_lines: int = 0                  # lines of the other commits parsed again in Python
+
+    @property
+    def adds(self) -> pa.ChunkedArray:
+        """Every live file at once: for small states (a spilled state is loaded whole)."""
+        return self.parts.all()[0]
+
+    @property
+    def removes(self) -> pa.ChunkedArray:
+        """Every tombstone at once: for small states (a spilled state is loaded whole)."""
+        return self.parts.all()[1]
 
     @property
     def live_domains(self) -> list[DomainMetadata]:
@@ -93,40 +107,45 @@ class ArrowState:
 
     @property
     def num_adds(self) -> int:
-        return len(self.adds)
+        return self.parts.num_adds
 
     @property
     def num_removes(self) -> int:
-        return len(self.removes)
+        return self.parts.num_removes
+
+    @property
+    def num_parts(self) -> int:
+        return self.parts.count
 
     def file_parts(self) -> Iterator[tuple[pa.ChunkedArray, pa.ChunkedArray]]:
         """The reconciled file actions as ``(adds, removes)`` per part (a hash partition of the
         path); every logical file is in exactly one part. Callers that look at every file (trace
         checks, checkpoint writers) iterate this instead of ``adds``/``removes``, so a state whose
-        parts do not all fit in memory at once can be read part by part."""
-        yield self.adds, self.removes
+        parts do not all fit in memory at once is read one part at a time."""
+        for i in range(self.parts.count):
+            yield self.parts.load(i)
 
     def same_files(self, other: "ArrowState") -> bool:
         """Whether both states hold the very same file actions (one carried from the other over
         commits that changed no file, :meth:`advanced`)."""
-        return self.adds is other.adds and self.removes is other.removes
+        return self.parts is other.parts
 
     def advanced(self, version: int, protocol: ProtocolAction, metadata: Metadata,
                  txns: list[Txn], domains: list[DomainMetadata]) -> "ArrowState":
         """This state moved to ``version`` over commits that changed no file action (empty
-        commits, protocol or metadata changes, txns, domains): the same file actions."""
+        commits, protocol or metadata changes, txns, domains): the same file actions (the same
+        parts object: spilled files stay while any state refers to them)."""
         return replace(self, version=version, protocol=protocol, metadata=metadata,
                        txns=list(txns), domains=list(domains))
 
     def tombstones_after(self, cutoff_ms: int) -> pa.ChunkedArray:
-        """The removes whose ``deletionTimestamp`` is null or later than ``cutoff_ms``."""
-        if len(self.removes) == 0:
-            return self.removes
-        stamps = pa.chunked_array([c.field("deletionTimestamp") for c in self.removes.chunks], _LONG)
-        keep = pc.or_kleene(pc.is_null(stamps), pc.greater(stamps, pa.scalar(cutoff_ms, _LONG)))
-        if pc.all(keep).as_py():
-            return self.removes
-        return self.removes.filter(keep)
+        """The removes whose ``deletionTimestamp`` is null or later than ``cutoff_ms`` (all parts
+        at once: :meth:`num_tombstones_after` counts them part by part)."""
+        return tombstones_after(self.removes, cutoff_ms)
+
+    def num_tombstones_after(self, cutoff_ms: int) -> int:
+        """How many removes :meth:`tombstones_after` keeps, read one part at a time."""
+        return sum(len(tombstones_after(removes, cutoff_ms)) for _, removes in self.file_parts())
 
 
 def _may_hold(arrays: Sequence[pa.Array], needle: bytes) -> bool:
@@ -141,15 +160,6 @@ def _may_hold(arrays: Sequence[pa.Array], needle: bytes) -> bool:
         if buf.to_pybytes().find(needle) >= 0:
             return True
     return False
-
-
-def _decoded_paths(paths: pa.Array) -> pa.Array:
-    """``unquote`` of every path (only the ones with a ``%`` need it)."""
-    has_escape = pc.match_substring(paths, "%")
-    if not any_true(has_escape):
-        return paths
-    decoded = [unquote(p) for p in paths.filter(has_escape).to_pylist()]
-    return pc.replace_with_mask(paths, has_escape, pa.array(decoded, _STR))
 
 
 def _dv_ids(dv: pa.StructArray, missing_path: str = "") -> pa.Array:
@@ -205,7 +215,7 @@ def _reconcile(pieces: Pieces, view: bool = False) -> _Reconciled:
         return _Reconciled(adds, removes)
     paths = pa.concat_arrays(path_chunks)
     if escaped:
-        paths = _decoded_paths(paths)
+        paths = decoded_paths(paths)
     dv_ids = (pa.nulls(total, _STR) if no_dvs else
               _dv_ids(pa.concat_arrays([c.field("deletionVector") for c in chunks]), "None" if view else ""))
     ranks = pa.concat_arrays(pieces.add_ranks + pieces.remove_ranks)
@@ -275,14 +285,42 @@ def _latest(entries: list[tuple[tuple[int, int], Any]], key: Callable[[Any], str
     return list(found.values())
 
 
+#: File actions per part of a streamed replay: a segment estimated to hold more is reconciled in
+#: hash parts of the path spilled to local files (:mod:`~delta_downgrade.log.state_parts`), so that
+#: the driver's memory follows one part, not the table; a smaller one in memory, in one go.
+PART_ACTIONS = 250_000
+#: For that estimate, before anything is read: bytes per file action in a commit (a Spark ``add``
+#: with statistics is 400-700 bytes of JSON; fewer bytes per action only means more parts) ...
+JSON_BYTES_PER_ACTION = 400
+#: ... and in a checkpoint's parquet file (snappy, about 110 bytes for such an ``add``).
+PARQUET_BYTES_PER_ACTION = 100
+
+
+def planned_parts(storage: Storage, segment: LogSegment, part_actions: int | None = None) -> int:
+    """Parts of the replay of ``segment``: ``ceil(estimated file actions / part_actions)``
+    (default :data:`PART_ACTIONS`), 1 for a log that fits."""
+    per_part = PART_ACTIONS if part_actions is None else part_actions
+    if isinstance(per_part, bool) or not isinstance(per_part, int) or per_part < 1:
+        raise ValueError(f"part_actions must be a positive int, got {per_part!r}")
+    estimate = sum(st.size for st in segment.commits) // JSON_BYTES_PER_ACTION
+    if segment.checkpoint is not None:
+        estimate += checkpoint_size_bytes(storage, segment.checkpoint) // PARQUET_BYTES_PER_ACTION
+    return max(1, -(-estimate // per_part))
+
+
 def replay_segment(storage: Storage, table: str, segment: LogSegment, *,
-                   threads: int | None = None) -> ArrowState:
+                   threads: int | None = None, part_actions: int | None = None) -> ArrowState:
     """The reconciled state at ``segment.version`` as the columns of a checkpoint; ``threads``:
-    threads that read and parse the commits (default: :data:`THREADS_PER_CPU` per CPU).
+    threads that read and parse the commits (default: :data:`THREADS_PER_CPU` per CPU);
+    ``part_actions``: file actions per part (default :data:`PART_ACTIONS`; see
+    :func:`planned_parts`) - a larger log is streamed and reconciled part by part.
 
     Raises :class:`CheckpointUnreadableError` when the segment's checkpoint cannot be read (the
     caller may try an older one, as ``DeltaLog.snapshot`` does), :class:`CorruptLogError` for a
     commit that is not JSON or a log without protocol or metadata."""
+    num_parts = planned_parts(storage, segment, part_actions)
+    if num_parts > 1:
+        return _replay_in_parts(storage, table, segment, num_parts, threads)
     parsed = commit_pieces(storage, segment, threads)
     meta = [m for part in parsed for m in part.meta]
     protocol, metadata = _protocol_and_metadata(storage, table, segment, meta)
@@ -294,10 +332,70 @@ def replay_segment(storage: Storage, table: str, segment: LogSegment, *,
     result = _reconcile(pieces)
     assert result.adds is not None and result.removes is not None
     return ArrowState(
-        version=segment.version, protocol=protocol, metadata=metadata, adds=result.adds,
-        removes=result.removes, txns=_latest(pieces.txns, lambda t: t.appId),
+        version=segment.version, protocol=protocol, metadata=metadata,
+        parts=MemoryParts(result.adds, result.removes), txns=_latest(pieces.txns, lambda t: t.appId),
         domains=_latest(pieces.domains, lambda d: d.domain),
         python_commits=tuple(sorted(pieces.python_commits)), python_lines=pieces.python_lines)
+
+
+def _replay_in_parts(storage: Storage, table: str, segment: LogSegment, num_parts: int,
+                     threads: int | None) -> ArrowState:
+    """:func:`replay_segment` streamed: the commits chunk by chunk and the checkpoint row groups
+    by row groups, their file actions (with ranks) appended to ``num_parts`` spill files by hash part of
+    the decoded path (:class:`~delta_downgrade.log.state_parts.PartSpill`), in log order; then
+    each part read back and reconciled alone (all actions of a logical file are in its part) -
+    the same rules, the same result as one reconciliation of the whole, in parts."""
+    spill = PartSpill(num_parts)
+    try:
+        rest = Pieces()  # everything but the file actions: txns, domains, protocol/metaData, counts
+
+        def cut(pieces: Pieces) -> tuple[Pieces, list[tuple[str, int, pa.RecordBatch]]]:
+            """In the parse thread: the file actions cut by part, and the rest."""
+            batches = (spill.split("add", pieces.adds, pieces.add_ranks)
+                       + spill.split("remove", pieces.removes, pieces.remove_ranks))
+            return Pieces(txns=pieces.txns, domains=pieces.domains, meta=pieces.meta,
+                          python_commits=pieces.python_commits, python_lines=pieces.python_lines), batches
+
+        def take(other: Pieces, batches: list[tuple[str, int, pa.RecordBatch]]) -> None:
+            for kind, part, batch in batches:
+                spill.write(kind, part, batch)
+            rest.extend(other)
+
+        # The commits first, then the checkpoint: the order (and so the errors) of the one-part
+        # replay. Positions in a part then put checkpoint rows after commit rows, which changes
+        # nothing: the rank (the checkpoint's is the lowest) decides before the position, and
+        # the position only orders actions of one rank, which keep their order here.
+        for other, batches in iter_commit_pieces(storage, segment, threads, cut):
+            take(other, batches)
+            del batches
+        protocol, metadata = _protocol_and_metadata(storage, table, segment, rest.meta)
+        if segment.checkpoint is not None:
+            for pieces in iter_checkpoint_pieces(storage, segment.checkpoint):
+                take(*cut(pieces))
+        spill.close_writers()
+        release_memory()
+        parts = []
+        for i in range(num_parts):
+            raw_adds, raw_removes = spill.raw(i)
+            pieces = Pieces()
+            for kind, raw in (("add", raw_adds), ("remove", raw_removes)):
+                if raw is not None:
+                    for actions, ranks in zip(raw.column(ACTION).chunks, raw.column(RANK).chunks):
+                        pieces.add(kind, actions, ranks)
+            result = _reconcile(pieces)
+            assert result.adds is not None and result.removes is not None
+            n_adds, n_removes = sum(map(len, pieces.adds)), sum(map(len, pieces.removes))
+            parts.append(spill.keep(i, result.adds, result.removes,
+                                    (len(result.adds) == n_adds, len(result.removes) == n_removes)))
+            del raw_adds, raw_removes, pieces, result
+            release_memory()
+    except BaseException:
+        spill.abort()
+        raise
+    return ArrowState(
+        version=segment.version, protocol=protocol, metadata=metadata, parts=spill.handover(parts),
+        txns=_latest(rest.txns, lambda t: t.appId), domains=_latest(rest.domains, lambda d: d.domain),
+        python_commits=tuple(sorted(rest.python_commits)), python_lines=rest.python_lines)
 
 
 def _materialize(pieces: Pieces, positions: list[int]) -> list[Any]:

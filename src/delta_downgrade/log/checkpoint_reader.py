@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import io
 import logging
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Iterator, Sequence
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -79,11 +79,44 @@ def read_checkpoint_columns(source: Any, columns: Iterable[str], rel_path: str) 
     try:
         pf = open_checkpoint_parquet(source)
         present = projected_columns(pf, columns)
-        table = pf.read(columns=present) if present else pa.table({})
+    except (pa.ArrowException, OSError) as exc:
+        raise CheckpointUnreadableError(f"cannot read checkpoint file {rel_path}: {exc}") from exc
+    return _read_groups(pf, present, None, rel_path)
+
+
+def iter_checkpoint_columns(source: Any, columns: Iterable[str], rel_path: str,
+                            max_rows: int) -> Iterator[pa.Table]:
+    """:func:`read_checkpoint_columns` in pieces of whole row groups of about ``max_rows`` rows
+    (one row group when it is larger), for a checkpoint file too large to read at once."""
+    try:
+        pf = open_checkpoint_parquet(source)
+        present = projected_columns(pf, columns)
+        sizes = [pf.metadata.row_group(i).num_rows for i in range(pf.metadata.num_row_groups)]
+    except (pa.ArrowException, OSError) as exc:
+        raise CheckpointUnreadableError(f"cannot read checkpoint file {rel_path}: {exc}") from exc
+    group: list[int] = []
+    rows = 0
+    for i, n in enumerate(sizes):
+        group.append(i)
+        rows += n
+        if rows >= max_rows or i == len(sizes) - 1:
+            yield _read_groups(pf, present, group, rel_path)
+            group, rows = [], 0
+    if not sizes:
+        yield _read_groups(pf, present, None, rel_path)
+
+
+def _read_groups(pf: pq.ParquetFile, present: list[str], groups: list[int] | None, rel_path: str) -> pa.Table:
+    """The columns ``present`` of row groups ``groups`` (None: all) of ``pf``, stats recovered."""
+    try:
+        if not present:
+            table = pa.table({})
+        else:
+            table = pf.read(columns=present) if groups is None else pf.read_row_groups(groups, columns=present)
     except (pa.ArrowException, OSError) as exc:
         raise CheckpointUnreadableError(f"cannot read checkpoint file {rel_path}: {exc}") from exc
     try:
-        return _with_stats_from_parsed(pf, table)
+        return _with_stats_from_parsed(pf, table, groups)
     except (pa.ArrowException, OSError, ValueError, TypeError, OverflowError) as exc:
         # Statistics are optional (PROTOCOL.md "Per-file Statistics"): a stats_parsed this
         # package cannot turn into JSON costs those files their statistics, never the table.
@@ -102,7 +135,7 @@ def _instant_leaves(pf: pq.ParquetFile) -> frozenset[str]:
                      and schema.column(i).path.startswith(prefix))
 
 
-def _with_stats_from_parsed(pf: pq.ParquetFile, table: pa.Table) -> pa.Table:
+def _with_stats_from_parsed(pf: pq.ParquetFile, table: pa.Table, groups: list[int] | None = None) -> pa.Table:
     """``table`` with the ``add`` rows that have no JSON ``stats`` but a ``stats_parsed``
     (PROTOCOL.md "Checkpoints": ``stats`` is omitted when ``delta.checkpoint.writeStatsAsJson``
     is false, ``stats_parsed`` written when ``writeStatsAsStruct`` is true) given the JSON the
@@ -122,7 +155,9 @@ def _with_stats_from_parsed(pf: pq.ParquetFile, table: pa.Table) -> pa.Table:
         return table  # read from parquet, a child is null where its parent is: every add has stats
     add = column.combine_chunks()
     stats = add.field(stats_index) if stats_index >= 0 else None
-    parsed = pf.read(columns=[f"add.{STATS_PARSED}"]).column("add").combine_chunks().field(STATS_PARSED)
+    wanted = [f"add.{STATS_PARSED}"]
+    parsed_table = pf.read(columns=wanted) if groups is None else pf.read_row_groups(groups, columns=wanted)
+    parsed = parsed_table.column("add").combine_chunks().field(STATS_PARSED)
     if not pa.types.is_struct(parsed.type):  # not the shape PROTOCOL.md gives it: nothing to recover
         return table
     filled = fill_missing_stats(stats, parsed, add.is_valid(), _instant_leaves(pf))

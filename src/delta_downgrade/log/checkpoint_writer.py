@@ -194,21 +194,33 @@ def checkpoint_parquet_bytes(batches: Iterable[pa.RecordBatch | pa.Table],
     """A checkpoint parquet file of ``batches`` (record batches or tables of ``schema``: the
     checkpoint schema, or the V2 top-level or sidecar schema), in row groups of at least
     :data:`BATCH_ROWS` rows, snappy, with the dictionary and statistics columns above."""
-    dictionary, statistics = _encoding_columns(schema)
     sink = pa.BufferOutputStream(memory_pool=MEMORY_POOL)
-    with pq.ParquetWriter(sink, schema, compression="snappy", use_dictionary=dictionary,
-                          write_statistics=statistics, memory_pool=MEMORY_POOL) as writer:
-        pending: list[pa.Table] = []
-        rows = 0
-        for batch in batches:
-            pending.append(pa.Table.from_batches([batch]) if isinstance(batch, pa.RecordBatch) else batch)
-            rows += batch.num_rows
-            if rows >= BATCH_ROWS:
-                writer.write_table(pa.concat_tables(pending), row_group_size=rows)
-                pending, rows = [], 0
-        if pending:
-            writer.write_table(pa.concat_tables(pending), row_group_size=max(rows, 1))
+    with checkpoint_parquet_writer(sink, schema) as writer:
+        write_row_groups(writer, batches)
     return sink.getvalue().to_pybytes()
+
+
+def checkpoint_parquet_writer(sink: Any, schema: pa.Schema = CHECKPOINT_SCHEMA) -> pq.ParquetWriter:
+    """A parquet writer of a checkpoint file to ``sink`` (a path or a stream): snappy, with the
+    dictionary and statistics columns above."""
+    dictionary, statistics = _encoding_columns(schema)
+    return pq.ParquetWriter(sink, schema, compression="snappy", use_dictionary=dictionary,
+                            write_statistics=statistics, memory_pool=MEMORY_POOL)
+
+
+def write_row_groups(writer: pq.ParquetWriter, batches: Iterable[pa.RecordBatch | pa.Table]) -> None:
+    """``batches`` into ``writer`` in row groups of at least :data:`BATCH_ROWS` rows (small
+    batches are gathered; only one row group's rows are held at a time)."""
+    pending: list[pa.Table] = []
+    rows = 0
+    for batch in batches:
+        pending.append(pa.Table.from_batches([batch]) if isinstance(batch, pa.RecordBatch) else batch)
+        rows += batch.num_rows
+        if rows >= BATCH_ROWS:
+            writer.write_table(pa.concat_tables(pending), row_group_size=rows)
+            pending, rows = [], 0
+    if pending:
+        writer.write_table(pa.concat_tables(pending), row_group_size=max(rows, 1))
 
 
 # --- part size and layout -----------------------------------------------------------------------
@@ -386,7 +398,7 @@ def struct_tables(column: str, values: pa.ChunkedArray,
             [part if f.name == column else pa.nulls(n, f.type) for f in schema], schema=schema)
 
 
-def _arrow_part_batches(protocol: ProtocolAction | None, metadata: Metadata | None,
+def arrow_part_batches(protocol: ProtocolAction | None, metadata: Metadata | None,
                         txns: Sequence[Txn], domains: Sequence[DomainMetadata],
                         adds: pa.ChunkedArray, removes: pa.ChunkedArray,
                         schema: pa.Schema = CHECKPOINT_SCHEMA) -> Iterator[pa.RecordBatch | pa.Table]:
@@ -429,7 +441,7 @@ def write_checkpoint_arrow(storage: Storage, version: int, protocol: ProtocolAct
     num_parts = 1 if supports_v2_checkpoint(protocol) else max(1, math.ceil(n_files / size))
     if num_parts == 1:
         rows = 2 + len(txns) + len(live) + n_files
-        parts = [(rows, _arrow_part_batches(protocol, metadata, txns, live, add_col, remove_col, schema))]
+        parts = [(rows, arrow_part_batches(protocol, metadata, txns, live, add_col, remove_col, schema))]
     else:
         home = spark_partition_of(None, num_parts)
         add_ids = spark_partition_ids(pa.chunked_array([c.field("path") for c in add_col.chunks], _STR),
@@ -443,9 +455,9 @@ def write_checkpoint_arrow(storage: Storage, version: int, protocol: ProtocolAct
             rows = len(part_adds) + len(part_removes)
             if i == home:
                 rows += 2 + len(txns) + len(live)
-                batches = _arrow_part_batches(protocol, metadata, txns, live, part_adds, part_removes, schema)
+                batches = arrow_part_batches(protocol, metadata, txns, live, part_adds, part_removes, schema)
             else:
-                batches = _arrow_part_batches(None, None, (), (), part_adds, part_removes, schema)
+                batches = arrow_part_batches(None, None, (), (), part_adds, part_removes, schema)
             parts.append((rows, batches))
     return _write_parts(storage, version, parts, num_add_files=len(add_col), created_ms=created_ms,
                         update_last_checkpoint=update_last_checkpoint, schema=schema)

@@ -20,10 +20,10 @@ from delta_downgrade.clock import SYSTEM_CLOCK, Clock
 from delta_downgrade.errors import CorruptLogError, UnsupportedFeaturesError
 from delta_downgrade.log.arrow_replay import ArrowState
 from delta_downgrade.log.checkpoint_copy import WrittenCheckpoint, copy_checkpoint
-from delta_downgrade.log.checkpoint_writer import (V2_CHECKPOINT_FEATURE, CheckpointContent, CheckpointResult,
-                                                   write_checkpoint_arrow)
+from delta_downgrade.log.checkpoint_writer import V2_CHECKPOINT_FEATURE, CheckpointContent, CheckpointResult
 from delta_downgrade.log.delta_log import DeltaLog, check_protocol
-from delta_downgrade.log.v2_checkpoint_writer import (DEFAULT_V2_FORMAT, write_v2_checkpoint_arrow)
+from delta_downgrade.log.state_checkpoint import write_state_checkpoint
+from delta_downgrade.log.v2_checkpoint_writer import DEFAULT_V2_FORMAT
 from delta_downgrade.log.snapshot import BOUNDARY_PROPERTY, Snapshot
 from delta_downgrade.protocol import CHECKPOINT_PROTECTION, Protocol
 from delta_downgrade.protocol.checkpoint_protection import rule_b
@@ -136,22 +136,16 @@ def checkpoint_table(log: DeltaLog, version: int | None = None, *, clock: Clock 
     check_protocol(state.protocol.protocol, log.table, state.version, check_read=False)
     _refuse_unwritable(log, state.version, state.protocol, state.metadata)
     cutoff = clock.now_ms() - TableConfig(state.metadata.configuration, table=log.table).deleted_file_retention_ms
-    tombstones = state.tombstones_after(cutoff)
+    num_tombstones = state.num_tombstones_after(cutoff)
     layout = (part_size, v2_format)
     previous = log.written_checkpoint
     result = None
-    if previous is not None and previous.same_content(state, len(tombstones), layout):
+    if previous is not None and previous.same_content(state, num_tombstones, layout):
         result = copy_checkpoint(log.storage, previous.result, state.version, now_ms=clock.now_ms())
-    if result is None and uses_v2_checkpoint(state.protocol.protocol, state.metadata, log.table):
-        result = write_v2_checkpoint_arrow(
-            log.storage, state.version, state.protocol, state.metadata, state.adds,
-            tombstones, state.txns, state.live_domains, fmt=v2_format,
-            sidecar_actions=part_size, now_ms=clock.now_ms())
-    elif result is None:
-        result = write_checkpoint_arrow(
-            log.storage, state.version, state.protocol, state.metadata, state.adds,
-            tombstones, state.txns, state.live_domains, part_size=part_size,
-            now_ms=clock.now_ms())
-    log.written_checkpoint = WrittenCheckpoint(state, len(tombstones), layout, result)
+    if result is None:
+        result = write_state_checkpoint(log.storage, state, cutoff,
+                                        v2=uses_v2_checkpoint(state.protocol.protocol, state.metadata, log.table),
+                                        part_size=part_size, v2_format=v2_format, now_ms=clock.now_ms())
+    log.written_checkpoint = WrittenCheckpoint(state, num_tombstones, layout, result)
     log.note_written(result.checkpoint_files)
     return result

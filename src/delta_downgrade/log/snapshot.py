@@ -264,6 +264,7 @@ class Snapshot:
 
         from delta_downgrade.log.arrow_replay import ArrowState, replay_segment
         from delta_downgrade.log.checkpoint_columns import add_array, remove_array
+        from delta_downgrade.log.state_parts import MemoryParts
 
         try:
             return replay_segment(self.storage, self.table, self.segment)
@@ -272,8 +273,8 @@ class Snapshot:
         state = self.state()
         return ArrowState(
             version=self.version, protocol=state.protocol_action, metadata=state.metadata,
-            adds=pa.chunked_array([add_array(list(state.files.values()))]),
-            removes=pa.chunked_array([remove_array(list(state.tombstones.values()))]),
+            parts=MemoryParts(pa.chunked_array([add_array(list(state.files.values()))]),
+                              pa.chunked_array([remove_array(list(state.tombstones.values()))])),
             txns=list(state.txns.values()), domains=list(state.domains.values()))
 
     def iter_commit_actions(self) -> Iterator[tuple[int, list[AnyAction]]]:

@@ -46,7 +46,7 @@ import time
 import uuid
 from dataclasses import replace
 from itertools import chain
-from typing import Any, Iterator, Sequence
+from typing import Any, Iterable, Iterator, Sequence
 
 import pyarrow as pa
 
@@ -86,7 +86,7 @@ def resolve_sidecar_actions(metadata: Metadata, sidecar_actions: int | None = No
     return resolve_part_size(metadata, sidecar_actions, default=DEFAULT_SIDECAR_ACTIONS)
 
 
-def _sidecar_slices(adds: pa.ChunkedArray, removes: pa.ChunkedArray, per_sidecar: int
+def sidecar_slices(adds: pa.ChunkedArray, removes: pa.ChunkedArray, per_sidecar: int
                     ) -> list[tuple[pa.ChunkedArray, pa.ChunkedArray]]:
     """The adds and removes of each sidecar: the adds then the removes, cut every
     ``per_sidecar`` rows (slices, no copy)."""
@@ -162,27 +162,46 @@ def write_v2_checkpoint_arrow(storage: Storage, version: int, protocol: Protocol
     as arrays or chunked arrays without null rows; ``domains`` with ``removed=True`` are left out.
     ``fmt``: the top-level file's format, ``"parquet"`` or ``"json"``. The result's ``paths`` are
     the top-level file then the sidecars; ``part_rows`` the rows of each."""
-    if fmt not in V2_FORMATS:
-        raise ValueError(f"fmt must be one of {V2_FORMATS}, got {fmt!r}")
-    if not supports_v2_checkpoint(protocol):
-        # PROTOCOL.md "Handling Backward compatibility while moving to UUID-named v2 Checkpoints"
-        raise ValueError(f"a UUID-named checkpoint needs the v2Checkpoint feature; the protocol is {protocol}")
-    top = v2_checkpoint_path(version, str(uuid.uuid4()), fmt)  # validates the version
-    created_ms = int(time.time() * 1000) if now_ms is None else int(now_ms)
+    check_v2_request(protocol, fmt)
     add_col = file_action_column(adds, ADD_TYPE, "adds")
     remove_col = file_action_column(removes, REMOVE_TYPE, "removes")
     # delta.checkpoint.writeStatsAsStruct: add.stats_parsed / partitionValues_parsed in the sidecars
     add_col = with_parsed_columns(add_col, metadata)
+    slices = sidecar_slices(add_col, remove_col, resolve_sidecar_actions(metadata, sidecar_actions))
+    return write_v2_sidecars_and_top(storage, version, protocol, metadata, txns, domains, slices, len(slices),
+                                     fmt=fmt, now_ms=now_ms, update_last_checkpoint=update_last_checkpoint)
+
+
+def check_v2_request(protocol: ProtocolAction, fmt: str) -> None:
+    """Raise ``ValueError`` for a top-level format that is not one, or a protocol without the
+    feature (PROTOCOL.md "Handling Backward compatibility while moving to UUID-named v2
+    Checkpoints")."""
+    if fmt not in V2_FORMATS:
+        raise ValueError(f"fmt must be one of {V2_FORMATS}, got {fmt!r}")
+    if not supports_v2_checkpoint(protocol):
+        raise ValueError(f"a UUID-named checkpoint needs the v2Checkpoint feature; the protocol is {protocol}")
+
+
+def write_v2_sidecars_and_top(storage: Storage, version: int, protocol: ProtocolAction, metadata: Metadata,
+                              txns: Sequence[Txn], domains: Sequence[DomainMetadata],
+                              slices: Iterable[tuple[pa.ChunkedArray, pa.ChunkedArray]], num_sidecars: int, *,
+                              fmt: str, now_ms: int | None,
+                              update_last_checkpoint: bool) -> CheckpointResult:
+    """Write the sidecars - one per ``(adds, removes)`` of ``slices`` (``num_sidecars`` of them,
+    in their names; the slices may be produced one at a time, so that only one is in memory),
+    file actions ready to write (``dataChange`` false, parsed columns added) - then the top-level
+    file and ``_last_checkpoint``, in that order (see the module docstring)."""
+    top = v2_checkpoint_path(version, str(uuid.uuid4()), fmt)  # validates the version
+    created_ms = int(time.time() * 1000) if now_ms is None else int(now_ms)
     txns = list(txns)
     live = [d for d in domains if not d.removed]
-    slices = _sidecar_slices(add_col, remove_col, resolve_sidecar_actions(metadata, sidecar_actions))
-
     sidecar_paths: list[str] = []
     sidecars: list[Sidecar] = []
     sidecar_rows: list[int] = []
+    num_add_files = 0
     try:
         for part, (part_adds, part_removes) in enumerate(slices, start=1):
-            name = sidecar_name(version, part, len(slices), str(uuid.uuid4()))
+            name = sidecar_name(version, part, num_sidecars, str(uuid.uuid4()))
             path = sidecar_path(name)
             storage.write_atomic(path, _sidecar_bytes(part_adds, part_removes))
             sidecar_paths.append(path)
@@ -190,10 +209,13 @@ def write_v2_checkpoint_arrow(storage: Storage, version: int, protocol: Protocol
             sidecars.append(Sidecar(path=name, sizeInBytes=status.size,
                                     modificationTime=status.modification_time_ms))
             sidecar_rows.append(len(part_adds) + len(part_removes))
+            num_add_files += len(part_adds)
+        if len(sidecars) != num_sidecars:
+            raise AssertionError(f"{len(sidecars)} sidecars written, {num_sidecars} planned")
         sidecar_bytes = sum(s.sizeInBytes for s in sidecars)
         checkpoint_metadata = CheckpointMetadata(version=version, tags={
             "sidecarNumActions": str(sum(sidecar_rows)), "sidecarSizeInBytes": str(sidecar_bytes),
-            "numOfAddFiles": str(len(add_col))})
+            "numOfAddFiles": str(num_add_files)})
         storage.write_atomic(top, _top_level_bytes(fmt, checkpoint_metadata, sidecars, protocol, metadata,
                                                    txns, live))
     except BaseException:
@@ -217,7 +239,7 @@ def write_v2_checkpoint_arrow(storage: Storage, version: int, protocol: Protocol
         v2_info["sidecarFiles"] = [s.to_obj() for s in sidecars]
     result = CheckpointResult(
         version=version, paths=(top, *sidecar_paths), num_actions=top_rows + sum(sidecar_rows),
-        num_add_files=len(add_col), size_in_bytes=top_status.size + sidecar_bytes, parts=None,
+        num_add_files=num_add_files, size_in_bytes=top_status.size + sidecar_bytes, parts=None,
         last_checkpoint_updated=False, created_ms=created_ms, part_rows=(top_rows, *sidecar_rows),
         sidecars=tuple(sidecar_paths), v2_checkpoint=v2_info)
     if update_last_checkpoint:

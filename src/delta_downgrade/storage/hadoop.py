@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import glob
 import os
+import tempfile
+from pathlib import Path
 from contextlib import contextmanager
 from typing import Any, Iterator
 
@@ -317,6 +319,37 @@ class HadoopStorage:
                 except Exception:  # noqa: BLE001 - already failing
                     pass
                 raise
+
+    @contextmanager
+    def atomic_file(self, rel_path: str) -> Iterator[str]:
+        """A local temporary file (on the driver, where the JVM runs); when the block ends it
+        is copied by the Hadoop FileSystem to the package's temporary name next to ``rel_path``
+        and renamed over it (as :meth:`write_atomic`), without passing through Python memory."""
+        fd, local = tempfile.mkstemp(prefix=".delta_downgrade.", suffix=".tmp")
+        os.close(fd)
+        try:
+            yield local
+            directory, _, name = rel_path.rpartition("/")
+            tmp = f"{directory}/{temp_name(name)}" if directory else temp_name(name)
+            with self._java(f"writing {rel_path}", write=True):
+                try:
+                    self._fs.copyFromLocalFile(False, False, self._path_cls(Path(local).as_uri()), self._path(tmp))
+                    target = self._path(rel_path)
+                    if self._fs.exists(target):
+                        self._fs.delete(target, False)
+                    if not self._fs.rename(self._path(tmp), target):
+                        raise OSError(f"rename of {tmp} to {rel_path} failed")
+                except BaseException:
+                    try:
+                        self._fs.delete(self._path(tmp), False)
+                    except Exception:  # noqa: BLE001 - already failing
+                        pass
+                    raise
+        finally:
+            try:
+                os.unlink(local)
+            except OSError:
+                pass
 
     def delete(self, rel_path: str) -> bool:
         with self._java(f"deleting {rel_path}", write=True):

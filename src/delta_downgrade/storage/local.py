@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import errno
 import os
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
@@ -170,6 +171,24 @@ class LocalStorage:
             target = self._abs(rel_path)
             tmp = self._write_temp(target, data)
             try:
+                os.replace(tmp, target)
+            except BaseException:
+                tmp.unlink(missing_ok=True)
+                raise
+            _fsync_dir(target.parent)
+
+    @contextmanager
+    def atomic_file(self, rel_path: str) -> Iterator[str]:
+        """A temporary file next to ``rel_path`` (same file system, so the publish is a
+        rename); fsynced and renamed over the target when the block ends, removed on failure."""
+        with typed_write_errors(f"writing {rel_path}", self.root):
+            target = self._abs(rel_path)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            tmp = target.parent / temp_name(target.name)
+            try:
+                yield str(tmp)
+                with open(tmp, "rb+") as fh:  # the caller closed it; flush it to the disk
+                    os.fsync(fh.fileno())
                 os.replace(tmp, target)
             except BaseException:
                 tmp.unlink(missing_ok=True)
