@@ -18,6 +18,7 @@ from delta_downgrade.errors import (
     InvalidProtocolDowngradeError, RetentionWaitError,
 )
 from delta_downgrade.features import RemovableFeature, TraceContext, removable
+from delta_downgrade.log.checkpoint_engine import validate_engine
 from delta_downgrade.log.checkpoints import checkpoint_table
 from delta_downgrade.log.commit import WinningCommit, rebase_unless_protocol_changed
 from delta_downgrade.log.delta_log import DeltaLog
@@ -49,7 +50,7 @@ def _ensure_writable(snapshot: Snapshot, feature: str, table: str) -> None:
 
 def drop_feature(location: str, feature: str, *, truncate_history: bool = False, dry_run: bool = False,
                  clock: Clock = SYSTEM_CLOCK, rewrites: Mapping[str, Callable[[DropRun], Any]] | None = None,
-                 log: DeltaLog | None = None) -> DropOutcome:
+                 log: DeltaLog | None = None, checkpoint_engine: str | None = None) -> DropOutcome:
     """Drop ``feature`` from the table at ``location``.
 
     Each step is logged at INFO on ``delta_downgrade.drop`` (:data:`drop_run.LOGGER`) as it is
@@ -58,6 +59,8 @@ def drop_feature(location: str, feature: str, *, truncate_history: bool = False,
     Raises FeatureDropError (validation, exit 2), RetentionWaitError (exit 3), ConcurrentWriteError
     (exit 4). Dropping a feature that is already gone returns status ``already_absent``.
     ``rewrites`` replaces the data rewrite of the feature it names (``{feature: rewrite(run)}``).
+    ``checkpoint_engine``: who writes the drop's checkpoints (``log/checkpoint_engine``: ``auto``,
+    ``arrow`` or ``spark``; None: the environment's setting, else ``auto``).
     """
     log = log or DeltaLog(location)
     start = log.snapshot()
@@ -75,6 +78,7 @@ def drop_feature(location: str, feature: str, *, truncate_history: bool = False,
     behaviour = removable(spec.name, rewrites=rewrites)
     # Everything the plan needs is checked before its first write, the same way for a dry run.
     _ensure_writable(start, spec.name, location)
+    run.checkpoint_engine = validate_engine(checkpoint_engine, location)
     validate_plan(start, spec, planned_updates=behaviour.property_updates(start),
                   truncate_history=truncate_history, table=location)
     behaviour.preflight(run, start)

@@ -17,7 +17,8 @@ from typing import Any, Sequence
 
 from delta_downgrade.clock import SYSTEM_CLOCK, Clock, to_utc_iso
 from delta_downgrade.errors import ConcurrentWriteError, DeltaDowngradeError
-from delta_downgrade.log.checkpoints import checkpoint_table, uses_v2_checkpoint
+from delta_downgrade.log.checkpoint_engine import write_checkpoint
+from delta_downgrade.log.checkpoints import uses_v2_checkpoint
 from delta_downgrade.log.commit import ConflictResolver, WinningCommit, commit, fail_on_any_conflict
 from delta_downgrade.log.delta_log import DeltaLog
 from delta_downgrade.log.snapshot import Snapshot
@@ -68,6 +69,8 @@ class DropRun:
     _planned_protocol: Protocol | None = None
     _planned_metadata: Metadata | None = None
     _operations: list[str] = field(default_factory=list)
+    #: The checkpoint engine (``log/checkpoint_engine``): None takes the environment's or ``auto``.
+    checkpoint_engine: str | None = None
 
     @property
     def table(self) -> str:
@@ -143,7 +146,7 @@ class DropRun:
             kind = " (v2)" if uses_v2_checkpoint(protocol, metadata, self.table) else ""
             self._say(f"checkpoint at v{target}{kind}")
             return []
-        result = checkpoint_table(self.log, version, clock=self.clock)
+        result = write_checkpoint(self.log, version, engine=self.checkpoint_engine, clock=self.clock)
         self.checkpoints.extend(result.paths)
         kind = " (v2)" if result.checkpoint_kind == "v2" else ""
         self._say(f"checkpoint at v{result.version}{kind}: {', '.join(result.paths)}")
