@@ -114,3 +114,52 @@ def test_spark_without_a_session_is_refused(tmp_path):
     assert out.stdout.split() == ["DELTA_DOWNGRADE_BAD_SETTINGS", "True"], out.stderr[-2000:]
     assert sorted(os.listdir(tmp_path / "t" / LOG_DIR)) == names
     assert DeltaLog(str(tmp_path / "t")).snapshot().protocol == DV_PROTOCOL
+
+
+def _file_actions(table: Path, paths) -> dict[str, list[str]]:
+    """The adds and removes of a checkpoint by what identifies and describes each file."""
+    data = pa.concat_tables([pq.read_table(str(table / p), columns=["add", "remove"]) for p in paths])
+    out: dict[str, list[str]] = {}
+    for kind, keys in (("add", ("path", "size", "modificationTime", "stats", "deletionVector")),
+                       ("remove", ("path", "deletionTimestamp", "deletionVector"))):
+        rows = [r for r in data.column(kind).to_pylist() if r is not None]
+        out[kind] = sorted(str([r.get(k) for k in keys] + [dict(r.get("partitionValues") or [])])
+                           for r in rows)
+    return out
+
+
+def _fresh(table: Path, version: int, scratch: Path) -> dict[str, list[str]]:
+    """The checkpoint a fresh log writes for ``version`` on a copy of commits 0..version."""
+    import shutil
+
+    copy = scratch / f"fresh-{version}"
+    (copy / LOG_DIR).mkdir(parents=True)
+    for v in range(version + 1):
+        name = f"{v:020d}.json"
+        shutil.copy(table / LOG_DIR / name, copy / LOG_DIR / name)
+    result = write_checkpoint(DeltaLog(str(copy)), version, engine="arrow", clock=ManualClock(T0))
+    return _file_actions(copy, result.paths)
+
+
+def test_carried_streamed_and_spark_checkpoints_hold_a_fresh_replays_actions(tmp_path, spark, monkeypatch):
+    """The acceptance's differential check: one log, its checkpoints written by the carried
+    state (a copy after an empty commit), by the streamed replay (many hash parts) and by Spark,
+    each against the checkpoint a fresh one-part replay writes for that version."""
+    from delta_downgrade.log import arrow_replay
+    from delta_downgrade.log.commit import commit
+
+    table = tmp_path / "t"
+    b = _table(table)
+    log = b.log
+    monkeypatch.setattr(arrow_replay, "PART_ACTIONS", 3)  # the streamed replay: several parts
+    streamed = write_checkpoint(log, engine="arrow", clock=b.clock)
+    assert log.snapshot().arrow_state().parts.count > 1
+    version = commit(log, streamed.version, [], operation="Empty Commit", clock=b.clock)
+    carried = write_checkpoint(log, version, engine="arrow", clock=b.clock)  # copied: same content
+    assert (table / carried.paths[0]).read_bytes() == (table / streamed.paths[0]).read_bytes()
+    monkeypatch.undo()
+    version = commit(log, version, [], operation="Empty Commit", clock=b.clock)
+    by_spark = write_checkpoint(log, version, engine="spark", clock=b.clock)
+    assert _writer(table, by_spark.paths) == {"spark"}
+    for result in (streamed, carried, by_spark):
+        assert _file_actions(table, result.paths) == _fresh(table, result.version, tmp_path), result.version
