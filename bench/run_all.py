@@ -24,6 +24,7 @@ Not a timed test: CI does not run it.
 from __future__ import annotations
 
 import argparse
+import compileall
 import ast
 import json
 import os
@@ -376,6 +377,11 @@ def main(argv: list[str] | None = None) -> int:
     # A SIGTERM unwinds like Ctrl-C, so that run_child kills the child it is waiting for.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     CHILD_ENV["PYTHONPATH"] = os.path.abspath(args.src)
+    # Both sides run as installed packages do: from compiled bytecode (pip compiles a wheel's
+    # modules at install; a shell with PYTHONDONTWRITEBYTECODE=1 would make every run of ours
+    # compile the package again, and none of delta-rs's compiled extension).
+    CHILD_ENV.pop("PYTHONDONTWRITEBYTECODE", None)
+    compileall.compile_dir(os.path.abspath(args.src), quiet=1)
     if args.log_only_files is not None and (args.log_only_files <= 0 or args.log_only_files % 1_000):
         parser.error("--log-only-files: a positive multiple of 1,000 files (commits of 1,000 adds)")
     if args.log_only_files:
