@@ -24,8 +24,8 @@ Not a timed test: CI does not run it.
 from __future__ import annotations
 
 import argparse
-import compileall
 import ast
+import compileall
 import json
 import os
 import re
