@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from delta_downgrade.log.checkpoint_writer import CheckpointResult
+from delta_downgrade.log.checkpoint_writer import CheckpointResult, NewCheckpointFiles
 from delta_downgrade.log.files import classic_checkpoint_path, multipart_checkpoint_path
 from delta_downgrade.log.last_checkpoint import write_last_checkpoint
 from delta_downgrade.storage import Storage
@@ -63,21 +63,9 @@ def copy_checkpoint(storage: Storage, previous: CheckpointResult, version: int, 
         return None
     if sum(map(len, contents)) != previous.size_in_bytes:
         return None
-    created: list[str] = []
-    try:
+    with NewCheckpointFiles(storage) as new:
         for path, data in zip(targets, contents):
-            existed = storage.exists(path)
-            storage.write_atomic(path, data)
-            if not existed:
-                created.append(path)
-    except BaseException:
-        # As the writer does: an incomplete multi-part checkpoint of our own is removed.
-        for path in created:
-            try:
-                storage.delete(path)
-            except Exception:  # noqa: BLE001 - best effort; the original failure is what matters
-                pass
-        raise
+            new.publish(path, lambda: storage.write_atomic(path, data))  # noqa: B023 - called at once
     created_ms = int(time.time() * 1000) if now_ms is None else int(now_ms)
     result = replace(previous, version=version, paths=tuple(targets), created_ms=created_ms,
                      last_checkpoint_updated=False)

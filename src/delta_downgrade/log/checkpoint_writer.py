@@ -34,7 +34,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field, replace
-from typing import Any, Iterable, Iterator, Sequence
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -290,6 +290,36 @@ def _check_version(version: int) -> None:
         raise ValueError(f"version must be a non-negative int, got {version!r}")
 
 
+class NewCheckpointFiles:
+    """The checkpoint files one call creates under their final names, removed (best effort) when
+    the call fails before it is done: they would form an incomplete multi-part checkpoint, which
+    readers ignore (PROTOCOL.md "Multi-part checkpoint") but nothing would ever delete. A file
+    that existed before belongs to another writer's (possibly complete) checkpoint and stays."""
+
+    def __init__(self, storage: Storage) -> None:
+        self.storage = storage
+        self.created: list[str] = []
+
+    def publish(self, path: str, write: Callable[[], object]) -> None:
+        """Run ``write`` (which puts the file at ``path``), remembering ``path`` if it is new."""
+        existed = self.storage.exists(path)
+        write()
+        if not existed:
+            self.created.append(path)
+
+    def __enter__(self) -> "NewCheckpointFiles":
+        return self
+
+    def __exit__(self, exc_type: object, exc: object, tb: object) -> bool:
+        if exc_type is not None:
+            for path in self.created:
+                try:
+                    self.storage.delete(path)
+                except Exception:  # noqa: BLE001 - best effort; the original failure is what matters
+                    pass
+        return False
+
+
 def _write_parts(storage: Storage, version: int, parts: Sequence[tuple[int, Iterable[pa.RecordBatch]]],
                  *, num_add_files: int, created_ms: int,
                  update_last_checkpoint: bool, schema: pa.Schema = CHECKPOINT_SCHEMA) -> CheckpointResult:
@@ -297,30 +327,16 @@ def _write_parts(storage: Storage, version: int, parts: Sequence[tuple[int, Iter
     then ``_last_checkpoint``."""
     num_parts = len(parts)
     paths: list[str] = []
-    created: list[str] = []
     total_bytes = 0
-    try:
+    # a part that fails (disk full, read-only, killed) takes the ones written before it along
+    with NewCheckpointFiles(storage) as new:
         for i, (_, batches) in enumerate(parts, start=1):
             path = (classic_checkpoint_path(version) if num_parts == 1
                     else multipart_checkpoint_path(version, i, num_parts))
             data = checkpoint_parquet_bytes(batches, schema)
-            existed = storage.exists(path)
-            storage.write_atomic(path, data)
-            if not existed:
-                created.append(path)
+            new.publish(path, lambda: storage.write_atomic(path, data))  # noqa: B023 - called at once
             paths.append(path)
             total_bytes += len(data)
-    except BaseException:
-        # A part failed (disk full, read-only, killed): the parts written so far form an
-        # incomplete multi-part checkpoint, which readers ignore (PROTOCOL.md "Multi-part
-        # checkpoint") but nothing would ever delete. Remove the ones this call created; parts
-        # that existed before belong to another writer's (possibly complete) checkpoint.
-        for path in created:
-            try:
-                storage.delete(path)
-            except Exception:  # noqa: BLE001 - best effort; the original failure is what matters
-                pass
-        raise
 
     result = CheckpointResult(
         version=version, paths=tuple(paths), num_actions=sum(rows for rows, _ in parts),

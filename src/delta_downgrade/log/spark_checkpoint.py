@@ -61,7 +61,8 @@ from delta_downgrade.errors import CorruptLogError, SparkCheckpointUnsupportedEr
 from delta_downgrade.log.checkpoint_columns import action_batch, metadata_array, protocol_array
 from delta_downgrade.log.checkpoint_schema import CHECKPOINT_SCHEMA
 from delta_downgrade.log.checkpoint_stats_struct import writes_stats_as_struct
-from delta_downgrade.log.checkpoint_writer import CheckpointResult, resolve_part_size, supports_v2_checkpoint
+from delta_downgrade.log.checkpoint_writer import (CheckpointResult, NewCheckpointFiles, resolve_part_size,
+                                                   supports_v2_checkpoint)
 from delta_downgrade.log.checkpoints import _refuse_unwritable, uses_v2_checkpoint
 from delta_downgrade.log.delta_log import DeltaLog
 from delta_downgrade.log.files import LOG_DIR, classic_checkpoint_path, multipart_checkpoint_path
@@ -231,25 +232,14 @@ def _publish(storage: Storage, version: int, files: dict[int, str], num_parts: i
     call created are deleted (an incomplete multi-part checkpoint is ignored by readers but
     nothing else would delete it); parts that existed belong to another writer's checkpoint."""
     finals: list[str] = []
-    created: list[str] = []
-    try:
+    with NewCheckpointFiles(storage) as new:
         for part in range(num_parts):
             final = (classic_checkpoint_path(version) if num_parts == 1
                      else multipart_checkpoint_path(version, part + 1, num_parts))
-            existed = storage.exists(final)
-            _move(storage, files[part], final)
-            if not existed:
-                created.append(final)
+            new.publish(final, lambda: _move(storage, files[part], final))  # noqa: B023 - called at once
             finals.append(final)
         if _local(storage):
             _fsync(storage.local_path(LOG_DIR), directory=True)
-    except BaseException:
-        for path in created:
-            try:
-                storage.delete(path)
-            except Exception:  # noqa: BLE001 - best effort; the original failure is what matters
-                pass
-        raise
     return finals
 
 

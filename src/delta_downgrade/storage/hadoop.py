@@ -14,7 +14,7 @@ import os
 import tempfile
 from pathlib import Path
 from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from delta_downgrade.errors import (
     CommitFileExistsError, DeltaDowngradeError, StorageNotAtomicError, StorageUnreachableError,
@@ -303,22 +303,27 @@ class HadoopStorage:
         """Write to a temporary name, then rename over the target (checkpoints, _last_checkpoint).
         The temporary name is the package's (:func:`delta_downgrade.storage.temp_files.temp_name`),
         so a crash's leftover is recognised by ``cleanup``; a failure removes it at once."""
+        with self._java(f"writing {rel_path}", write=True):
+            self._replace_through_temp(rel_path, lambda tmp: self._write(tmp, data, overwrite=False))
+
+    def _replace_through_temp(self, rel_path: str, put: Callable[[str], object]) -> None:
+        """``put`` the file at the package's temporary name next to ``rel_path``, then rename it
+        over ``rel_path``; a failure removes the temporary file at once."""
         directory, _, name = rel_path.rpartition("/")
         tmp = f"{directory}/{temp_name(name)}" if directory else temp_name(name)
-        with self._java(f"writing {rel_path}", write=True):
+        try:
+            put(tmp)
+            target = self._path(rel_path)
+            if self._fs.exists(target):
+                self._fs.delete(target, False)
+            if not self._fs.rename(self._path(tmp), target):
+                raise OSError(f"rename of {tmp} to {rel_path} failed")
+        except BaseException:
             try:
-                self._write(tmp, data, overwrite=False)
-                target = self._path(rel_path)
-                if self._fs.exists(target):
-                    self._fs.delete(target, False)
-                if not self._fs.rename(self._path(tmp), target):
-                    raise OSError(f"rename of {tmp} to {rel_path} failed")
-            except BaseException:
-                try:
-                    self._fs.delete(self._path(tmp), False)
-                except Exception:  # noqa: BLE001 - already failing
-                    pass
-                raise
+                self._fs.delete(self._path(tmp), False)
+            except Exception:  # noqa: BLE001 - already failing
+                pass
+            raise
 
     @contextmanager
     def atomic_file(self, rel_path: str) -> Iterator[str]:
@@ -329,22 +334,9 @@ class HadoopStorage:
         os.close(fd)
         try:
             yield local
-            directory, _, name = rel_path.rpartition("/")
-            tmp = f"{directory}/{temp_name(name)}" if directory else temp_name(name)
             with self._java(f"writing {rel_path}", write=True):
-                try:
-                    self._fs.copyFromLocalFile(False, False, self._path_cls(Path(local).as_uri()), self._path(tmp))
-                    target = self._path(rel_path)
-                    if self._fs.exists(target):
-                        self._fs.delete(target, False)
-                    if not self._fs.rename(self._path(tmp), target):
-                        raise OSError(f"rename of {tmp} to {rel_path} failed")
-                except BaseException:
-                    try:
-                        self._fs.delete(self._path(tmp), False)
-                    except Exception:  # noqa: BLE001 - already failing
-                        pass
-                    raise
+                self._replace_through_temp(rel_path, lambda tmp: self._fs.copyFromLocalFile(
+                    False, False, self._path_cls(Path(local).as_uri()), self._path(tmp)))
         finally:
             try:
                 os.unlink(local)
