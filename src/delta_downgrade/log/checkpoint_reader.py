@@ -94,14 +94,32 @@ def iter_checkpoint_columns(source: Any, columns: Iterable[str], rel_path: str,
         sizes = [pf.metadata.row_group(i).num_rows for i in range(pf.metadata.num_row_groups)]
     except (pa.ArrowException, OSError) as exc:
         raise CheckpointUnreadableError(f"cannot read checkpoint file {rel_path}: {exc}") from exc
+    add_type = pf.schema_arrow.field("add").type if "add" in pf.schema_arrow.names else None
+    # stats_parsed is read row group by row group, beside the rows it completes
+    splittable = not (add_type is not None and pa.types.is_struct(add_type)
+                      and add_type.get_field_index(STATS_PARSED) >= 0)
     group: list[int] = []
     rows = 0
     for i, n in enumerate(sizes):
+        if n > max_rows and splittable and present:
+            # One row group larger than a piece (delta-rs writes a checkpoint as one row group):
+            # read it in batches, so that only a piece of it is decoded at a time.
+            if group:
+                yield _read_groups(pf, present, group, rel_path)
+                group, rows = [], 0
+            try:
+                for batch in pf.iter_batches(batch_size=max_rows, row_groups=[i], columns=present):
+                    yield pa.Table.from_batches([batch])
+            except (pa.ArrowException, OSError) as exc:
+                raise CheckpointUnreadableError(f"cannot read checkpoint file {rel_path}: {exc}") from exc
+            continue
         group.append(i)
         rows += n
-        if rows >= max_rows or i == len(sizes) - 1:
+        if rows >= max_rows:
             yield _read_groups(pf, present, group, rel_path)
             group, rows = [], 0
+    if group:
+        yield _read_groups(pf, present, group, rel_path)
     if not sizes:
         yield _read_groups(pf, present, None, rel_path)
 

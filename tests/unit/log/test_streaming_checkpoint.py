@@ -281,3 +281,33 @@ def test_a_failed_part_of_a_streamed_multipart_checkpoint_leaves_no_part(tmp_pat
     with pytest.raises(StorageFullError):  # typed by the storage, as any full disk
         write_state_checkpoint(storage, state, NOW - 7 * DAY, v2=False, part_size=4)
     assert sorted(p.name for p in (root / LOG_DIR).iterdir()) == before
+
+
+def test_a_prior_checkpoint_in_one_large_row_group_is_read_in_batches(tmp_path, monkeypatch):
+    """delta-rs writes a checkpoint as one row group: the streamed read takes it in batches of a
+    piece's size (not the whole group at once), with the same result."""
+    root = tmp_path / "t"
+    _table(root, "classic", monkeypatch)
+    prior = root / LOG_DIR / f"{2:020d}.checkpoint.parquet"
+    rows = pq.read_table(prior)
+    pq.write_table(rows, prior, row_group_size=len(rows) + 1)  # one row group, as delta-rs writes
+    assert pq.ParquetFile(prior).num_row_groups == 1
+    clock = ManualClock(NOW)
+    whole = checkpoint_table(DeltaLog(str(root)), clock=clock)
+    expected = _rows(root, whole.paths)
+    _clear_checkpoint(root, whole.paths)
+
+    batches: list[int] = []
+    real = pq.ParquetFile.iter_batches
+
+    def spy(self: pq.ParquetFile, *args: Any, **kwargs: Any) -> Any:
+        for batch in real(self, *args, **kwargs):
+            batches.append(batch.num_rows)
+            yield batch
+
+    monkeypatch.setattr(pq.ParquetFile, "iter_batches", spy)
+    monkeypatch.setattr(arrow_replay, "PART_ACTIONS", 3)
+    monkeypatch.setattr(arrow_checkpoint, "STREAM_ROWS", 2)
+    streamed = checkpoint_table(DeltaLog(str(root)), clock=clock)
+    assert len(batches) > 3 and max(batches) <= 2  # the one row group, two rows at a time
+    assert _rows(root, streamed.paths) == expected
