@@ -52,6 +52,13 @@ def struct_field(s: pa.StructArray, name: str) -> pa.Array | None:
     return s.field(index) if index >= 0 else None
 
 
+def chunked_field(column: pa.ChunkedArray, name: str) -> pa.ChunkedArray:
+    """Field ``name`` of a chunked struct column, chunk by chunk (no copy). Like
+    ``StructArray.field``, it ignores the parent's nulls: filter those rows first where they
+    matter."""
+    return pa.chunked_array([chunk.field(name) for chunk in column.chunks], column.type.field(name).type)
+
+
 def empty_maps(n: int, mask: pa.Array | None = None) -> pa.Array:
     offsets = pa.repeat(pa.scalar(0, _INT), n + 1)
     return pa.MapArray.from_arrays(offsets, _EMPTY_STR, _EMPTY_STR, type=_MAP, mask=mask)

@@ -143,9 +143,13 @@ class ArrowState:
         at once: :meth:`num_tombstones_after` counts them part by part)."""
         return tombstones_after(self.removes, cutoff_ms)
 
+    def tombstones_after_per_part(self, cutoff_ms: int) -> list[int]:
+        """How many removes :meth:`tombstones_after` keeps in each part, read one part at a time."""
+        return [len(tombstones_after(removes, cutoff_ms)) for _, removes in self.file_parts()]
+
     def num_tombstones_after(self, cutoff_ms: int) -> int:
-        """How many removes :meth:`tombstones_after` keeps, read one part at a time."""
-        return sum(len(tombstones_after(removes, cutoff_ms)) for _, removes in self.file_parts())
+        """How many removes :meth:`tombstones_after` keeps."""
+        return sum(self.tombstones_after_per_part(cutoff_ms))
 
 
 def _may_hold(arrays: Sequence[pa.Array], needle: bytes) -> bool:

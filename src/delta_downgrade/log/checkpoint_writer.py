@@ -40,6 +40,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from delta_downgrade.log.arrow_columns import chunked_field
 from delta_downgrade.log.checkpoint_columns import (BUILDERS, action_batch, add_array, metadata_array,
                                                     protocol_array, remove_array)
 from delta_downgrade.log.checkpoint_schema import ADD_TYPE, CHECKPOINT_SCHEMA, REMOVE_TYPE, with_add_type
@@ -51,7 +52,6 @@ from delta_downgrade.log.spark_hash import spark_partition_ids, spark_partition_
 from delta_downgrade.protocol.actions import AddFile, DomainMetadata, Metadata, ProtocolAction, RemoveFile, Txn
 from delta_downgrade.storage import Storage
 
-_STR = pa.string()
 _BOOL = pa.bool_()
 
 #: Part size (file actions per part) when neither the call nor the table says otherwise. Large on
@@ -460,10 +460,8 @@ def write_checkpoint_arrow(storage: Storage, version: int, protocol: ProtocolAct
         parts = [(rows, arrow_part_batches(protocol, metadata, txns, live, add_col, remove_col, schema))]
     else:
         home = spark_partition_of(None, num_parts)
-        add_ids = spark_partition_ids(pa.chunked_array([c.field("path") for c in add_col.chunks], _STR),
-                                      num_parts)
-        remove_ids = spark_partition_ids(
-            pa.chunked_array([c.field("path") for c in remove_col.chunks], _STR), num_parts)
+        add_ids = spark_partition_ids(chunked_field(add_col, "path"), num_parts)
+        remove_ids = spark_partition_ids(chunked_field(remove_col, "path"), num_parts)
         parts = []
         for i in range(num_parts):
             part_adds = add_col.filter(pc.equal(add_ids, i))

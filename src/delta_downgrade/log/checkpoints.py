@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import logging
 
-
 from delta_downgrade.protocol.actions import Metadata, ProtocolAction
 from delta_downgrade.clock import SYSTEM_CLOCK, Clock
 from delta_downgrade.errors import CorruptLogError, UnsupportedFeaturesError

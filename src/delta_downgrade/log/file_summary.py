@@ -1,6 +1,8 @@
 """Counts over the live files and tombstones of an :class:`~delta_downgrade.log.arrow_replay.ArrowState`,
 computed on its Arrow columns part by part (:meth:`ArrowState.file_parts`): what trace checks and
-``inspect`` need to know about every file, without a Python object per file."""
+``inspect`` need to know about every file, without a Python object per file. pyarrow is imported
+in the functions: the feature modules import this one, and a small table's ``inspect`` loads no
+pyarrow."""
 
 from __future__ import annotations
 
@@ -10,13 +12,6 @@ from typing import TYPE_CHECKING, Any, Iterable
 if TYPE_CHECKING:
     from delta_downgrade.log.arrow_replay import ArrowState
     from delta_downgrade.protocol.actions import RemoveFile
-
-
-def _child(column: Any, name: str) -> Any:
-    """Field ``name`` of a struct chunked array, as a chunked array."""
-    import pyarrow as pa
-
-    return pa.chunked_array([chunk.field(name) for chunk in column.chunks], column.type.field(name).type)
 
 
 def _total(values: Any) -> int:
@@ -42,18 +37,20 @@ class FileCounts:
 def file_counts(state: ArrowState) -> FileCounts:
     import pyarrow.compute as pc
 
+    from delta_downgrade.log.arrow_columns import chunked_field
+
     files = size = with_dv = deleted = tombstones = 0
     for adds, removes in state.file_parts():
         files += len(adds)
         tombstones += len(removes)
         if len(adds) == 0:
             continue
-        size += _total(_child(adds, "size"))
-        dv = _child(adds, "deletionVector")
+        size += _total(chunked_field(adds, "size"))
+        dv = chunked_field(adds, "deletionVector")
         if dv.null_count != len(dv):
             with_dv += len(dv) - dv.null_count
             # a struct's child may hold values under null parents: only files with a DV count
-            deleted += _total(_child(dv.filter(pc.is_valid(dv)), "cardinality"))
+            deleted += _total(chunked_field(dv.filter(pc.is_valid(dv)), "cardinality"))
     return FileCounts(files, size, with_dv, deleted, tombstones)
 
 
@@ -61,13 +58,15 @@ def live_files_with(state: ArrowState, *fields: str) -> int:
     """How many live files have a value in any of ``fields`` of ``add``."""
     import pyarrow.compute as pc
 
+    from delta_downgrade.log.arrow_columns import chunked_field
+
     count = 0
     for adds, _ in state.file_parts():
         if len(adds) == 0:
             continue
         present = None
         for name in fields:
-            valid = pc.is_valid(_child(adds, name))
+            valid = pc.is_valid(chunked_field(adds, name))
             present = valid if present is None else pc.or_(present, valid)
         count += _total(present.cast("int64")) if present is not None else 0
     return count
@@ -80,20 +79,21 @@ def tombstones_with_relative_dvs(state: ArrowState, cutoff_ms: int) -> list[Remo
     as Python objects."""
     import pyarrow.compute as pc
 
+    from delta_downgrade.log.arrow_columns import chunked_field
+    from delta_downgrade.log.state_parts import tombstones_after
     from delta_downgrade.protocol.actions import RemoveFile
 
     out: list[RemoveFile] = []
     for _, removes in state.file_parts():
-        if len(removes) == 0:
+        kept = tombstones_after(removes, cutoff_ms)
+        if len(kept) == 0:
             continue
-        dv = _child(removes, "deletionVector")
+        dv = chunked_field(kept, "deletionVector")
         if dv.null_count == len(dv):
             continue
-        stamps = _child(removes, "deletionTimestamp")
-        keep = pc.and_kleene(pc.equal(_child(dv, "storageType"), "u"),
-                             pc.or_kleene(pc.is_null(stamps), pc.greater(stamps, cutoff_ms)))
-        keep = pc.fill_null(keep, False)
-        out += [RemoveFile.from_obj(row) for row in removes.filter(keep).to_pylist()]
+        relative = pc.fill_null(pc.and_kleene(pc.is_valid(dv), pc.equal(chunked_field(dv, "storageType"), "u")),
+                                False)
+        out += [RemoveFile.from_obj(row) for row in kept.filter(relative).to_pylist()]
     return out
 
 
@@ -105,13 +105,15 @@ def tombstone_paths(state: ArrowState, paths: Iterable[str]) -> set[str]:
     import pyarrow as pa
     import pyarrow.compute as pc
 
+    from delta_downgrade.log.arrow_columns import chunked_field
+
     wanted = set(paths)
     needles = pa.array(sorted(wanted), pa.string())
     found: set[str] = set()
     for _, removes in state.file_parts():
         if len(removes) == 0:
             continue
-        column = _child(removes, "path")
+        column = chunked_field(removes, "path")
         found.update(column.filter(pc.is_in(column, value_set=needles)).to_pylist())
         escaped = column.filter(pc.match_substring(column, "%")).to_pylist()
         found.update(p for p in map(unquote, escaped) if p in wanted)

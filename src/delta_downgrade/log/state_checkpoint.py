@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Iterator, Sequence
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from delta_downgrade.log.arrow_columns import chunked_field
 from delta_downgrade.log.checkpoint_schema import ADD_TYPE, CHECKPOINT_SCHEMA, REMOVE_TYPE, with_add_type
 from delta_downgrade.log.checkpoint_stats_struct import with_parsed_columns, writes_stats_as_struct
 from delta_downgrade.log.checkpoint_writer import (BATCH_ROWS, CheckpointResult, arrow_part_batches,
@@ -53,7 +54,6 @@ from delta_downgrade.storage import Storage
 if TYPE_CHECKING:
     from delta_downgrade.log.arrow_replay import ArrowState
 
-_STR = pa.string()
 
 
 def _parts(state: "ArrowState", cutoff_ms: int) -> Iterator[tuple[pa.ChunkedArray, pa.ChunkedArray]]:
@@ -63,12 +63,6 @@ def _parts(state: "ArrowState", cutoff_ms: int) -> Iterator[tuple[pa.ChunkedArra
                file_action_column(tombstones_after(removes, cutoff_ms), REMOVE_TYPE, "removes"))
         del adds, removes
         release_memory()
-
-
-def _num_tombstones(state: "ArrowState", cutoff_ms: int) -> list[int]:
-    """The unexpired tombstones of each part (the removes only are read: mapped, the adds not
-    touched)."""
-    return [len(tombstones_after(removes, cutoff_ms)) for _, removes in state.file_parts()]
 
 
 def write_state_checkpoint(storage: Storage, state: "ArrowState", cutoff_ms: int, *, v2: bool,
@@ -86,8 +80,7 @@ def write_state_checkpoint(storage: Storage, state: "ArrowState", cutoff_ms: int
     created_ms = int(time.time() * 1000) if now_ms is None else int(now_ms)
     if v2:
         return _write_v2(storage, state, cutoff_ms, part_size, v2_format, now_ms, update_last_checkpoint)
-    tombstones = _num_tombstones(state, cutoff_ms)
-    n_files = state.num_adds + sum(tombstones)
+    n_files = state.num_adds + state.num_tombstones_after(cutoff_ms)
     size = resolve_part_size(state.metadata, part_size)
     num_parts = 1 if supports_v2_checkpoint(state.protocol) else max(1, math.ceil(n_files / size))
     live = [d for d in state.domains if not d.removed]
@@ -189,8 +182,7 @@ def _write_multipart_one_pass(storage: Storage, state: "ArrowState", cutoff_ms: 
                 for column, col in (("add", adds), ("remove", removes)):
                     if len(col) == 0:
                         continue
-                    ids = spark_partition_ids(pa.chunked_array([c.field("path") for c in col.chunks], _STR),
-                                              num_parts)
+                    ids = spark_partition_ids(chunked_field(col, "path"), num_parts)
                     order = pc.sort_indices(ids)
                     counts = pc.value_counts(ids)
                     placed = col.take(order)
@@ -245,7 +237,7 @@ def _write_v2(storage: Storage, state: "ArrowState", cutoff_ms: int, part_size: 
         slices: list | Iterator = sidecar_slices(with_parsed_columns(adds, state.metadata), removes, per_sidecar)
         count = len(slices)  # type: ignore[arg-type]
     else:
-        tombstones = _num_tombstones(state, cutoff_ms)
+        tombstones = state.tombstones_after_per_part(cutoff_ms)
         count = sum(math.ceil((p + t) / per_sidecar) for (p, _), t in zip(state.parts.sizes, tombstones))
 
         def stream() -> Iterator[tuple[pa.ChunkedArray, pa.ChunkedArray]]:

@@ -21,13 +21,13 @@ import shutil
 import tempfile
 import weakref
 from dataclasses import dataclass
-from typing import Iterator, Sequence
+from typing import Sequence
 from urllib.parse import unquote
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from delta_downgrade.log.arrow_columns import any_true
+from delta_downgrade.log.arrow_columns import any_true, chunked_field
 from delta_downgrade.log.checkpoint_schema import ADD_TYPE, REMOVE_TYPE
 from delta_downgrade.log.memory_pool import MEMORY_POOL
 from delta_downgrade.log.spark_hash import spark_partition_ids
@@ -55,7 +55,7 @@ def tombstones_after(removes: pa.ChunkedArray, cutoff_ms: int) -> pa.ChunkedArra
     a checkpoint keeps (PROTOCOL.md "Checkpoints": expired tombstones may be left out)."""
     if len(removes) == 0:
         return removes
-    stamps = pa.chunked_array([c.field("deletionTimestamp") for c in removes.chunks], _LONG)
+    stamps = chunked_field(removes, "deletionTimestamp")
     keep = pc.or_kleene(pc.is_null(stamps), pc.greater(stamps, pa.scalar(cutoff_ms, _LONG)))
     if pc.all(keep).as_py():
         return removes
@@ -254,7 +254,3 @@ def release_memory() -> None:
     except (AttributeError, pa.ArrowException):
         pass
 
-
-def iterate(parts: "MemoryParts | SpilledParts") -> Iterator[tuple[pa.ChunkedArray, pa.ChunkedArray]]:
-    for i in range(parts.count):
-        yield parts.load(i)
