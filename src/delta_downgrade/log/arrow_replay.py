@@ -300,16 +300,21 @@ JSON_BYTES_PER_ACTION = 400
 PARQUET_BYTES_PER_ACTION = 100
 
 
+def estimated_file_actions(storage: Storage, segment: LogSegment) -> int:
+    """The file actions of ``segment``, estimated from its files' bytes before anything is read."""
+    estimate = sum(st.size for st in segment.commits) // JSON_BYTES_PER_ACTION
+    if segment.checkpoint is not None:
+        estimate += checkpoint_size_bytes(storage, segment.checkpoint) // PARQUET_BYTES_PER_ACTION
+    return estimate
+
+
 def planned_parts(storage: Storage, segment: LogSegment, part_actions: int | None = None) -> int:
     """Parts of the replay of ``segment``: ``ceil(estimated file actions / part_actions)``
     (default :data:`PART_ACTIONS`), 1 for a log that fits."""
     per_part = PART_ACTIONS if part_actions is None else part_actions
     if isinstance(per_part, bool) or not isinstance(per_part, int) or per_part < 1:
         raise ValueError(f"part_actions must be a positive int, got {per_part!r}")
-    estimate = sum(st.size for st in segment.commits) // JSON_BYTES_PER_ACTION
-    if segment.checkpoint is not None:
-        estimate += checkpoint_size_bytes(storage, segment.checkpoint) // PARQUET_BYTES_PER_ACTION
-    return max(1, -(-estimate // per_part))
+    return max(1, -(-estimated_file_actions(storage, segment) // per_part))
 
 
 def replay_segment(storage: Storage, table: str, segment: LogSegment, *,

@@ -17,10 +17,11 @@ from __future__ import annotations
 import logging
 import os
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from delta_downgrade.clock import SYSTEM_CLOCK, Clock
 from delta_downgrade.errors import BadSettingsError, SparkCheckpointUnsupportedError
+from delta_downgrade.log.arrow_replay import estimated_file_actions
 from delta_downgrade.log.checkpoint_writer import CheckpointResult
 from delta_downgrade.log.checkpoints import checkpoint_table
 from delta_downgrade.log.delta_log import DeltaLog
@@ -84,22 +85,16 @@ def active_spark_session() -> SparkSession | None:
     return SparkSession.getActiveSession()
 
 
-def estimated_file_actions(log: DeltaLog, version: int | None) -> int:
-    """File actions of the segment of ``version``, estimated from its files' bytes."""
-    from delta_downgrade.log.arrow_replay import planned_parts
-
-    return planned_parts(log.storage, log.segment(version), part_actions=1)
-
-
 def write_checkpoint(log: DeltaLog, version: int | None = None, *, engine: str | None = None,
-                     clock: Clock = SYSTEM_CLOCK, spark: Any = None) -> CheckpointResult:
+                     clock: Clock = SYSTEM_CLOCK) -> CheckpointResult:
     """The checkpoint of ``version`` (latest by default) by the engine chosen as described in
-    the module docstring. ``spark``: the session for the Spark path (default: the active one)."""
-    chosen = _setting(engine, log.table) if spark is not None else validate_engine(engine, log.table)
+    the module docstring; the Spark path runs on the active session."""
+    chosen = validate_engine(engine, log.table)
     if chosen == "arrow":
         return checkpoint_table(log, version, clock=clock)
-    session = spark if spark is not None else active_spark_session()
-    if chosen == "auto" and (session is None or estimated_file_actions(log, version) < _threshold(log.table)):
+    session = active_spark_session()
+    if chosen == "auto" and (session is None or
+                             estimated_file_actions(log.storage, log.segment(version)) < _threshold(log.table)):
         return checkpoint_table(log, version, clock=clock)
     from delta_downgrade.log.spark_checkpoint import spark_checkpoint_table
 
