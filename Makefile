@@ -9,6 +9,10 @@ STAMP   := $(VENV)/.installed
 # deltalake 0.18.2, an older client the tests read with, beside the venv's deltalake 1.6.6: both
 # cannot be installed in one environment, so this one goes to its own directory (PYTHONPATH).
 DELTALAKE_018 := $(VENV)/deltalake-0.18.2
+# Azurite (the Azure Blob emulator the object-store tests start) from the npm registry, into the
+# venv; without npm the Azure tests skip with the reason.
+AZURITE_VERSION := 3.37.0
+NODE_DIR := $(VENV)/node
 # Interpreters tried in order for a new venv; override with `make venv PYTHON=/path/to/python3.x`.
 PYTHON_CANDIDATES := python3 python3.13 python3.12 python3.11 python3.10
 PYTEST_ARGS ?=
@@ -50,6 +54,12 @@ $(STAMP): pyproject.toml tools/pyproject.toml | $(PY)
 	@echo "$(PY) -m pip install --target $(DELTALAKE_018) deltalake==0.18.2"
 	@rm -rf $(DELTALAKE_018)
 	@$(PY) -m pip install --no-deps --target $(DELTALAKE_018) deltalake==0.18.2 pyarrow-hotfix==0.7 2>&1 | $(QUIET_PIP)
+	@if command -v npm >/dev/null 2>&1; then \
+	  echo "npm install --prefix $(NODE_DIR) azurite@$(AZURITE_VERSION)"; \
+	  npm install --prefix $(NODE_DIR) --no-audit --no-fund --loglevel=error azurite@$(AZURITE_VERSION); \
+	else \
+	  echo "npm not found: Azurite is not installed and the Azure object-store tests will skip"; \
+	fi
 	@touch $(STAMP)
 
 check-java:

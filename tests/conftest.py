@@ -10,6 +10,8 @@
 - `oracle_018`: the same with deltalake 0.18.2 (an older client, reader version 1 only).
 - `duckdb_reader`: the same child process reading through DuckDB's delta extension
   (``duckdb_rows``).
+- `s3_endpoint`, `azure_endpoint`, `gcs_endpoint` (and `object_store`, each in turn): a fresh
+  bucket on a real local server (tests/object_stores.py); they skip when it cannot start.
 
 Tests that use these fixtures get the markers ``golden`` / ``spark`` / ``oracle`` automatically,
 so ``pytest -m "not spark"`` runs the fast subset.
@@ -36,6 +38,11 @@ if str(REPO_ROOT) not in sys.path:
 
 import tests.oracle  # noqa: E402
 from tests.oracle import DeltaRsOracle  # noqa: E402
+
+# Object-store endpoints (moto S3, Azurite, fake-gcs-server): fixtures of tests/object_stores.py.
+from tests.object_stores import (  # noqa: E402,F401
+    azure_endpoint, azurite_server, gcs_endpoint, gcs_server, object_store, s3_endpoint, s3_server,
+)
 
 # `from oracle import …` (older test modules) must give the very same module object.
 sys.modules.setdefault("oracle", tests.oracle)

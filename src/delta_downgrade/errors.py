@@ -297,6 +297,22 @@ class StorageUnreachableError(UnsupportedStorageError):
     sqlstate = "08001"
 
 
+class StorageAccessDeniedError(BadInputError):
+    """The store refused the request's credentials (missing, wrong or expired) or their
+    permissions. Nothing was written."""
+
+    error_class = "DELTA_DOWNGRADE_STORAGE_ACCESS_DENIED"
+    sqlstate = "28000"
+
+
+class BadStorageOptionError(BadInputError):
+    """A storage option (``--storage-option KEY=VALUE``, ``storage_options``) that no store
+    takes, or a value it cannot parse. Nothing was read or written."""
+
+    error_class = "DELTA_DOWNGRADE_BAD_STORAGE_OPTION"
+    sqlstate = "42616"
+
+
 class StorageNotWritableError(BadInputError):
     """The storage refused a write: a read-only file system (EROFS) or no permission (EACCES,
     EPERM). Exit 2: on such storage the first write of a run already fails, so nothing was

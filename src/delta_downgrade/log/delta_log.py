@@ -4,7 +4,7 @@ checkpoint inventory — the two views checkpoint protection reasons about."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, NoReturn, Sequence
+from typing import Any, Mapping, NoReturn, Sequence
 
 from delta_downgrade.protocol.actions import Metadata, ProtocolAction
 from delta_downgrade.errors import (
@@ -50,9 +50,10 @@ class DeltaLog:
     #: How many snapshots are kept (newest versions win).
     CACHED_SNAPSHOTS = 3
 
-    def __init__(self, location: str, storage: Storage | None = None) -> None:
+    def __init__(self, location: str, storage: Storage | None = None, *,
+                 storage_options: Mapping[str, str] | None = None) -> None:
         self.table = location
-        self.storage = storage if storage is not None else open_storage(location)
+        self.storage = storage if storage is not None else open_storage(location, options=storage_options)
         self._listing: LogListing | None = None
         self._stale: LogListing | None = None  # the listing refresh() updates from
         self._snapshots: dict[int, Snapshot] = {}

@@ -50,7 +50,8 @@ def _ensure_writable(snapshot: Snapshot, feature: str, table: str) -> None:
 
 def drop_feature(location: str, feature: str, *, truncate_history: bool = False, dry_run: bool = False,
                  clock: Clock = SYSTEM_CLOCK, rewrites: Mapping[str, Callable[[DropRun], Any]] | None = None,
-                 log: DeltaLog | None = None, checkpoint_engine: str | None = None) -> DropOutcome:
+                 log: DeltaLog | None = None, checkpoint_engine: str | None = None,
+                 storage_options: Mapping[str, str] | None = None) -> DropOutcome:
     """Drop ``feature`` from the table at ``location``.
 
     Each step is logged at INFO on ``delta_downgrade.drop`` (:data:`drop_run.LOGGER`) as it is
@@ -61,8 +62,9 @@ def drop_feature(location: str, feature: str, *, truncate_history: bool = False,
     ``rewrites`` replaces the data rewrite of the feature it names (``{feature: rewrite(run)}``).
     ``checkpoint_engine``: who writes the drop's checkpoints (``log/checkpoint_engine``: ``auto``,
     ``arrow`` or ``spark``; None: the environment's setting, else ``auto``).
+    ``storage_options``: credentials and endpoint of the table's store (``storage/options.py``).
     """
-    log = log or DeltaLog(location)
+    log = log or DeltaLog(location, storage_options=storage_options)
     start = log.snapshot()
     name = clean_feature_name(feature)
     before = start.protocol

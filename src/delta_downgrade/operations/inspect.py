@@ -97,9 +97,10 @@ class TableReport:
         return [f.name for f in self.features if f.removable]
 
 
-def inspect_table(location: str, version: int | None = None, *, history: bool = True) -> TableReport:
+def inspect_table(location: str, version: int | None = None, *, history: bool = True,
+                  storage_options: Mapping[str, str] | None = None) -> TableReport:
     """Inspect ``location`` at ``version`` (latest by default)."""
-    log = DeltaLog(location)
+    log = DeltaLog(location, storage_options=storage_options)
     snapshot = log.snapshot(version, check_read=True)
     protocol = snapshot.protocol
     metadata = snapshot.metadata

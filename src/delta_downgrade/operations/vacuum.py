@@ -58,7 +58,7 @@ import math
 import posixpath
 import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Iterable
+from typing import TYPE_CHECKING, Iterable, Mapping
 
 from delta_downgrade.protocol.actions import AddFile, RemoveFile
 from delta_downgrade.clock import SYSTEM_CLOCK, Clock, check_duration_ms
@@ -256,10 +256,10 @@ def checksum_companion(rel_path: str) -> str:
 
 # --- the operation ------------------------------------------------------------------------------
 
-def _open(log: DeltaLog | str) -> DeltaLog:
+def _open(log: DeltaLog | str, storage_options: Mapping[str, str] | None = None) -> DeltaLog:
     from delta_downgrade.log.delta_log import DeltaLog
 
-    return log if isinstance(log, DeltaLog) else DeltaLog(log)
+    return log if isinstance(log, DeltaLog) else DeltaLog(log, storage_options=storage_options)
 
 
 def plan_vacuum(log: DeltaLog, snapshot: Snapshot, *, retention_ms: int, configured_ms: int,
@@ -342,7 +342,8 @@ def _remove_staging_dirs(log: DeltaLog, result: VacuumResult) -> None:
 
 
 def vacuum(log: DeltaLog | str, *, retention_hours: float | None = None, dry_run: bool = False,
-           clock: Clock = SYSTEM_CLOCK, enforce_retention_check: bool = True) -> VacuumResult:
+           clock: Clock = SYSTEM_CLOCK, enforce_retention_check: bool = True,
+           storage_options: Mapping[str, str] | None = None) -> VacuumResult:
     """VACUUM the table at the latest version (module docstring for the rules).
 
     Raises :class:`UnsupportedFeaturesError` (``DELTA_UNSUPPORTED_FEATURES_FOR_WRITE``) first,
@@ -353,7 +354,7 @@ def vacuum(log: DeltaLog | str, *, retention_hours: float | None = None, dry_run
     does not lose it; delta-spark plans once. Files that vanished before we deleted them are neither in ``deleted`` nor in
     ``failed``; files that could not be deleted are in ``failed``.
     """
-    log = _open(log).refresh()
+    log = _open(log, storage_options).refresh()
     snapshot = log.snapshot(check_read=False)
     ensure_supported(snapshot.protocol, Operation.VACUUM, table=log.table,
                      version=snapshot.version)

@@ -8,6 +8,7 @@ the task renders it as its RESULT line.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Mapping
 
 from delta_downgrade.errors import DeltaDowngradeError
 from delta_downgrade.log.delta_log import DeltaLog
@@ -59,9 +60,10 @@ class VerifyReport:
         return CHECKPOINT_PROTECTION in self.protocol.features
 
 
-def verify_table(location: str, expect: Expectations) -> VerifyReport:
+def verify_table(location: str, expect: Expectations, *,
+                 storage_options: Mapping[str, str] | None = None) -> VerifyReport:
     """Check every expectation against a fresh read of ``location``; bad input raises."""
-    log = DeltaLog(location)
+    log = DeltaLog(location, storage_options=storage_options)
     snapshot = log.snapshot()
     protocol = snapshot.protocol
     checks: list[Check] = []

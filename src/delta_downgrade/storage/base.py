@@ -10,7 +10,7 @@ mutual exclusion). Implementations that cannot do it atomically must say so
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ContextManager, Protocol as TypingProtocol
+from typing import BinaryIO, ContextManager, Iterator, Protocol as TypingProtocol
 
 
 def scheme_of(location: str) -> str:
@@ -26,31 +26,99 @@ class FileStatus:
 
 
 class Storage(TypingProtocol):
+    """What the log and the operations may ask of a table's storage. Every implementation has
+    every method; where a store has no such thing (directories on an object store, file times
+    that can be set), the method says so in its own docstring."""
+
+    #: The table location as the user gave it (a path or a URI), for messages.
     root: str
+    #: Whether :meth:`put_if_absent` is atomic here. Writers refuse to commit when it is not
+    #: (:class:`~delta_downgrade.errors.StorageNotAtomicError`). An object store answers it by
+    #: probing the endpoint once (a conditional create that must fail the second time), so an
+    #: endpoint that ignores the condition is refused instead of raced.
     atomic_put_if_absent: bool
     #: Whether :meth:`list_names` is much cheaper than :meth:`list_dir` (a local directory: one
     #: readdir against a stat per file). Where a listing returns statuses anyway (Hadoop, object
     #: stores), an incremental listing compares statuses instead of stat'ing files one by one.
     lists_names_cheaply: bool
+    #: Whether the store has directories of its own (local, HDFS) that stay behind when their
+    #: files are deleted; an object store has only keys (VACUUM removes empty directories only
+    #: where this is true).
+    has_directories: bool
 
-    def list_dir(self, rel_dir: str) -> list[FileStatus]: ...
+    # --- where a file is, for other readers ----------------------------------------------------
+    def uri(self, rel_path: str) -> str:
+        """The location of ``rel_path`` as Spark and outside readers (delta-rs, DuckDB) take it:
+        an absolute local path for a local table, the table's URI joined with ``rel_path``
+        otherwise (``s3://bucket/t/_delta_log/...``)."""
+        ...
+    def local_file(self, rel_path: str) -> str | None:
+        """A path on this machine's file system holding ``rel_path``, or None when the table is
+        not local: fast readers (``open``, ``os.read``, a memory map) use it when given one and
+        fall back to :meth:`read_bytes` / :meth:`open_input` otherwise."""
+        ...
+
+    # --- listing -------------------------------------------------------------------------------
+    def list_dir(self, rel_dir: str, *, start_after: str | None = None) -> list[FileStatus]:
+        """The files directly in ``rel_dir`` (not folders), sorted by path; empty when it does
+        not exist. ``start_after`` (a name in ``rel_dir``, not a path): only names that sort
+        after it. An object store asks the service for exactly those (S3 ``start-after``, the
+        list offset of Azure and GCS), so catching up on a long log lists only its tail."""
+        ...
     def list_names(self, rel_dir: str) -> set[str]:
         """Names of the entries directly in ``rel_dir``, without statuses (a folder's name may be
         among them: :meth:`is_dir` tells); empty when it does not exist; ``NotADirectoryError``
         when it is a file."""
         ...
+    def walk_files(self, rel_dir: str = "") -> Iterator[FileStatus]:
+        """Every file below ``rel_dir``, recursively, paths relative to the table root."""
+        ...
     def is_dir(self, rel_path: str) -> bool: ...
     def exists(self, rel_path: str) -> bool: ...
-    def read_bytes(self, rel_path: str) -> bytes: ...
-    def status(self, rel_path: str) -> FileStatus: ...
-    def put_if_absent(self, rel_path: str, data: bytes) -> None: ...
-    def write_atomic(self, rel_path: str, data: bytes) -> None: ...
+    def status(self, rel_path: str) -> FileStatus:
+        """Size and modification time; ``FileNotFoundError`` when absent."""
+        ...
+
+    # --- reading -------------------------------------------------------------------------------
+    def read_bytes(self, rel_path: str) -> bytes:
+        """The whole file; ``FileNotFoundError`` when absent."""
+        ...
+    def read_range(self, rel_path: str, start: int, length: int) -> bytes:
+        """``length`` bytes from offset ``start`` (fewer at the end of the file): a deletion
+        vector inside its file, a parquet footer, without reading the whole object."""
+        ...
+    def open_input(self, rel_path: str) -> BinaryIO:
+        """A seekable binary file object over ``rel_path`` (pyarrow reads parquet from it with
+        ranged reads on an object store); the caller closes it."""
+        ...
+
+    # --- writing -------------------------------------------------------------------------------
+    def put_if_absent(self, rel_path: str, data: bytes) -> None:
+        """Create ``rel_path`` with ``data`` only if nothing is there, in one atomic step;
+        :class:`~delta_downgrade.errors.CommitFileExistsError` when it exists."""
+        ...
+    def write_atomic(self, rel_path: str, data: bytes) -> None:
+        """Replace-or-create ``rel_path`` so that readers see the old or the new content, never
+        a part (``_last_checkpoint``, checkpoint files, staged data files)."""
+        ...
     def atomic_file(self, rel_path: str) -> ContextManager[str]:
         """A local file to write ``rel_path``'s content into, published under ``rel_path``
         atomically (replace-or-create, as :meth:`write_atomic`) when the ``with`` block ends
         normally and removed when it raises: large files (checkpoints) are streamed to disk
         instead of being held in memory as one ``bytes``."""
         ...
-    def delete(self, rel_path: str) -> bool: ...
-    def local_path(self, rel_path: str) -> str: ...
-    def set_modification_time(self, rel_path: str, epoch_ms: int) -> None: ...
+    def delete(self, rel_path: str) -> bool:
+        """Delete one file; False when it was already gone."""
+        ...
+    def remove_empty_dir(self, rel_dir: str) -> bool:
+        """Remove ``rel_dir`` when it is an empty directory; False otherwise (always False
+        where :attr:`has_directories` is False)."""
+        ...
+    def walk_dirs(self, rel_dir: str = "") -> Iterator[FileStatus]:
+        """Every directory below ``rel_dir``, deepest first (nothing where
+        :attr:`has_directories` is False)."""
+        ...
+    def set_modification_time(self, rel_path: str, epoch_ms: int) -> None:
+        """Tests and benchmarks age files to exercise retention; an object store cannot set
+        one (``NotImplementedError``)."""
+        ...

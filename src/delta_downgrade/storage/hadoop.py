@@ -10,11 +10,12 @@ delta-sql engine on Databricks is the way to change such tables.
 from __future__ import annotations
 
 import glob
+import io
 import os
 import tempfile
 from pathlib import Path
 from contextlib import contextmanager
-from typing import Any, Callable, Iterator
+from typing import Any, BinaryIO, Callable, Iterator, Mapping
 
 from delta_downgrade.errors import (
     CommitFileExistsError, DeltaDowngradeError, StorageNotAtomicError, StorageUnreachableError,
@@ -156,9 +157,10 @@ class HadoopStorage:
     # A Hadoop listing returns statuses anyway: an incremental listing compares them instead of
     # listing names first (Storage.lists_names_cheaply).
     lists_names_cheaply = False
+    has_directories = True
 
     @classmethod
-    def from_location(cls, location: str) -> HadoopStorage:
+    def from_location(cls, location: str, options: Mapping[str, str] | None = None) -> HadoopStorage:
         """The storage for a URI, refusing before any JVM is started a scheme nothing here can
         serve (exit 2), not after ten seconds of Spark start-up and a Java
         UnsupportedFileSystemException."""
@@ -210,17 +212,24 @@ class HadoopStorage:
     def local_path(self, rel_path: str) -> str:
         return f"{self.root}/{rel_path}" if rel_path else self.root
 
+    def uri(self, rel_path: str) -> str:
+        return f"{self.root}/{rel_path}" if rel_path else self.root
+
+    def local_file(self, rel_path: str) -> str | None:
+        return None
+
     def _status(self, rel: str, st: Any) -> FileStatus:
         return FileStatus(rel, int(st.getLen()), int(st.getModificationTime()))
 
-    def list_dir(self, rel_dir: str) -> list[FileStatus]:
+    def list_dir(self, rel_dir: str, *, start_after: str | None = None) -> list[FileStatus]:
         with self._java(f"listing {rel_dir or '/'}"):
             path = self._path(rel_dir)
             if not self._fs.exists(path):
                 return []
             prefix = f"{rel_dir}/" if rel_dir else ""
             out = [self._status(prefix + st.getPath().getName(), st)
-                   for st in self._fs.listStatus(path) if st.isFile()]
+                   for st in self._fs.listStatus(path) if st.isFile()
+                   and (start_after is None or st.getPath().getName() > start_after)]
         out.sort(key=lambda s: s.path)
         return out
 
@@ -263,6 +272,47 @@ class HadoopStorage:
                 return bytes(out.toByteArray())
             finally:
                 stream.close()
+
+    def read_range(self, rel_path: str, start: int, length: int) -> bytes:
+        with self._java(f"reading {rel_path}"):
+            stream = self._fs.open(self._path(rel_path))
+            try:
+                stream.seek(int(start))
+                out = self._jvm.java.io.ByteArrayOutputStream()
+                self._jvm.org.apache.hadoop.io.IOUtils.copyBytes(stream, out, int(length), False)
+                return bytes(out.toByteArray())[:length]
+            finally:
+                stream.close()
+
+    def open_input(self, rel_path: str) -> BinaryIO:
+        return io.BytesIO(self.read_bytes(rel_path))
+
+    def remove_empty_dir(self, rel_dir: str) -> bool:
+        with self._java(f"removing {rel_dir}", write=True):
+            path = self._path(rel_dir)
+            if not self._fs.exists(path) or not self._fs.getFileStatus(path).isDirectory():
+                return False
+            if len(self._fs.listStatus(path)):
+                return False
+            return bool(self._fs.delete(path, False))
+
+    def walk_dirs(self, rel_dir: str = "") -> Iterator[FileStatus]:
+        """Every directory below ``rel_dir``, deepest first."""
+        found: list[FileStatus] = []
+        with self._java(f"listing {rel_dir or '/'}"):
+            pending = [rel_dir]
+            while pending:
+                current = pending.pop()
+                path = self._path(current)
+                if not self._fs.exists(path):
+                    continue
+                for st in self._fs.listStatus(path):
+                    if st.isDirectory():
+                        rel = f"{current}/{st.getPath().getName()}" if current else st.getPath().getName()
+                        found.append(FileStatus(rel, 0, int(st.getModificationTime())))
+                        pending.append(rel)
+        found.sort(key=lambda s: s.path.count("/"), reverse=True)
+        return iter(found)
 
     def _write(self, rel_path: str, data: bytes, overwrite: bool) -> None:
         """Create ``rel_path`` and write ``data``. When the write (or the close, which flushes)

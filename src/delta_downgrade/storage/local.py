@@ -6,7 +6,7 @@ import errno
 import os
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
+from typing import BinaryIO, Iterator, Mapping
 
 from delta_downgrade.errors import CommitFileExistsError
 from delta_downgrade.storage.base import FileStatus
@@ -37,13 +37,15 @@ class LocalStorage:
 
     atomic_put_if_absent = True
     lists_names_cheaply = True
+    has_directories = True
 
     def __init__(self, root: str | os.PathLike[str]) -> None:
         self.root = os.path.abspath(os.fspath(root))
 
     @classmethod
-    def from_location(cls, location: str) -> LocalStorage:
-        """A plain path, or a ``file://`` / ``file:`` URI."""
+    def from_location(cls, location: str, options: Mapping[str, str] | None = None) -> LocalStorage:
+        """A plain path, or a ``file://`` / ``file:`` URI (``options`` are for remote stores:
+        a local table has none, as in delta-rs)."""
         for prefix in ("file://", "file:"):
             if location[:len(prefix)].lower() == prefix:
                 return cls(location[len(prefix):])
@@ -58,7 +60,13 @@ class LocalStorage:
     def local_path(self, rel_path: str) -> str:
         return str(self._abs(rel_path))
 
-    def list_dir(self, rel_dir: str) -> list[FileStatus]:
+    def uri(self, rel_path: str) -> str:
+        return str(self._abs(rel_path))
+
+    def local_file(self, rel_path: str) -> str | None:
+        return str(self._abs(rel_path))
+
+    def list_dir(self, rel_dir: str, *, start_after: str | None = None) -> list[FileStatus]:
         base = self._abs(rel_dir)
         out: list[FileStatus] = []
         try:
@@ -67,6 +75,8 @@ class LocalStorage:
             return out
         prefix = f"{rel_dir}/" if rel_dir else ""
         for entry in entries:
+            if start_after is not None and entry.name <= start_after:
+                continue
             try:
                 if not entry.is_file():
                     continue
@@ -107,6 +117,14 @@ class LocalStorage:
 
     def read_bytes(self, rel_path: str) -> bytes:
         return self._abs(rel_path).read_bytes()
+
+    def read_range(self, rel_path: str, start: int, length: int) -> bytes:
+        with open(self._abs(rel_path), "rb") as fh:
+            fh.seek(start)
+            return fh.read(length)
+
+    def open_input(self, rel_path: str) -> BinaryIO:
+        return open(self._abs(rel_path), "rb")
 
     def status(self, rel_path: str) -> FileStatus:
         st = self._abs(rel_path).stat()

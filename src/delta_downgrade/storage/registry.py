@@ -6,13 +6,13 @@ Hadoop storage (or PySpark) and no implementation is imported by this module. Ad
 implementation is one entry here; :func:`open_storage` also takes an explicit one, which wins over
 the registry.
 
-An implementation is a class with ``from_location(location) -> Storage``.
+An implementation is a class with ``from_location(location, options) -> Storage``.
 """
 
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import Any, Mapping
 
 from delta_downgrade.errors import UnsupportedStorageError
 from delta_downgrade.storage.base import Storage, scheme_of
@@ -59,9 +59,12 @@ def implementation_for(location: str, implementation: str | None = None) -> Any:
     return load_implementation(implementation, location)
 
 
-def open_storage(location: str, *, implementation: str | None = None) -> Storage:
+def open_storage(location: str, *, implementation: str | None = None,
+                 options: Mapping[str, str] | None = None) -> Storage:
     """The storage for a table location (a local path, ``file:`` URI or any other URI).
 
     ``implementation`` (``module:Class``) overrides the scheme registry for this table.
+    ``options``: the storage options of the table (credentials, endpoint, ...), with the keys
+    deltalake accepts (``storage/options.py``); never logged.
     """
-    return implementation_for(location, implementation).from_location(location)
+    return implementation_for(location, implementation).from_location(location, options or None)

@@ -28,7 +28,7 @@ class InMemoryStorage:
         self.root = location
 
     @classmethod
-    def from_location(cls, location: str) -> InMemoryStorage:
+    def from_location(cls, location: str, options=None) -> InMemoryStorage:
         return cls(location)
 
 
