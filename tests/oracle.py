@@ -97,13 +97,16 @@ def rows_of(table):
     return [jsonable(r) for r in table.to_pylist()]
 
 
-def open_table(path, version=None):
+def open_table(path, version=None, storage_options=None):
     from deltalake import DeltaTable
-    return DeltaTable(path, version=version) if version is not None else DeltaTable(path)
+    kwargs = {"storage_options": storage_options} if storage_options else {}
+    if version is not None:
+        kwargs["version"] = version
+    return DeltaTable(path, **kwargs)
 
 
-def op_protocol(path, version=None):
-    p = open_table(path, version).protocol()
+def op_protocol(path, version=None, storage_options=None):
+    p = open_table(path, version, storage_options).protocol()
     return {
         "minReaderVersion": p.min_reader_version,
         "minWriterVersion": p.min_writer_version,
@@ -112,30 +115,30 @@ def op_protocol(path, version=None):
     }
 
 
-def op_describe(path, version=None):
-    dt = open_table(path, version)
-    return {"version": dt.version(), "protocol": op_protocol(path, version),
+def op_describe(path, version=None, storage_options=None):
+    dt = open_table(path, version, storage_options)
+    return {"version": dt.version(), "protocol": op_protocol(path, version, storage_options),
             "configuration": dict(dt.metadata().configuration)}
 
 
-def op_version(path):
-    return open_table(path).version()
+def op_version(path, storage_options=None):
+    return open_table(path, None, storage_options).version()
 
 
 def op_metadata_configuration(path, version=None):
     return dict(open_table(path, version).metadata().configuration)
 
 
-def op_scan_rows(path, version=None):
+def op_scan_rows(path, version=None, storage_options=None):
     import pyarrow as pa
     from deltalake import QueryBuilder
-    dt = open_table(path, version)
+    dt = open_table(path, version, storage_options)
     reader = QueryBuilder().register("t", dt).execute("select * from t")
     return rows_of(pa.table(reader))
 
 
-def op_pyarrow_rows(path, version=None):
-    return rows_of(open_table(path, version).to_pyarrow_table())
+def op_pyarrow_rows(path, version=None, storage_options=None):
+    return rows_of(open_table(path, version, storage_options).to_pyarrow_table())
 
 
 def op_files(path, version=None):
@@ -228,27 +231,28 @@ class DeltaRsOracle:
         self.name = name
 
     # -- public API ---------------------------------------------------------------------------
-    def protocol(self, path, version: int | None = None) -> OracleResult:
+    # ``storage_options`` (deltalake's keys) open a table on an object store (tests/object_stores.py).
+    def protocol(self, path, version: int | None = None, storage_options: dict | None = None) -> OracleResult:
         """{minReaderVersion, minWriterVersion, readerFeatures, writerFeatures} (sorted or None)."""
-        return self.run("protocol", path=path, version=version)
+        return self.run("protocol", path=path, version=version, **_opts(storage_options))
 
-    def describe(self, path, version: int | None = None) -> OracleResult:
+    def describe(self, path, version: int | None = None, storage_options: dict | None = None) -> OracleResult:
         """{version, protocol, configuration} in one subprocess."""
-        return self.run("describe", path=path, version=version)
+        return self.run("describe", path=path, version=version, **_opts(storage_options))
 
-    def version(self, path) -> OracleResult:
-        return self.run("version", path=path)
+    def version(self, path, storage_options: dict | None = None) -> OracleResult:
+        return self.run("version", path=path, **_opts(storage_options))
 
     def metadata_configuration(self, path, version: int | None = None) -> OracleResult:
         return self.run("metadata_configuration", path=path, version=version)
 
-    def scan_rows(self, path, version: int | None = None) -> OracleResult:
+    def scan_rows(self, path, version: int | None = None, storage_options: dict | None = None) -> OracleResult:
         """Rows via QueryBuilder/DataFusion: reads DVs, column mapping, v2 checkpoints."""
-        return self.run("scan_rows", path=path, version=version)
+        return self.run("scan_rows", path=path, version=version, **_opts(storage_options))
 
-    def pyarrow_rows(self, path, version: int | None = None) -> OracleResult:
+    def pyarrow_rows(self, path, version: int | None = None, storage_options: dict | None = None) -> OracleResult:
         """Rows via ``to_pyarrow_table()``: the older reader refusing DV/CM/v2Checkpoint/... ."""
-        return self.run("pyarrow_rows", path=path, version=version)
+        return self.run("pyarrow_rows", path=path, version=version, **_opts(storage_options))
 
     def files(self, path, version: int | None = None) -> OracleResult:
         """Sorted absolute URIs of the live data files (``DeltaTable.file_uris()``)."""
@@ -306,6 +310,12 @@ class DeltaRsOracle:
         if payload.get("ok"):
             return OracleResult(True, payload.get("value"), None)
         return OracleResult(False, None, payload.get("error") or "unknown error")
+
+
+def _opts(storage_options: dict | None) -> dict:
+    """The child's ``storage_options`` argument, only when there are options (older children and
+    local paths take none)."""
+    return {"storage_options": dict(storage_options)} if storage_options else {}
 
 
 def _tail(text: Any, limit: int = 2000) -> str:
