@@ -17,6 +17,7 @@ ending in ``/``, and nothing stays behind to remove when its files are deleted.
 from __future__ import annotations
 
 import os
+import re
 import tempfile
 import time
 from contextlib import contextmanager
@@ -25,8 +26,8 @@ from pathlib import Path
 from typing import Any, BinaryIO, Iterator, Mapping
 
 from delta_downgrade.errors import (
-    CommitFileExistsError, DeltaDowngradeError, StorageAccessDeniedError, StorageNotWritableError,
-    StorageUnreachableError, TableNotFoundError, UnsupportedStorageError,
+    CommitFileExistsError, DeltaDowngradeError, StorageAccessDeniedError, StorageNotAtomicError,
+    StorageNotWritableError, StorageUnreachableError, TableNotFoundError, UnsupportedStorageError,
 )
 from delta_downgrade.storage.base import FileStatus, scheme_of
 from delta_downgrade.storage.options import StoreOptions, parse_options, redact_text
@@ -59,10 +60,34 @@ _UNREACHABLE = ("error sending request", "Connection refused", "connection refus
                 "client error (Connect)", "No route to host")
 _NOT_SUPPORTED = ("NotImplemented", "501 Not Implemented", "not implemented", "NotSupported",
                   "not supported", "Not Implemented")
+#: A credential chain that found nothing: the instance metadata service (IMDS, Azure managed
+#: identity, GCE metadata) refused or was unreachable, or a credential file is missing.
+_NO_CREDENTIALS = ("169.254.169.254", "Error performing token request", "metadata.google.internal",
+                   "Missing SecretAccessKey", "Missing AccessKeyId", "MissingCredentials",
+                   "No credentials", "no credentials")
+_CREDENTIAL_HINTS = {
+    "s3": "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN), or AWS_ROLE_ARN "
+          "with AWS_WEB_IDENTITY_TOKEN_FILE",
+    "azure": "AZURE_STORAGE_ACCOUNT_NAME with AZURE_STORAGE_ACCOUNT_KEY or AZURE_STORAGE_SAS_KEY, "
+             "or AZURE_CLIENT_ID / AZURE_CLIENT_SECRET / AZURE_TENANT_ID",
+    "gcs": "GOOGLE_SERVICE_ACCOUNT_PATH or GOOGLE_SERVICE_ACCOUNT_KEY, or "
+           "GOOGLE_APPLICATION_CREDENTIALS",
+}
 #: S3 answers 409 ConditionalRequestConflict while another conditional write of the same key is
 #: in flight; AWS asks to retry it (the retry then succeeds or finds the key taken).
 _CONDITIONAL_CONFLICT = ("ConditionalRequestConflict", "409 Conflict")
 _CONFLICT_RETRIES = 5
+
+
+_ENDPOINT_OPTION = {"s3": "AWS_ENDPOINT_URL", "azure": "AZURE_STORAGE_ENDPOINT",
+                    "gcs": "GOOGLE_SERVICE_ACCOUNT_KEY gcs_base_url"}
+_STATUS_RE = re.compile(r"(?:status code: |HTTP status )(\d{3})")
+
+
+def _status_of(text: str) -> int | None:
+    """The HTTP status an obstore error message reports, if any."""
+    match = _STATUS_RE.search(text)
+    return int(match.group(1)) if match else None
 
 
 def _exceptions() -> Any:
@@ -164,6 +189,14 @@ class ObjectStoreStorage:
                 f"the {what_is} of {self.root} does not exist ({what}); check the URI (and the "
                 f"endpoint {endpoint}), or create the {what_is}. Nothing was written",
                 table=self.root, params={"step": what})
+        if any(m in text for m in _NO_CREDENTIALS):
+            return StorageAccessDeniedError(
+                f"no credentials for {self.root} ({what}): none were given in the storage options "
+                f"or the environment, and the instance credentials could not be fetched "
+                f"({first}). Give them with --storage-option / storage_options (the keys "
+                f"deltalake accepts: {_CREDENTIAL_HINTS.get(self.kind, 'see the docs')}) or the "
+                f"standard environment variables of those names; nothing was written",
+                table=self.root, params={"step": what})
         unauthenticated = isinstance(exc, getattr(ex, "UnauthenticatedError", ())) or any(
             code in text for code in _AUTH_CODES[:9])
         denied = isinstance(exc, getattr(ex, "PermissionDeniedError", ())) or any(
@@ -185,8 +218,27 @@ class ObjectStoreStorage:
         if any(m in text for m in _UNREACHABLE):
             return StorageUnreachableError(
                 f"cannot reach {endpoint} for {self.root} ({what}: {first}). Check the endpoint, "
-                f"port and network (or the AWS_ENDPOINT_URL / AZURE_STORAGE_ENDPOINT option); "
-                f"nothing was written", table=self.root, params={"step": what})
+                f"port and network (or the {_ENDPOINT_OPTION.get(self.kind, 'endpoint')} "
+                f"option); nothing was written", table=self.root, params={"step": what})
+        status = _status_of(text)
+        if status == 404 and "list request" in text:
+            # A listing answers an empty list for a missing prefix: a 404 means no bucket (or an
+            # endpoint that is not this kind of store at all).
+            what_is = "container" if self.kind == "azure" else "bucket"
+            return TableNotFoundError(
+                f"the {what_is} of {self.root} does not exist at {endpoint} ({what}: {first}); "
+                f"check the URI and the endpoint. Nothing was written", table=self.root,
+                params={"step": what})
+        if status is not None and status >= 500:
+            return StorageUnreachableError(
+                f"{endpoint} failed for {self.root} ({what}: {first}), also after retries; the "
+                f"service is unavailable or overloaded. Nothing more was written: rerun later "
+                f"(a rerun resumes)", table=self.root, params={"step": what})
+        if isinstance(exc, _exceptions().BaseError):
+            # An answer of the store this package has no name for: one line, no traceback.
+            return DeltaDowngradeError(
+                f"{what} failed on {self.root}: {first}", table=self.root, params={"step": what},
+                error_class="DELTA_DOWNGRADE_STORAGE_ERROR")
         return None
 
     @contextmanager
@@ -236,7 +288,11 @@ class ObjectStoreStorage:
             if start_after is None:
                 result = obstore.list_with_delimiter(self._store, prefix or None)
                 for meta in result["objects"]:
-                    out.append(FileStatus(meta["path"], meta["size"], _ms(meta["last_modified"])))
+                    # A "folder" marker object (``dir/``, made by consoles and some tools) is the
+                    # directory itself, not a file in it.
+                    if len(meta["path"]) > len(prefix):
+                        out.append(FileStatus(meta["path"], meta["size"],
+                                              _ms(meta["last_modified"])))
             else:
                 # A recursive listing from the offset: keep only direct children. The offset is
                 # also checked here: GCS's startOffset is inclusive (and an emulator may ignore
@@ -357,6 +413,12 @@ class ObjectStoreStorage:
         :class:`CommitFileExistsError`."""
         import obstore
 
+        if not self.atomic_put_if_absent:
+            raise StorageNotAtomicError(
+                f"{self.not_atomic_reason}. Nothing was written: committing here could lose "
+                f"another writer's commit. Use an endpoint that honours conditional writes "
+                f"(If-None-Match: *), as S3, Azure Blob Storage, GCS, MinIO and R2 do",
+                table=self.root, params={"step": f"writing {rel_path}"})
         ex = _exceptions()
         with self._mapped(f"writing {rel_path}", write=True):
             for attempt in range(_CONFLICT_RETRIES + 1):

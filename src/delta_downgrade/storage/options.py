@@ -135,6 +135,8 @@ CLIENT_KEYS = frozenset({
 })
 _BOOL_CLIENT_KEYS = frozenset({"allow_http", "allow_invalid_certificates", "http1_only",
                                "http2_only", "randomize_addresses"})
+_DURATION_CLIENT_KEYS = frozenset({"timeout", "connect_timeout", "read_timeout",
+                                   "pool_idle_timeout", "http2_keep_alive_timeout"})
 
 #: Retry settings as delta-rs spells them (its ``RetryConfig`` keys).
 RETRY_KEYS = frozenset({"max_retries", "retry_timeout", "backoff_config.init_backoff",
@@ -167,7 +169,7 @@ IGNORED_KEYS = frozenset({
 # ``connect_timeout``, ``timeout``).
 DEFAULT_MAX_RETRIES = 3
 DEFAULT_RETRY_TIMEOUT = timedelta(seconds=6)
-DEFAULT_CONNECT_TIMEOUT = "2s"
+DEFAULT_CONNECT_TIMEOUT = timedelta(seconds=2)
 
 
 @dataclass
@@ -244,21 +246,34 @@ def _bool(value: str, key: str, table: str | None) -> bool:
         params={"key": key})
 
 
+_UNIT_SECONDS = {
+    "ns": 1e-9, "nsec": 1e-9, "us": 1e-6, "usec": 1e-6, "ms": 1e-3, "msec": 1e-3,
+    "s": 1, "sec": 1, "secs": 1, "second": 1, "seconds": 1,
+    "m": 60, "min": 60, "mins": 60, "minute": 60, "minutes": 60,
+    "h": 3600, "hr": 3600, "hour": 3600, "hours": 3600, "d": 86400, "day": 86400, "days": 86400,
+}
+_SPAN_RE = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([a-z]*)")
+
+
 def _duration(value: str, key: str, table: str | None) -> timedelta:
-    """A duration as delta-rs writes it (``"5s"``, ``"500ms"``, ``"2min"``) or plain seconds."""
+    """A duration as delta-rs and object_store write it (``"5s"``, ``"500ms"``, ``"2min 30s"``)
+    or plain seconds (``"5"``)."""
     text = str(value).strip().lower()
-    match = re.fullmatch(r"(\d+(?:\.\d+)?)\s*(ms|msec|s|sec|secs|second|seconds|m|min|mins|"
-                         r"minute|minutes|h|hr|hour|hours)?", text)
-    if not match:
+    total, pos = 0.0, 0
+    while pos < len(text):
+        match = _SPAN_RE.match(text, pos)
+        unit = match.group(2) if match else None
+        if match is None or match.end() == pos or (unit and unit not in _UNIT_SECONDS):
+            raise BadStorageOptionError(
+                f"storage option {key} takes a duration such as 5s, 500ms or 2min; nothing was "
+                f"read or written", table=table, params={"key": key})
+        total += float(match.group(1)) * _UNIT_SECONDS.get(unit or "s", 1)
+        pos = match.end()
+    if pos == 0:
         raise BadStorageOptionError(
-            f"storage option {key} takes a duration such as 5s or 500ms; nothing was read or "
-            f"written", table=table, params={"key": key})
-    number = float(match.group(1))
-    unit = match.group(2) or "s"
-    scale = {"ms": 0.001, "msec": 0.001, "h": 3600, "hr": 3600, "hour": 3600, "hours": 3600}.get(unit)
-    if scale is None:
-        scale = 60 if unit.startswith("m") else 1
-    return timedelta(seconds=number * scale)
+            f"storage option {key} takes a duration such as 5s, 500ms or 2min; nothing was read "
+            f"or written", table=table, params={"key": key})
+    return timedelta(seconds=total)
 
 
 def parse_options(kind: str, options: Mapping[str, str] | None, *,
@@ -284,8 +299,12 @@ def parse_options(kind: str, options: Mapping[str, str] | None, *,
             continue
         client = _client_key(key, prefix) if prefix else (key if key in CLIENT_KEYS else None)
         if client is not None:
-            out.client_options[client] = (_bool(value, raw_key, table)
-                                          if client in _BOOL_CLIENT_KEYS else str(value))
+            if client in _BOOL_CLIENT_KEYS:
+                out.client_options[client] = _bool(value, raw_key, table)
+            elif client in _DURATION_CLIENT_KEYS:
+                out.client_options[client] = _duration(value, raw_key, table)
+            else:
+                out.client_options[client] = str(value)
             continue
         if key in RETRY_KEYS:
             if key == "max_retries":
@@ -366,6 +385,8 @@ def _secret_values(options: Mapping[str, str] | None) -> list[str]:
         for match in re.finditer(r'"(?:private_key|private_key_id|client_secret|refresh_token)"'
                                  r'\s*:\s*"([^"]+)"', text):
             values.add(match.group(1))
+            # A PEM key: each of its lines too (a message may show it unescaped, line by line).
+            values.update(line for line in re.split(r"\\n|\n", match.group(1)) if len(line) >= 8)
     # Longest first, so that a value containing another is replaced whole.
     return sorted((v for v in values if len(v) >= 4), key=len, reverse=True)
 

@@ -7,8 +7,11 @@ show a secret.
 The objects a test checks are written or read back with obstore directly (``Endpoint.store``,
 ``Endpoint.upload``), never with the code under test.
 
-fake-gcs-server has no XML-API PUT (what obstore uploads with), so on GCS only reading and
-listing are tested; writes are tested on S3 and Azure (and the local store).
+On GCS only reading and listing are tested; writes are tested on S3 and Azure (and the local
+store). fake-gcs-server has no XML-API PUT (what obstore uploads with), and forwarding obstore's
+PUT to its JSON media upload would not be honest either: that upload ignores
+``ifGenerationMatch=0`` (a second create of one name succeeds there), so the emulator could not
+decide the condition a commit relies on.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ import pytest
 
 from delta_downgrade.errors import (
     BadStorageOptionError, CommitFileExistsError, StorageAccessDeniedError,
-    StorageUnreachableError, TableNotFoundError, UnsupportedStorageError,
+    StorageNotAtomicError, StorageUnreachableError, TableNotFoundError, UnsupportedStorageError,
 )
 from delta_downgrade.storage import is_package_temp, open_storage
 from delta_downgrade.storage.object_store import ObjectStoreStorage
@@ -227,8 +230,30 @@ def test_probe_refuses_an_endpoint_that_ignores_if_none_match(s3_endpoint):
         # The probe object is gone (or, were its delete lost, named like our temporary files).
         assert all(is_package_temp(k) for k in s3_endpoint.keys("tbl"))
         assert s3_endpoint.keys("tbl") == []
+        # A commit is refused before anything is written, with the reason.
+        with pytest.raises(StorageNotAtomicError) as info:
+            storage.put_if_absent(f"{LOG}/00000000000000000000.json", b"commit")
+        assert info.value.exit_code == 2 and "If-None-Match" in info.value.message
+        assert s3_endpoint.keys("tbl") == []
     finally:
         proxy.stop()
+
+
+def test_credentials_from_the_environment_and_options_win(s3_endpoint, monkeypatch):
+    # Only the endpoint is given as an option; the keys come from the standard variables.
+    options = s3_endpoint.storage_options
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", options["AWS_ACCESS_KEY_ID"])
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", options["AWS_SECRET_ACCESS_KEY"])
+    monkeypatch.setenv("AWS_REGION", options["AWS_REGION"])
+    monkeypatch.setenv("AWS_ENDPOINT_URL", f"http://127.0.0.1:{free_port()}")  # wrong: refused
+    obstore.put(s3_endpoint.store("tbl"), f"{LOG}/00000000000000000000.json", b"c0")
+    explicit = {"AWS_ENDPOINT_URL": options["AWS_ENDPOINT_URL"], "AWS_ALLOW_HTTP": "true"}
+    storage = open_storage(s3_endpoint.location("tbl"), options=explicit)
+    assert [s.path for s in storage.list_dir(LOG)] == [f"{LOG}/00000000000000000000.json"]
+    # Without the option, the environment's (wrong) endpoint is used: unreachable, quickly.
+    error, elapsed = _timed(lambda: open_storage(s3_endpoint.location("tbl"),
+                                                 options={"AWS_ALLOW_HTTP": "true"}).list_dir(LOG))
+    assert isinstance(error, StorageUnreachableError) and elapsed < 10
 
 
 # --- errors: typed, fast, without secrets ----------------------------------------------------------
