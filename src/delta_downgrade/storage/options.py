@@ -163,13 +163,17 @@ IGNORED_KEYS = frozenset({
 # or host would answer after minutes. Connection errors and 5xx are still retried (transient
 # faults on a real cloud) but bounded so that a user's mistake surfaces in under 10 s: three
 # retries with exponential backoff from 100 ms, none started later than 6 s after the first
-# attempt, and 2 s to establish a connection. A request that is slow once connected is bounded
-# by object_store's own 30 s ``timeout`` (large uploads are multipart, one request per part).
-# Each is overridable with the keys above (``max_retries``, ``retry_timeout``,
-# ``connect_timeout``, ``timeout``).
+# attempt, and 2 s to establish a connection. A server that accepts the connection and then
+# says nothing fails after 8 s without a byte (``read_timeout``, which restarts at every read,
+# so a long download that keeps flowing is not cut; by then ``retry_timeout`` has passed, so
+# it is not retried). A request that is slow but flowing is bounded by object_store's own 30 s
+# ``timeout`` (large uploads are multipart, one request per part). Each is overridable with the
+# keys above (``max_retries``, ``retry_timeout``, ``connect_timeout``, ``read_timeout``,
+# ``timeout``).
 DEFAULT_MAX_RETRIES = 3
 DEFAULT_RETRY_TIMEOUT = timedelta(seconds=6)
 DEFAULT_CONNECT_TIMEOUT = timedelta(seconds=2)
+DEFAULT_READ_TIMEOUT = timedelta(seconds=8)
 
 
 @dataclass
@@ -335,6 +339,7 @@ def parse_options(kind: str, options: Mapping[str, str] | None, *,
             f"GOOGLE_SERVICE_ACCOUNT_KEY, allow_http, timeout); nothing was read or written",
             table=table, params={"key": raw_key})
     out.client_options.setdefault("connect_timeout", DEFAULT_CONNECT_TIMEOUT)
+    out.client_options.setdefault("read_timeout", DEFAULT_READ_TIMEOUT)
     retry.setdefault("max_retries", DEFAULT_MAX_RETRIES)
     retry.setdefault("retry_timeout", DEFAULT_RETRY_TIMEOUT)
     if backoff:

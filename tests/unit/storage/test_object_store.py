@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import base64
 import io
+import socket
 import threading
 import time
 from pathlib import Path
@@ -331,6 +332,36 @@ def test_refused_port_is_unreachable_within_10s(kind):
     assert isinstance(error, StorageUnreachableError), error
     assert error.exit_code == 2 and elapsed < 10 and secret not in str(error)
     assert str(port) in error.message
+
+
+def test_silent_endpoint_is_unreachable_within_10s():
+    # A server that accepts connections and never answers (a hung proxy or load balancer).
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(16)
+    accepted: list[socket.socket] = []
+
+    def accept() -> None:
+        while True:
+            try:
+                accepted.append(listener.accept()[0])
+            except OSError:
+                return
+
+    threading.Thread(target=accept, daemon=True).start()
+    try:
+        port = listener.getsockname()[1]
+        options = {"AWS_ENDPOINT_URL": f"http://127.0.0.1:{port}", "AWS_ACCESS_KEY_ID": "k",
+                   "AWS_SECRET_ACCESS_KEY": "s3cr3t", "AWS_REGION": "us-east-1",
+                   "AWS_ALLOW_HTTP": "true"}
+        storage = open_storage("s3://bucket/tbl", options=options)
+        error, elapsed = _timed(lambda: storage.list_dir(LOG))
+    finally:
+        listener.close()
+        for conn in accepted:
+            conn.close()
+    assert isinstance(error, StorageUnreachableError), error
+    assert elapsed < 10 and "s3cr3t" not in str(error)
 
 
 def test_unknown_option_is_refused_before_any_request():

@@ -42,6 +42,7 @@ def test_s3_options_split_into_config_client_and_retry():
                              "session_token": "t", "region": "eu-west-1"}
     assert parsed.client_options == {"allow_http": True, "timeout": timedelta(seconds=30),
                                      "connect_timeout": timedelta(seconds=1),
+                                     "read_timeout": timedelta(seconds=8),
                                      "proxy_url": "http://proxy:3128"}
     assert parsed.retry_config == {"max_retries": 5, "retry_timeout": timedelta(seconds=20),
                                    "backoff": {"init_backoff": timedelta(milliseconds=200)}}
@@ -51,7 +52,8 @@ def test_defaults_bound_retries_and_connect_time():
     parsed = parse_options("azure", {})
     assert parsed.retry_config == {"max_retries": DEFAULT_MAX_RETRIES,
                                    "retry_timeout": DEFAULT_RETRY_TIMEOUT}
-    assert parsed.client_options == {"connect_timeout": timedelta(seconds=2)}
+    assert parsed.client_options == {"connect_timeout": timedelta(seconds=2),
+                                     "read_timeout": timedelta(seconds=8)}
 
 
 @pytest.mark.parametrize("text,seconds", [("5s", 5), ("500ms", 0.5), ("2min 30s", 150), ("7", 7),
