@@ -46,11 +46,14 @@ STORE_KINDS: dict[str, str] = {
 LIST_CHUNK = 1000
 
 # Service error codes, as the message of an obstore error quotes the response body.
-_AUTH_CODES = ("InvalidAccessKeyId", "SignatureDoesNotMatch", "AuthenticationFailed",
-               "InvalidAuthenticationInfo", "AuthorizationFailure", "ExpiredToken",
-               "InvalidToken", "TokenRefreshRequired", "Unauthenticated", "401 Unauthorized",
-               "403 Forbidden", "AccessDenied", "AuthorizationPermissionMismatch",
-               "PermissionDenied", "InsufficientAccountPermissions", "Forbidden")
+#: The credentials themselves are wrong, expired or missing (whatever the request).
+_UNAUTHENTICATED = ("InvalidAccessKeyId", "SignatureDoesNotMatch", "AuthenticationFailed",
+                    "InvalidAuthenticationInfo", "ExpiredToken", "InvalidToken",
+                    "TokenRefreshRequired", "Unauthenticated", "401 Unauthorized")
+#: Valid credentials without the permission for this request (a read-only key on a write).
+_FORBIDDEN = ("403 Forbidden", "AccessDenied", "AuthorizationFailure",
+              "AuthorizationPermissionMismatch", "PermissionDenied",
+              "InsufficientAccountPermissions", "Forbidden")
 _MISSING_BUCKET_CODES = ("NoSuchBucket", "ContainerNotFound", "The specified bucket does not exist",
                          "The specified container does not exist", "bucket does not exist",
                          "Bucket not found", "ResourceNotFound")
@@ -197,10 +200,10 @@ class ObjectStoreStorage:
                 f"deltalake accepts: {_CREDENTIAL_HINTS.get(self.kind, 'see the docs')}) or the "
                 f"standard environment variables of those names; nothing was written",
                 table=self.root, params={"step": what})
-        unauthenticated = isinstance(exc, getattr(ex, "UnauthenticatedError", ())) or any(
-            code in text for code in _AUTH_CODES[:9])
-        denied = isinstance(exc, getattr(ex, "PermissionDeniedError", ())) or any(
-            code in text for code in _AUTH_CODES[9:])
+        unauthenticated = isinstance(exc, ex.UnauthenticatedError) or any(
+            code in text for code in _UNAUTHENTICATED)
+        denied = isinstance(exc, ex.PermissionDeniedError) or any(
+            code in text for code in _FORBIDDEN)
         if unauthenticated or (denied and not write):
             return StorageAccessDeniedError(
                 f"{endpoint} refused the credentials for {self.root} ({what}: {first}). Check the "
