@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.object_stores import s3_endpoint, s3_server  # noqa: F401 - fixtures
+
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -116,3 +118,63 @@ def test_spark_submit_runs_verify_task(golden_table):
     assert proc.returncode == 0, proc.stderr[-3000:]
     results = [json.loads(line[len("RESULT "):]) for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
     assert results and results[0]["status"] == "verified"
+
+
+# --- log-only work on a bucket table, from the wheel alone ----------------------------------------
+
+
+def _backdate_log(endpoint, name: str, days: int) -> None:
+    """Every log object of table ``name`` ``days`` old (moto's Last-Modified): the truncate
+    retention, counted from the log's file times, has passed."""
+    import time
+
+    old_ms = int((time.time() - days * 86400) * 1000)
+    for key in endpoint.keys(name):
+        if key.startswith("_delta_log/"):
+            endpoint.extras["backdate"](f"{name}/{key}", old_ms)
+
+
+@pytest.mark.slow
+def test_log_only_work_on_a_bucket_table_runs_from_the_wheel_without_spark(fresh_venv, s3_endpoint):  # noqa: F811
+    """inspect, a drop that rewrites no data, verify, cleanup, vacuum and truncate-history on an S3
+    table from the installed wheel (no pyspark importable, no JVM); a drop that needs a rewrite
+    refuses with exit 2 saying it needs Spark, and writes nothing."""
+    golden = Path(os.environ.get("DELTA_DOWNGRADE_GOLDEN", REPO.parent / "shared" / "golden"))
+    if not (golden / "vacuum_protocol_check").is_dir():
+        pytest.skip("golden tables are not available")
+    bin_dir = fresh_venv / "bin"
+    assert subprocess.run([str(bin_dir / "python"), "-c", "import pyspark"], capture_output=True).returncode != 0
+    options = [a for k, v in s3_endpoint.storage_options.items() for a in ("--storage-option", f"{k}={v}")]
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHONPATH", "SPARK_", "PYSPARK_"))}
+    env.pop("JAVA_HOME", None)  # no JVM could start even if something tried
+
+    def run(program: str, *argv: str, expect: int = 0) -> subprocess.CompletedProcess:
+        done = subprocess.run([str(bin_dir / program), *argv], capture_output=True, text=True, timeout=300, env=env)
+        assert done.returncode == expect, (program, argv[:2], done.stderr[-3000:])
+        assert "Traceback" not in done.stderr
+        return done
+
+    def result(done: subprocess.CompletedProcess) -> dict:
+        return json.loads([line for line in done.stdout.splitlines() if line.startswith("RESULT ")][-1][7:])
+
+    uri = s3_endpoint.upload(golden / "vacuum_protocol_check", "vpc")
+    report = json.loads(run("delta-downgrade", "inspect", uri, "--json", *options).stdout)
+    assert "vacuumProtocolCheck" in json.dumps(report)
+    dropped = result(run("delta-downgrade", "drop-feature", uri, "vacuumProtocolCheck", *options))
+    assert dropped["status"] == "dropped" and dropped["needs_truncate"]
+    verified = result(run("verify_task", f"--table={uri}", "--expect_absent_feature=vacuumProtocolCheck",
+                          f"--storage_options={json.dumps(s3_endpoint.storage_options)}"))
+    assert verified["status"] == "verified"
+    run("delta-downgrade", "cleanup", uri, "--json", *options)
+    run("delta-downgrade", "vacuum", uri, "--dry-run", "--json", *options)
+    _backdate_log(s3_endpoint, "vpc", days=3)
+    truncated = result(run("delta-downgrade", "truncate-history", uri, *options))
+    assert truncated["status"] == "dropped", truncated
+    assert (truncated["min_reader_version"], truncated["min_writer_version"]) == (1, 2), truncated
+
+    # A drop that must rewrite data: deletion vectors that are still live.
+    dv_uri = s3_endpoint.upload(golden / "dv_basic_no_checkpoint", "dv")
+    keys_before = s3_endpoint.keys("dv")
+    refused = run("delta-downgrade", "drop-feature", dv_uri, "deletionVectors", *options, expect=2)
+    assert "Spark" in refused.stderr and "needs" in refused.stderr, refused.stderr
+    assert s3_endpoint.keys("dv") == keys_before

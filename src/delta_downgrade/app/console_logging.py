@@ -14,6 +14,11 @@ process (a Databricks driver, a notebook) has handlers on the root logger.
 Everything is restored on exit, so that a program (or a test) calling ``main`` twice gets no
 doubled lines, and the handlers write to the ``sys.stderr`` of the call (``contextlib``'s
 ``redirect_stderr``, pytest's capture). Library modules never configure handlers.
+
+Every line these handlers print passes through ``app.storage_options.redact_output`` with the
+storage options of the call (given up front, or later through the yielded :class:`ConsoleLog`
+once a task has read its settings): a record that quotes a secret (an error message of the store
+client, a traceback) prints it masked.
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ from __future__ import annotations
 import logging
 import sys
 from contextlib import contextmanager
-from typing import Iterator
+from typing import Iterator, Mapping
 
 # The logger of operations.drop_run.LOGGER, by name: importing that module here would cost the CLI
 # its start-up time (it pulls the log reader and Arrow) for commands that never drop anything.
@@ -40,18 +45,50 @@ def level_for(*, quiet: bool = False, verbose: bool = False) -> int:
     return VERBOSE if verbose else QUIET if quiet else DEFAULT
 
 
+class ConsoleLog:
+    """What an entry point may still tell the handlers after they are installed: the storage
+    options whose values every printed line masks."""
+
+    def __init__(self, secrets: Mapping[str, str] | None = None) -> None:
+        self.secrets: dict[str, str] = dict(secrets or {})
+
+    def hide(self, secrets: Mapping[str, str] | None) -> None:
+        self.secrets.update(secrets or {})
+
+
+class _RedactingFormatter(logging.Formatter):
+    """A formatter whose whole output (message, arguments, traceback) has the secrets of its
+    :class:`ConsoleLog` masked."""
+
+    def __init__(self, fmt: str, console: ConsoleLog) -> None:
+        super().__init__(fmt, defaults={"table": "-"})
+        self.console = console
+
+    def format(self, record: logging.LogRecord) -> str:
+        text = super().format(record)
+        if not self.console.secrets:
+            return text
+        from delta_downgrade.app.storage_options import redact_output
+
+        return redact_output(text, self.console.secrets)
+
+
 @contextmanager
-def console_logging(step_format: str, level: int = DEFAULT) -> Iterator[None]:
+def console_logging(step_format: str, level: int = DEFAULT,
+                    secrets: Mapping[str, str] | None = None) -> Iterator[ConsoleLog]:
     """Print the drop's steps at ``level`` and above on stderr as ``step_format`` (a
-    :class:`logging.Formatter` format); at DEBUG, every other record of the package too."""
+    :class:`logging.Formatter` format); at DEBUG, every other record of the package too. The
+    values of ``secrets`` (storage options) and of those given to the yielded
+    :meth:`ConsoleLog.hide` are masked in every line."""
     drop, package = logging.getLogger(DROP_LOGGER), logging.getLogger(PACKAGE_LOGGER)
     saved = [(logger, logger.level, logger.propagate) for logger in (drop, package)]
     installed: list[tuple[logging.Logger, logging.Handler]] = []
+    console = ConsoleLog(secrets)
 
     def print_to_stderr(fmt: str, *loggers: logging.Logger) -> logging.Handler:
         stderr = logging.StreamHandler(sys.stderr)
         # Every record of the drop logger carries its table; a default keeps a stray one printable.
-        stderr.setFormatter(logging.Formatter(fmt, defaults={"table": "-"}))
+        stderr.setFormatter(_RedactingFormatter(fmt, console))
         for logger in loggers:
             logger.setLevel(level)
             logger.addHandler(stderr)
@@ -65,7 +102,7 @@ def console_logging(step_format: str, level: int = DEFAULT) -> Iterator[None]:
         print_to_stderr(DEBUG_FORMAT, drop, package).addFilter(
             lambda record: record.levelno < logging.INFO or record.name != DROP_LOGGER)
     try:
-        yield
+        yield console
     finally:
         for logger, handler in installed:
             logger.removeHandler(handler)

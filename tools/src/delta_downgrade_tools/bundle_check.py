@@ -2,8 +2,10 @@
 cannot run here): every job passes the strict `databricks-bundles` models, and our own checks
 cover what those models do not — the task graph is acyclic and complete, condition outcomes are
 used only on condition tasks, every wheel entry point exists in the wheel's metadata, every
-``{{tasks.X.values.Y}}`` names a value task X really sets, and every ``{{job.parameters.P}}``
-names a job parameter."""
+``{{tasks.X.values.Y}}`` names a value task X really sets, every ``{{job.parameters.P}}``
+names a job parameter, and no storage option (a secret) is written into the bundle: not as a task
+or job parameter (shown on the run page) and, as a cluster environment variable, only as a
+``{{secrets/scope/key}}`` reference."""
 
 from __future__ import annotations
 
@@ -18,6 +20,20 @@ TASK_OUTPUTS: dict[str, frozenset[str]] = {}
 
 _TASK_VALUE = re.compile(r"\{\{\s*tasks\.([A-Za-z0-9_-]+)\.values\.([A-Za-z0-9_-]+)\s*\}\}")
 _JOB_PARAM = re.compile(r"\{\{\s*job\.parameters\.([A-Za-z0-9_.-]+)\s*\}\}")
+# A cluster environment variable or Spark conf may take a secret as this reference, whole
+# (Databricks resolves it when the cluster starts and masks it in the driver's output).
+# A scope or key may be a bundle variable (``${var.storage_secret_scope}``), resolved at deploy.
+_SECRET_PART = r"(?:\$\{var\.[A-Za-z0-9_.-]+\}|[^/{}$\s])+"
+_SECRET_REFERENCE = re.compile(rf"\{{\{{secrets/{_SECRET_PART}/{_SECRET_PART}\}}\}}")
+# Task settings that carry storage options (app/tasks/settings.py): never a parameter.
+STORAGE_OPTION_PARAMETERS = frozenset({"storage_options", "storage_option"})
+# Environment variables that hold storage credentials: the settings' own, and those of the
+# stores' standard credential chains that carry a secret value.
+SECRET_ENV_VARS = frozenset({
+    "DELTA_DOWNGRADE_STORAGE_OPTIONS", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN",
+    "AZURE_STORAGE_ACCOUNT_KEY", "AZURE_STORAGE_KEY", "AZURE_STORAGE_SAS_KEY", "AZURE_STORAGE_SAS_TOKEN",
+    "AZURE_CLIENT_SECRET", "AZURE_STORAGE_CLIENT_SECRET", "GOOGLE_SERVICE_ACCOUNT_KEY",
+})
 
 
 def _outputs() -> dict[str, frozenset[str]]:
@@ -71,6 +87,7 @@ def validate_jobs(jobs: dict[str, dict[str, Any]], entry_points: set[str]) -> li
         Job = None
     outputs = _outputs()
     for job_key, job in jobs.items():
+        problems.extend(secret_problems(job_key, job))
         if Job is not None:
             try:
                 Job.from_dict(job)
@@ -122,6 +139,44 @@ def validate_jobs(jobs: dict[str, dict[str, Any]], entry_points: set[str]) -> li
                 for name in _JOB_PARAM.findall(text):
                     if name not in params:
                         problems.append(f"{job_key}.{key}: unknown job parameter {name!r}")
+    return problems
+
+
+def _setting_name(name: Any) -> str:
+    return str(name).strip().lstrip("-").split("=", 1)[0].replace("-", "_").lower()
+
+
+def secret_problems(job_key: str, job: dict[str, Any]) -> list[str]:
+    """Storage options written into a job: as a job parameter or a wheel task's parameter (both
+    show on the run page, and the parameter's text is the secret), or as a cluster environment
+    variable whose value is not a ``{{secrets/scope/key}}`` reference."""
+    problems = []
+    fix = ("pass storage options as the cluster environment variable DELTA_DOWNGRADE_STORAGE_OPTIONS "
+           "= \"{{secrets/<scope>/<key>}}\" (README, 'Tables on object storage')")
+    for param in job.get("parameters") or []:
+        if isinstance(param, dict) and _setting_name(param.get("name", "")) in STORAGE_OPTION_PARAMETERS:
+            problems.append(f"{job_key}: job parameter {param['name']!r} would show storage options on "
+                            f"the run page; {fix}")
+    for task in job.get("tasks") or []:
+        wheel = task.get("python_wheel_task") if isinstance(task, dict) else None
+        if not isinstance(wheel, dict):
+            continue
+        named = wheel.get("named_parameters") or {}
+        positional = wheel.get("parameters") or []
+        names = list(named) if isinstance(named, dict) else []
+        names += [a for a in positional if isinstance(a, str) and a.startswith("--")] \
+            if isinstance(positional, list) else []
+        for name in names:
+            if _setting_name(name) in STORAGE_OPTION_PARAMETERS:
+                problems.append(f"{job_key}.{task.get('task_key')}: parameter {_setting_name(name)!r} would "
+                                f"show storage options on the run page; {fix}")
+    clusters = [c.get("new_cluster") for c in job.get("job_clusters") or [] if isinstance(c, dict)]
+    for cluster in clusters:
+        env = (cluster or {}).get("spark_env_vars") or {}
+        for name, value in env.items() if isinstance(env, dict) else ():
+            if str(name).upper() in SECRET_ENV_VARS and not _SECRET_REFERENCE.fullmatch(str(value).strip()):
+                problems.append(f"{job_key}: spark_env_vars {name} holds its value inline; reference a "
+                                f"secret scope instead: {name}: \"{{{{secrets/<scope>/<key>}}}}\"")
     return problems
 
 

@@ -509,6 +509,14 @@ def _fail(state: TaskRun, exc: DeltaDowngradeError, say: Callable[[str], None]) 
     say(f"[{state.task_key}] failed: {exc}")
 
 
+def _shown_argument(arg: str) -> str:
+    """``arg`` as the runner echoes it: a storage option's value is a secret, shown masked."""
+    name, sep, _ = arg.partition("=")
+    if sep and name.lstrip("-").replace("-", "_").lower() in ("storage_options", "storage_option"):
+        return f"{name}=***"
+    return arg
+
+
 def _run_wheel_task(task: dict[str, Any], state: TaskRun, run: JobRun, resolver: Resolver,
                     job_params: Mapping[str, str], runner: str, retry: tuple[int, float],
                     say: Callable[[str], None], sleep: Callable[[float], None]) -> None:
@@ -528,7 +536,8 @@ def _run_wheel_task(task: dict[str, Any], state: TaskRun, run: JobRun, resolver:
             _fail(state, exc, say)
             return
         state.attempts = attempt + 1
-        say(f"[{key}] attempt {attempt + 1}/{retries + 1}: {wheel['entry_point']} {' '.join(args)}")
+        say(f"[{key}] attempt {attempt + 1}/{retries + 1}: {wheel['entry_point']} "
+            f"{' '.join(_shown_argument(a) for a in args)}")
         proc = subprocess.run(_command(wheel["entry_point"], args, runner), env=env, capture_output=True, text=True)
         for line in proc.stderr.splitlines():
             say(f"[{key}]   {line}")

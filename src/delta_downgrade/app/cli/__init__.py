@@ -10,6 +10,10 @@ command modules import only ``argparse`` at module level, so ``--help`` loads no
 Every error is a :class:`DeltaDowngradeError` printed as one line with its Delta error class, and
 the process exits with the contract's code (0 done, 2 bad input, 3 wait, 4 conflict, 1 anything
 else).
+
+``--storage-option KEY=VALUE`` items (:mod:`.storage_option`) are parsed here, once, into
+``args.storage_options``; their values are masked in everything printed (error lines, log
+records, a command's output), see :mod:`delta_downgrade.app.storage_options`.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ import sys
 from typing import Callable, Sequence
 
 from delta_downgrade import __version__
-from delta_downgrade.app.cli import cleanup, drop, inspect, vacuum
+from delta_downgrade.app.cli import cleanup, drop, inspect, storage_option, vacuum
 from delta_downgrade.errors import EXIT_FAILURE, DeltaDowngradeError
 
 Command = Callable[[argparse.Namespace], int]
@@ -70,14 +74,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     # Imported once a command runs (``--help`` and bad arguments exit in parse_args): ``logging``
     # is a good part of the start-up time of ``--help``.
     from delta_downgrade.app.console_logging import CLI_STEP_FORMAT, console_logging, level_for
+    from delta_downgrade.app.storage_options import parse_storage_option_items, redact_output
 
+    args.storage_options = {}
     # The one place the CLI configures logging: operations log, main decides what is printed.
     level = level_for(quiet=getattr(args, "quiet", False), verbose=getattr(args, "verbose", False))
     try:
-        with console_logging(CLI_STEP_FORMAT, level):
+        args.storage_options = parse_storage_option_items(getattr(args, storage_option.DEST, None))
+        with console_logging(CLI_STEP_FORMAT, level, secrets=args.storage_options):
             return _COMMANDS[args.command](args)
     except DeltaDowngradeError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        # A store's message may quote the request it refused: its secrets are masked.
+        print(redact_output(f"error: {exc}", args.storage_options), file=sys.stderr)
         return exc.exit_code
     except BrokenPipeError:  # output piped into `head`: not an error
         import os

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import Callable
 
+from delta_downgrade.app.cli.storage_option import add_storage_option_argument
+
 Command = Callable[[argparse.Namespace], int]
 
 
@@ -22,19 +24,21 @@ def register(sub: argparse._SubParsersAction, commands: dict[str, Command]) -> N
                    help="truncate the cutoff to this unit (default: day, as delta.logRetentionDuration)")
     p.add_argument("--dry-run", action="store_true", help="show the plan, delete nothing")
     p.add_argument("--json", action="store_true", help="print the plan and result as JSON")
+    add_storage_option_argument(p)
     commands["cleanup"] = _run
 
 
 def _run(args: argparse.Namespace) -> int:
     from delta_downgrade.app.render.cleanup import render_json, render_text
+    from delta_downgrade.app.storage_options import redact_output
     from delta_downgrade.log.delta_log import DeltaLog
     from delta_downgrade.operations.cleanup import cleanup_expired_logs
     from delta_downgrade.protocol.table_config import parse_interval_ms
 
     retention = parse_interval_ms(args.retention, key="--retention") if args.retention else None
-    log = DeltaLog(args.table)
+    log = DeltaLog(args.table, storage_options=args.storage_options)
     result = cleanup_expired_logs(log, retention_ms=retention, granularity=args.granularity,
                                   dry_run=args.dry_run)
     render = render_json if args.json else render_text
-    print(render(args.table, result, dry_run=args.dry_run))
+    print(redact_output(render(args.table, result, dry_run=args.dry_run), args.storage_options))
     return 0

@@ -7,6 +7,7 @@ import argparse
 import sys
 from typing import Callable
 
+from delta_downgrade.app.cli.storage_option import add_storage_option_argument
 from delta_downgrade.errors import EXIT_OK
 
 
@@ -14,13 +15,14 @@ def _drop(args: argparse.Namespace) -> int:
     from delta_downgrade.app.engines import select_engine
     from delta_downgrade.app.render.drop import render_summary
     from delta_downgrade.app.render.result import drop_result, emit_result
+    from delta_downgrade.app.storage_options import redact_output
 
     engine = select_engine(args.engine, args.table)
     # Its steps are logged; main prints them (unless --quiet) as "  {step}" lines on stderr.
     outcome = engine.drop_feature(args.table, args.feature, truncate_history=args.truncate_history,
-                                  dry_run=args.dry_run)
-    print(render_summary(outcome), file=sys.stderr)
-    emit_result(drop_result(outcome))
+                                  dry_run=args.dry_run, storage_options=args.storage_options)
+    print(redact_output(render_summary(outcome), args.storage_options), file=sys.stderr)
+    emit_result(drop_result(outcome), secrets=args.storage_options)
     return EXIT_OK
 
 
@@ -40,6 +42,7 @@ def register(sub: argparse._SubParsersAction, commands: dict[str, Callable[[argp
     p.add_argument("--dry-run", action="store_true", help="print the plan, write nothing")
     p.add_argument("--engine", default="native", choices=["auto", "native", "delta-sql"])
     _output_flags(p)
+    add_storage_option_argument(p)
     commands["drop-feature"] = _drop
 
     t = sub.add_parser("truncate-history",
@@ -48,5 +51,6 @@ def register(sub: argparse._SubParsersAction, commands: dict[str, Callable[[argp
     t.add_argument("--dry-run", action="store_true")
     t.add_argument("--engine", default="native", choices=["auto", "native", "delta-sql"])
     _output_flags(t)
+    add_storage_option_argument(t)
     t.set_defaults(feature="checkpointProtection", truncate_history=True)
     commands["truncate-history"] = _drop

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import Callable
 
+from delta_downgrade.app.cli.storage_option import add_storage_option_argument
+
 Command = Callable[[argparse.Namespace], int]
 
 
@@ -14,13 +16,16 @@ def register(sub: argparse._SubParsersAction, commands: dict[str, Command]) -> N
     p.add_argument("--version", dest="version", type=int, default=None, help="version to inspect (latest)")
     p.add_argument("--json", action="store_true", help="print the stable JSON document")
     p.add_argument("--no-history", action="store_true", help="skip the protocol history (faster)")
+    add_storage_option_argument(p)
     commands["inspect"] = _run
 
 
 def _run(args: argparse.Namespace) -> int:
     from delta_downgrade.app.render.inspect import render_json, render_text
+    from delta_downgrade.app.storage_options import redact_output
     from delta_downgrade.operations.inspect import inspect_table
 
-    report = inspect_table(args.table, args.version, history=not args.no_history)
-    print(render_json(report) if args.json else render_text(report))
+    report = inspect_table(args.table, args.version, history=not args.no_history,
+                           storage_options=args.storage_options)
+    print(redact_output(render_json(report) if args.json else render_text(report), args.storage_options))
     return 0

@@ -6,6 +6,8 @@ from __future__ import annotations
 import argparse
 from typing import Callable
 
+from delta_downgrade.app.cli.storage_option import add_storage_option_argument
+
 Command = Callable[[argparse.Namespace], int]
 
 
@@ -21,15 +23,18 @@ def register(sub: argparse._SubParsersAction, commands: dict[str, Command]) -> N
                    help="allow a retention shorter than delta.deletedFileRetentionDuration "
                         "(only when no writer is active)")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
+    add_storage_option_argument(p)
     commands["vacuum"] = _run
 
 
 def _run(args: argparse.Namespace) -> int:
     from delta_downgrade.app.render.vacuum import render_json, render_text
+    from delta_downgrade.app.storage_options import redact_output
     from delta_downgrade.errors import EXIT_FAILURE, EXIT_OK
     from delta_downgrade.operations.vacuum import vacuum
 
     result = vacuum(args.table, retention_hours=args.retention_hours, dry_run=args.dry_run,
-                    enforce_retention_check=not args.override_retention_check)
-    print(render_json(result) if args.json else render_text(result))
+                    enforce_retention_check=not args.override_retention_check,
+                    storage_options=args.storage_options)
+    print(redact_output(render_json(result) if args.json else render_text(result), args.storage_options))
     return EXIT_OK if result.ok else EXIT_FAILURE

@@ -9,7 +9,7 @@ both engines report the same RESULT shape and are verified the same way.
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, Mapping
 
 from delta_downgrade.errors import (
     DeltaDowngradeError, EngineUnavailableError, FeatureNotPresentError, InvalidIdentifierError,
@@ -189,7 +189,8 @@ class DeltaSqlEngine:
         return str(row["location"])
 
     def drop_feature(self, table: str, feature: str, *, truncate_history: bool = False,
-                     dry_run: bool = False, clock: Any = None) -> Any:
+                     dry_run: bool = False, clock: Any = None,
+                     storage_options: Mapping[str, str] | None = None) -> Any:
         from delta_downgrade.log.delta_log import DeltaLog
         from delta_downgrade.operations.drop_run import (
             LOGGER, STATUS_ALREADY_ABSENT, STATUS_DROPPED, STATUS_PLANNED, DropOutcome, protected_checkpoint_paths,
@@ -199,7 +200,8 @@ class DeltaSqlEngine:
         statement = drop_feature_sql(table, feature, truncate_history)  # refuses bad names first
         name = feature_name(feature, table)
         location = self.location(table)
-        log = DeltaLog(location)
+        # The runtime writes with its session's own credentials; ours read the outcome back.
+        log = DeltaLog(location, storage_options=storage_options or None)
         before = log.snapshot(check_read=False).protocol
         if dry_run:
             return DropOutcome(table, name, STATUS_PLANNED, before, before, None, [], [], [],

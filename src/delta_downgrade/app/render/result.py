@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any, Mapping, TextIO
 
 from delta_downgrade.errors import DeltaDowngradeError
 from delta_downgrade.protocol import Protocol
@@ -91,8 +91,17 @@ def format_result(result: dict[str, Any]) -> str:
     return RESULT_PREFIX + json.dumps(result, sort_keys=True, default=str, separators=(",", ":"))
 
 
-def emit_result(result: dict[str, Any], stream: TextIO | None = None) -> None:
+def emit_result(result: dict[str, Any], stream: TextIO | None = None, *,
+                secrets: Mapping[str, str] | None = None) -> None:
+    """Print one RESULT line; the values of ``secrets`` (the storage options) are masked in it
+    (an error's message may quote a store's answer)."""
+    from delta_downgrade.app.storage_options import redact_output
+
     out = stream or sys.stdout
+    if secrets:
+        # Masked value by value after one JSON round trip, so that what ``default=str`` would turn
+        # into text is masked too.
+        result = redact_output(json.loads(json.dumps(result, default=str)), secrets)
     out.write(format_result(result) + "\n")
     out.flush()
 

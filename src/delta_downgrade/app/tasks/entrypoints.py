@@ -3,6 +3,10 @@
 Each is thin: load typed settings, run the operation for every table (a fleet runs with bounded
 parallelism; one bad table does not stop the others), print one ``RESULT`` line per table (plus a
 summary for a fleet), set task values, and exit with the worst outcome.
+
+The settings' ``storage_options`` reach every operation; their values are masked in everything a
+task prints or hands on: the RESULT lines, the task values, the log lines, error messages and
+tracebacks (``app.storage_options.redact_output``).
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from delta_downgrade.errors import (
 )
 from delta_downgrade.app.console_logging import TASK_STEP_FORMAT, console_logging
 from delta_downgrade.app.render.result import drop_result, emit_result, error_result, verify_result
+from delta_downgrade.app.storage_options import redact_output
 from delta_downgrade.app.tasks.settings import (
     DropFeatureSettings, TaskSettings, TruncateSettings, VerifySettings, load_settings,
 )
@@ -44,6 +49,8 @@ def error_outcome(table: str, feature: str | None, exc: BaseException) -> tuple[
 
 
 def run_task(settings_cls: type[TaskSettings], handler: TableHandler, argv: Sequence[str] | None = None) -> int:
+    """Load the settings, then run ``handler`` for every table with the task's log lines printed
+    (secrets masked); the worst exit code."""
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
         settings = load_settings(settings_cls, argv)
@@ -53,7 +60,14 @@ def run_task(settings_cls: type[TaskSettings], handler: TableHandler, argv: Sequ
     except DeltaDowngradeError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return exc.exit_code
+    secrets = settings.storage_option_values()
+    with console_logging(TASK_STEP_FORMAT, secrets=secrets):
+        return _run_tables(settings, handler, tables, secrets)
 
+
+def _run_tables(settings: TaskSettings, handler: TableHandler, tables: list[str],
+                secrets: dict[str, str]) -> int:
+    settings_cls = type(settings)
     feature = (getattr(settings, "feature", None) or getattr(settings_cls, "FEATURE", None)
                or getattr(settings, "expect_absent_feature", None))
 
@@ -61,10 +75,10 @@ def run_task(settings_cls: type[TaskSettings], handler: TableHandler, argv: Sequ
         try:
             return handler(settings, table)
         except DeltaDowngradeError as exc:
-            print(f"error: {exc}", file=sys.stderr)
+            print(redact_output(f"error: {exc}", secrets), file=sys.stderr)
             return error_outcome(table, feature, exc)
         except Exception as exc:  # noqa: BLE001 - a fleet must survive one broken table
-            traceback.print_exc(file=sys.stderr)
+            print(redact_output(traceback.format_exc(), secrets), end="", file=sys.stderr)
             return error_outcome(table, feature, exc)
 
     if len(tables) == 1:
@@ -74,9 +88,11 @@ def run_task(settings_cls: type[TaskSettings], handler: TableHandler, argv: Sequ
             outcomes = list(pool.map(one, tables))
     for result, code in outcomes:
         result.setdefault("exit_code", code)
-        emit_result(result)
+        emit_result(result, secrets=secrets)
     code = worst([c for _, c in outcomes])
-    values = task_values_for(settings.task_key or settings_cls.TASK.removesuffix("_task"), settings.task_values_dir)
+    values = _MaskedTaskValues(
+        task_values_for(settings.task_key or settings_cls.TASK.removesuffix("_task"), settings.task_values_dir),
+        secrets)
     if len(outcomes) == 1:
         # Every key on every path: a downstream reference to a value never set is undefined.
         for key in TASK_VALUE_KEYS:
@@ -86,7 +102,7 @@ def run_task(settings_cls: type[TaskSettings], handler: TableHandler, argv: Sequ
                    "by_status": _count(r.get("status", "?") for r, _ in outcomes),
                    "failed_tables": [r["table"] for r, c in outcomes if c not in (EXIT_OK,)],
                    "exit_code": code}
-        emit_result(summary)
+        emit_result(summary, secrets=secrets)
         values.set("summary", summary)
         for key in TASK_VALUE_KEYS:  # per-table values live in the summary for a fleet
             values.set(key, None)
@@ -94,6 +110,17 @@ def run_task(settings_cls: type[TaskSettings], handler: TableHandler, argv: Sequ
         values.set("exit_code", code)
         values.set("needs_truncate", any(bool(r.get("needs_truncate")) for r, _ in outcomes))
     return code
+
+
+class _MaskedTaskValues:
+    """Task values whose secrets (storage option values) are masked before they are set: the
+    next task, the run's page and the local values file get the masked text."""
+
+    def __init__(self, values: Any, secrets: dict[str, str]) -> None:
+        self.values, self.secrets = values, secrets
+
+    def set(self, key: str, value: Any) -> None:
+        self.values.set(key, redact_output(value, self.secrets))
 
 
 def _count(items: Any) -> dict[str, int]:
@@ -109,22 +136,22 @@ def _verify_one(settings: TaskSettings, table: str) -> tuple[dict[str, Any], int
     from delta_downgrade.operations.verify import Expectations, verify_table
 
     assert isinstance(settings, VerifySettings)
+    secrets = settings.storage_option_values()
     report = verify_table(table, Expectations(
         absent_feature=settings.expect_absent_feature,
         min_reader_version=settings.expect_min_reader_version,
         min_writer_version=settings.expect_min_writer_version,
         boundary_version=settings.expect_boundary_version,
         protected_checkpoints=tuple(settings.expect_protected_checkpoints or ()),
-    ))
+    ), storage_options=secrets or None)
     for check in report.failures:
-        print(f"verify: {table}: FAILED {check.name}: {check.detail}", file=sys.stderr)
+        print(redact_output(f"verify: {table}: FAILED {check.name}: {check.detail}", secrets), file=sys.stderr)
     return verify_result(report), EXIT_OK if report.ok else EXIT_FAILURE
 
 
 def verify_task(argv: Sequence[str] | None = None) -> int:
     """Re-read each table and prove the outcome; exit 1 listing what failed."""
-    with console_logging(TASK_STEP_FORMAT):
-        return run_task(VerifySettings, _verify_one, argv)
+    return run_task(VerifySettings, _verify_one, argv)
 
 
 # --- drop and truncate ----------------------------------------------------------------------------
@@ -142,7 +169,7 @@ def _drop_one(settings: TaskSettings, table: str) -> tuple[dict[str, Any], int]:
                                table=table)
     engine = _engine_for(settings, table)
     outcome = engine.drop_feature(table, settings.feature, truncate_history=settings.truncate_history,
-                                  dry_run=settings.dry_run)
+                                  dry_run=settings.dry_run, storage_options=settings.storage_option_values())
     return drop_result(outcome), EXIT_OK
 
 
@@ -150,18 +177,16 @@ def _truncate_one(settings: TaskSettings, table: str) -> tuple[dict[str, Any], i
     assert isinstance(settings, TruncateSettings)
     engine = _engine_for(settings, table)
     outcome = engine.drop_feature(table, "checkpointProtection", truncate_history=True,
-                                  dry_run=settings.dry_run)
+                                  dry_run=settings.dry_run, storage_options=settings.storage_option_values())
     return drop_result(outcome), EXIT_OK
 
 
 def drop_feature_task(argv: Sequence[str] | None = None) -> int:
     """Drop one feature from one or many tables."""
-    with console_logging(TASK_STEP_FORMAT):
-        return run_task(DropFeatureSettings, _drop_one, argv)
+    return run_task(DropFeatureSettings, _drop_one, argv)
 
 
 def truncate_task(argv: Sequence[str] | None = None) -> int:
     """Drop checkpointProtection by truncating history before the boundary, once retention allows."""
-    with console_logging(TASK_STEP_FORMAT):
-        return run_task(TruncateSettings, _truncate_one, argv)
+    return run_task(TruncateSettings, _truncate_one, argv)
 

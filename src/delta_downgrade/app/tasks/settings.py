@@ -34,19 +34,32 @@ here, because the built-in ones accept other inputs than the jobs send:
   top-level keys; it leaves ``-`` in keys, lets a top-level table pose as a value, and reports a
   file that is not UTF-8 or not TOML as a bare exception. Python 3.10 has no ``tomllib``:
   ``--config`` is refused there with one clear error, as before.
+
+``storage_options`` (the credentials and endpoint of the tables' store, with the keys deltalake
+takes) come from the same sources: a ``[storage_options]`` table of the file (top level, or
+``[<task>.storage_options]``, which replaces it), ``DELTA_DOWNGRADE_STORAGE_OPTIONS`` holding a
+JSON object, and on the command line ``--storage_options='{"KEY": "VALUE"}'`` and/or repeated
+``--storage_option KEY=VALUE`` items (which win over the JSON object's keys). The values are
+secrets: they are kept as ``SecretStr`` (``repr``, validation errors and the settings' own
+messages never show them) and unwrapped only by :meth:`TaskSettings.storage_option_values`, for
+the operations. On Databricks a job passes them from a secret scope (README, "Tables on object
+storage"), never inline.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from pathlib import Path
-from typing import Any, ClassVar, Sequence
+from typing import Any, ClassVar, Mapping, Sequence
 
-from pydantic import ValidationError, field_validator
+from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict, TomlConfigSettingsSource
+from pydantic_settings.exceptions import SettingsError
 
-from delta_downgrade.errors import BadConfigError, BadInputError, BadSettingsError
+from delta_downgrade.app.storage_options import parse_storage_option_items
+from delta_downgrade.errors import BadConfigError, BadInputError, BadSettingsError, BadStorageOptionError
 from delta_downgrade.app.tasks.task_values import check_key
 
 ENV_PREFIX = "DELTA_DOWNGRADE_"
@@ -54,15 +67,23 @@ ENV_PREFIX = "DELTA_DOWNGRADE_"
 # Settings only the job runner's environment may set (see the module docstring).
 RUNNER_ONLY = frozenset({"task_key", "task_values_dir"})
 
+#: Settings whose value is a TOML table (the file's other top-level tables are task sections).
+TABLE_SETTINGS = frozenset({"storage_options"})
+#: The command-line key of one ``KEY=VALUE`` storage option, repeatable (parse_cli_args keeps
+#: every one, in order, instead of the last).
+STORAGE_OPTION_ITEM = "storage_option"
+REPEATABLE = frozenset({STORAGE_OPTION_ITEM})
+
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover - Python 3.10
     tomllib = None
 
 
-def parse_cli_args(argv: Sequence[str]) -> dict[str, str]:
-    """``--key=value`` / ``--key value`` / ``--flag`` → {key: value}; keys use ``_``."""
-    out: dict[str, str] = {}
+def parse_cli_args(argv: Sequence[str]) -> dict[str, Any]:
+    """``--key=value`` / ``--key value`` / ``--flag`` → {key: value}; keys use ``_``. A key of
+    :data:`REPEATABLE` maps to the list of its values, in order; any other to its last value."""
+    out: dict[str, Any] = {}
     args = list(argv)
     i = 0
     while i < len(args):
@@ -82,7 +103,10 @@ def parse_cli_args(argv: Sequence[str]) -> dict[str, str]:
         if value.strip() in ("", "null", "None"):
             # An unset upstream task value arrives empty or as JSON null: "not given".
             continue
-        out[key] = value
+        if key in REPEATABLE:
+            out.setdefault(key, []).append(value)
+        else:
+            out[key] = value
     return out
 
 
@@ -113,7 +137,7 @@ class _TaskTomlSource(TomlConfigSettingsSource):
             raise BadConfigError(f"config file {path}: [{self.section}] must be a table of settings, "
                                  f"not {_toml_type(section_value)}; write it as [{self.section}] followed "
                                  f"by key = value lines")
-        top = {_key(k): v for k, v in data.items() if not isinstance(v, dict)}
+        top = {_key(k): v for k, v in data.items() if not isinstance(v, dict) or _key(k) in TABLE_SETTINGS}
         task = {_key(k): v for k, v in section_value.items()}
         ignored = sorted(RUNNER_ONLY & ({**top, **task}.keys()))
         if ignored:
@@ -173,6 +197,8 @@ class TaskSettings(BaseSettings):
     task_values_dir: str | None = None
     task_key: str | None = None
     config: str | None = None
+    #: Credentials and endpoint of the tables' store (deltalake's keys); secret values.
+    storage_options: dict[str, SecretStr] = Field(default_factory=dict)
 
     @field_validator("tables", mode="before")
     @classmethod
@@ -184,6 +210,32 @@ class TaskSettings(BaseSettings):
                 return json.loads(text)
             return [t.strip() for t in text.split(",") if t.strip()]
         return value
+
+    @field_validator("storage_options", mode="before")
+    @classmethod
+    def _storage_options(cls, value: Any) -> Any:
+        # A JSON object as text (the command line), a table (TOML), a dict (the environment's
+        # JSON, decoded by pydantic-settings). No message here quotes a value: it may be a secret.
+        if isinstance(value, str):
+            value = storage_options_from_json(value)
+        if not isinstance(value, Mapping):
+            raise ValueError(f"must be a table / JSON object of KEY = \"VALUE\" strings, not "
+                             f"{type(value).__name__}")
+        out: dict[str, Any] = {}
+        for key, item in value.items():
+            if isinstance(item, SecretStr):
+                out[str(key)] = item
+            elif isinstance(item, bool):  # TOML `AWS_ALLOW_HTTP = true`: deltalake's "true"
+                out[str(key)] = "true" if item else "false"
+            elif isinstance(item, (str, int, float)):
+                out[str(key)] = str(item)
+            else:
+                raise ValueError(f"{key} must be a string, not {type(item).__name__}")
+        return out
+
+    def storage_option_values(self) -> dict[str, str]:
+        """The storage options as the operations take them: the only place they are unwrapped."""
+        return {key: value.get_secret_value() for key, value in self.storage_options.items()}
 
     @field_validator("task_key")
     @classmethod
@@ -223,6 +275,22 @@ class TaskSettings(BaseSettings):
         for t in found:
             seen.setdefault(t, None)
         return list(seen)
+
+
+def storage_options_from_json(text: str) -> dict[str, Any]:
+    """A JSON object of storage options; ``ValueError`` saying where the text is wrong, never
+    quoting it (it holds secrets)."""
+    if not text.strip():
+        return {}
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        where = f" ({exc.msg} at character {exc.pos})" if isinstance(exc, json.JSONDecodeError) else ""
+        raise ValueError(f"must be a JSON object such as {{\"AWS_REGION\": \"eu-west-1\"}}; "
+                         f"this one does not parse{where}") from None
+    if not isinstance(value, dict):
+        raise ValueError(f"must be a JSON object of \"KEY\": \"VALUE\" pairs, not {type(value).__name__}")
+    return value
 
 
 def parse_tables_file(text: str) -> list[str]:
@@ -284,12 +352,31 @@ def load_settings(cls: type[TaskSettings], argv: Sequence[str]) -> TaskSettings:
               f"({', '.join(ENV_PREFIX + k.upper() for k in ignored)}) sets "
               f"{'them' if len(ignored) > 1 else 'it'}; rename the job parameter")
     known = {k: v for k, v in cli.items() if k in names}
+    items = cli.get(STORAGE_OPTION_ITEM)
+    if items:
+        # Repeated --storage_option KEY=VALUE, over the keys of a --storage_options JSON object.
+        try:
+            given = storage_options_from_json(known.get("storage_options", ""))
+        except ValueError as exc:
+            raise BadStorageOptionError(f"invalid settings for {cls.TASK}: --storage_options {exc}") from None
+        known["storage_options"] = {**given, **parse_storage_option_items(items, "--storage_option")}
     cls._config_path = config
     try:
         return cls(**known)
     except ValidationError as exc:
         problems = "; ".join(f"{_where(e['loc'])}: {e['msg']}" for e in exc.errors())
-        raise BadSettingsError(f"invalid settings for {cls.TASK}: {problems}") from None
+        # Storage options get their own error class; ``e['input']`` is never shown (a secret).
+        error = (BadStorageOptionError if any(e["loc"][:1] == ("storage_options",) for e in exc.errors())
+                 else BadSettingsError)
+        raise error(f"invalid settings for {cls.TASK}: {problems}") from None
+    except SettingsError as exc:
+        # A source could not decode a value (the environment's JSON of a table-valued setting);
+        # the cause names the field, never the value.
+        if "storage_options" in str(exc):
+            raise BadStorageOptionError(f"invalid settings for {cls.TASK}: {ENV_PREFIX}STORAGE_OPTIONS "
+                                        f"must hold a JSON object such as {{\"AWS_REGION\": \"eu-west-1\"}} "
+                                        f"({exc})") from None
+        raise BadSettingsError(f"invalid settings for {cls.TASK}: {exc}") from None
     finally:
         cls._config_path = None
 
