@@ -487,6 +487,14 @@ class StorageNotAtomicError(BadInputError):
 
 # --- storage failures (exit 1) ---------------------------------------------------------------------
 
+class StorageError(DeltaDowngradeError):
+    """An object store answered a request with an error this package has no other name for (not
+    a missing bucket, bad credentials, an unreachable endpoint...): one line with the store's
+    message (secrets masked), no traceback."""
+
+    error_class = "DELTA_DOWNGRADE_STORAGE_ERROR"
+
+
 class DvPurgeError(DeltaDowngradeError):
     """The rewrite produced something other than what the log promises (row counts); the batch
     was not committed."""

@@ -26,7 +26,8 @@ from pathlib import Path
 from typing import Any, BinaryIO, Iterator, Mapping
 
 from delta_downgrade.errors import (
-    CommitFileExistsError, DeltaDowngradeError, StorageAccessDeniedError, StorageNotAtomicError,
+    CommitFileExistsError, DeltaDowngradeError, StorageAccessDeniedError, StorageError,
+    StorageNotAtomicError,
     StorageNotWritableError, StorageUnreachableError, TableNotFoundError, UnsupportedStorageError,
 )
 from delta_downgrade.storage.base import FileStatus, scheme_of
@@ -239,9 +240,8 @@ class ObjectStoreStorage:
                 f"(a rerun resumes)", table=self.root, params={"step": what})
         if isinstance(exc, _exceptions().BaseError):
             # An answer of the store this package has no name for: one line, no traceback.
-            return DeltaDowngradeError(
-                f"{what} failed on {self.root}: {first}", table=self.root, params={"step": what},
-                error_class="DELTA_DOWNGRADE_STORAGE_ERROR")
+            return StorageError(f"{what} failed on {self.root}: {first}", table=self.root,
+                                params={"step": what})
         return None
 
     @contextmanager

@@ -375,7 +375,9 @@ def redact(options: Mapping[str, str] | None) -> dict[str, str]:
 
 
 # ``?sv=...&sig=...`` (an Azure SAS), ``X-Amz-Signature=...``, any ``token=``/``key=`` query value.
-_QUERY_RE = re.compile(r"\?[^\s\"'<>]*")
+#: The query string of a URL (``scheme://host/path?sv=...&sig=...``): SAS tokens and presigned
+#: signatures travel there. Only after a URL: a ``?`` in plain text is left alone.
+_QUERY_RE = re.compile(r"(\b[A-Za-z][A-Za-z0-9+.-]*://[^\s?\"'<>]*)\?[^\s\"'<>]*")
 
 
 def _secret_values(options: Mapping[str, str] | None) -> list[str]:
@@ -403,4 +405,4 @@ def redact_text(text: str, options: Mapping[str, str] | None = None) -> str:
     out = str(text)
     for value in _secret_values(options):
         out = out.replace(value, REDACTED)
-    return _QUERY_RE.sub("?" + REDACTED, out)
+    return _QUERY_RE.sub(lambda m: m.group(1) + "?" + REDACTED, out)
