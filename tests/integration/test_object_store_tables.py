@@ -133,7 +133,7 @@ def test_drop_then_truncate_on_azure(azure_endpoint: Endpoint, golden_root: Path
                                      duckdb_reader) -> None:
     uri = _drop_vacuum_protocol_check(azure_endpoint, golden_root)
     later = ManualClock().advance(days=3)
-    outcome = drop_feature(uri, "checkpointProtection", clock=later,
+    outcome = drop_feature(uri, "checkpointProtection", truncate_history=True, clock=later,
                            storage_options=azure_endpoint.storage_options)
     assert outcome.status == "dropped", outcome
     assert _protocol(uri, azure_endpoint.storage_options) == (1, 2, [], [])
