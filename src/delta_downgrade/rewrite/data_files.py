@@ -32,8 +32,13 @@ FOOTER_READERS = 16
 def storage_options_of(storage: Any) -> Mapping[str, str] | None:
     """The storage options a table's storage was opened with (credentials, endpoint), to open a
     file outside the table on the same account; None for a store that keeps none (local)."""
-    options = getattr(storage, "options", None)
-    return options if isinstance(options, Mapping) else None
+    # ObjectStoreStorage keeps them as ``_options`` (the Storage interface names no attribute for
+    # them yet); a public ``options`` wins when an implementation has one.
+    for attribute in ("options", "_options"):
+        options = getattr(storage, attribute, None)
+        if isinstance(options, Mapping) and options:
+            return options
+    return None
 
 
 class DataFiles:
