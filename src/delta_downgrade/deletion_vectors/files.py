@@ -30,6 +30,7 @@ from delta_downgrade.protocol.dv_paths import (
     z85_decode,
     z85_encode,
 )
+from delta_downgrade.storage import open_storage
 from delta_downgrade.errors import (  # noqa: F401 - the size and checksum errors are re-exported
     DeletionVectorFormatError, DvChecksumMismatch, DvSizeMismatch,
 )
@@ -52,31 +53,52 @@ def dv_file_bytes(dv_datas: Sequence[bytes]) -> tuple[bytes, list[int]]:
     return bytes(out), offsets
 
 
-def unframe_dv(file_bytes: bytes | memoryview, offset: int | None, size_in_bytes: int) -> bytes:
-    """The DV data stored at ``offset`` of a DV file, after checking the version byte, the size
-    field against ``size_in_bytes`` and the CRC-32. Raises :class:`DeletionVectorFormatError`
-    subclasses (``DvSizeMismatch`` / ``DvChecksumMismatch``) that the caller turns into table errors."""
-    view = memoryview(file_bytes)
+def check_format_version(first_byte: bytes | memoryview) -> None:
+    """The first byte of a DV file must be the format version (``1``)."""
+    view = memoryview(first_byte)
     if len(view) < 1 or view[0] != DV_FILE_FORMAT_VERSION:
         got = view[0] if len(view) else None
         raise DeletionVectorFormatError(
             f"DV file format version {got!r}; only {DV_FILE_FORMAT_VERSION} is defined")
+
+
+def framed_length(size_in_bytes: int) -> int:
+    """Bytes of one stored DV from its offset: size field, DV data, CRC-32."""
+    return 4 + int(size_in_bytes) + 4
+
+
+def unframe_slice(framed: bytes | memoryview, offset: int, size_in_bytes: int) -> bytes:
+    """The DV data of one stored DV, from the ``framed_length(size_in_bytes)`` bytes that start
+    at its ``offset`` (fewer when the file ends early), after checking the size field against
+    ``size_in_bytes`` and the CRC-32 (PROTOCOL.md "Deletion Vector File Storage Format")."""
+    view = memoryview(framed)
+    if len(view) < 4:
+        raise DvSizeMismatch(f"offset {offset} lies outside the DV file")
+    stored = int.from_bytes(view[0:4], "big")
+    if stored != size_in_bytes:
+        raise DvSizeMismatch(
+            f"the DV file stores {stored} bytes at offset {offset}, the log says {size_in_bytes}")
+    end = 4 + stored
+    if end + 4 > len(view):
+        raise DvSizeMismatch(f"the DV at offset {offset} ({stored} bytes + checksum) runs past the "
+                             f"end of the DV file")
+    data = bytes(view[4:end])
+    checksum = int.from_bytes(view[end:end + 4], "big")
+    if zlib.crc32(data) & 0xFFFFFFFF != checksum:
+        raise DvChecksumMismatch(f"CRC-32 of the DV at offset {offset} does not match its stored checksum")
+    return data
+
+
+def unframe_dv(file_bytes: bytes | memoryview, offset: int | None, size_in_bytes: int) -> bytes:
+    """The DV data stored at ``offset`` of a whole DV file, after checking the version byte, the
+    size field against ``size_in_bytes`` and the CRC-32. Raises :class:`DeletionVectorFormatError`
+    subclasses (``DvSizeMismatch`` / ``DvChecksumMismatch``) that the caller turns into table errors."""
+    view = memoryview(file_bytes)
+    check_format_version(view[:1])
     start = 1 if offset is None else int(offset)
     if start < 1 or start + 4 > len(view):
         raise DvSizeMismatch(f"offset {start} lies outside the {len(view)}-byte DV file")
-    stored = int.from_bytes(view[start:start + 4], "big")
-    if stored != size_in_bytes:
-        raise DvSizeMismatch(
-            f"the DV file stores {stored} bytes at offset {start}, the log says {size_in_bytes}")
-    end = start + 4 + stored
-    if end + 4 > len(view):
-        raise DvSizeMismatch(f"the DV at offset {start} ({stored} bytes + checksum) runs past the "
-                            f"end of the {len(view)}-byte file")
-    data = bytes(view[start + 4:end])
-    checksum = int.from_bytes(view[end:end + 4], "big")
-    if zlib.crc32(data) & 0xFFFFFFFF != checksum:
-        raise DvChecksumMismatch(f"CRC-32 of the DV at offset {start} does not match its stored checksum")
-    return data
+    return unframe_slice(view[start:start + framed_length(size_in_bytes)], start, size_in_bytes)
 
 
 def encode_inline(dv_data: bytes) -> str:
@@ -117,11 +139,13 @@ def write_dv_file(target: Any, row_index_lists: Sequence[Iterable[int] | pa.Arra
     """Write one DV file holding one DV per entry of ``row_index_lists`` (several DVs may share a
     file) and return their ``u`` descriptors, in order.
 
-    ``target`` is the table root (a local directory) or a Storage; the file is
-    ``[<prefix>/]deletion_vector_<uuid>.bin`` below it. An empty list writes nothing.
+    ``target`` is the table's Storage (or a local table root, opened as one); the file is
+    ``[<prefix>/]deletion_vector_<uuid>.bin`` below it, created with ``put_if_absent`` (a fresh
+    UUID never names an existing file). An empty list writes nothing.
     """
     if not row_index_lists:
         return []
+    storage = target if hasattr(target, "put_if_absent") else open_storage(os.fspath(target))
     dv_uuid = dv_uuid or uuid.uuid4()
     datas: list[bytes] = []
     cards: list[int] = []
@@ -131,13 +155,7 @@ def write_dv_file(target: Any, row_index_lists: Sequence[Iterable[int] | pa.Arra
         cards.append(len(values))
     content, offsets = dv_file_bytes(datas)
     rel = f"{prefix}/{dv_file_name(dv_uuid)}" if prefix else dv_file_name(dv_uuid)
-    if hasattr(target, "put_if_absent"):
-        target.put_if_absent(rel, content)
-    else:
-        full = os.path.join(os.fspath(target), *rel.split("/"))
-        os.makedirs(os.path.dirname(full), exist_ok=True)
-        with open(full, "xb") as fh:
-            fh.write(content)
+    storage.put_if_absent(rel, content)
     path_or_inline = encode_uuid_dv(dv_uuid, prefix)
     return [DeletionVectorDescriptor(storageType=STORAGE_UUID, pathOrInlineDv=path_or_inline,
                                      offset=off, sizeInBytes=len(data), cardinality=card)

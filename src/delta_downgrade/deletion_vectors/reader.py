@@ -6,6 +6,7 @@ the data file and the DV.
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -20,17 +21,20 @@ from delta_downgrade.deletion_vectors.bitmap import (
 from delta_downgrade.deletion_vectors.files import (
     DvChecksumMismatch,
     DvSizeMismatch,
+    check_format_version,
     decode_inline,
-    unframe_dv,
+    framed_length,
+    unframe_slice,
 )
 from delta_downgrade.protocol.dv_paths import (
     STORAGE_INLINE,
     STORAGE_PATH,
     STORAGE_UUID,
     dv_relative_path,
-    local_path_of_uri,
+    parent_and_name,
     table_relative_path,
 )
+from delta_downgrade.storage import open_storage
 from delta_downgrade.errors import (  # noqa: F401 - re-exported: the DV reader's errors
     DeletionVectorCardinalityError, DeletionVectorChecksumError, DeletionVectorError,
     DeletionVectorNotFoundError, DeletionVectorSizeError,
@@ -38,31 +42,31 @@ from delta_downgrade.errors import (  # noqa: F401 - re-exported: the DV reader'
 
 
 class DvFileReader:
-    """Reads DV files of one table and caches them, so that a file holding the DVs of many data
-    files is read once.
+    """Reads the DVs of one table through its storage, each as the slice of its DV file that
+    holds it (PROTOCOL.md "Deletion Vector Descriptor Schema": ``offset`` and ``sizeInBytes``
+    locate it), with ranged reads: a DV file shared by many data files is never read whole,
+    and each slice is cached so that verifying every DV before a purge and decoding them batch
+    by batch read it once. The version byte of each DV file is checked once.
 
-    ``source`` is a Storage (``read_bytes(relative path)`` + ``root``) or a local table root path.
-    Absolute (``p``) DVs inside the table are read through it; others only when they are local.
-    ``read_absolute`` may read any other absolute URI (e.g. through Spark).
+    ``source`` is the table's Storage, or a local table root (opened as a Storage). ``u`` DVs
+    and ``p`` DVs inside the table are read through it; a ``p`` DV elsewhere through a storage
+    opened on its parent location with the table's ``storage_options`` (another bucket of the
+    same account, a shallow clone's source), or by ``read_absolute`` (whole file) when given.
     """
 
-    def __init__(self, source: Any, *, read_absolute: Callable[[str], bytes] | None = None,
+    def __init__(self, source: Any, *, storage_options: Mapping[str, str] | None = None,
+                 read_absolute: Callable[[str], bytes] | None = None,
                  max_cached_bytes: int = 256 << 20) -> None:
-        self.source = source
-        if hasattr(source, "read_bytes"):
-            self.root = getattr(source, "root", None) or ""
-        else:
-            self.root = os.path.abspath(os.fspath(source))
+        self.storage = source if hasattr(source, "read_range") else open_storage(os.fspath(source))
+        self.root = getattr(self.storage, "root", None) or ""
+        self.storage_options = storage_options
         self.read_absolute = read_absolute
         self.max_cached_bytes = max_cached_bytes
-        self._cache: dict[str, bytes] = {}
+        self._cache: dict[tuple[str, int, int], bytes] = {}
         self._cached_bytes = 0
-
-    def _read_relative(self, rel: str) -> bytes:
-        if hasattr(self.source, "read_bytes"):
-            return self.source.read_bytes(rel)
-        with open(os.path.join(self.root, *rel.split("/")), "rb") as fh:
-            return fh.read()
+        self._version_checked: set[str] = set()
+        self._outside: dict[str, Any] = {}
+        self._lock = threading.Lock()
 
     def location(self, dv: DeletionVectorDescriptor) -> str:
         """Where the DV lives, for messages: a table-relative path or the absolute URI."""
@@ -70,42 +74,73 @@ class DvFileReader:
             return dv_relative_path(dv) or dv.pathOrInlineDv
         return dv.pathOrInlineDv
 
-    def file_bytes(self, dv: DeletionVectorDescriptor) -> bytes:
-        """The whole DV file of a ``u``/``p`` descriptor (cached)."""
+    def _file_of(self, dv: DeletionVectorDescriptor) -> tuple[Any, str, str]:
+        """(storage, path in it, cache key) of the DV file of a ``u``/``p`` descriptor."""
         if dv.storageType == STORAGE_UUID:
-            key, relative, absolute = f"u:{dv_relative_path(dv)}", dv_relative_path(dv), None
-        elif dv.storageType == STORAGE_PATH:
-            relative = table_relative_path(self.root, dv.pathOrInlineDv) if self.root else None
-            key, absolute = f"p:{dv.pathOrInlineDv}", dv.pathOrInlineDv
-        else:
+            rel = dv_relative_path(dv)
+            assert rel is not None
+            return self.storage, rel, f"u:{rel}"
+        if dv.storageType != STORAGE_PATH:
             raise ValueError(f"storage type {dv.storageType!r} has no file")
+        relative = table_relative_path(self.root, dv.pathOrInlineDv) if self.root else None
+        if relative is not None:
+            return self.storage, relative, f"u:{relative}"
+        parent, name = parent_and_name(dv.pathOrInlineDv)
+        with self._lock:
+            outside = self._outside.get(parent)
+            if outside is None:
+                outside = self._outside[parent] = open_storage(parent, options=self.storage_options)
+        return outside, name, f"p:{dv.pathOrInlineDv}"
+
+    def _remember(self, key: tuple[str, int, int], data: bytes) -> None:
+        with self._lock:
+            if self._cached_bytes + len(data) > self.max_cached_bytes:
+                self._cache.clear()
+                self._cached_bytes = 0
+            self._cache[key] = data
+            self._cached_bytes += len(data)
+
+    def stored_slice(self, dv: DeletionVectorDescriptor) -> bytes:
+        """The bytes of a ``u``/``p`` DV from its offset: size field, DV data, CRC-32 (fewer when
+        the file ends early), read with one ranged read (cached)."""
+        offset = 1 if dv.offset is None else int(dv.offset)
+        if offset < 1:
+            raise DvSizeMismatch(f"offset {offset} lies before the first DV of the file")
+        length = framed_length(dv.sizeInBytes)
+        if self.read_absolute is not None and dv.storageType == STORAGE_PATH and self.root and \
+                table_relative_path(self.root, dv.pathOrInlineDv) is None:
+            whole = self.read_absolute(dv.pathOrInlineDv)
+            check_format_version(whole[:1])
+            return whole[offset:offset + length]
+        storage, rel, file_key = self._file_of(dv)
+        key = (file_key, offset, length)
         cached = self._cache.get(key)
         if cached is not None:
             return cached
-        if relative is not None:
-            data = self._read_relative(relative)
+        if file_key in self._version_checked:
+            framed = storage.read_range(rel, offset, length)
         else:
-            local = local_path_of_uri(absolute or "")
-            if local is not None:
-                with open(local, "rb") as fh:
-                    data = fh.read()
-            elif self.read_absolute is not None:
-                data = self.read_absolute(absolute or "")
+            # The first DV read of a file also checks its version byte: one read when the DV
+            # is the file's first (offset 1, the common case), two otherwise.
+            if offset == 1:
+                head = storage.read_range(rel, 0, 1 + length)
+                check_format_version(head[:1])
+                framed = head[1:]
             else:
-                raise FileNotFoundError(f"{absolute} is outside the table and not a local path")
-        if self._cached_bytes + len(data) > self.max_cached_bytes:
-            self._cache.clear()
-            self._cached_bytes = 0
-        self._cache[key] = data
-        self._cached_bytes += len(data)
-        return data
+                check_format_version(storage.read_range(rel, 0, 1))
+                framed = storage.read_range(rel, offset, length)
+            with self._lock:
+                self._version_checked.add(file_key)
+        self._remember(key, framed)
+        return framed
 
     def dv_data(self, dv: DeletionVectorDescriptor) -> bytes:
         """The DV data (magic number + bitmap) of a descriptor, verified against the log's size
         and the file's checksum. Raises :class:`DeletionVectorFormatError` subclasses and OSError."""
         if dv.storageType == STORAGE_INLINE:
             return decode_inline(dv.pathOrInlineDv, dv.sizeInBytes)
-        return unframe_dv(self.file_bytes(dv), dv.offset, dv.sizeInBytes)
+        offset = 1 if dv.offset is None else int(dv.offset)
+        return unframe_slice(self.stored_slice(dv), offset, dv.sizeInBytes)
 
     def _load(self, dv: DeletionVectorDescriptor, where: str, table: str | None,
               params: dict[str, Any]) -> bytes:

@@ -155,20 +155,26 @@ def is_absolute_log_path(path: str) -> bool:
 def table_relative_path(table_root: str, path: str) -> str | None:
     """A ``path`` from the log (URL-encoded, relative or absolute) → the decoded path relative
     to ``table_root``; None when it points outside the table (a shallow clone's source, another
-    file system).
+    file system or bucket).
 
     PROTOCOL.md "Add File and Remove File": ``path`` is a URI (RFC 2396); relative paths are
-    relative to the table root.
+    relative to the table root. ``table_root`` is a local path, a ``file:`` URI or an object
+    store URI (``s3://bucket/t``): an absolute ``path`` lies inside it when it has the same
+    scheme and authority and its decoded path continues the root's.
     """
     if not is_absolute_log_path(path):
         relative = posixpath.normpath(unquote(path))
         if relative.startswith("../") or relative == ".." or relative == ".":
             return None
         return relative
+    root_local = local_path_of_uri(table_root) if is_absolute_log_path(table_root) \
+        else os.path.abspath(table_root)
+    if root_local is None:
+        return _relative_to_uri_root(table_root, path)
     local = local_path_of_uri(path)
     if local is None:
         return None
-    root = os.path.normpath(os.path.abspath(table_root))
+    root = os.path.normpath(root_local)
     try:
         common = os.path.commonpath([root, local])
     except ValueError:
@@ -178,8 +184,32 @@ def table_relative_path(table_root: str, path: str) -> str | None:
     return os.path.relpath(local, root).replace(os.sep, "/")
 
 
+def _relative_to_uri_root(table_root: str, path: str) -> str | None:
+    """``path`` relative to a non-local root URI (same scheme, same bucket/container), decoded."""
+    root, target = urlparse(table_root), urlparse(path)
+    if (root.scheme.lower(), root.netloc) != (target.scheme.lower(), target.netloc):
+        return None
+    root_path = posixpath.normpath("/" + unquote(root.path).strip("/"))
+    target_path = posixpath.normpath("/" + unquote(target.path).lstrip("/"))
+    prefix = root_path.rstrip("/") + "/"
+    if not target_path.startswith(prefix) or target_path == root_path:
+        return None
+    return target_path[len(prefix):]
+
+
+def parent_and_name(path: str) -> tuple[str, str]:
+    """An absolute path from the log (URL-encoded URI or rooted path) → (its decoded parent
+    location, its decoded file name): what a storage is opened on to read a file outside the
+    table (``s3://b/other/dv.bin`` → ``("s3://b/other", "dv.bin")``)."""
+    decoded = unquote(path)
+    parent, _, name = decoded.rstrip("/").rpartition("/")
+    if not name or not parent or parent.endswith(":"):
+        raise ValueError(f"{path!r} names no file in a directory")
+    return parent, name
+
+
 __all__ = [
     "Z85_ALPHABET", "z85_encode", "z85_decode", "split_uuid_dv", "encode_uuid_dv", "dv_file_name",
     "dv_relative_path", "dv_absolute_path", "local_path_of_uri", "table_relative_path",
-    "is_absolute_log_path",
+    "is_absolute_log_path", "parent_and_name",
 ]

@@ -164,7 +164,7 @@ def remove_column_mapping(run: "DropRun", *, workers: int = DEFAULT_WORKERS,
         actions.append(remove_action(add, now))
         if result.path is not None:
             stats = stats_for_rewrite(add.stats, result.num_rows, plan.widened, rekey)
-            stats = with_footer_stats(stats, rewriter.local(result.path), clustering_leaves,
+            stats = with_footer_stats(stats, result.footer, clustering_leaves,
                                       wide=add.deletionVector is not None)
             actions.append(replacement_add(add, result, partition_values=rekeyed_partitions(add), stats=stats))
     for add, plan in keep:
@@ -173,7 +173,7 @@ def remove_column_mapping(run: "DropRun", *, workers: int = DEFAULT_WORKERS,
         # the footer's row count gives it. A clustered table needs clustering-column stats.
         if stats or clustering_leaves or (tracking.assigns and add.baseRowId is None):
             stats = stats_for_rewrite(stats, plan.num_rows, [], rekey)
-            stats = with_footer_stats(stats, rewriter.input_location(add), clustering_leaves,
+            stats = with_footer_stats(stats, lambda: rewriter.footer_metadata(add), clustering_leaves,
                                       wide=add.deletionVector is not None)
         actions.append(replace(add, partitionValues=rekeyed_partitions(add), stats=stats, dataChange=False))
     actions.extend(domains)

@@ -30,6 +30,9 @@ Then batch by batch (≤ ``batch_files`` files, ≤ ``batch_bytes`` bytes each; 
    A single scan per directory (not one per file) matters: a union of per-file scans makes
    Spark push the join into every branch, with one broadcast each.
 
+   Spark reads every file and writes every output at its ``storage.uri`` (the table's URI on
+   a cluster); the driver reads DVs, footers and listings, and deletes an uncommitted batch's
+   files, through the table's storage (never a local path).
    Outputs go to a fresh directory ``dv-purge-<id>/`` inside the input directory, named by
    Spark (``part-…-c000.snappy.parquet``); a fresh directory is the only portable way to know
    exactly which files a Spark write committed (Databricks' DBIO leaves uncommitted attempts
@@ -37,9 +40,11 @@ Then batch by batch (≤ ``batch_files`` files, ≤ ``batch_bytes`` bytes each; 
 3. **Statistics** of the new files: exact ``numRecords`` and tight ``minValues``/``maxValues``/
    ``nullCount`` (PROTOCOL.md "Per-file Statistics", physical column names, the first
    ``delta.dataSkippingNumIndexedCols`` leaf columns or ``delta.dataSkippingStatsColumns``, and
-   always the clustering columns of a clustered table, PROTOCOL.md "Clustered Table"). With
-   local storage they come from the parquet footers (pyarrow, footers only); elsewhere from one
-   Spark aggregation per batch grouped by ``_metadata.file_path``.
+   always the clustering columns of a clustered table, PROTOCOL.md "Clustered Table"). They come
+   from a listing of each output directory and the parquet footers, read through the table's
+   storage (pyarrow on ``storage.open_input``: ranged reads on an object store, footers only);
+   on Databricks, whose commit protocol leaves uncommitted attempts visible in a listing, from
+   one Spark aggregation per batch grouped by ``_metadata.file_path``.
 4. **Check** that each output directory holds exactly Σ(numRecords − cardinality) rows of its
    inputs, then **commit** ``remove(old file with its DV, dataChange=false)`` +
    ``add(new file, dataChange=false, stats)`` as ``REORG`` with ``applyPurge``. Files whose DV
@@ -78,10 +83,13 @@ from delta_downgrade.log.row_ids import RowTracking, row_tracking_of
 from delta_downgrade.protocol.actions import AddFile, AnyAction, Metadata
 from delta_downgrade.protocol.clustering import clustering_columns
 from delta_downgrade.rewrite.actions import log_path, remove_action
+from delta_downgrade.rewrite.data_files import (
+    DataFiles, concurrent_map, read_footer, remove_tree, storage_options_of, written_parquet_files,
+)
 from delta_downgrade.rewrite.dv_purge_join import join_key, write_group
 from delta_downgrade.rewrite.dv_purge_plan import (
     DEFAULT_BATCH_BYTES, DEFAULT_BATCH_FILES, PurgeFile, PurgeGroup, files_to_purge, group_batch,
-    new_dir_name, plan_batches, root_path,
+    new_dir_name, plan_batches,
 )
 from delta_downgrade.rewrite.physical_schema import physical_schemas
 from delta_downgrade.rewrite.row_tracking import MaterializedColumns, has_stable_values
@@ -123,7 +131,7 @@ def _compression(metadata: Metadata) -> str:
     return {"uncompressed": "none"}.get(codec, codec)
 
 
-def _spark_new_files(spark: "SparkSession", root: str, groups: Sequence[PurgeGroup], read_schema: Any,
+def _spark_new_files(spark: "SparkSession", storage: Any, groups: Sequence[PurgeGroup], read_schema: Any,
                      leaves: Sequence[StatsLeaf]) -> dict[str, list[NewFile]]:
     """Row counts, sizes, modification times and statistics of the written files, by one Spark
     aggregation grouped by ``_metadata.file_path`` (works on any file system and honours the
@@ -132,7 +140,7 @@ def _spark_new_files(spark: "SparkSession", root: str, groups: Sequence[PurgeGro
 
     if not groups:
         return {}
-    paths = [escape_glob(f"{root}/{unquote(g.out_rel)}") for g in groups]
+    paths = [escape_glob(storage.uri(unquote(g.out_rel))) for g in groups]
     df = spark.read.schema(read_schema).parquet(*paths)
     meta = metadata_column(df)
     aggs = [F.count(F.lit(1)).alias("n"), F.first(meta.getField("file_size")).alias("size"),
@@ -154,24 +162,21 @@ def _spark_new_files(spark: "SparkSession", root: str, groups: Sequence[PurgeGro
     return out
 
 
-def _local_new_files(storage: Any, groups: Sequence[PurgeGroup],
-                     leaves: Sequence[StatsLeaf]) -> dict[str, list[NewFile]]:
-    """The same from a local listing and the parquet footers (no Spark job)."""
-    out: dict[str, list[NewFile]] = {}
-    for g in groups:
-        rel_dir = unquote(g.out_rel)
-        files: list[NewFile] = []
-        for status in storage.list_dir(rel_dir):
-            name = status.path.rsplit("/", 1)[-1]
-            if name.startswith((".", "_")) or not name.endswith(".parquet"):
-                continue
-            rows, values = footer_stats(storage.local_path(status.path), leaves)
-            if rows == 0:
-                continue  # Spark writes an empty file when every row of a job is gone
-            files.append(NewFile(path=f"{g.out_rel}/{log_path(name)}", size=status.size,
-                                 modification_time=status.modification_time_ms, num_records=rows,
-                                 stats=stats_json(rows, leaves, values)))
-        out[g.dir_name] = files
+def _footer_new_files(storage: Any, groups: Sequence[PurgeGroup],
+                      leaves: Sequence[StatsLeaf]) -> dict[str, list[NewFile]]:
+    """The same from a listing of each output directory and the parquet footers, read through
+    the storage (ranged reads on an object store; no Spark job)."""
+    listed = [(g, status) for g in groups for status in written_parquet_files(storage, unquote(g.out_rel))]
+    footers = concurrent_map(lambda item: read_footer(storage, item[1].path), listed)
+    out: dict[str, list[NewFile]] = {g.dir_name: [] for g in groups}
+    for (g, status), footer in zip(listed, footers, strict=True):
+        rows, values = footer_stats(footer, leaves)
+        if rows == 0:
+            continue  # Spark writes an empty file when every row of a job is gone
+        name = status.path.rsplit("/", 1)[-1]
+        out[g.dir_name].append(NewFile(path=f"{g.out_rel}/{log_path(name)}", size=status.size,
+                                       modification_time=status.modification_time_ms, num_records=rows,
+                                       stats=stats_json(rows, leaves, values)))
     return out
 
 
@@ -181,17 +186,10 @@ def _count_input_rows(spark: "SparkSession", files: Sequence[PurgeFile], read_sc
 
 
 def _cleanup(storage: Any, groups: Sequence[PurgeGroup]) -> None:
-    """Best effort: delete the files of an uncommitted batch (local storage only)."""
-    if not hasattr(storage, "walk_files"):
-        return
+    """Best effort: delete what an uncommitted batch wrote, through the storage (files, then
+    the emptied directories where the store has directories)."""
     for g in groups:
-        rel = unquote(g.out_rel)
-        try:
-            for status in list(storage.walk_files(rel)):
-                storage.delete(status.path)
-            os.rmdir(storage.local_path(rel))
-        except OSError:
-            pass
+        remove_tree(storage, unquote(g.out_rel))
 
 
 def _check_row_ids_assignable(snapshot: "Snapshot", tracking: RowTracking, files: Sequence[PurgeFile]) -> None:
@@ -215,7 +213,7 @@ def verify_deletion_vectors(snapshot: "Snapshot", reader: DvFileReader | None = 
     """Resolve, read and check every DV of the live files — size, checksum, structure and
     cardinality, without expanding row indexes — and raise a :class:`DeletionVectorError` naming
     the data file and the DV for the first that cannot be used. Returns the number checked."""
-    reader = reader or DvFileReader(snapshot.storage)
+    reader = reader or DvFileReader(snapshot.storage, storage_options=storage_options_of(snapshot.storage))
     count = 0
     for add in sorted(snapshot.state().files.values(), key=lambda a: a.path):
         if add.dv is not None:
@@ -232,7 +230,6 @@ class _Context:
     spark: Any
     storage: Any
     reader: DvFileReader
-    root: str
     read_schema: Any
     write_schema: Any
     leaves: list[StatsLeaf]
@@ -289,15 +286,16 @@ def _rewrite_batch(ctx: _Context, batch: _Batch) -> _Batch:
             if dvs is None:
                 dvs = _load_dvs(ctx, batch, strategy)
             with ThreadPoolExecutor(max_workers=max(1, min(ctx.parallel_jobs, len(to_write)))) as pool:
-                futures = [pool.submit(write_group, ctx.spark, ctx.root, g, dvs, strategy, ctx.read_schema,
-                                       ctx.write_schema, ctx.codec, allow_packed, ctx.preserve)
+                futures = [pool.submit(write_group, ctx.spark, ctx.storage.uri(unquote(g.out_rel)), g, dvs,
+                                       strategy, ctx.read_schema, ctx.write_schema, ctx.codec, allow_packed,
+                                       ctx.preserve)
                            for g in to_write]
                 for fut in futures:
                     fut.result()
             if ctx.use_footers:
-                batch.new_files = _local_new_files(ctx.storage, to_write, ctx.leaves)
+                batch.new_files = _footer_new_files(ctx.storage, to_write, ctx.leaves)
             else:
-                batch.new_files = _spark_new_files(ctx.spark, ctx.root, to_write, ctx.read_schema, ctx.leaves)
+                batch.new_files = _spark_new_files(ctx.spark, ctx.storage, to_write, ctx.read_schema, ctx.leaves)
             _verify_counts(ctx, batch)
             return batch
         except DvPurgeError:
@@ -398,7 +396,7 @@ def purge_deletion_vectors(run: "DropRun", *, batch_files: int = DEFAULT_BATCH_F
     Every DV is verified before the first batch is written. Batches are rewritten up to
     ``pipeline_depth`` at a time (so that one batch's tail overlaps the next) and committed in
     order. ``strategy``: ``auto`` | ``broadcast`` | ``shuffle``; ``stats``: ``auto`` | ``footer``
-    (local storage) | ``spark``. ``on_batch_committed(version, files_done)`` runs after each
+    (through the storage) | ``spark``. ``on_batch_committed(version, files_done)`` runs after each
     committed batch (tests use it to simulate a crash).
     """
     if strategy not in ("auto", "broadcast", "shuffle"):
@@ -406,7 +404,9 @@ def purge_deletion_vectors(run: "DropRun", *, batch_files: int = DEFAULT_BATCH_F
     if stats not in ("auto", "footer", "spark"):
         raise ValueError(f"unknown stats mode {stats!r}")
     snapshot = run.latest()
-    files = files_to_purge(snapshot)
+    storage = run.log.storage
+    data_files = DataFiles(storage)
+    files = files_to_purge(snapshot, data_files)
     if not files:
         return False
     ensure_files_can_be_rewritten(snapshot.protocol, snapshot.metadata, table=run.table,
@@ -416,8 +416,7 @@ def purge_deletion_vectors(run: "DropRun", *, batch_files: int = DEFAULT_BATCH_F
     batches = plan_batches(files, batch_files=batch_files, batch_bytes=batch_bytes)
     total_files = len(files)
     total_bytes = sum(f.add.size for f in files)
-    storage = run.log.storage
-    reader = DvFileReader(storage)
+    reader = DvFileReader(storage, storage_options=data_files.storage_options)
     # Every DV must be usable before anything is written: deleted rows never come back.
     verify_deletion_vectors(snapshot, reader)
     if run.dry_run:
@@ -431,8 +430,9 @@ def purge_deletion_vectors(run: "DropRun", *, batch_files: int = DEFAULT_BATCH_F
     metadata = snapshot.metadata
     materialized = "materializePartitionColumns" in snapshot.protocol.features
     read_json, write_json = physical_schemas(metadata, materialized_partitions=materialized)
-    local = hasattr(storage, "list_dir") and hasattr(storage, "local_path") and \
-        not os.environ.get("DATABRICKS_RUNTIME_VERSION")
+    # Footers unless on Databricks, where DBIO's commit protocol leaves uncommitted task
+    # attempts visible in a listing: there only Spark's own read of the directory is exact.
+    footers_exact = not os.environ.get("DATABRICKS_RUNTIME_VERSION")
     plans = [_Batch(b, group_batch(b)) for b in batches]
     session = spark
     if session is None and any(p.to_write for p in plans):
@@ -444,10 +444,10 @@ def purge_deletion_vectors(run: "DropRun", *, batch_files: int = DEFAULT_BATCH_F
         from pyspark.sql.types import StructType
 
         read_schema, write_schema = StructType.fromJson(read_json), StructType.fromJson(write_json)
-    ctx = _Context(run=run, spark=session, storage=storage, reader=reader, root=root_path(run.table),
+    ctx = _Context(run=run, spark=session, storage=storage, reader=reader,
                    read_schema=read_schema, write_schema=write_schema,
                    leaves=stats_leaves(metadata, clustering_columns(snapshot.state().live_domains.values())),
-                   codec=_compression(metadata), use_footers=stats == "footer" or (stats == "auto" and local),
+                   codec=_compression(metadata), use_footers=stats == "footer" or (stats == "auto" and footers_exact),
                    strategy=strategy, broadcast_max_rows=broadcast_max_rows, parallel_jobs=parallel_jobs,
                    preserve=MaterializedColumns.of(tracking))
     run.progress(f"purging deletion vectors of {total_files} file(s), {total_bytes} bytes, "

@@ -8,7 +8,6 @@ import re
 import zlib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
-from urllib.parse import unquote
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -225,10 +224,11 @@ def _stable_columns(group: PurgeGroup, key: JoinKey, preserve: MaterializedColum
             .alias(preserve.row_commit_version)]
 
 
-def write_group(spark: "SparkSession", root: str, group: PurgeGroup, dvs: Mapping[int, Any], strategy: str,
+def write_group(spark: "SparkSession", output: str, group: PurgeGroup, dvs: Mapping[int, Any], strategy: str,
                 read_schema: Any, write_schema: Any, codec: str, allow_packed: bool = True,
                 preserve: MaterializedColumns | None = None) -> None:
-    """Write the kept rows of ``group``'s files; with ``preserve`` (row tracking enabled) each
+    """Write the kept rows of ``group``'s files into the new directory ``output`` (its
+    ``storage.uri``: Spark writes straight to the final location); with ``preserve`` (row tracking enabled) each
     with its stable row ID and row commit version in the materialized columns."""
     from pyspark.sql import functions as F
 
@@ -245,5 +245,4 @@ def write_group(spark: "SparkSession", root: str, group: PurgeGroup, dvs: Mappin
         columns.append(col)
     if preserve is not None:
         columns += _stable_columns(group, key, preserve)
-    out = f"{root}/{unquote(group.out_rel)}"
-    parquet_writer(kept.select(*columns), codec).parquet(out)
+    parquet_writer(kept.select(*columns), codec).parquet(output)

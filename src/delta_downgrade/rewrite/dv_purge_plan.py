@@ -4,7 +4,6 @@ in batches, grouped by output directory.
 
 from __future__ import annotations
 
-import os
 import posixpath
 import uuid
 from dataclasses import dataclass, field
@@ -12,8 +11,9 @@ from typing import TYPE_CHECKING, Any, Sequence
 from urllib.parse import unquote
 
 from delta_downgrade.protocol.actions import AddFile, DeletionVectorDescriptor
-from delta_downgrade.protocol.dv_paths import is_absolute_log_path, table_relative_path
+from delta_downgrade.protocol.dv_paths import is_absolute_log_path
 from delta_downgrade.rewrite.actions import log_path
+from delta_downgrade.rewrite.data_files import DataFiles
 from delta_downgrade.rewrite.spark_io import escape_glob
 from delta_downgrade.rewrite.staging import PURGE_DIR_PREFIX
 
@@ -30,7 +30,8 @@ class PurgeFile:
 
     add: AddFile
     dv: DeletionVectorDescriptor
-    spark_path: str            # what Spark reads: decoded (Hadoop quotes it), glob characters escaped
+    spark_path: str            # what Spark reads: storage.uri of the file (decoded: Hadoop quotes
+                               # it), glob characters escaped
     out_dir: str               # log-encoded table-relative directory of the rewrite ("" = root)
     num_records: int | None
 
@@ -55,38 +56,26 @@ class PurgeFile:
         return self.out_dir, source_dir, tuple(sorted((self.add.partitionValues or {}).items()))
 
 
-def root_path(table: str) -> str:
-    """The table root as Spark should see it. Hadoop's ``Path(String)`` takes a *decoded* path
-    (it quotes ``%`` itself), so the log's URL-encoded relative paths are decoded before they are
-    appended."""
-    if "://" in table or table.startswith(("file:", "dbfs:")):
-        return table.rstrip("/")
-    return os.path.abspath(table)
-
-
-def _plan_file(root: str, table: str, add: AddFile) -> PurgeFile:
+def _plan_file(files: DataFiles, add: AddFile) -> PurgeFile:
     dv = add.dv
     assert dv is not None
-    if is_absolute_log_path(add.path):
-        relative = table_relative_path(table, add.path)
-        spark_path = unquote(add.path)
-        encoded_rel = log_path(relative) if relative is not None else None
-    else:
-        encoded_rel = add.path
-        spark_path = f"{root}/{add.decoded_path}"
-    # A file outside the table (a shallow clone's source) is rewritten into the table root.
+    relative = files.relative(add.path)
+    # The directory as the log spells it (an absolute path inside the table re-encoded); a file
+    # outside the table (a shallow clone's source) is rewritten into the table root.
+    encoded_rel = (add.path if not is_absolute_log_path(add.path) else log_path(relative)) \
+        if relative is not None else None
     out_dir = posixpath.dirname(encoded_rel) if encoded_rel is not None else ""
-    return PurgeFile(add=add, dv=dv, spark_path=escape_glob(spark_path), out_dir=out_dir,
+    return PurgeFile(add=add, dv=dv, spark_path=escape_glob(files.spark_location(add.path)), out_dir=out_dir,
                      num_records=add.num_records)
 
 
-def files_to_purge(snapshot: "Snapshot") -> list[PurgeFile]:
-    """Live files that carry a DV, in a stable order that keeps output directories together."""
-    table = snapshot.table
-    root = root_path(table)
-    files = [_plan_file(root, table, f) for f in snapshot.state().files.values() if f.dv is not None]
-    files.sort(key=lambda p: (p.group_key, p.add.path))
-    return files
+def files_to_purge(snapshot: "Snapshot", files: DataFiles | None = None) -> list[PurgeFile]:
+    """Live files that carry a DV, in a stable order that keeps output directories together.
+    Spark reads each at its location on the table's storage (``storage.uri``)."""
+    files = files or DataFiles(snapshot.storage)
+    planned = [_plan_file(files, f) for f in snapshot.state().files.values() if f.dv is not None]
+    planned.sort(key=lambda p: (p.group_key, p.add.path))
+    return planned
 
 
 def plan_batches(files: Sequence[PurgeFile], *, batch_files: int = DEFAULT_BATCH_FILES,

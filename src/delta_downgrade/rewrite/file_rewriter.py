@@ -1,17 +1,22 @@
 """Rewrite data files through Spark, one output file per input file: the session confs that keep
-each input one split (row positions survive), the staging and move of each output, concurrent
-jobs, batches, and the footers read concurrently. Column-mapping removal and type widening use it.
+each input one split (row positions survive), where each output is written, concurrent jobs,
+batches, and the footers read concurrently. Column-mapping removal and type widening use it.
+
+Spark reads each input and writes each output at its ``storage.uri`` (the table's URI on a
+cluster); the driver lists the output, reads footers and removes a failed write through the
+table's storage (rewrite/data_files.py), never through a local path, so a table in a bucket
+takes the same code as one on disk. An object store has no rename, so nothing is moved: Spark
+writes straight into a fresh directory ``rewrite-<16 hex>/`` next to the input, and its file
+(named by Spark, ``part-00000-<uuid>-c000.<codec>.parquet``) is the new data file. Spark's output
+committer publishes the file only when the job succeeds, so nothing half-written ever has a
+data-file name; a killed job leaves only the committer's hidden ``_temporary/`` in that directory.
 """
 
 from __future__ import annotations
 
 import contextlib
-import os
 import posixpath
-import re
-import shutil
 import threading
-import uuid
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
@@ -19,13 +24,14 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 from delta_downgrade.errors import FileLayoutError
 from delta_downgrade.log.delta_log import DeltaLog
 from delta_downgrade.protocol.actions import AddFile
+from delta_downgrade.rewrite.data_files import DataFiles, read_footer, remove_tree, written_parquet_files
 from delta_downgrade.rewrite.file_plan import FilePlan, plan_file
 from delta_downgrade.rewrite.physical_schema import Naming
 from delta_downgrade.rewrite.row_tracking import (
     ROW_ID, MaterializedColumns, constant, stable_row_commit_version, stable_row_id,
 )
 from delta_downgrade.rewrite.spark_io import escape_glob, metadata_column, parquet_writer, quote_name
-from delta_downgrade.rewrite.staging import STAGING_DIR
+from delta_downgrade.rewrite.staging import new_rewrite_dir_name
 from delta_downgrade.storage import typed_write_errors
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -33,7 +39,6 @@ if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import SparkSession
 
 DEFAULT_WORKERS = 4
-FOOTER_READERS = 16
 
 
 # --- Spark: one output file per input file ---------------------------------------------------------
@@ -79,38 +84,33 @@ def rewrite_conf(spark: "SparkSession", progress: Callable[[str], None]) -> Iter
                 pass
 
 
-def _is_absolute(path: str) -> bool:
-    return path.startswith("/") or bool(re.match(r"^[A-Za-z][A-Za-z0-9+.-]*:", path))
-
-
 @dataclass
 class Rewritten:
-    """The new file of one rewritten input file (``path`` None: the input had no rows)."""
+    """The new file of one rewritten input file (``path`` None: the input had no rows): its
+    decoded table-relative path, and its footer (read once, for the statistics)."""
 
     source: AddFile
     path: str | None
     size: int
     num_rows: int
     modification_time: int
+    footer: Any = None
 
 
 class FileRewriter:
-    """Writes new data files next to the old ones, one per input, through Spark.
-
-    Each output is first written by Spark into a hidden staging directory of the table and then
-    moved to its final name (``part-00000-<uuid>-c000.<codec>.parquet`` in the input's directory,
-    or at the table root for an absolute input path), so that nothing half-written ever has a
-    data-file name. The staging directory is removed at the end; files moved out of it but never
-    committed are orphans that VACUUM removes.
+    """Writes new data files next to the old ones, one per input, through Spark: each into a
+    fresh directory ``rewrite-<16 hex>/`` in the input's directory (at the table root for an
+    input outside the table), where Spark's output committer publishes it (module docstring).
+    Files written but never committed are orphans that VACUUM removes.
     """
 
     def __init__(self, log: DeltaLog, *, spark: "SparkSession | None" = None,
                  workers: int = DEFAULT_WORKERS) -> None:
         self._spark = spark
         self.storage = log.storage
+        self.files = DataFiles(log.storage)
         self.table = log.table
         self.workers = max(1, workers)
-        self.staging = f"{STAGING_DIR}/{uuid.uuid4()}"
 
     @property
     def session(self) -> "SparkSession":
@@ -121,33 +121,30 @@ class FileRewriter:
             self._spark = get_spark()
         return self._spark
 
-    def local(self, rel: str) -> str:
-        return self.storage.local_path(rel)
-
     def input_location(self, add: AddFile) -> str:
-        path = add.decoded_path
-        if _is_absolute(path):
-            return path[len("file:"):] if path.startswith("file:") else path
-        return self.local(path)
+        """Where Spark reads ``add``: its ``storage.uri`` (decoded, glob characters not escaped)."""
+        return self.files.spark_location(add.path)
+
+    def footer_metadata(self, add: AddFile) -> Any:
+        """The parquet footer of ``add``, through the storage (no data read)."""
+        return self.files.footer(add.path)
 
     def footer(self, add: AddFile) -> tuple["pa.Schema", int]:
-        import pyarrow.parquet as pq
-
-        meta = pq.read_metadata(self.input_location(add))
+        meta = self.footer_metadata(add)
         return meta.schema.to_arrow_schema(), int(meta.num_rows)
 
-    def _destination(self, add: AddFile, suffix: str) -> str:
-        path = add.decoded_path
-        parent = "" if _is_absolute(path) else posixpath.dirname(path)
-        name = f"part-00000-{uuid.uuid4()}-c000{suffix}"
+    def _output_dir(self, add: AddFile) -> str:
+        """The fresh directory (decoded, table-relative) the rewrite of ``add`` goes to."""
+        relative = self.files.relative(add.path)
+        parent = posixpath.dirname(relative) if relative is not None else ""
+        name = new_rewrite_dir_name()
         return f"{parent}/{name}" if parent else name
 
     def rewrite(self, add: AddFile, plan: FilePlan) -> Rewritten:
         from pyspark.sql import functions as F
         from pyspark.sql.types import StructType, _parse_datatype_json_value
 
-        staging_rel = f"{self.staging}/{uuid.uuid4()}"
-        staging_local = self.local(staging_rel)
+        out_rel = self._output_dir(add)
         reader = self.session.read.schema(StructType.fromJson(plan.read_schema))
         df = reader.parquet(escape_glob(self.input_location(add)))
         selected = []
@@ -160,10 +157,10 @@ class FileRewriter:
             column = source.cast(target)
             selected.append(column.alias(c.out_name, metadata=c.out_metadata) if c.out_metadata
                             else column.alias(c.out_name))
-        # Disk full / read-only while Spark stages or while we move the output: the typed
-        # storage errors, as for every other write of the package (storage.typed_write_errors).
-        with typed_write_errors(f"writing the rewrite of {add.path} (staging {staging_rel})", self.table):
-            return self._stage_and_move(add, plan, df.select(*selected), staging_local)
+        # Disk full / read-only while Spark writes: the typed storage errors, as for every other
+        # write of the package (storage.typed_write_errors).
+        with typed_write_errors(f"writing the rewrite of {add.path} (into {out_rel})", self.table):
+            return self._write(add, plan, df.select(*selected), out_rel)
 
     @staticmethod
     def _stable_column(df: Any, add: AddFile, source: str | None, kind: str) -> Any:
@@ -178,11 +175,13 @@ class FileRewriter:
             return stable_row_id(materialized, constant(add.baseRowId), row_index)
         return stable_row_commit_version(materialized, constant(add.defaultRowCommitVersion))
 
-    def _stage_and_move(self, add: AddFile, plan: FilePlan, df: Any, staging_local: str) -> Rewritten:
-        parquet_writer(df.coalesce(1), "snappy").option("maxRecordsPerFile", 0).parquet(staging_local)
+    def _write(self, add: AddFile, plan: FilePlan, df: Any, out_rel: str) -> Rewritten:
+        """Spark writes ``df`` as one file into ``out_rel``; the file is checked (one file, the
+        planned row count) through the storage. Any failure removes what the write left."""
         try:
-            written = sorted(n for n in os.listdir(staging_local)
-                             if n.endswith(".parquet") and not n.startswith((".", "_")))
+            parquet_writer(df.coalesce(1), "snappy").option("maxRecordsPerFile", 0) \
+                .parquet(self.storage.uri(out_rel))
+            written = written_parquet_files(self.storage, out_rel)
             if len(written) > 1:
                 raise FileLayoutError(f"Spark wrote {len(written)} files for {add.path}; expected one",
                                       table=self.table)
@@ -190,24 +189,19 @@ class FileRewriter:
                 if plan.num_rows != 0:
                     raise FileLayoutError(f"Spark wrote no file for {add.path}, which has "
                                           f"{plan.num_rows} rows; nothing was committed", table=self.table)
+                remove_tree(self.storage, out_rel)
                 return Rewritten(add, None, 0, 0, 0)
-            name = written[0]
-            codec = re.search(r"(\.[A-Za-z0-9]+)?\.parquet$", name)
-            dest = self._destination(add, codec.group(0) if codec else ".parquet")
-            dest_local = self.local(dest)
-            os.makedirs(os.path.dirname(dest_local), exist_ok=True)
-            os.replace(os.path.join(staging_local, name), dest_local)
-        finally:
-            shutil.rmtree(staging_local, ignore_errors=True)
-        import pyarrow.parquet as pq
-
-        rows = int(pq.read_metadata(dest_local).num_rows)
-        if rows != plan.num_rows:
-            raise FileLayoutError(
-                f"the rewrite of {add.path} has {rows} rows instead of {plan.num_rows}; nothing was "
-                f"committed (check spark.sql.files.ignoreCorruptFiles/ignoreMissingFiles)", table=self.table)
-        st = os.stat(dest_local)
-        return Rewritten(add, dest, st.st_size, rows, int(st.st_mtime * 1000))
+            status = written[0]
+            footer = read_footer(self.storage, status.path)
+            rows = int(footer.num_rows)
+            if rows != plan.num_rows:
+                raise FileLayoutError(
+                    f"the rewrite of {add.path} has {rows} rows instead of {plan.num_rows}; nothing was "
+                    f"committed (check spark.sql.files.ignoreCorruptFiles/ignoreMissingFiles)", table=self.table)
+            return Rewritten(add, status.path, status.size, rows, status.modification_time_ms, footer)
+        except BaseException:
+            remove_tree(self.storage, out_rel)
+            raise
 
     def rewrite_all(self, items: Sequence[tuple[AddFile, FilePlan]], progress: Callable[[str], None],
                     label: str) -> list[Rewritten]:
@@ -228,28 +222,22 @@ class FileRewriter:
                          f"{state['bytes']}/{total_bytes} bytes")
             return result
 
-        try:
-            if self.workers == 1 or total_files <= 1:
-                return [one(item) for item in items]
-            with ThreadPoolExecutor(max_workers=self.workers) as pool:
-                futures = [pool.submit(one, item) for item in items]
-                try:
-                    return [f.result() for f in futures]
-                except BaseException:
-                    for f in futures:
-                        f.cancel()  # stop at the first failure; running jobs finish
-                    raise
-        finally:
-            self.cleanup()
+        if self.workers == 1 or total_files <= 1:
+            return [one(item) for item in items]
+        with ThreadPoolExecutor(max_workers=self.workers) as pool:
+            futures = [pool.submit(one, item) for item in items]
+            try:
+                return [f.result() for f in futures]
+            except BaseException:
+                for f in futures:
+                    f.cancel()  # stop at the first failure; running jobs finish
+                raise
 
     def footers(self, files: Sequence[AddFile]) -> Iterator[tuple["pa.Schema", int]]:
-        """The footers of ``files`` (schema, row count) in order, read concurrently and yielded as
-        they are consumed; no data is read."""
-        if len(files) <= 1:
-            yield from (self.footer(a) for a in files)
-            return
-        with ThreadPoolExecutor(max_workers=FOOTER_READERS) as pool:
-            yield from pool.map(self.footer, files)
+        """The footers of ``files`` (schema, row count) in order, read concurrently through the
+        storage and yielded as they are consumed; no data is read."""
+        for meta in self.files.footers([a.path for a in files]):
+            yield meta.schema.to_arrow_schema(), int(meta.num_rows)
 
     def plans(self, files: Sequence[AddFile], schema: dict[str, Any], partition_columns: Sequence[str],
               configuration: dict[str, str], naming: Naming,
@@ -259,12 +247,6 @@ class FileRewriter:
         for add, (arrow_schema, num_rows) in zip(files, self.footers(files), strict=True):
             yield add, plan_file(schema, partition_columns, configuration, arrow_schema, num_rows, naming,
                                  where=f"data file {add.path}", preserve=preserve)
-
-    def cleanup(self) -> None:
-        shutil.rmtree(self.local(self.staging), ignore_errors=True)
-        root = self.local(STAGING_DIR)
-        with contextlib.suppress(OSError):
-            os.rmdir(root)  # only when empty: another run may be staging too
 
 
 def in_batches(items: Sequence[Any], size: int) -> list[Sequence[Any]]:

@@ -257,13 +257,15 @@ def stats_json(num_records: int, leaves: Sequence[StatsLeaf],
     return dumps_exact(out, ascii_keys=True)
 
 
-def footer_stats(local_file: str,
+def footer_stats(footer: Any,
                  leaves: Sequence[StatsLeaf]) -> tuple[int, dict[tuple[str, ...], LeafStats]]:
     """(row count, per-leaf (min, max, nulls)) from a parquet footer (row-group statistics merged).
-    A leaf with a row group lacking min/max gets none; lacking null counts, none either."""
+    ``footer``: a ``pyarrow.parquet.FileMetaData`` (read through the table's storage,
+    ``rewrite/data_files.py``) or what ``pq.read_metadata`` opens. A leaf with a row group
+    lacking min/max gets none; lacking null counts, none either."""
     import pyarrow.parquet as pq
 
-    md = pq.read_metadata(local_file)
+    md = footer if isinstance(footer, pq.FileMetaData) else pq.read_metadata(footer)
     by_path: dict[str, list[int]] = {}
     for i in range(md.num_columns):
         by_path.setdefault(md.schema.column(i).path, []).append(i)
@@ -453,9 +455,10 @@ def with_missing_leaf_stats(stats: str, leaves: Sequence[StatsLeaf],
     return dumps_exact(current) if added else stats
 
 
-def with_footer_stats(stats: str, local_file: str, leaves: Sequence[StatsLeaf], *, wide: bool = False) -> str:
-    """``with_missing_leaf_stats`` from the footer of the new file ``local_file`` (no data read)."""
+def with_footer_stats(stats: str, footer: Any, leaves: Sequence[StatsLeaf], *, wide: bool = False) -> str:
+    """``with_missing_leaf_stats`` from the footer of the new file (no data read); ``footer`` as
+    for :func:`footer_stats`, or a callable giving it, called only when there are leaves."""
     if not leaves:
         return stats
-    _rows, values = footer_stats(local_file, leaves)
+    _rows, values = footer_stats(footer() if callable(footer) else footer, leaves)
     return with_missing_leaf_stats(stats, leaves, values, wide=wide)

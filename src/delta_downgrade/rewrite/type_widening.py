@@ -158,7 +158,7 @@ def rewrite_type_widening(run: "DropRun", *, batch_files: int = DEFAULT_BATCH_FI
                         actions.append(remove_action(add, now))
                         if result.path is not None:
                             stats = stats_for_rewrite(add.stats, result.num_rows, plan.widened)
-                            stats = with_footer_stats(stats, rewriter.local(result.path), clustering_leaves,
+                            stats = with_footer_stats(stats, result.footer, clustering_leaves,
                                                       wide=add.deletionVector is not None)
                             partition_values = respelled.get(add.path, dict(add.partitionValues or {}))
                             actions.append(replacement_add(add, result, partition_values=partition_values,

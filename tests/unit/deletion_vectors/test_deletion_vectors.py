@@ -26,6 +26,7 @@ from delta_downgrade.deletion_vectors import bitmap as dv_bitmap
 from delta_downgrade.protocol.dv_paths import Z85_ALPHABET, dv_relative_path, z85_encode
 from delta_downgrade.errors import CorruptLogError
 from delta_downgrade.log.delta_log import DeltaLog
+from delta_downgrade.storage.local import LocalStorage
 
 GOLDEN_DV_TABLES = ["dv_basic_no_checkpoint", "dv_partitioned_checkpoint", "dv_cm_name_checkpoint",
                     "dv_cdf_shared_dv_file_dbr"]
@@ -359,14 +360,45 @@ def test_absolute_path_dv(tmp_path):
     assert row_index_list(read_deletion_vector(str(tmp_path), elsewhere)) == [8, 9]
 
 
-def test_shared_dv_file_is_read_once(tmp_path):
+class _RangeCountingStorage(LocalStorage):
+    """A real local storage that records its ranged reads and refuses whole-file reads."""
+
+    def __init__(self, root):
+        super().__init__(root)
+        self.ranges = []
+
+    def read_range(self, rel_path, start, length):
+        self.ranges.append((rel_path, start, length))
+        return super().read_range(rel_path, start, length)
+
+    def read_bytes(self, rel_path):
+        raise AssertionError(f"{rel_path} read whole: a DV is read as its slice of the file")
+
+
+def test_shared_dv_file_is_read_by_slices_once_each(tmp_path):
+    """PROTOCOL.md "Deletion Vector Descriptor Schema": offset + sizeInBytes locate a DV in its
+    file; only that slice is read (a ranged read on an object store), the version byte once per
+    file, and a slice read again comes from the cache. (This test asserted one whole-file read
+    before DVs were read through Storage.read_range.)"""
     descriptors = write_dv_file(str(tmp_path), [[1], [2], [3]])
-    reader = DvFileReader(str(tmp_path))
-    calls = []
-    original = reader._read_relative
-    reader._read_relative = lambda rel: calls.append(rel) or original(rel)
+    storage = _RangeCountingStorage(str(tmp_path))
+    reader = DvFileReader(storage)
     assert [row_index_list(reader.read(d)) for d in descriptors] == [[1], [2], [3]]
-    assert len(calls) == 1
+    assert [row_index_list(reader.read(d)) for d in descriptors] == [[1], [2], [3]]
+    rel = dv_relative_path(descriptors[0])
+    first, second, third = descriptors
+    assert storage.ranges == [
+        (rel, 0, 1 + 4 + first.sizeInBytes + 4),  # the version byte and the first DV together
+        (rel, second.offset, 4 + second.sizeInBytes + 4),
+        (rel, third.offset, 4 + third.sizeInBytes + 4),
+    ]
+
+
+def test_dv_slice_past_the_end_of_its_file_is_a_size_error(tmp_path):
+    (desc,) = write_dv_file(str(tmp_path), [[4, 5]])
+    lying = DeletionVectorDescriptor("u", desc.pathOrInlineDv, desc.sizeInBytes, desc.cardinality, 500)
+    with pytest.raises(DeletionVectorSizeError):
+        DvFileReader(str(tmp_path)).read(lying)
 
 
 # --- inline DVs ----------------------------------------------------------------------------------------

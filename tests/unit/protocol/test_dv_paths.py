@@ -174,3 +174,18 @@ def test_golden_unresolvable_dv_does_not_resolve_to_its_test_prefixed_file(golde
     assert not (table / relative).exists()
     # the file that is there carries delta-spark's test-only prefix, which the spec does not know
     assert (table / f"test%dv%prefix-{relative}").exists()
+
+
+def test_absolute_paths_against_an_object_store_root():
+    from delta_downgrade.protocol.dv_paths import parent_and_name, table_relative_path
+
+    root = "s3://bucket/tables/t"
+    assert table_relative_path(root, "s3://bucket/tables/t/p%3D1/dv%20a.bin") == "p=1/dv a.bin"
+    assert table_relative_path(root + "/", "s3://bucket/tables/t/x.bin") == "x.bin"
+    assert table_relative_path(root, "s3://bucket/tables/t2/x.bin") is None  # a sibling, not inside
+    assert table_relative_path(root, "s3://other/tables/t/x.bin") is None
+    assert table_relative_path(root, "abfss://bucket/tables/t/x.bin") is None
+    assert table_relative_path(root, "s3://bucket/tables/t/../u/x.bin") is None
+    assert table_relative_path("file:///data/t", "file:/data/t/a%20b.bin") == "a b.bin"
+    assert parent_and_name("s3://b/other/dv%20x.bin") == ("s3://b/other", "dv x.bin")
+    assert parent_and_name("file:/data/x/dv.bin") == ("file:/data/x", "dv.bin")

@@ -10,7 +10,7 @@ import pytest
 from delta_downgrade.operations.vacuum import package_staging_root
 from delta_downgrade.protocol.actions import AddFile
 from delta_downgrade.rewrite.dv_purge_plan import (
-    PurgeFile, PurgeGroup, group_batch, new_dir_name, plan_batches, root_path,
+    PurgeFile, PurgeGroup, group_batch, new_dir_name, plan_batches,
 )
 from delta_downgrade.rewrite.staging import PURGE_DIR_PREFIX
 
@@ -65,13 +65,6 @@ def test_purge_directories_are_ones_vacuum_recognises_as_leftovers():
     assert name != new_dir_name()
     assert package_staging_root(f"p=1/{name}/_temporary/0/part-0.parquet", ["p"]) == f"p=1/{name}/_temporary"
     assert package_staging_root(f"p=1/{name}/part-0.parquet", ["p"]) is None  # written: data, not staging
-
-
-def test_root_path_keeps_uris_and_makes_local_paths_absolute(tmp_path, monkeypatch):
-    assert root_path("s3://bucket/t/") == "s3://bucket/t"
-    assert root_path("file:/data/t") == "file:/data/t"
-    monkeypatch.chdir(tmp_path)
-    assert root_path("t") == str(tmp_path / "t")
 
 
 def test_a_dv_deleting_nothing_is_recommitted_with_its_row_ids():
