@@ -4,6 +4,11 @@ Planning is pure (:func:`build_plan` on a :class:`CleanupInputs`); :func:`plan_c
 gathers the inputs from the log, and :func:`execute_cleanup` only deletes what a plan lists, in
 the order of rule (d).
 
+A cleanup only deletes: it writes no commit, no checkpoint and no ``_last_checkpoint`` (rule (d)
+is an order of deletions), so it does not ask whether the storage creates files atomically
+(:func:`~delta_downgrade.log.commit.require_atomic_commits`, a probe that writes on an object
+store). TRUNCATE HISTORY, which commits, is a drop (``operations/truncate.py``) and asks.
+
 Procedure (PROTOCOL.md "Metadata Cleanup", Checkpoint Protection RFC)
 ---------------------------------------------------------------------
 1. ``cutoff = truncate(now - retention, granularity)`` in UTC; granularity ``day`` (midnight,
