@@ -305,6 +305,65 @@ def _gcs_json_upload(url: str, bucket: str, local_dir: str | os.PathLike[str], n
     return f"gs://{bucket}/{name}"
 
 
+# --- a non-compliant S3 endpoint: a proxy that drops conditional headers --------------------------
+
+class HeaderStrippingProxy:
+    """An HTTP proxy in front of a real endpoint that forwards every request without the
+    headers named in ``strip`` (``If-None-Match``): a stand-in for an S3-compatible server that
+    ignores conditional writes, so that the probe of :class:`ObjectStoreStorage` meets a real
+    endpoint answering a second conditional create with success. Everything else is forwarded
+    unchanged. (moto does not verify request signatures unless its IAM checks are switched on,
+    so the request stays acceptable without the header it was signed with.)"""
+
+    def __init__(self, upstream: str, strip: tuple[str, ...] = ("if-none-match",)) -> None:
+        import http.client
+        import http.server
+        import threading
+
+        target = urllib.parse.urlsplit(upstream)
+        dropped = {h.lower() for h in strip}
+        hop_by_hop = {"connection", "keep-alive", "transfer-encoding", "te", "trailer", "upgrade",
+                      "proxy-connection"}
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: Any) -> None:  # quiet
+                pass
+
+            def _forward(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(length) if length else None
+                headers = {k: v for k, v in self.headers.items()
+                           if k.lower() not in dropped and k.lower() not in hop_by_hop}
+                conn = http.client.HTTPConnection(target.hostname, target.port, timeout=30)
+                try:
+                    conn.request(self.command, self.path, body=body, headers=headers)
+                    response = conn.getresponse()
+                    data = response.read()
+                finally:
+                    conn.close()
+                self.send_response(response.status, response.reason)
+                for key, value in response.getheaders():
+                    if key.lower() not in hop_by_hop and key.lower() != "content-length":
+                        self.send_header(key, value)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                if self.command != "HEAD":
+                    self.wfile.write(data)
+
+            do_GET = do_PUT = do_POST = do_DELETE = do_HEAD = _forward
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self._thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
 # --- fixtures ----------------------------------------------------------------------------------------
 
 def _server(factory: Callable[[], Any], what: str) -> Iterator[Any]:

@@ -4,6 +4,7 @@ changed. Every command runs as its own process, as a user runs it."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
@@ -16,9 +17,9 @@ from delta_downgrade.protocol.table_config import parse_interval_ms
 from tests.process_support import assert_bad_input, run_cli, tree_hashes
 
 
-def _cli(*args: str, timeout: float = 120) -> tuple[subprocess.CompletedProcess, float]:
+def _cli(*args: str, timeout: float = 120, **kwargs) -> tuple[subprocess.CompletedProcess, float]:
     started = time.monotonic()
-    proc = run_cli(*args, timeout=timeout)
+    proc = run_cli(*args, timeout=timeout, **kwargs)
     return proc, time.monotonic() - started
 
 
@@ -56,12 +57,32 @@ def test_durations_are_bounded_where_they_are_parsed():
                                  "abfss://container@account.dfs.core.windows.net/t"])
 @pytest.mark.parametrize("command", [["inspect"], ["cleanup"], ["vacuum", "--dry-run"]])
 def test_unserved_scheme_is_refused_quickly(uri, command):
-    proc, elapsed = _cli(command[0], uri, *command[1:])
+    # Issue 13: these schemes are served by the object-store storage now; through the Hadoop
+    # FileSystem (DELTA_DOWNGRADE_STORAGE=hadoop) with no connector they are still refused
+    # before Spark starts, as before.
+    env = dict(os.environ, DELTA_DOWNGRADE_STORAGE="hadoop")
+    proc, elapsed = _cli(command[0], uri, *command[1:], env=env)
     assert_bad_input(proc, "DELTA_DOWNGRADE_UNSUPPORTED_STORAGE")
     scheme = uri.split("://")[0]
     assert f"{scheme}://" in proc.stderr
     # Spark's start-up alone takes several seconds: refusing before it is the point.
     assert elapsed < 6, f"took {elapsed:.1f}s"
+
+
+@pytest.mark.parametrize("uri", ["s3://bucket/tables/t", "gs://bucket/t",
+                                 "abfss://container@account.dfs.core.windows.net/t"])
+def test_object_store_without_credentials_is_bad_input_quickly(uri):
+    # Issue 13: without credentials (none given, none in the environment, no instance
+    # credentials here) the object store answers a typed error, exit 2, in seconds.
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("AWS_", "AZURE_", "GOOGLE_", "DELTA_DOWNGRADE_STORAGE"))}
+    proc, elapsed = _cli("inspect", uri, env=env)
+    output = proc.stdout + proc.stderr
+    assert proc.returncode == 2, output
+    assert ("[DELTA_DOWNGRADE_STORAGE_ACCESS_DENIED]" in proc.stderr
+            or "[DELTA_DOWNGRADE_STORAGE_UNREACHABLE]" in proc.stderr), output
+    assert "Traceback" not in output
+    assert elapsed < 10, f"took {elapsed:.1f}s"
 
 
 def test_unserved_scheme_is_refused_before_a_jvm_starts(tmp_path):
@@ -70,7 +91,7 @@ def test_unserved_scheme_is_refused_before_a_jvm_starts(tmp_path):
         from delta_downgrade.errors import DeltaDowngradeError
         from delta_downgrade.log.delta_log import DeltaLog
         try:
-            DeltaLog("gs://bucket/t").latest_version()
+            DeltaLog("gs://bucket/t", storage_options={"DELTA_DOWNGRADE_STORAGE": "hadoop"}).latest_version()
             print("NO ERROR")
         except DeltaDowngradeError as exc:
             print("CLASS", exc.error_class, exc.exit_code)

@@ -1,0 +1,533 @@
+"""A table in an object store (S3, Azure Blob / ADLS Gen2, GCS) through obstore, the Python
+binding of the Rust ``object_store`` crate that delta-rs builds on; also a ``file://`` table when
+``DELTA_DOWNGRADE_STORAGE=object_store`` asks for it (obstore's LocalStore), so that this code
+path runs on local files too.
+
+Commits are conditional creates (``put(mode="create")``): S3 ``If-None-Match: *``, Azure
+``If-None-Match: *``, GCS ``ifGenerationMatch=0``. The service decides, in one step, whether the
+name is free, which is the mutual exclusion PROTOCOL.md "Delta Log Entries" asks of a commit. An
+endpoint that ignores the condition would let two writers both "win" a version, so before the
+first commit the endpoint is probed once (:attr:`ObjectStoreStorage.atomic_put_if_absent`) and
+writers refuse to commit where it fails.
+
+There are no directories, only keys: ``has_directories`` is False, "a directory" is a key prefix
+ending in ``/``, and nothing stays behind to remove when its files are deleted.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+from contextlib import contextmanager
+from datetime import datetime
+from pathlib import Path
+from typing import Any, BinaryIO, Iterator, Mapping
+
+from delta_downgrade.errors import (
+    CommitFileExistsError, DeltaDowngradeError, StorageAccessDeniedError, StorageNotWritableError,
+    StorageUnreachableError, TableNotFoundError, UnsupportedStorageError,
+)
+from delta_downgrade.storage.base import FileStatus, scheme_of
+from delta_downgrade.storage.options import StoreOptions, parse_options, redact_text
+from delta_downgrade.storage.temp_files import temp_name
+
+#: URI scheme -> obstore store kind.
+STORE_KINDS: dict[str, str] = {
+    "s3": "s3", "s3a": "s3",
+    "az": "azure", "azure": "azure", "abfs": "azure", "abfss": "azure", "adl": "azure",
+    "gs": "gcs",
+    "file": "local",
+}
+
+#: Entries per listing page: S3 and Azure return at most 1,000 (5,000) keys per request anyway;
+#: larger Python chunks only cut per-chunk overhead.
+LIST_CHUNK = 1000
+
+# Service error codes, as the message of an obstore error quotes the response body.
+_AUTH_CODES = ("InvalidAccessKeyId", "SignatureDoesNotMatch", "AuthenticationFailed",
+               "InvalidAuthenticationInfo", "AuthorizationFailure", "ExpiredToken",
+               "InvalidToken", "TokenRefreshRequired", "Unauthenticated", "401 Unauthorized",
+               "403 Forbidden", "AccessDenied", "AuthorizationPermissionMismatch",
+               "PermissionDenied", "InsufficientAccountPermissions", "Forbidden")
+_MISSING_BUCKET_CODES = ("NoSuchBucket", "ContainerNotFound", "The specified bucket does not exist",
+                         "The specified container does not exist", "bucket does not exist",
+                         "Bucket not found", "ResourceNotFound")
+_UNREACHABLE = ("error sending request", "Connection refused", "connection refused",
+                "dns error", "failed to lookup address", "tcp connect error",
+                "operation timed out", "timed out", "Connection reset", "connection closed",
+                "client error (Connect)", "No route to host")
+_NOT_SUPPORTED = ("NotImplemented", "501 Not Implemented", "not implemented", "NotSupported",
+                  "not supported", "Not Implemented")
+#: S3 answers 409 ConditionalRequestConflict while another conditional write of the same key is
+#: in flight; AWS asks to retry it (the retry then succeeds or finds the key taken).
+_CONDITIONAL_CONFLICT = ("ConditionalRequestConflict", "409 Conflict")
+_CONFLICT_RETRIES = 5
+
+
+def _exceptions() -> Any:
+    import obstore.exceptions
+
+    return obstore.exceptions
+
+
+def _ms(value: Any) -> int:
+    if isinstance(value, datetime):
+        return int(value.timestamp() * 1000)
+    return int(value)
+
+
+class ObjectStoreStorage:
+    """A table at ``root`` (``s3://bucket/path``, ``az://container/path``, ``gs://...``,
+    ``abfss://container@account.dfs.core.windows.net/path``, ``file:///path``) read and written
+    through obstore."""
+
+    lists_names_cheaply = False
+    has_directories = False
+
+    def __init__(self, root: str, store: Any, *, options: Mapping[str, str] | None = None,
+                 kind: str = "s3") -> None:
+        self.root = root.rstrip("/") if root.rstrip("/") else root
+        self.kind = kind
+        self._store = store
+        self._options = dict(options or {})
+        self._atomic: bool | None = None
+        #: Why :attr:`atomic_put_if_absent` is False (for the writer's error), else None.
+        self.not_atomic_reason: str | None = None
+
+    @classmethod
+    def from_location(cls, location: str, options: Mapping[str, str] | None = None
+                      ) -> ObjectStoreStorage:
+        """The store for ``location`` with ``options`` (deltalake keys, ``storage/options.py``);
+        credentials not given there come from the environment or the instance."""
+        import obstore.store
+
+        scheme = scheme_of(location)
+        kind = STORE_KINDS.get(scheme)
+        if kind is None:
+            raise UnsupportedStorageError(
+                f"{scheme}:// is not an object store that obstore serves (it serves "
+                f"{', '.join(sorted(s + '://' for s in STORE_KINDS))}); nothing was read or written",
+                table=location, params={"scheme": scheme})
+        parsed = parse_options(kind, options, table=location)
+        try:
+            if kind == "local":
+                store = cls._local_store(location, parsed)
+            else:
+                store = obstore.store.from_url(
+                    location.rstrip("/"), config=parsed.config or None,
+                    client_options=parsed.client_options or None,
+                    retry_config=parsed.retry_config or None)  # type: ignore[arg-type]
+        except DeltaDowngradeError:
+            raise
+        except Exception as exc:  # obstore: a URL or option it cannot use
+            raise cls._config_error(exc, location, options) from None
+        return cls(location, store, options=options, kind=kind)
+
+    @staticmethod
+    def _local_store(location: str, parsed: StoreOptions) -> Any:
+        import obstore.store
+
+        path = location
+        for prefix in ("file://", "file:"):
+            if path[:len(prefix)].lower() == prefix:
+                path = path[len(prefix):]
+                break
+        return obstore.store.LocalStore(os.path.abspath(path), mkdir=True)
+
+    @staticmethod
+    def _config_error(exc: BaseException, location: str, options: Mapping[str, str] | None
+                      ) -> DeltaDowngradeError:
+        from delta_downgrade.errors import BadStorageOptionError
+
+        text = redact_text(str(exc).split("\n", 1)[0], options)
+        return BadStorageOptionError(
+            f"cannot open the store of {location}: {text}. Check the storage options (the keys "
+            f"deltalake accepts) and the URI; nothing was read or written", table=location)
+
+    def __repr__(self) -> str:
+        return f"ObjectStoreStorage({self.root!r})"
+
+    # --- errors ------------------------------------------------------------------------------
+    def _typed(self, exc: BaseException, what: str, *, write: bool = False
+               ) -> DeltaDowngradeError | None:
+        """The typed error for an obstore failure, or None (a plain not-found, or unknown)."""
+        if isinstance(exc, DeltaDowngradeError):
+            return None
+        ex = _exceptions()
+        text = str(exc)
+        first = redact_text(text.split("\n", 1)[0], self._options)[:300]
+        endpoint = self.endpoint_description()
+        if any(code in text for code in _MISSING_BUCKET_CODES):
+            what_is = "container" if self.kind == "azure" else "bucket"
+            return TableNotFoundError(
+                f"the {what_is} of {self.root} does not exist ({what}); check the URI (and the "
+                f"endpoint {endpoint}), or create the {what_is}. Nothing was written",
+                table=self.root, params={"step": what})
+        unauthenticated = isinstance(exc, getattr(ex, "UnauthenticatedError", ())) or any(
+            code in text for code in _AUTH_CODES[:9])
+        denied = isinstance(exc, getattr(ex, "PermissionDeniedError", ())) or any(
+            code in text for code in _AUTH_CODES[9:])
+        if unauthenticated or (denied and not write):
+            return StorageAccessDeniedError(
+                f"{endpoint} refused the credentials for {self.root} ({what}: {first}). Check the "
+                f"access key / account key / SAS / service account given in the storage options "
+                f"or the environment, and their permissions; nothing was written",
+                table=self.root, params={"step": what})
+        if denied:
+            return StorageNotWritableError(
+                f"{what} failed: {endpoint} denied the write ({first}). The credentials may read "
+                f"{self.root} but not write it; every step before this one is complete and "
+                f"recorded in the log. Use credentials that may write and rerun",
+                table=self.root, params={"step": what})
+        if isinstance(exc, FileNotFoundError):
+            return None
+        if any(m in text for m in _UNREACHABLE):
+            return StorageUnreachableError(
+                f"cannot reach {endpoint} for {self.root} ({what}: {first}). Check the endpoint, "
+                f"port and network (or the AWS_ENDPOINT_URL / AZURE_STORAGE_ENDPOINT option); "
+                f"nothing was written", table=self.root, params={"step": what})
+        return None
+
+    @contextmanager
+    def _mapped(self, what: str, *, write: bool = False) -> Iterator[None]:
+        try:
+            yield
+        except DeltaDowngradeError:
+            raise
+        except Exception as exc:
+            typed = self._typed(exc, what, write=write)
+            if typed is None:
+                raise
+            raise typed from None
+
+    def endpoint_description(self) -> str:
+        """The service this table is on, for messages (never a credential)."""
+        for key, value in self._options.items():
+            if key.lower() in ("aws_endpoint_url", "aws_endpoint", "endpoint", "endpoint_url",
+                               "azure_storage_endpoint", "azure_endpoint"):
+                return f"the endpoint {redact_text(value)}"
+        return {"s3": "S3", "azure": "Azure Blob Storage", "gcs": "Google Cloud Storage",
+                "local": "the local file system"}.get(self.kind, "the object store")
+
+    # --- where a file is ---------------------------------------------------------------------
+    def uri(self, rel_path: str) -> str:
+        return f"{self.root}/{rel_path}" if rel_path else self.root
+
+    def local_file(self, rel_path: str) -> str | None:
+        """Always None: readers go through :meth:`read_bytes` / :meth:`open_input`."""
+        return None
+
+    # --- listing -----------------------------------------------------------------------------
+    @staticmethod
+    def _prefix(rel_dir: str) -> str:
+        rel_dir = rel_dir.strip("/")
+        return f"{rel_dir}/" if rel_dir else ""
+
+    def list_dir(self, rel_dir: str, *, start_after: str | None = None) -> list[FileStatus]:
+        """The files directly in ``rel_dir``, sorted. With ``start_after``, the service is asked
+        for keys after ``rel_dir/start_after`` only (S3 ``start-after``, the Azure / GCS list
+        offset), so catching up on a long log lists only its tail."""
+        import obstore
+
+        prefix = self._prefix(rel_dir)
+        out: list[FileStatus] = []
+        with self._mapped(f"listing {rel_dir or 'the table root'}"):
+            if start_after is None:
+                result = obstore.list_with_delimiter(self._store, prefix or None)
+                for meta in result["objects"]:
+                    out.append(FileStatus(meta["path"], meta["size"], _ms(meta["last_modified"])))
+            else:
+                # A recursive listing from the offset: keep only direct children. The offset is
+                # also checked here: GCS's startOffset is inclusive (and an emulator may ignore
+                # it), while start_after means strictly after.
+                offset = prefix + start_after
+                stream = obstore.list(self._store, prefix or None, offset=offset,
+                                      chunk_size=LIST_CHUNK)
+                for batch in stream:
+                    for meta in batch:
+                        path = meta["path"]
+                        if path <= offset or "/" in path[len(prefix):]:
+                            continue
+                        out.append(FileStatus(path, meta["size"], _ms(meta["last_modified"])))
+        out.sort(key=lambda s: s.path)
+        return out
+
+    def list_names(self, rel_dir: str) -> set[str]:
+        """Names directly in ``rel_dir``: its objects and its "subdirectories" (common key
+        prefixes); ``NotADirectoryError`` when ``rel_dir`` is an object itself."""
+        import obstore
+
+        prefix = self._prefix(rel_dir)
+        with self._mapped(f"listing {rel_dir or 'the table root'}"):
+            result = obstore.list_with_delimiter(self._store, prefix or None)
+        names = {meta["path"][len(prefix):] for meta in result["objects"]}
+        names.update(p[len(prefix):].rstrip("/") for p in result["common_prefixes"])
+        names.discard("")
+        if not names and rel_dir and self._head(rel_dir) is not None:
+            raise NotADirectoryError(f"{self.uri(rel_dir)} is a file")
+        return names
+
+    def walk_files(self, rel_dir: str = "") -> Iterator[FileStatus]:
+        """Every object below ``rel_dir``, in key order."""
+        import obstore
+
+        prefix = self._prefix(rel_dir)
+        with self._mapped(f"listing {rel_dir or 'the table'}"):
+            for batch in obstore.list(self._store, prefix or None, chunk_size=LIST_CHUNK):
+                for meta in batch:
+                    yield FileStatus(meta["path"], meta["size"], _ms(meta["last_modified"]))
+
+    def _head(self, rel_path: str) -> dict[str, Any] | None:
+        import obstore
+
+        with self._mapped(f"reading {rel_path}"):
+            try:
+                return obstore.head(self._store, rel_path)  # type: ignore[return-value]
+            except FileNotFoundError:
+                return None
+
+    def is_dir(self, rel_path: str) -> bool:
+        """Whether some key starts with ``rel_path/`` (a "directory" of an object store)."""
+        import obstore
+
+        prefix = self._prefix(rel_path)
+        if not prefix:
+            return True
+        with self._mapped(f"listing {rel_path}"):
+            for batch in obstore.list(self._store, prefix, chunk_size=1):
+                if batch:
+                    return True
+        return False
+
+    def exists(self, rel_path: str) -> bool:
+        return self._head(rel_path) is not None or self.is_dir(rel_path)
+
+    def status(self, rel_path: str) -> FileStatus:
+        meta = self._head(rel_path)
+        if meta is None:
+            raise FileNotFoundError(f"{self.uri(rel_path)} does not exist")
+        return FileStatus(rel_path, meta["size"], _ms(meta["last_modified"]))
+
+    # --- reading -----------------------------------------------------------------------------
+    def read_bytes(self, rel_path: str) -> bytes:
+        import obstore
+
+        with self._mapped(f"reading {rel_path}"):
+            try:
+                return bytes(obstore.get(self._store, rel_path).bytes())
+            except FileNotFoundError:
+                raise FileNotFoundError(f"{self.uri(rel_path)} does not exist") from None
+
+    def read_range(self, rel_path: str, start: int, length: int) -> bytes:
+        import obstore
+
+        if length <= 0:
+            return b""
+        with self._mapped(f"reading {rel_path}"):
+            try:
+                return bytes(obstore.get_range(self._store, rel_path, start=start, length=length))
+            except FileNotFoundError:
+                raise FileNotFoundError(f"{self.uri(rel_path)} does not exist") from None
+            except Exception as exc:
+                # Past the end (416, or object_store's own range check): fewer bytes, as a
+                # local read at the end of a file returns.
+                if "range" not in str(exc).lower() and "416" not in str(exc):
+                    raise
+        size = self.status(rel_path).size
+        if start >= size:
+            return b""
+        return self.read_range(rel_path, start, size - start)
+
+    def open_input(self, rel_path: str) -> BinaryIO:
+        """A seekable reader doing ranged GETs (obstore's buffered reader: pyarrow reads a
+        parquet footer and the needed column chunks without fetching the whole object)."""
+        import obstore
+
+        with self._mapped(f"reading {rel_path}"):
+            try:
+                return _ReadableFile(obstore.open_reader(self._store, rel_path))
+            except FileNotFoundError:
+                raise FileNotFoundError(f"{self.uri(rel_path)} does not exist") from None
+
+    # --- writing -----------------------------------------------------------------------------
+    def put_if_absent(self, rel_path: str, data: bytes) -> None:
+        """A conditional create: the service writes ``rel_path`` only if no object has that key
+        (S3 / Azure ``If-None-Match: *``, GCS ``ifGenerationMatch=0``), else
+        :class:`CommitFileExistsError`."""
+        import obstore
+
+        ex = _exceptions()
+        with self._mapped(f"writing {rel_path}", write=True):
+            for attempt in range(_CONFLICT_RETRIES + 1):
+                try:
+                    obstore.put(self._store, rel_path, data, mode="create")
+                    return
+                except (ex.AlreadyExistsError, ex.PreconditionError, FileExistsError):
+                    raise CommitFileExistsError(f"{rel_path} already exists: another writer "
+                                                f"committed this version first",
+                                                table=self.root) from None
+                except Exception as exc:
+                    if attempt < _CONFLICT_RETRIES and any(c in str(exc)
+                                                           for c in _CONDITIONAL_CONFLICT):
+                        time.sleep(0.05 * (2 ** attempt))
+                        continue
+                    raise
+
+    def write_atomic(self, rel_path: str, data: bytes) -> None:
+        """One PUT: an object store replaces an object atomically (readers see the old or the
+        new content), so no temporary object and rename are needed."""
+        import obstore
+
+        with self._mapped(f"writing {rel_path}", write=True):
+            obstore.put(self._store, rel_path, data, mode="overwrite")
+
+    @contextmanager
+    def atomic_file(self, rel_path: str) -> Iterator[str]:
+        """A local temporary file, uploaded under ``rel_path`` when the block ends normally
+        (a multipart upload for a large file, which becomes visible only when completed, in one
+        step) and never uploaded when it raises."""
+        import obstore
+
+        fd, tmp = tempfile.mkstemp(prefix=temp_name(rel_path.rsplit("/", 1)[-1]))
+        os.close(fd)
+        try:
+            yield tmp
+            with self._mapped(f"writing {rel_path}", write=True):
+                obstore.put(self._store, rel_path, Path(tmp), mode="overwrite")
+        finally:
+            try:
+                os.unlink(tmp)
+            except FileNotFoundError:
+                pass
+
+    def delete(self, rel_path: str) -> bool:
+        """Delete one object; False when it was already gone. S3 answers a delete of a missing
+        key with success, so there a HEAD tells first."""
+        import obstore
+
+        with self._mapped(f"deleting {rel_path}", write=True):
+            if self.kind == "s3" and self._head(rel_path) is None:
+                return False
+            try:
+                obstore.delete(self._store, rel_path)
+                return True
+            except FileNotFoundError:
+                return False
+
+    def remove_empty_dir(self, rel_dir: str) -> bool:
+        """Always False: an object store has no directories to remove."""
+        return False
+
+    def walk_dirs(self, rel_dir: str = "") -> Iterator[FileStatus]:
+        """Nothing: an object store has no directories."""
+        return iter(())
+
+    def set_modification_time(self, rel_path: str, epoch_ms: int) -> None:
+        """Not possible: an object's Last-Modified is set by the service when it is written."""
+        raise NotImplementedError(f"{self.root}: an object store sets modification times itself")
+
+    # --- is put-if-absent atomic here? ----------------------------------------------------------
+    @property
+    def atomic_put_if_absent(self) -> bool:
+        """Whether this endpoint honours conditional creates, probed once per instance.
+
+        A probe object under ``_delta_log/`` (named like this package's temporary files, so that
+        ``cleanup`` recognises a leftover) is created with ``mode="create"``, created again (which
+        must fail: the name is taken) and deleted. If the second create succeeds, the endpoint
+        ignored ``If-None-Match`` (an old S3-compatible server): two writers could both write one
+        version, losing a commit, so writers refuse (StorageNotAtomicError with
+        :attr:`not_atomic_reason`). An endpoint that rejects conditional puts is refused too."""
+        if self._atomic is None:
+            self._atomic, self.not_atomic_reason = self._probe_conditional_create()
+        return self._atomic
+
+    @atomic_put_if_absent.setter
+    def atomic_put_if_absent(self, value: bool) -> None:
+        self._atomic = bool(value)
+
+    def _probe_conditional_create(self) -> tuple[bool, str | None]:
+        import obstore
+
+        ex = _exceptions()
+        if self.kind == "local":
+            return True, None  # LocalStore creates with O_EXCL / link
+        probe = f"_delta_log/{temp_name('_conditional_put_probe')}"
+        endpoint = self.endpoint_description()
+        with self._mapped("probing conditional writes", write=True):
+            try:
+                obstore.put(self._store, probe, b"probe", mode="create")
+            except Exception as exc:
+                if self._typed(exc, "probing conditional writes", write=True) is None and (
+                        isinstance(exc, ex.NotSupportedError)
+                        or any(m in str(exc) for m in _NOT_SUPPORTED)):
+                    return False, (f"{endpoint} rejects conditional writes (If-None-Match: *): "
+                                   f"{redact_text(str(exc).split(chr(10), 1)[0], self._options)}")
+                raise
+            try:
+                try:
+                    obstore.put(self._store, probe, b"probe again", mode="create")
+                except (ex.AlreadyExistsError, ex.PreconditionError):
+                    return True, None
+                except Exception as exc:
+                    if self._typed(exc, "probing conditional writes", write=True) is None and (
+                            isinstance(exc, ex.NotSupportedError)
+                            or any(m in str(exc) for m in _NOT_SUPPORTED)):
+                        return False, (f"{endpoint} rejects conditional writes: "
+                                       f"{redact_text(str(exc).split(chr(10), 1)[0], self._options)}")
+                    raise
+                return False, (f"{endpoint} ignored If-None-Match: a second conditional create "
+                               f"of one key succeeded, so concurrent writers could overwrite each "
+                               f"other's commits")
+            finally:
+                try:
+                    obstore.delete(self._store, probe)
+                except Exception:  # noqa: BLE001 - a leftover probe is a temp file cleanup removes
+                    pass
+
+
+class _ReadableFile:
+    """obstore's ReadableFile as a Python binary file: ``read`` returns ``bytes`` (obstore's
+    ``Bytes`` is a buffer pyarrow and json take, but not everyone does), ``closed``, context
+    manager."""
+
+    def __init__(self, reader: Any) -> None:
+        self._reader = reader
+        self.closed = False
+
+    def read(self, size: int | None = -1) -> bytes:
+        if size is None or size < 0:
+            return bytes(self._reader.read())
+        return bytes(self._reader.read(size))
+
+    def readall(self) -> bytes:
+        return self.read()
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        return self._reader.seek(offset, whence)
+
+    def tell(self) -> int:
+        return self._reader.tell()
+
+    def seekable(self) -> bool:
+        return True
+
+    def readable(self) -> bool:
+        return True
+
+    def writable(self) -> bool:
+        return False
+
+    def size(self) -> int:
+        return self._reader.size
+
+    def close(self) -> None:
+        if not self.closed:
+            self.closed = True
+            self._reader.close()
+
+    def __enter__(self) -> _ReadableFile:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

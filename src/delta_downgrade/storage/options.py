@@ -1,0 +1,380 @@
+"""Storage options: the ``KEY=VALUE`` settings of a table's store, as deltalake takes them.
+
+One mapping serves both tools: the keys are those delta-rs accepts (``AWS_ACCESS_KEY_ID``,
+``AZURE_STORAGE_ACCOUNT_KEY``, ``GOOGLE_SERVICE_ACCOUNT_KEY`` ...), in upper or lower case, with
+or without the store's prefix where the Rust ``object_store`` crate accepts both
+(``aws_endpoint`` / ``endpoint``). :func:`parse_options` splits them into what obstore's store
+constructors take: ``config`` (credentials, endpoint, region), ``client_options`` (HTTP: allow
+http, timeouts, proxy) and ``retry_config``.
+
+- Keys that only delta-rs uses (its S3 locking, unsafe rename, DynamoDB table ...) are accepted
+  and ignored, so that a user's deltalake options work unchanged. ``conditional_put`` is among
+  them: this package always commits with a conditional create and never switches it off.
+- Keys of another store (``AZURE_*`` given for an ``s3://`` table) are accepted and ignored, as
+  delta-rs does, so one set of options may cover several tables.
+- Any other key is :class:`~delta_downgrade.errors.BadStorageOptionError`, naming the key and
+  never its value.
+- Our own key ``DELTA_DOWNGRADE_STORAGE`` (``object_store`` | ``hadoop`` | ``local``, also read
+  from the environment variable of that name) chooses the implementation (``registry``); it is
+  removed before the rest reaches a store.
+
+Credentials not given here come from the standard environment variables and instance
+credentials: obstore's store constructors read ``AWS_*`` / ``AZURE_*`` / ``GOOGLE_*`` from the
+environment and fall back to the instance metadata service, web identity, managed identity or
+application-default credentials (object_store's credential chains); explicit options win.
+
+:func:`redact` and :func:`redact_text` keep secrets out of RESULT lines, task values and logs.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any, Mapping
+
+from delta_downgrade.errors import BadStorageOptionError
+
+#: Our own option (and environment variable): which implementation serves the table.
+IMPLEMENTATION_KEY = "DELTA_DOWNGRADE_STORAGE"
+IMPLEMENTATION_CHOICES = ("object_store", "hadoop", "local")
+
+# --- the keys object_store accepts, per store --------------------------------------------------
+# Canonical config key (what obstore's ``config=`` takes) -> its aliases, lower case, as the Rust
+# object_store crate parses them (AmazonS3ConfigKey / AzureConfigKey / GoogleConfigKey::from_str).
+
+S3_KEYS: dict[str, tuple[str, ...]] = {
+    "access_key_id": ("aws_access_key_id", "access_key_id"),
+    "secret_access_key": ("aws_secret_access_key", "secret_access_key"),
+    "session_token": ("aws_session_token", "aws_token", "session_token", "token"),
+    "region": ("aws_region", "region"),
+    "default_region": ("aws_default_region", "default_region"),
+    "bucket": ("aws_bucket", "aws_bucket_name", "bucket", "bucket_name"),
+    "endpoint": ("aws_endpoint_url", "aws_endpoint", "endpoint_url", "endpoint"),
+    "aws_endpoint_url_s3": ("aws_endpoint_url_s3", "endpoint_url_s3"),
+    "virtual_hosted_style_request": ("aws_virtual_hosted_style_request",
+                                     "virtual_hosted_style_request"),
+    "s3_express": ("aws_s3_express", "s3_express"),
+    "imdsv1_fallback": ("aws_imdsv1_fallback", "imdsv1_fallback"),
+    "metadata_endpoint": ("aws_metadata_endpoint", "metadata_endpoint"),
+    "unsigned_payload": ("aws_unsigned_payload", "unsigned_payload"),
+    "checksum_algorithm": ("aws_checksum_algorithm", "checksum_algorithm"),
+    "container_credentials_relative_uri": ("aws_container_credentials_relative_uri",
+                                           "container_credentials_relative_uri"),
+    "container_credentials_full_uri": ("aws_container_credentials_full_uri",
+                                       "container_credentials_full_uri"),
+    "container_authorization_token_file": ("aws_container_authorization_token_file",
+                                           "container_authorization_token_file"),
+    "skip_signature": ("aws_skip_signature", "skip_signature"),
+    "copy_if_not_exists": ("aws_copy_if_not_exists", "copy_if_not_exists"),
+    "disable_tagging": ("aws_disable_tagging", "disable_tagging"),
+    "request_payer": ("aws_request_payer", "request_payer"),
+    "role_arn": ("aws_role_arn", "role_arn"),
+    "role_session_name": ("aws_role_session_name", "role_session_name"),
+    "web_identity_token_file": ("aws_web_identity_token_file", "web_identity_token_file"),
+    "sts_endpoint": ("aws_sts_endpoint", "sts_endpoint"),
+    "server_side_encryption": ("aws_server_side_encryption", "server_side_encryption"),
+    "sse_kms_key_id": ("aws_sse_kms_key_id", "sse_kms_key_id"),
+    "sse_bucket_key_enabled": ("aws_sse_bucket_key_enabled", "sse_bucket_key_enabled"),
+}
+
+AZURE_KEYS: dict[str, tuple[str, ...]] = {
+    "account_name": ("azure_storage_account_name", "account_name"),
+    "account_key": ("azure_storage_account_key", "azure_storage_access_key",
+                    "azure_storage_master_key", "account_key", "access_key", "master_key"),
+    "client_id": ("azure_storage_client_id", "azure_client_id", "client_id"),
+    "client_secret": ("azure_storage_client_secret", "azure_client_secret", "client_secret"),
+    "tenant_id": ("azure_storage_tenant_id", "azure_storage_authority_id", "azure_tenant_id",
+                  "azure_authority_id", "tenant_id", "authority_id"),
+    "authority_host": ("azure_storage_authority_host", "azure_authority_host", "authority_host"),
+    "sas_key": ("azure_storage_sas_key", "azure_storage_sas_token", "sas_key", "sas_token"),
+    "token": ("azure_storage_token", "bearer_token", "token"),
+    "use_emulator": ("azure_storage_use_emulator", "use_emulator"),
+    "endpoint": ("azure_storage_endpoint", "azure_endpoint", "endpoint"),
+    "msi_endpoint": ("azure_msi_endpoint", "azure_identity_endpoint", "identity_endpoint",
+                     "msi_endpoint"),
+    "object_id": ("azure_object_id", "object_id"),
+    "msi_resource_id": ("azure_msi_resource_id", "msi_resource_id"),
+    "federated_token_file": ("azure_federated_token_file", "federated_token_file"),
+    "use_fabric_endpoint": ("azure_use_fabric_endpoint", "use_fabric_endpoint"),
+    "use_azure_cli": ("azure_use_azure_cli", "use_azure_cli"),
+    "skip_signature": ("azure_skip_signature", "skip_signature"),
+    "container_name": ("azure_container_name", "container_name"),
+    "disable_tagging": ("azure_disable_tagging", "disable_tagging"),
+    "fabric_token_service_url": ("azure_fabric_token_service_url", "fabric_token_service_url"),
+    "fabric_workload_host": ("azure_fabric_workload_host", "fabric_workload_host"),
+    "fabric_session_token": ("azure_fabric_session_token", "fabric_session_token"),
+    "fabric_cluster_identifier": ("azure_fabric_cluster_identifier", "fabric_cluster_identifier"),
+}
+
+GCS_KEYS: dict[str, tuple[str, ...]] = {
+    "service_account": ("google_service_account", "service_account",
+                        "google_service_account_path", "service_account_path"),
+    "service_account_key": ("google_service_account_key", "service_account_key"),
+    "bucket": ("google_bucket", "google_bucket_name", "bucket", "bucket_name"),
+    "application_credentials": ("google_application_credentials", "application_credentials"),
+    "skip_signature": ("google_skip_signature", "skip_signature"),
+}
+
+#: The store families: kind -> (its config keys, the prefix object_store strips from client keys).
+STORE_KEYS: dict[str, tuple[dict[str, tuple[str, ...]], str]] = {
+    "s3": (S3_KEYS, "aws_"),
+    "azure": (AZURE_KEYS, "azure_"),
+    "gcs": (GCS_KEYS, "google_"),
+}
+
+#: HTTP client options (obstore ``client_options=``), for every store; ``aws_allow_http``,
+#: ``azure_allow_http``, ``google_allow_http`` are the same key with the store's prefix.
+CLIENT_KEYS = frozenset({
+    "allow_http", "allow_invalid_certificates", "connect_timeout", "default_content_type",
+    "http1_only", "http2_only", "http2_keep_alive_interval", "http2_keep_alive_timeout",
+    "http2_keep_alive_while_idle", "pool_idle_timeout", "pool_max_idle_per_host", "proxy_url",
+    "proxy_ca_certificate", "proxy_excludes", "randomize_addresses", "read_timeout", "timeout",
+    "user_agent", "root_certificate",
+})
+_BOOL_CLIENT_KEYS = frozenset({"allow_http", "allow_invalid_certificates", "http1_only",
+                               "http2_only", "randomize_addresses"})
+
+#: Retry settings as delta-rs spells them (its ``RetryConfig`` keys).
+RETRY_KEYS = frozenset({"max_retries", "retry_timeout", "backoff_config.init_backoff",
+                        "backoff_config.max_backoff", "backoff_config.base"})
+
+#: Keys only delta-rs (or another tool sharing the options) uses: accepted and ignored here.
+#: ``conditional_put`` too: we always commit with a conditional create (``If-None-Match: *``).
+IGNORED_KEYS = frozenset({
+    "aws_s3_allow_unsafe_rename", "aws_s3_locking_provider", "delta_dynamo_table_name",
+    "dynamo_lock_table_name", "dynamo_lock_owner_name", "dynamo_lock_partition_key_value",
+    "dynamo_lock_refresh_period_millis", "dynamo_lock_additional_time_to_wait_millis",
+    "aws_conditional_put", "conditional_put", "aws_s3_pool_idle_timeout_seconds",
+    "aws_sts_pool_idle_timeout_seconds", "aws_s3_get_internal_server_error_retries",
+    "aws_ec2_metadata_disabled", "aws_ec2_metadata_timeout", "aws_force_credential_load",
+    "aws_s3_assume_role_arn", "aws_s3_role_session_name", "aws_iam_role_arn",
+    "aws_iam_role_session_name", "aws_profile", "mount_allow_unsafe_rename",
+    "allow_unsafe_rename", "aws_s3_allow_unsafe_rename", "aws_dynamodb_endpoint",
+    "aws_endpoint_url_dynamodb", "aws_endpoint_url_sts", "aws_external_id",
+    "hdfs_config_dir", "max_concurrency",
+})
+
+# --- defaults: every failure within seconds ---------------------------------------------------
+# object_store retries a failed request 10 times over up to 3 minutes by default: a wrong port
+# or host would answer after minutes. Connection errors and 5xx are still retried (transient
+# faults on a real cloud) but bounded so that a user's mistake surfaces in under 10 s: three
+# retries with exponential backoff from 100 ms, none started later than 6 s after the first
+# attempt, and 2 s to establish a connection. A request that is slow once connected is bounded
+# by object_store's own 30 s ``timeout`` (large uploads are multipart, one request per part).
+# Each is overridable with the keys above (``max_retries``, ``retry_timeout``,
+# ``connect_timeout``, ``timeout``).
+DEFAULT_MAX_RETRIES = 3
+DEFAULT_RETRY_TIMEOUT = timedelta(seconds=6)
+DEFAULT_CONNECT_TIMEOUT = "2s"
+
+
+@dataclass
+class StoreOptions:
+    """Options of one table's store, split into the arguments of obstore's constructors."""
+
+    kind: str                                             # "s3", "azure", "gcs", "local"
+    config: dict[str, str] = field(default_factory=dict)
+    client_options: dict[str, Any] = field(default_factory=dict)
+    retry_config: dict[str, Any] = field(default_factory=dict)
+    #: Keys accepted but not used for this store (delta-rs-only, or another store's).
+    ignored: list[str] = field(default_factory=list)
+
+
+def _norm(key: str) -> str:
+    return key.strip().lower()
+
+
+def implementation_choice(options: Mapping[str, str] | None, *,
+                          table: str | None = None) -> str | None:
+    """``DELTA_DOWNGRADE_STORAGE`` from the options, else the environment; None when unset."""
+    value = None
+    for key, v in (options or {}).items():
+        if _norm(key) == IMPLEMENTATION_KEY.lower():
+            value = v
+    if value is None:
+        value = os.environ.get(IMPLEMENTATION_KEY) or None
+    if value is None:
+        return None
+    choice = value.strip().lower().replace("-", "_")
+    if choice not in IMPLEMENTATION_CHOICES:
+        raise BadStorageOptionError(
+            f"{IMPLEMENTATION_KEY}={value!r} is not a storage implementation; use one of "
+            f"{', '.join(IMPLEMENTATION_CHOICES)}. Nothing was read or written",
+            table=table, params={"key": IMPLEMENTATION_KEY})
+    return choice
+
+
+def without_implementation_key(options: Mapping[str, str] | None) -> dict[str, str]:
+    """The options without our own ``DELTA_DOWNGRADE_STORAGE``."""
+    return {k: v for k, v in (options or {}).items() if _norm(k) != IMPLEMENTATION_KEY.lower()}
+
+
+def _alias_index(keys: Mapping[str, tuple[str, ...]]) -> dict[str, str]:
+    return {alias: canonical for canonical, aliases in keys.items() for alias in aliases}
+
+
+_ALIASES = {kind: _alias_index(keys) for kind, (keys, _prefix) in STORE_KEYS.items()}
+
+
+def _client_key(key: str, prefix: str) -> str | None:
+    bare = key[len(prefix):] if key.startswith(prefix) else key
+    return bare if bare in CLIENT_KEYS else None
+
+
+def _known_elsewhere(key: str, kind: str) -> bool:
+    """Whether ``key`` belongs to another store (ignored for this one, as delta-rs does)."""
+    for other, (_keys, prefix) in STORE_KEYS.items():
+        if other == kind:
+            continue
+        if key in _ALIASES[other] or (key.startswith(prefix) and _client_key(key, prefix)):
+            return True
+    return False
+
+
+def _bool(value: str, key: str, table: str | None) -> bool:
+    text = str(value).strip().lower()
+    if text in ("true", "1", "yes", "on"):
+        return True
+    if text in ("false", "0", "no", "off"):
+        return False
+    raise BadStorageOptionError(
+        f"storage option {key} takes true or false; nothing was read or written", table=table,
+        params={"key": key})
+
+
+def _duration(value: str, key: str, table: str | None) -> timedelta:
+    """A duration as delta-rs writes it (``"5s"``, ``"500ms"``, ``"2min"``) or plain seconds."""
+    text = str(value).strip().lower()
+    match = re.fullmatch(r"(\d+(?:\.\d+)?)\s*(ms|msec|s|sec|secs|second|seconds|m|min|mins|"
+                         r"minute|minutes|h|hr|hour|hours)?", text)
+    if not match:
+        raise BadStorageOptionError(
+            f"storage option {key} takes a duration such as 5s or 500ms; nothing was read or "
+            f"written", table=table, params={"key": key})
+    number = float(match.group(1))
+    unit = match.group(2) or "s"
+    scale = {"ms": 0.001, "msec": 0.001, "h": 3600, "hr": 3600, "hour": 3600, "hours": 3600}.get(unit)
+    if scale is None:
+        scale = 60 if unit.startswith("m") else 1
+    return timedelta(seconds=number * scale)
+
+
+def parse_options(kind: str, options: Mapping[str, str] | None, *,
+                  table: str | None = None) -> StoreOptions:
+    """Split ``options`` for a store of ``kind`` (``s3``, ``azure``, ``gcs``, ``local``) into
+    obstore's ``config``, ``client_options`` and ``retry_config``, with this package's bounded
+    retry and connect-timeout defaults where the options do not set them.
+
+    :class:`BadStorageOptionError` for a key no store takes (naming the key, never the value)
+    or a value that cannot be parsed (a boolean, a duration, a count)."""
+    out = StoreOptions(kind)
+    retry: dict[str, Any] = {}
+    backoff: dict[str, Any] = {}
+    _keys, prefix = STORE_KEYS.get(kind, ({}, ""))
+    aliases = _ALIASES.get(kind, {})
+    for raw_key, value in without_implementation_key(options).items():
+        if not isinstance(raw_key, str) or not raw_key.strip():
+            raise BadStorageOptionError("a storage option has an empty key; nothing was read or "
+                                        "written", table=table, params={"key": str(raw_key)})
+        key = _norm(raw_key)
+        if key in aliases:
+            out.config[aliases[key]] = str(value)
+            continue
+        client = _client_key(key, prefix) if prefix else (key if key in CLIENT_KEYS else None)
+        if client is not None:
+            out.client_options[client] = (_bool(value, raw_key, table)
+                                          if client in _BOOL_CLIENT_KEYS else str(value))
+            continue
+        if key in RETRY_KEYS:
+            if key == "max_retries":
+                try:
+                    retry["max_retries"] = int(str(value).strip())
+                except ValueError:
+                    raise BadStorageOptionError(
+                        f"storage option {raw_key} takes a whole number; nothing was read or "
+                        f"written", table=table, params={"key": raw_key}) from None
+            elif key == "retry_timeout":
+                retry["retry_timeout"] = _duration(value, raw_key, table)
+            elif key == "backoff_config.base":
+                try:
+                    backoff["base"] = float(str(value).strip())
+                except ValueError:
+                    raise BadStorageOptionError(
+                        f"storage option {raw_key} takes a number; nothing was read or written",
+                        table=table, params={"key": raw_key}) from None
+            else:
+                backoff[key.split(".", 1)[1]] = _duration(value, raw_key, table)
+            continue
+        if key in IGNORED_KEYS or _known_elsewhere(key, kind):
+            out.ignored.append(raw_key)
+            continue
+        raise BadStorageOptionError(
+            f"unknown storage option {raw_key!r}: no store takes it. Use the keys deltalake "
+            f"accepts (e.g. AWS_ACCESS_KEY_ID, AWS_ENDPOINT_URL, AZURE_STORAGE_ACCOUNT_NAME, "
+            f"GOOGLE_SERVICE_ACCOUNT_KEY, allow_http, timeout); nothing was read or written",
+            table=table, params={"key": raw_key})
+    out.client_options.setdefault("connect_timeout", DEFAULT_CONNECT_TIMEOUT)
+    retry.setdefault("max_retries", DEFAULT_MAX_RETRIES)
+    retry.setdefault("retry_timeout", DEFAULT_RETRY_TIMEOUT)
+    if backoff:
+        retry["backoff"] = backoff
+    out.retry_config = retry
+    return out
+
+
+# --- keeping secrets out of messages --------------------------------------------------------
+
+_SECRET_WORDS = ("key", "secret", "token", "password", "sas", "credential", "signature")
+_SECRET_CANONICAL = frozenset({
+    "secret_access_key", "session_token", "account_key", "client_secret", "sas_key", "token",
+    "service_account_key", "fabric_session_token",
+})
+REDACTED = "***"
+
+
+def is_secret_key(key: str) -> bool:
+    """Whether the value of option ``key`` is a secret (or may contain one): keys naming a key,
+    secret, token, password, SAS or credential, and service-account JSON."""
+    k = _norm(key)
+    if any(word in k for word in _SECRET_WORDS):
+        return True
+    return any(_ALIASES[kind].get(k) in _SECRET_CANONICAL for kind in _ALIASES)
+
+
+def redact(options: Mapping[str, str] | None) -> dict[str, str]:
+    """``options`` with the value of every secret-looking key replaced by ``***`` (the keys
+    and the other values stay, so a RESULT line still says which endpoint and region were
+    used)."""
+    return {k: (REDACTED if is_secret_key(k) else v) for k, v in (options or {}).items()}
+
+
+# ``?sv=...&sig=...`` (an Azure SAS), ``X-Amz-Signature=...``, any ``token=``/``key=`` query value.
+_QUERY_RE = re.compile(r"\?[^\s\"'<>]*")
+
+
+def _secret_values(options: Mapping[str, str] | None) -> list[str]:
+    values: set[str] = set()
+    for key, value in (options or {}).items():
+        if not is_secret_key(key) or not value:
+            continue
+        text = str(value)
+        values.add(text)
+        # A service-account JSON: also its private key and its lines, which a message may
+        # quote piecemeal.
+        for match in re.finditer(r'"(?:private_key|private_key_id|client_secret|refresh_token)"'
+                                 r'\s*:\s*"([^"]+)"', text):
+            values.add(match.group(1))
+    # Longest first, so that a value containing another is replaced whole.
+    return sorted((v for v in values if len(v) >= 4), key=len, reverse=True)
+
+
+def redact_text(text: str, options: Mapping[str, str] | None = None) -> str:
+    """``text`` (an error message, a log line) with every secret value of ``options`` replaced
+    by ``***``, and the query string of every URL in it (SAS tokens, presigned signatures)
+    dropped."""
+    out = str(text)
+    for value in _secret_values(options):
+        out = out.replace(value, REDACTED)
+    return _QUERY_RE.sub("?" + REDACTED, out)
