@@ -197,10 +197,13 @@ def require_atomic_commits(log: DeltaLog) -> None:
     behind - and :func:`commit` again before each commit; read-only work and dry runs never do
     (the probe writes to the store)."""
     if not log.storage.atomic_put_if_absent:
+        # an object store says what its probe found (the endpoint ignored or rejected If-None-Match)
+        reason = getattr(log.storage, "not_atomic_reason", None)
         raise StorageNotAtomicError(
-            "this storage cannot create a file only if it is absent, so two writers could overwrite "
-            "each other's commits; use a storage with atomic create or a commit coordinator. "
-            "Nothing was written", table=log.table)
+            "this storage cannot create a file only if it is absent"
+            + (f" ({reason})" if reason else "")
+            + ", so two writers could overwrite each other's commits; use a storage with atomic "
+            "create or a commit coordinator. Nothing was written", table=log.table)
 
 
 def commit(
