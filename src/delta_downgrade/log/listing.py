@@ -163,13 +163,14 @@ class LogListing:
 
 
 def list_log(storage: Storage, table: str | None = None, previous: LogListing | None = None, *,
-             stat_known: bool = True) -> LogListing:
+             stat_known: bool = True, tail_only: bool = True) -> LogListing:
     """List ``_delta_log``; raise a named error when there is no table or no log.
 
     With ``previous`` (an earlier listing of the same log), the listing is updated from it (see
-    the module docstring); ``stat_known=False`` leaves the statuses of known files alone."""
+    the module docstring); ``stat_known=False`` leaves the statuses of known files alone and,
+    with ``tail_only`` (where listings return statuses), lists only the log's tail."""
     table = table or storage.root
-    new_entries, removed = _scan(storage, table, previous, stat_known)
+    new_entries, removed = _scan(storage, table, previous, stat_known, tail_only)
     return _updated(storage, table, previous, new_entries, removed)
 
 
@@ -302,8 +303,8 @@ def _entry(status: FileStatus) -> tuple[str, tuple[LogFile | None, FileStatus]] 
     return name, (parse_log_file(name), status)
 
 
-def _scan(storage: Storage, table: str, previous: LogListing | None, stat_known: bool
-          ) -> tuple[dict[str, tuple[LogFile | None, FileStatus]], list[str]]:
+def _scan(storage: Storage, table: str, previous: LogListing | None, stat_known: bool,
+          tail_only: bool = True) -> tuple[dict[str, tuple[LogFile | None, FileStatus]], list[str]]:
     """The entries of ``_delta_log`` that are new or changed since ``previous`` (all of them
     without it), and the names of the previous entries that are gone. Names already known are
     not parsed again; with ``stat_known`` False (local storage) they are not even stat'ed."""
@@ -311,7 +312,7 @@ def _scan(storage: Storage, table: str, previous: LogListing | None, stat_known:
     if not stat_known and known:
         if storage.lists_names_cheaply:
             return _scan_names(storage, table, previous)  # type: ignore[arg-type]
-        tail = _scan_tail(storage, table, previous)  # type: ignore[arg-type]
+        tail = _scan_tail(storage, table, previous) if tail_only else None  # type: ignore[arg-type]
         if tail is not None:
             return tail
     try:
