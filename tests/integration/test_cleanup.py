@@ -550,3 +550,65 @@ def test_cli_bad_retention(tmp_path, capsys):
     _real_time_table(tmp_path / "t")
     assert cli_main(["cleanup", str(tmp_path / "t"), "--retention", "3 months"]) == 2
     assert "DELTA_DOWNGRADE_BAD_DURATION" in capsys.readouterr().err
+
+
+# --- the same cases on S3 (issue 13) -------------------------------------------------------------------
+
+def _upload_aged(b: TableBuilder, path: Path, endpoint, name: str = "t") -> DeltaLog:
+    """The table built at ``path`` uploaded to the S3 endpoint, each object back-dated to its
+    local modification time (S3 has no API to set one: the moto backend is set directly), and
+    the table's log on S3."""
+    location = endpoint.upload(path, name)
+    root = Path(path)
+    for file in root.rglob("*"):
+        if file.is_file():
+            endpoint.extras["backdate"](f"{name}/{file.relative_to(root).as_posix()}",
+                                        int(file.stat().st_mtime * 1000))
+    return DeltaLog(location, storage_options=endpoint.storage_options)
+
+
+def _s3_log_files(endpoint, name: str = "t") -> set[str]:
+    return {k[len("_delta_log/"):] for k in endpoint.keys(name) if k.startswith("_delta_log/")}
+
+
+S3_SCENARIOS = ("50-V8", "50-V9-ours", "53-V0", "54-differs-from-spark", "56-writer-only-at-v8")
+
+
+@pytest.mark.parametrize("spec, first_commit, expected_checkpoints, decision",
+                         [p for p in SCENARIOS if p.id in S3_SCENARIOS])
+def test_group_f_on_s3(tmp_path, s3_endpoint, spec, first_commit, expected_checkpoints, decision):
+    """Rules (a)-(d) on S3 as on local disk: the same plans, the same files deleted (in rule
+    (d)'s order), the same history left readable."""
+    spec = dict(spec)
+    partial = spec.pop("partial", True)
+    build_table(tmp_path / "t", **spec)
+    versions = spec.get("versions", 16)
+    log = _upload_aged(TableBuilder(tmp_path / "t"), tmp_path / "t", s3_endpoint)
+    before = _s3_log_files(s3_endpoint)
+
+    result = run(log, partial_when_supported=partial)
+
+    plan = result.plan
+    assert plan.decision == decision, plan.reason
+    assert commit_versions(log) == list(range(first_commit, versions))
+    assert checkpoint_versions(log) == sorted(expected_checkpoints)
+    if decision.startswith("skipped"):
+        assert not plan.allowed and result.deleted == [] and _s3_log_files(s3_endpoint) == before
+    else:
+        gone = before - _s3_log_files(s3_endpoint)
+        assert set(result.deleted) == {f"_delta_log/{p}" for p in gone}
+        assert result.deleted == [p for p in plan.ordered_deletions() if p in result.deleted]  # rule (d)
+    assert log.refresh().earliest_version() == first_commit
+    assert_time_travel(log)
+
+
+def test_unsupported_latest_protocol_is_refused_on_s3(tmp_path, s3_endpoint):
+    """The write-protocol check on S3: nothing deleted, dry run or not."""
+    build_table(tmp_path / "t", checkpoints=(6, 8), boundary=2, changes={12: U_W})
+    log = _upload_aged(TableBuilder(tmp_path / "t"), tmp_path / "t", s3_endpoint)
+    before = s3_endpoint.keys("t")
+    for dry_run in (True, False):
+        with pytest.raises(UnsupportedFeaturesError) as exc:
+            run(log, dry_run=dry_run)
+        assert exc.value.error_class == "DELTA_UNSUPPORTED_FEATURES_FOR_WRITE"
+    assert s3_endpoint.keys("t") == before

@@ -182,3 +182,136 @@ def test_two_processes_race_for_each_version(tmp_path, oracle):
 
     # Both writers were real contenders (informational, not a correctness condition).
     print(f"wins per writer: {wins}")
+
+
+# --- the same race against an S3 endpoint ----------------------------------------------------------
+
+S3_ROUNDS = 50
+
+
+def _recording_object_store(location: str, options: dict[str, str]):
+    """ObjectStoreStorage (the real one: the endpoint's conditional create decides) that
+    remembers what the last ``put_if_absent`` was asked to write."""
+    from delta_downgrade.storage.object_store import ObjectStoreStorage
+
+    class RecordingObjectStore(ObjectStoreStorage):
+        last_put: tuple[str, bytes] | None = None
+
+        def put_if_absent(self, rel_path: str, data: bytes) -> None:
+            self.last_put = (rel_path, data)
+            super().put_if_absent(rel_path, data)
+
+    return RecordingObjectStore.from_location(location, options)
+
+
+def _store_worker(name: str, location: str, options: dict[str, str], conn, barrier) -> None:
+    """:func:`_worker` on an object store: one new file action per round (a path unique to the
+    worker and round; the race is about the commit, no data file is written)."""
+    storage = _recording_object_store(location, options)
+    log = DeltaLog(location, storage)
+    while True:
+        message = conn.recv()
+        if message is None:
+            conn.close()
+            return
+        read_version = message
+        path = f"writer={name}/round-{read_version}.parquet"
+        reply = {"writer": name, "read_version": read_version, "path": path}
+        try:
+            add = AddFile(path=path, partitionValues={}, size=1, modificationTime=1_700_000_000_000,
+                          dataChange=True)
+            log.refresh()
+            log.listing()  # list before the barrier, so both sides start from version read_version
+            storage.last_put = None
+            barrier.wait(timeout=REPLY_TIMEOUT_S)
+            try:
+                version = commit(log, read_version, [add], operation="WRITE",
+                                 operation_parameters={"mode": "Append"},
+                                 resolve_conflict=fail_on_any_conflict, is_blind_append=True)
+                reply.update(outcome="won", version=version)
+            except DeltaDowngradeError as exc:
+                reply.update(outcome="lost", error_type=type(exc).__name__,
+                             is_conflict=isinstance(exc, ConcurrentWriteError),
+                             exit_code=exc.exit_code, message=str(exc))
+            reply["put"] = storage.last_put
+        except BaseException:  # noqa: BLE001 - report anything else to the test, do not hang it
+            reply.update(outcome="crashed", traceback=traceback.format_exc())
+        conn.send(reply)
+
+
+def test_two_processes_race_for_each_version_on_s3(tmp_path, s3_endpoint):
+    """Acceptance of issue 13: 50 two-process commit races against the S3 endpoint (moto honours
+    ``If-None-Match: *``): exactly one winner per round, the loser told of the conflict (exit 4,
+    ``fail_on_any_conflict`` lets no retry through), and every winning commit in the bucket
+    byte for byte as its writer sent it - nothing lost, no version overwritten. The commits are
+    read back through obstore directly (the test's own client, not the storage under test)."""
+    local = str(tmp_path / "race")
+    assert TableBuilder(local).create(SCHEMA, rows=[{"writer": "setup", "round": -1}]) == 0
+    location = s3_endpoint.upload(local, "race")
+    options = dict(s3_endpoint.storage_options)
+    initial_files = {f.path for f in DeltaLog(local).snapshot().state().files.values()}
+
+    ctx = multiprocessing.get_context("spawn")
+    barrier = ctx.Barrier(len(WORKERS))
+    workers = []
+    for name in WORKERS:
+        parent_end, child_end = ctx.Pipe()
+        proc = ctx.Process(target=_store_worker, args=(name, location, options, child_end, barrier),
+                           daemon=True)
+        proc.start()
+        child_end.close()
+        workers.append((name, proc, parent_end))
+
+    winners: dict[int, dict] = {}
+    wins = {name: 0 for name in WORKERS}
+    try:
+        for read_version in range(S3_ROUNDS):
+            target = read_version + 1
+            for _, _, conn in workers:
+                conn.send(read_version)
+            replies = []
+            for name, proc, conn in workers:
+                assert conn.poll(REPLY_TIMEOUT_S), f"worker {name} did not answer round {read_version}"
+                replies.append(conn.recv())
+            for reply in replies:
+                assert reply["outcome"] != "crashed", reply["traceback"]
+            won = [r for r in replies if r["outcome"] == "won"]
+            lost = [r for r in replies if r["outcome"] == "lost"]
+            assert len(won) == 1 and len(lost) == 1, (read_version, replies)
+            winner, loser = won[0], lost[0]
+            assert winner["version"] == target
+            assert loser["is_conflict"] and loser["exit_code"] == EXIT_CONFLICT, loser
+            assert loser["put"] is not None and loser["put"][0] == commit_path(target), loser
+            assert winner["put"][0] == commit_path(target)
+            in_bucket = s3_endpoint.read("race", commit_path(target))
+            assert in_bucket == winner["put"][1]
+            assert in_bucket != loser["put"][1]
+            winners[target] = winner
+            wins[winner["writer"]] += 1
+    finally:
+        for _, _, conn in workers:
+            try:
+                conn.send(None)
+            except (BrokenPipeError, OSError):
+                pass
+        for _, proc, _ in workers:
+            proc.join(timeout=10)
+            if proc.is_alive():
+                proc.terminate()
+                proc.join(timeout=10)
+
+    # Nothing lost, nothing overwritten: every commit in the bucket is its winner's, the log is
+    # versions 0..50 with no temporary object, and the table holds exactly the winners' files.
+    keys = s3_endpoint.keys("race")
+    commits = sorted(k for k in keys if k.startswith("_delta_log/") and k.endswith(".json"))
+    assert commits == [commit_path(v) for v in range(S3_ROUNDS + 1)]
+    assert not [k for k in keys if k.endswith(".tmp")], keys
+    for version, winner in winners.items():
+        assert s3_endpoint.read("race", commit_path(version)) == winner["put"][1]
+        actions = parse_commit(winner["put"][1])
+        assert [a.path for a in actions if isinstance(a, AddFile)] == [winner["path"]]
+    log = DeltaLog(location, storage_options=options)
+    assert log.latest_version() == S3_ROUNDS
+    files = {f.path for f in log.snapshot().state().files.values()}
+    assert files == initial_files | {w["path"] for w in winners.values()}
+    print(f"wins per writer on S3: {wins}")

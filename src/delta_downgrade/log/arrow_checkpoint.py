@@ -14,7 +14,7 @@ from delta_downgrade.log.action_rows import DV_REQUIRED, is_exact_checkpoint_typ
 from delta_downgrade.log.arrow_columns import arange, empty_maps, file_actions, struct_field
 from delta_downgrade.log.arrow_pieces import CheckpointRows, Pieces, provenance, repeated_rank
 from delta_downgrade.log.checkpoint_reader import (CheckpointReader, iter_checkpoint_columns, normalize_row,
-                                                   read_checkpoint_columns, sidecar_rel_path)
+                                                   parquet_source, read_checkpoint_columns, sidecar_rel_path)
 from delta_downgrade.log.checkpoint_schema import ADD_TYPE, REMOVE_TYPE
 from delta_downgrade.log.listing import CheckpointInstance
 from delta_downgrade.log.reconcile import CHECKPOINT_RANK, file_key
@@ -47,22 +47,14 @@ def _parquet_file_actions(s: pa.StructArray, typ: pa.StructType, source: str) ->
 def _read_parquet(storage: Storage, rel_path: str, columns: Sequence[str]) -> pa.Table:
     """Derived columns (``stats_parsed``...) are left out, INT96 read without overflow
     (:func:`read_checkpoint_columns`, shared with the Python reader)."""
-    local = getattr(storage, "local_path", None)
-    try:
-        source: Any = local(rel_path) if local else pa.BufferReader(storage.read_bytes(rel_path))
-    except OSError as exc:
-        raise CheckpointUnreadableError(f"cannot read checkpoint file {rel_path}: {exc}") from exc
-    return read_checkpoint_columns(source, columns, rel_path)
+    with parquet_source(storage, rel_path) as source:
+        return read_checkpoint_columns(source, columns, rel_path)
 
 
 def _iter_parquet(storage: Storage, rel_path: str, columns: Sequence[str]) -> Iterator[pa.Table]:
     """:func:`_read_parquet` in pieces of whole row groups (:data:`STREAM_ROWS` rows or so)."""
-    local = getattr(storage, "local_path", None)
-    try:
-        source: Any = local(rel_path) if local else pa.BufferReader(storage.read_bytes(rel_path))
-    except OSError as exc:
-        raise CheckpointUnreadableError(f"cannot read checkpoint file {rel_path}: {exc}") from exc
-    yield from iter_checkpoint_columns(source, columns, rel_path, STREAM_ROWS)
+    with parquet_source(storage, rel_path) as source:
+        yield from iter_checkpoint_columns(source, columns, rel_path, STREAM_ROWS)
 
 
 def _valid_rows(column: pa.ChunkedArray) -> pa.StructArray | None:

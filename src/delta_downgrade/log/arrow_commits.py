@@ -48,6 +48,7 @@ from delta_downgrade.log.arrow_columns import (any_true, arange, file_actions, o
 from delta_downgrade.log.arrow_pieces import JsonRows, ObjectRows, Pieces, commit_ranks, provenance
 from delta_downgrade.log.checkpoint_columns import add_array, remove_array
 from delta_downgrade.log.checkpoint_schema import ADD_TYPE, REMOVE_TYPE
+from delta_downgrade.log.concurrent_reads import read_files
 from delta_downgrade.log.memory_pool import MEMORY_POOL
 from delta_downgrade.log.reconcile import commit_rank, file_key
 from delta_downgrade.log.segment import LogSegment, check_single_protocol_and_metadata, commit_parse_error
@@ -172,9 +173,10 @@ def _read_chunk(storage: Storage, statuses: Sequence[FileStatus], lo: int,
                 hi: int) -> tuple[pa.Buffer, list[tuple[int, int, int]]]:
     """Commits ``lo .. hi-1`` in one buffer behind their markers, with each one's
     (marker start, content start, content end). On local storage, the files are read straight
-    into a buffer of Arrow's memory pool (no copy, and few page faults: the pool maps large pages)."""
-    local = getattr(storage, "local_path", None)
-    if local is not None:
+    into a buffer of Arrow's memory pool (no copy, and few page faults: the pool maps large pages);
+    on a remote one they are fetched concurrently (:func:`concurrent_reads.read_files`)."""
+    local = storage.local_file
+    if lo < hi and local(statuses[lo].path) is not None:
         markers = [_marker(i) for i in range(lo, hi)]
         buffer = pa.allocate_buffer(sum(len(m) + statuses[i].size + 1 for m, i in zip(markers, range(lo, hi))),
                                     memory_pool=MEMORY_POOL)
@@ -209,8 +211,17 @@ def _read_chunk(storage: Storage, statuses: Sequence[FileStatus], lo: int,
     parts: list[bytes] = []
     spans = []
     pos = 0
+    fetched: list[bytes | OSError] | None = None
+    if lo < hi and local(statuses[lo].path) is None:
+        fetched = read_files(storage, [statuses[i].path for i in range(lo, hi)])
     for i in range(lo, hi):
-        data = storage.read_bytes(statuses[i].path)
+        if fetched is None:
+            data = storage.read_bytes(statuses[i].path)
+        else:
+            got = fetched[i - lo]
+            if isinstance(got, OSError):
+                raise got
+            data = got
         m = _marker(i)
         parts += [m, data, b"\n"]
         spans.append((pos, pos + len(m), pos + len(m) + len(data)))

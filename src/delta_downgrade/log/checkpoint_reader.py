@@ -7,8 +7,8 @@ a table of ten files as for one of ten million.
 
 from __future__ import annotations
 
-import io
 import logging
+from contextlib import contextmanager
 from typing import Any, Iterable, Iterator, Sequence
 
 import pyarrow as pa
@@ -42,6 +42,27 @@ def normalize_row(key: str, row: dict[str, Any]) -> dict[str, Any]:
         else:
             row["deletionVector"] = {k: v for k, v in dv.items() if v is not None}
     return row
+
+
+@contextmanager
+def parquet_source(storage: Storage, rel_path: str) -> Iterator[Any]:
+    """What pyarrow reads a checkpoint (or sidecar) parquet file from: its local path when the
+    table is local (memory-mapped reads), else a seekable file over the object
+    (:meth:`Storage.open_input`), from which pyarrow reads the footer and then only the column
+    chunks of the row groups it decodes - ranged reads, never the whole object as one ``bytes``.
+    :class:`CheckpointUnreadableError` when it cannot be opened."""
+    local = storage.local_file(rel_path)
+    if local is not None:
+        yield local
+        return
+    try:
+        handle = storage.open_input(rel_path)
+    except OSError as exc:
+        raise CheckpointUnreadableError(f"cannot read checkpoint file {rel_path}: {exc}") from exc
+    try:
+        yield handle
+    finally:
+        handle.close()
 
 
 def open_checkpoint_parquet(source: Any) -> pq.ParquetFile:
@@ -190,8 +211,10 @@ def _with_stats_from_parsed(pf: pq.ParquetFile, table: pa.Table, groups: list[in
     return table.set_column(table.column_names.index("add"), "add", new_add)
 
 
-def _parquet_column_rows(data: bytes | str, columns: Iterable[str], source: str) -> dict[str, list[dict[str, Any]]]:
-    table = read_checkpoint_columns(io.BytesIO(data) if isinstance(data, bytes) else data, columns, source)
+def _parquet_column_rows(storage: Storage, rel_path: str, columns: Iterable[str]) -> dict[str, list[dict[str, Any]]]:
+    source = rel_path
+    with parquet_source(storage, rel_path) as data:
+        table = read_checkpoint_columns(data, columns, source)
     out: dict[str, list[dict[str, Any]]] = {}
     for name in table.column_names:
         column = table.column(name)
@@ -212,10 +235,6 @@ class CheckpointReader:
         self.storage = storage
         self.checkpoint = checkpoint
 
-    def _file_bytes_or_path(self, rel_path: str) -> bytes | str:
-        local = getattr(self.storage, "local_path", None)
-        return local(rel_path) if local else self.storage.read_bytes(rel_path)
-
     def rows(self, columns: Sequence[str]) -> dict[str, list[dict[str, Any]]]:
         """The raw rows of each requested action column (``add``, ``protocol``, …)."""
         wanted = list(dict.fromkeys(columns))
@@ -234,7 +253,7 @@ class CheckpointReader:
                     if key in read_cols and isinstance(action, Action):
                         (sidecars if key == "sidecar" else out.setdefault(key, [])).append(action.to_obj())
                 continue
-            found = _parquet_column_rows(self._file_bytes_or_path(status.path), read_cols, status.path)
+            found = _parquet_column_rows(self.storage, status.path, read_cols)
             for key, rows in found.items():
                 (sidecars if key == "sidecar" else out.setdefault(key, [])).extend(rows)
         if "sidecar" in wanted:
@@ -242,8 +261,7 @@ class CheckpointReader:
         if needs_sidecars:
             for sidecar in sidecars:
                 rel = sidecar_rel_path(sidecar["path"])
-                found = _parquet_column_rows(self._file_bytes_or_path(rel),
-                                             [c for c in wanted if c in FILE_ACTION_COLUMNS], rel)
+                found = _parquet_column_rows(self.storage, rel, [c for c in wanted if c in FILE_ACTION_COLUMNS])
                 for key, rows in found.items():
                     out[key].extend(rows)
         return out

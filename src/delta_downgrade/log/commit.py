@@ -187,6 +187,25 @@ def _backoff(attempt: int) -> None:
     time.sleep(random.uniform(0, min(BACKOFF_CAP_S, BACKOFF_BASE_S * 2 ** (attempt - 1))))
 
 
+def require_atomic_commits(log: DeltaLog) -> None:
+    """Refuse (:class:`StorageNotAtomicError`, exit 2) a storage whose put-if-absent is not
+    atomic: two writers could both "create" the same version and one commit would be lost
+    (PROTOCOL.md "Delta Log Entries": a version is written once, by mutual exclusion). On an
+    object store the answer comes from probing the endpoint once (a conditional create that must
+    fail the second time), so an endpoint that ignores the condition is refused instead of raced.
+    A writing operation calls this before its first write - a drop must not leave half its steps
+    behind - and :func:`commit` again before each commit; read-only work and dry runs never do
+    (the probe writes to the store)."""
+    if not log.storage.atomic_put_if_absent:
+        # an object store says what its probe found (the endpoint ignored or rejected If-None-Match)
+        reason = getattr(log.storage, "not_atomic_reason", None)
+        raise StorageNotAtomicError(
+            "this storage cannot create a file only if it is absent"
+            + (f" ({reason})" if reason else "")
+            + ", so two writers could overwrite each other's commits; use a storage with atomic "
+            "create or a commit coordinator. Nothing was written", table=log.table)
+
+
 def commit(
     log: DeltaLog,
     read_version: int,
@@ -213,11 +232,7 @@ def commit(
     every stable row ID and row commit version of the rows the commit copies was preserved, and
     when it copies none).
     """
-    if not log.storage.atomic_put_if_absent:
-        raise StorageNotAtomicError(
-            "this storage cannot create a file only if it is absent, so two writers could overwrite "
-            "each other's commits; use a storage with atomic create or a commit coordinator",
-            table=log.table)
+    require_atomic_commits(log)
     pending = [a for a in actions if not isinstance(a, CommitInfo)]
     txn_id = str(uuid.uuid4())
     version = read_version + 1

@@ -56,6 +56,7 @@ class DeltaLog:
         self.storage = storage if storage is not None else open_storage(location, options=storage_options)
         self._listing: LogListing | None = None
         self._stale: LogListing | None = None  # the listing refresh() updates from
+        self._tail_only = True  # whether that update may list only the log's tail (refresh())
         self._snapshots: dict[int, Snapshot] = {}
         self._checked: dict[int, LogListing] = {}  # version -> listing its snapshot was checked against
         #: The checkpoint ``checkpoint_table`` last wrote through this log
@@ -71,11 +72,13 @@ class DeltaLog:
 
     def listing(self) -> LogListing:
         if self._listing is None:
-            self._listing = list_log(self.storage, self.table, previous=self._stale, stat_known=False)
+            self._listing = list_log(self.storage, self.table, previous=self._stale, stat_known=False,
+                                     tail_only=self._tail_only)
             self._stale = None
+            self._tail_only = True
         return self._listing
 
-    def refresh(self, full: bool = False) -> "DeltaLog":
+    def refresh(self, full: bool = False, *, whole_log: bool = False) -> "DeltaLog":
         """Look at the log again on next use.
 
         By default the next listing updates the current one (:func:`list_log` with
@@ -84,7 +87,15 @@ class DeltaLog:
         (metadata cleanup) are dropped; a known commit keeps its status - a log entry never
         changes (PROTOCOL.md "Creation of New Log Entries"). ``full=True`` lists from scratch
         (every file stat'ed: after changing modification times, as tests that age files do)
-        and drops the cached snapshots."""
+        and drops the cached snapshots.
+
+        Where listings return statuses anyway (an object store), the update lists only the tail
+        of the log, from the last known version on (``listing._scan_tail``): files below it that
+        another process deleted stay in the listing until a listing of the whole directory.
+        ``whole_log=True`` asks for that (keeping the cached snapshots): operations that decide
+        from old files or delete them (metadata cleanup) pass it."""
+        # a whole-log listing asked for and not made yet stays asked for
+        self._tail_only = not whole_log and (self._tail_only or self._listing is not None)
         if full:
             self._stale = None
             self._snapshots.clear()

@@ -12,7 +12,9 @@ memory bounded by the number of files.
 :func:`list_log` with ``previous`` updates a listing instead of rebuilding it: only the names not
 seen before are parsed, the commits and checksums of the previous listing are kept and only the
 differences applied (files gone after a metadata cleanup are dropped, a changed size or
-modification time is taken). With ``stat_known=False`` (what ``DeltaLog.refresh()`` passes) a
+modification time is taken). Where a listing returns statuses anyway (an object store), such an
+update lists only the tail of the log, from the last known commit's version on
+(:func:`_scan_tail`). With ``stat_known=False`` (what ``DeltaLog.refresh()`` passes) a
 local directory is read for names only: only new names are stat'ed - commits never change once
 written (PROTOCOL.md "Creation of New Log Entries") - and, again each time, the files that may
 change in place: checkpoints (a writer may replace one), unknown files and empty files (a write
@@ -161,13 +163,14 @@ class LogListing:
 
 
 def list_log(storage: Storage, table: str | None = None, previous: LogListing | None = None, *,
-             stat_known: bool = True) -> LogListing:
+             stat_known: bool = True, tail_only: bool = True) -> LogListing:
     """List ``_delta_log``; raise a named error when there is no table or no log.
 
     With ``previous`` (an earlier listing of the same log), the listing is updated from it (see
-    the module docstring); ``stat_known=False`` leaves the statuses of known files alone."""
+    the module docstring); ``stat_known=False`` leaves the statuses of known files alone and,
+    with ``tail_only`` (where listings return statuses), lists only the log's tail."""
     table = table or storage.root
-    new_entries, removed = _scan(storage, table, previous, stat_known)
+    new_entries, removed = _scan(storage, table, previous, stat_known, tail_only)
     return _updated(storage, table, previous, new_entries, removed)
 
 
@@ -300,14 +303,18 @@ def _entry(status: FileStatus) -> tuple[str, tuple[LogFile | None, FileStatus]] 
     return name, (parse_log_file(name), status)
 
 
-def _scan(storage: Storage, table: str, previous: LogListing | None, stat_known: bool
-          ) -> tuple[dict[str, tuple[LogFile | None, FileStatus]], list[str]]:
+def _scan(storage: Storage, table: str, previous: LogListing | None, stat_known: bool,
+          tail_only: bool = True) -> tuple[dict[str, tuple[LogFile | None, FileStatus]], list[str]]:
     """The entries of ``_delta_log`` that are new or changed since ``previous`` (all of them
     without it), and the names of the previous entries that are gone. Names already known are
     not parsed again; with ``stat_known`` False (local storage) they are not even stat'ed."""
     known = previous._entries if previous is not None else {}
-    if not stat_known and known and storage.lists_names_cheaply:
-        return _scan_names(storage, table, previous)  # type: ignore[arg-type]
+    if not stat_known and known:
+        if storage.lists_names_cheaply:
+            return _scan_names(storage, table, previous)  # type: ignore[arg-type]
+        tail = _scan_tail(storage, table, previous) if tail_only else None  # type: ignore[arg-type]
+        if tail is not None:
+            return tail
     try:
         statuses = storage.list_dir(LOG_DIR)
     except NotADirectoryError:
@@ -335,6 +342,51 @@ def _scan(storage: Storage, table: str, previous: LogListing | None, stat_known:
         if entry[1] != status:  # size or modification time changed
             changed[name] = (entry[0], status)
     removed = list(known.keys() - seen)
+    return changed, removed
+
+
+def _scan_tail(storage: Storage, table: str, previous: LogListing
+               ) -> tuple[dict[str, tuple[LogFile | None, FileStatus]], list[str]] | None:
+    """:func:`_scan` where a listing returns statuses anyway (an object store, Hadoop): only the
+    tail of the log is listed, the files of the last known commit's version and after
+    (``list_dir(start_after=<its 20 digits>)``: S3 ``start-after``, the list offset of Azure and
+    GCS), so that catching up on a long log costs one short listing, not the whole directory.
+    Every file of that version and later sorts after the bare version number - its checkpoint
+    (``.checkpoint.`` sorts before ``.json``), its ``.crc``, the commits after it.
+
+    What this does not see until a full listing (``refresh(full=True)``, or an operation that
+    lists from scratch): files below that version deleted or replaced by another writer (a
+    metadata cleanup, a checkpoint rewritten at an older version). Neither changes what a version
+    holds (PROTOCOL.md "Creation of New Log Entries"); the operations that decide from the whole
+    directory (cleanup, vacuum, truncate) list it whole. None - list everything - when there is
+    no known commit, or when the last known commit itself is gone (the log was cleaned or
+    replaced under us)."""
+    latest = previous.latest_commit_version
+    if latest is None:
+        return None
+    anchor = f"{latest:020d}"
+    try:
+        statuses = storage.list_dir(LOG_DIR, start_after=anchor)
+    except NotADirectoryError:
+        _no_log(storage, table, "its _delta_log is a file, not a directory")
+    latest_name = f"{anchor}.json"
+    known = previous._entries
+    changed: dict[str, tuple[LogFile | None, FileStatus]] = {}
+    seen = set()
+    for status in statuses:
+        name = status.path.rsplit("/", 1)[-1]
+        entry = known.get(name)
+        if entry is None:
+            new = _entry(status)
+            if new is not None:
+                changed[new[0]] = new[1]
+            continue
+        seen.add(name)
+        if entry[1] != status:  # size or modification time changed
+            changed[name] = (entry[0], status)
+    if latest_name not in seen:
+        return None
+    removed = [name for name in known if name > anchor and name not in seen]
     return changed, removed
 
 

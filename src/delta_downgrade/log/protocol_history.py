@@ -5,8 +5,8 @@ The history needs the protocol and the boundary property of every retained versi
 commit must be read: two checkpoints with the same protocol may have others between them (a fast
 DROP FEATURE leaves protocols that are not monotonic in version, Checkpoint Protection RFC). What
 can be saved is everything but the read: a file of a local table is read with plain file calls,
-those of other storages by a pool of threads (a remote read is mostly waiting, so the reads
-overlap), a bounded number of commits ahead of the one being parsed; each is parsed by :func:`~delta_downgrade.log.segment.read_commit_actions`
+those of other storages concurrently (a remote read is mostly waiting, so the reads overlap), a
+bounded number of commits ahead of the one being parsed; each is parsed by :func:`~delta_downgrade.log.segment.read_commit_actions`
 projected on the two keys - one scan of the bytes for ``"protocol"``/``"metaData"``, the JSON
 parse only of the lines that hold one. The result and the errors are those of reading the commits
 one by one with it, in order: the first commit (by version) that cannot be parsed or holds two
@@ -19,7 +19,9 @@ import os
 from collections import deque
 from typing import TYPE_CHECKING, Callable, Iterator, Sequence
 
-from delta_downgrade.log.segment import read_commit_actions
+from delta_downgrade.log.concurrent_reads import read_files
+from delta_downgrade.log.files import LOG_DIR
+from delta_downgrade.log.segment import LoadedFile, read_commit_actions
 from delta_downgrade.protocol.actions import AnyAction
 from delta_downgrade.storage import FileStatus, Storage
 
@@ -33,25 +35,12 @@ KEYS = ("protocol", "metaData")
 #: reads, few enough that the first commits are parsed while the next ones are read.
 BATCH = 256
 
-#: Reading threads per CPU for a storage whose reads wait on the network: the work is waiting,
-#: not computing. A local table is read by the calling thread: a read of the page cache takes a few
+#: Batches fetched ahead on a remote storage, while the one before is parsed (each batch is
+#: itself fetched concurrently, :data:`concurrent_reads.REMOTE_READ_THREADS` files at a time).
+#: A local table is read by the calling thread: a read of the page cache takes a few
 #: microseconds, less than handing the GIL between threads (measured on 10,000 commits: one
 #: thread 0.16 s, two to eight threads 0.18-0.21 s).
-THREADS_PER_CPU = 4
-
-
-class _Loaded:
-    """A storage whose one file is already read: what ``read_commit_actions`` reads from, so that
-    the parse, the checks and the errors (which name ``root``) are exactly its own."""
-
-    __slots__ = ("root", "_data")
-
-    def __init__(self, root: str | None, data: bytes) -> None:
-        self.root = root
-        self._data = data
-
-    def read_bytes(self, rel_path: str) -> bytes:
-        return self._data
+REMOTE_BATCHES_AHEAD = 2
 
 
 def _file_reader(storage: Storage) -> tuple[Callable[[FileStatus], bytes], bool]:
@@ -59,15 +48,12 @@ def _file_reader(storage: Storage) -> tuple[Callable[[FileStatus], bytes], bool]
     plain file calls: no ``Path`` per file (its construction costs as much as the read), and one
     ``read`` of the size the listing saw, then one that must find the end (a file that grew is
     read to its end: the content is what counts, as a plain read would give it)."""
-    from delta_downgrade.storage.local import LocalStorage
-
-    if not isinstance(storage, LocalStorage):
+    local_file = storage.local_file
+    if local_file(LOG_DIR) is None:
         return (lambda status: storage.read_bytes(status.path)), False
-    prefix = os.path.join(storage.root, "")
-    slash = os.sep == "/"
 
     def read(status: FileStatus) -> bytes:
-        fd = os.open(prefix + (status.path if slash else status.path.replace("/", os.sep)), os.O_RDONLY)
+        fd = os.open(local_file(status.path), os.O_RDONLY)  # type: ignore[arg-type]
         try:
             data = os.read(fd, max(status.size, 0) + 1)
             rest = []
@@ -97,23 +83,33 @@ def projected_commit_actions(storage: Storage, statuses: Sequence[FileStatus], k
     """``(status, read_commit_actions(storage, status, keys))`` for each commit of ``statuses``
     that holds such an action, in their order; every commit is read and checked (a commit that
     cannot be parsed raises, in its turn, what read_commit_actions raises). With ``threads`` > 1
-    the files are read ahead by that many threads, at most two batches per thread at a time; by
-    default a local table is read by the calling thread and other storages by
-    :data:`THREADS_PER_CPU` threads per CPU."""
+    batches of files are read ahead by that many threads, at most two batches per thread at a
+    time. By default a local table is read by the calling thread; on a remote storage each batch
+    is fetched concurrently (:func:`concurrent_reads.read_files`, its files in flight together)
+    and :data:`REMOTE_BATCHES_AHEAD` batches are fetched while the one before is parsed."""
     if not statuses:
         return
     read, local = _file_reader(storage)
     root = getattr(storage, "root", None)
     batches = [statuses[i:i + BATCH] for i in range(0, len(statuses), BATCH)]
+
+    def read_batch(batch: Sequence[FileStatus]) -> list[bytes | OSError]:
+        if local:
+            return _read_batch(read, batch)
+        return read_files(storage, [s.path for s in batch])
+
     if threads is None:
-        threads = 1 if local else min(32, THREADS_PER_CPU * (os.cpu_count() or 1))
+        threads = 1 if local else REMOTE_BATCHES_AHEAD
     threads = max(1, threads)
-    if threads == 1 or len(batches) == 1:
+    if local and (threads == 1 or len(batches) == 1):
         # one file at a time, read and checked in the same loop (a read error raises in turn)
         for status in statuses:
             actions = _checked(read(status), status, root, keys)
             if actions:
                 yield status, actions
+        return
+    if threads == 1 or len(batches) == 1:
+        yield from _parsed(batches, map(read_batch, batches), root, keys)
         return
     from concurrent.futures import ThreadPoolExecutor  # not for a local table (start-up time)
 
@@ -125,7 +121,7 @@ def projected_commit_actions(storage: Storage, statuses: Sequence[FileStatus], k
             submitted = 0
             while submitted < len(batches) or pending:
                 while submitted < len(batches) and len(pending) < ahead:
-                    pending.append(pool.submit(_read_batch, read, batches[submitted]))
+                    pending.append(pool.submit(read_batch, batches[submitted]))
                     submitted += 1
                 yield pending.popleft().result()
 
@@ -161,4 +157,4 @@ def _checked(data: bytes, status: FileStatus, root: str | None, keys: tuple[str,
             return []
         except UnicodeDecodeError:
             pass
-    return read_commit_actions(_Loaded(root, data), status, keys)  # type: ignore[arg-type]
+    return read_commit_actions(LoadedFile(root, data), status, keys)  # type: ignore[arg-type]

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Iterator, Sequence
 
 from delta_downgrade.errors import CorruptLogError, DuplicateActionsError
+from delta_downgrade.log.concurrent_reads import read_files
 from delta_downgrade.log.listing import CheckpointInstance
 from delta_downgrade.protocol.actions import (AnyAction, MalformedActionError, Metadata, ProtocolAction,
                                               parse_action, parse_commit)
@@ -85,6 +86,50 @@ def read_commit_actions(storage: Storage, status: FileStatus, keys: tuple[str, .
         raise commit_parse_error(storage, status.path, exc) from exc
     check_single_protocol_and_metadata(out, status.path, getattr(storage, "root", None))
     return out
+
+
+class LoadedFile:
+    """A storage whose one file is already read: what :func:`read_commit_actions` reads from
+    when the bytes were fetched ahead, so that the parse, the checks and the errors (which name
+    ``root``) are exactly its own."""
+
+    __slots__ = ("root", "_data")
+
+    def __init__(self, root: str | None, data: bytes) -> None:
+        self.root = root
+        self._data = data
+
+    def read_bytes(self, rel_path: str) -> bytes:
+        return self._data
+
+
+#: Commits fetched at once by :func:`iter_commit_actions` on a remote store: the first window
+#: is small (a caller looking for the newest protocol often stops after a commit or two), and
+#: each next one twice as large, up to the last.
+READ_AHEAD_WINDOWS = (4, 8, 16, 32, 64)
+
+
+def iter_commit_actions(storage: Storage, statuses: Sequence[FileStatus], keys: tuple[str, ...] | None = None
+                        ) -> Iterator[tuple[FileStatus, list[AnyAction]]]:
+    """``(status, read_commit_actions(storage, status, keys))`` for each of ``statuses`` in their
+    order, lazily (a caller may stop early). A local table is read file by file; on a remote one
+    the next commits are fetched concurrently (:func:`concurrent_reads.read_files`) in growing
+    windows, so that a long run of commits is not one round trip after another. A read error is
+    raised when its commit's turn comes."""
+    if not statuses or storage.local_file(statuses[0].path) is not None:
+        for status in statuses:
+            yield status, read_commit_actions(storage, status, keys)
+        return
+    root = getattr(storage, "root", None)
+    pos, step = 0, 0
+    while pos < len(statuses):
+        window = statuses[pos:pos + READ_AHEAD_WINDOWS[min(step, len(READ_AHEAD_WINDOWS) - 1)]]
+        for status, data in zip(window, read_files(storage, [s.path for s in window])):
+            if isinstance(data, OSError):
+                raise data
+            yield status, read_commit_actions(LoadedFile(root, data), status, keys)  # type: ignore[arg-type]
+        pos += len(window)
+        step += 1
 
 
 def with_checkpoint_fallback(storage: Storage, table: str, segment: LogSegment,

@@ -16,7 +16,7 @@ from delta_downgrade.protocol.actions import (AddFile, AnyAction, CommitInfo, Do
 from delta_downgrade.errors import DeltaDowngradeError
 from delta_downgrade.log.replay_choice import replay_state
 from delta_downgrade.log.reconcile import TableState
-from delta_downgrade.log.segment import LogSegment, read_commit_actions, with_checkpoint_fallback
+from delta_downgrade.log.segment import LogSegment, iter_commit_actions, read_commit_actions, with_checkpoint_fallback
 from delta_downgrade.protocol import Protocol
 from delta_downgrade.storage import FileStatus, Storage
 
@@ -75,9 +75,9 @@ class Snapshot:
             base, commits = None, self.segment.commits
         protocol: ProtocolAction | None = None
         metadata: Metadata | None = None
-        for status in reversed(commits):
+        for _status, actions in iter_commit_actions(self.storage, commits[::-1], ("protocol", "metaData")):
             # Newest commit first (each holds at most one of each: read_commit_actions checks).
-            for action in read_commit_actions(self.storage, status, ("protocol", "metaData")):
+            for action in actions:
                 if isinstance(action, ProtocolAction) and protocol is None:
                     protocol = action
                 elif isinstance(action, Metadata) and metadata is None:
@@ -126,9 +126,8 @@ class Snapshot:
         if self._state is not None:
             found = self._state.domains.get(name)
             return found if found is not None and not found.removed else None
-        for status in reversed(self.segment.commits):
-            mine = [a for a in read_commit_actions(self.storage, status, ("domainMetadata",))
-                    if isinstance(a, DomainMetadata) and a.domain == name]
+        for _status, actions in iter_commit_actions(self.storage, self.segment.commits[::-1], ("domainMetadata",)):
+            mine = [a for a in actions if isinstance(a, DomainMetadata) and a.domain == name]
             if mine:
                 return mine[-1] if not mine[-1].removed else None
         if self.segment.checkpoint is not None:
@@ -182,8 +181,8 @@ class Snapshot:
         protocol, metadata = self._protocol_and_metadata
         state = base._state.copy()
         try:
-            for status in self._base_commits:
-                state.apply_commit(read_commit_actions(self.storage, status))
+            for _status, actions in iter_commit_actions(self.storage, self._base_commits):
+                state.apply_commit(actions)
         except (DeltaDowngradeError, OSError):
             return None
         state.version = self.version
@@ -207,8 +206,8 @@ class Snapshot:
                 ["txn", "domainMetadata", "add", "remove"])
             state.apply_checkpoint(found.get("txn", []), found.get("domainMetadata", []),  # type: ignore[arg-type]
                                    found.get("add", []), found.get("remove", []))  # type: ignore[arg-type]
-        for status in self.segment.commits:
-            state.apply_commit(read_commit_actions(self.storage, status))
+        for _status, actions in iter_commit_actions(self.storage, self.segment.commits):
+            state.apply_commit(actions)
         state.protocol_action, state.metadata = protocol, metadata
         return state
 

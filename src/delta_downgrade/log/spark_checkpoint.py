@@ -73,7 +73,6 @@ from delta_downgrade.log.spark_types import spark_struct
 from delta_downgrade.protocol.actions import Metadata, ProtocolAction
 from delta_downgrade.protocol.table_config import TableConfig
 from delta_downgrade.storage import Storage
-from delta_downgrade.storage.local import LocalStorage
 from delta_downgrade.storage.write_errors import typed_write_error, typed_write_errors
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -92,6 +91,15 @@ _STATS_LOST = "_stats_lost"
 def _check_writable(log: DeltaLog, version: int | None) -> tuple[int, LogSegment, ProtocolAction, Metadata]:
     """The version, its segment, protocol and metadata, after the checks ``checkpoint_table``
     makes; and the refusals of what this path does not write. Nothing is written before."""
+    if log.storage.local_file(LOG_DIR) is None:
+        # Spark writes the parts into a temporary directory of the log and they are published
+        # by os.replace + fsync (a rename in the same file system: whole or absent, no copy
+        # through the driver). An object store has no rename and a file only through its own
+        # client: there the Arrow path writes the checkpoint through the storage layer.
+        raise SparkCheckpointUnsupportedError(
+            f"the Spark checkpoint path writes only tables on a local file system (it publishes "
+            f"its files by renames); nothing was written. Use checkpoint_table (the Arrow path), "
+            f"which writes through the table's storage", table=log.table)
     snapshot = log.snapshot(version, check_read=False)  # validates the protocol
     _refuse_unwritable(log, snapshot.version, snapshot.protocol_action, snapshot.metadata)
     if uses_v2_checkpoint(snapshot.protocol, snapshot.metadata, log.table):
@@ -114,7 +122,7 @@ def _has_stats_parsed(spark: "SparkSession", storage: Storage, segment: LogSegme
     if not parquet:
         return False
     try:
-        schema = spark.read.option("mergeSchema", "true").parquet(*[storage.local_path(p) for p in parquet]).schema
+        schema = spark.read.option("mergeSchema", "true").parquet(*[storage.uri(p) for p in parquet]).schema
     except Exception:  # noqa: BLE001 - conflicting footers: assume the worst, the caller falls back
         return True
     if "add" not in schema.fieldNames():
@@ -152,10 +160,6 @@ def checkpoint_rows(spark: "SparkSession", storage: Storage, segment: LogSegment
 
 # --- moving Spark's output into place -------------------------------------------------------------
 
-def _local(storage: Storage) -> bool:
-    return isinstance(storage, LocalStorage)
-
-
 def _fsync(path: str, directory: bool = False) -> None:
     fd = os.open(path, os.O_RDONLY | (getattr(os, "O_DIRECTORY", 0) if directory else 0))
     try:
@@ -166,26 +170,24 @@ def _fsync(path: str, directory: bool = False) -> None:
 
 def _move(storage: Storage, source: str, target: str) -> None:
     """Put ``source`` under its final name ``target`` (both table-relative) whole or not at all:
-    a rename on local storage (same directory tree, so same file system), else a copy through
-    :meth:`Storage.write_atomic` (one part at a time through the driver)."""
+    a rename in the table's directory tree (same file system; this path runs only on local
+    tables, :func:`_check_writable`)."""
     with typed_write_errors(f"writing {target}", storage.root):
-        if _local(storage):
-            src = storage.local_path(source)
-            _fsync(src)  # Spark's writer does not sync: the rename must not publish a file still in cache
-            os.replace(src, storage.local_path(target))
-        else:
-            storage.write_atomic(target, storage.read_bytes(source))
+        src = _local_file(storage, source)
+        _fsync(src)  # Spark's writer does not sync: the rename must not publish a file still in cache
+        os.replace(src, _local_file(storage, target))
 
 
-def _remove_tree(spark: "SparkSession", storage: Storage, rel_dir: str) -> None:
+def _local_file(storage: Storage, rel_path: str) -> str:
+    path = storage.local_file(rel_path)
+    assert path is not None, "the Spark checkpoint path runs on local tables only"
+    return path
+
+
+def _remove_tree(storage: Storage, rel_dir: str) -> None:
     """Best effort: the temporary directory and everything in it."""
     try:
-        if _local(storage):
-            shutil.rmtree(storage.local_path(rel_dir), ignore_errors=True)
-            return
-        jvm = spark.sparkContext._jvm  # type: ignore[attr-defined]
-        path = jvm.org.apache.hadoop.fs.Path(storage.local_path(rel_dir))
-        path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration()).delete(path, True)  # type: ignore[attr-defined]
+        shutil.rmtree(_local_file(storage, rel_dir), ignore_errors=True)
     except Exception:  # noqa: BLE001 - a leftover temp dir is harmless to readers; the result matters
         pass
 
@@ -211,14 +213,14 @@ def _write_parts(rows: "DataFrame", num_parts: int, storage: Storage, tmp: str) 
     # partitioning of the path, the clustering PROTOCOL.md asks of multi-part checkpoints.
     data = (rows.coalesce(1) if num_parts == 1 else rows.repartition(num_parts, _KEY)).drop(_KEY)
     writer_options = {"compression": "snappy", "maxRecordsPerFile": "0"}
-    data.write.options(**writer_options).parquet(storage.local_path(f"{tmp}/data"))
+    data.write.options(**writer_options).parquet(storage.uri(f"{tmp}/data"))
     files = _spark_files(storage, f"{tmp}/data")
     missing = [p for p in range(num_parts) if p not in files]
     if missing:
         # Spark writes no file for an empty partition; an empty DataFrame still gets one file
         # with the schema (the one to copy).
         spark.createDataFrame([], data.schema).coalesce(1).write.options(**writer_options) \
-            .parquet(storage.local_path(f"{tmp}/empty"))
+            .parquet(storage.uri(f"{tmp}/empty"))
         (empty,) = _spark_files(storage, f"{tmp}/empty").values()
         body = storage.read_bytes(empty)
         for part in missing:
@@ -238,8 +240,7 @@ def _publish(storage: Storage, version: int, files: dict[int, str], num_parts: i
                      else multipart_checkpoint_path(version, part + 1, num_parts))
             new.publish(final, lambda: _move(storage, files[part], final))  # noqa: B023 - called at once
             finals.append(final)
-        if _local(storage):
-            _fsync(storage.local_path(LOG_DIR), directory=True)
+        _fsync(_local_file(storage, LOG_DIR), directory=True)
     return finals
 
 
@@ -311,9 +312,8 @@ def spark_checkpoint_table(spark: "SparkSession", log: DeltaLog, version: int | 
     started = time.monotonic()
     try:
         with _SparkErrors(storage, version):
-            if _local(storage):
-                with typed_write_errors(f"creating {tmp}", storage.root):
-                    Path(storage.local_path(tmp)).mkdir()
+            with typed_write_errors(f"creating {tmp}", storage.root):
+                Path(_local_file(storage, tmp)).mkdir()
             # persisted: the counts (which decide the part count) and the write read it once
             cached = checkpoint_rows(spark, storage, segment, protocol, metadata, cutoff,
                                      check_stats=check_stats).persist(StorageLevel.MEMORY_AND_DISK)
@@ -338,7 +338,7 @@ def spark_checkpoint_table(spark: "SparkSession", log: DeltaLog, version: int | 
     finally:
         if cached is not None:
             cached.unpersist()
-        _remove_tree(spark, storage, tmp)
+        _remove_tree(storage, tmp)
     assert sum(part_rows) == total
     result = CheckpointResult(
         version=version, paths=tuple(finals), num_actions=total, num_add_files=num_adds,

@@ -45,11 +45,11 @@ import pyarrow as pa
 
 from delta_downgrade.log.checkpoint_reader import CheckpointReader
 from delta_downgrade.log.checkpoint_schema import ADD_TYPE, DOMAIN_TYPE, REMOVE_TYPE, TXN_TYPE
+from delta_downgrade.log.files import LOG_DIR
 from delta_downgrade.log.reconcile import CHECKPOINT_RANK, RANK_OFFSET, RANKS_PER_COMMIT
 from delta_downgrade.log.segment import LogSegment
 from delta_downgrade.log.spark_types import spark_struct
 from delta_downgrade.storage import Storage
-from delta_downgrade.storage.local import LocalStorage
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -105,7 +105,7 @@ def _listed_on_the_driver(spark: "SparkSession", storage: Storage, paths: int) -
     of the time of a local checkpoint). Object stores keep the parallel listing. The session's
     setting is restored once the DataFrames exist (the listing happens when they are created)."""
     key = "spark.sql.sources.parallelPartitionDiscovery.threshold"
-    if not isinstance(storage, LocalStorage):
+    if storage.local_file(LOG_DIR) is None:
         yield
         return
     old = spark.conf.get(key, None)
@@ -134,11 +134,11 @@ def _segment_actions(spark: "SparkSession", storage: Storage, segment: LogSegmen
     parts: list[DataFrame] = []
     parquet, json_files = checkpoint_files(storage, segment)
     if parquet:
-        parts.append(_placed(_reader(spark, "parquet").parquet(*[storage.local_path(p) for p in parquet]), None))
+        parts.append(_placed(_reader(spark, "parquet").parquet(*[storage.uri(p) for p in parquet]), None))
     if json_files:
-        parts.append(_placed(_reader(spark, "json").json([storage.local_path(p) for p in json_files]), None))
+        parts.append(_placed(_reader(spark, "json").json([storage.uri(p) for p in json_files]), None))
     if segment.commits:
-        commits = _reader(spark, "json").json([storage.local_path(s.path) for s in segment.commits])
+        commits = _reader(spark, "json").json([storage.uri(s.path) for s in segment.commits])
         version = F.regexp_extract(F.col("_metadata.file_name"), _COMMIT_NAME, 1).cast("long")
         parts.append(_placed(commits, version))
     actions = parts[0]

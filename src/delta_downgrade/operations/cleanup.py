@@ -4,6 +4,11 @@ Planning is pure (:func:`build_plan` on a :class:`CleanupInputs`); :func:`plan_c
 gathers the inputs from the log, and :func:`execute_cleanup` only deletes what a plan lists, in
 the order of rule (d).
 
+A cleanup only deletes: it writes no commit, no checkpoint and no ``_last_checkpoint`` (rule (d)
+is an order of deletions), so it does not ask whether the storage creates files atomically
+(:func:`~delta_downgrade.log.commit.require_atomic_commits`, a probe that writes on an object
+store). TRUNCATE HISTORY, which commits, is a drop (``operations/truncate.py``) and asks.
+
 Procedure (PROTOCOL.md "Metadata Cleanup", Checkpoint Protection RFC)
 ---------------------------------------------------------------------
 1. ``cutoff = truncate(now - retention, granularity)`` in UTC; granularity ``day`` (midnight,
@@ -521,7 +526,7 @@ def execute_cleanup(log: DeltaLog, plan: CleanupPlan, *,
                     if on_delete is not None:
                         on_delete(path)
         finally:
-            log.refresh()
+            log.refresh(whole_log=True)  # the deleted files are below the tail an update lists
     # Not log files: the gate has no say about them (module docstring, step 4).
     for path in plan.delete_temps:
         if log.storage.delete(path):
@@ -536,7 +541,7 @@ def cleanup_expired_logs(log: DeltaLog, *, retention_ms: int | None = None, gran
                          partial_when_supported: bool = True) -> CleanupResult:
     """Plan and (unless ``dry_run``) execute the cleanup. ``retention_ms`` defaults to the table's
     ``delta.logRetentionDuration``."""
-    log.refresh()
+    log.refresh(whole_log=True)  # what is old decides: not only the log's tail (object stores)
     if retention_ms is None:
         metadata = log.snapshot(check_read=False).metadata
         retention_ms = TableConfig(metadata.configuration).log_retention_ms

@@ -20,7 +20,7 @@ from delta_downgrade.errors import (
 from delta_downgrade.features import RemovableFeature, TraceContext, removable
 from delta_downgrade.log.checkpoint_engine import validate_engine
 from delta_downgrade.log.checkpoints import checkpoint_table
-from delta_downgrade.log.commit import WinningCommit, rebase_unless_protocol_changed
+from delta_downgrade.log.commit import WinningCommit, rebase_unless_protocol_changed, require_atomic_commits
 from delta_downgrade.log.delta_log import DeltaLog
 from delta_downgrade.log.snapshot import BOUNDARY_PROPERTY, LogSegment, Snapshot, TableState
 from delta_downgrade.operations.drop_run import (
@@ -84,6 +84,11 @@ def drop_feature(location: str, feature: str, *, truncate_history: bool = False,
     validate_plan(start, spec, planned_updates=behaviour.property_updates(start),
                   truncate_history=truncate_history, table=location)
     behaviour.preflight(run, start)
+    if not dry_run:
+        # Last of the checks, and the only one that touches the store (an object store is probed
+        # with a conditional create): every step of a drop is a commit, so a storage that cannot
+        # create a commit atomically is refused before the first of them (or a rewrite's files).
+        require_atomic_commits(log)
 
     try:
         if spec.name == CHECKPOINT_PROTECTION:

@@ -1,5 +1,9 @@
 """VACUUM: delete the files of a table that no retained version needs any more.
 
+VACUUM writes nothing (see "No commit" below): it does not ask whether the storage creates files
+atomically (a probe that writes on an object store), it only deletes. On an object store
+the table is listed by keys (:meth:`Storage.walk_files`) and there are no directories to remove.
+
 Specification (PROTOCOL.md "VACUUM", VACUUM Protocol Check RFC):
 
 1. **VACUUM Protocol Check** (PROTOCOL.md "VACUUM Protocol Check", an accepted RFC): a writer that
@@ -274,10 +278,17 @@ def plan_vacuum(log: DeltaLog, snapshot: Snapshot, *, retention_ms: int, configu
     result = VacuumResult(log.table, snapshot.version, dry_run, retention_ms, configured_ms,
                           delete_before, referenced_count=len(keep))
     columns = tuple(metadata.partitionColumns)
-    candidates: list[FileStatus] = [
-        status for status in log.storage.walk_files("")
-        if is_candidate(status.path, columns, iceberg_metadata_hidden=hide_iceberg)
-        or is_package_leftover(status.path, columns, iceberg_metadata_hidden=hide_iceberg)]
+    candidates: list[FileStatus] = []
+    # Hadoop's checksum companions (``.name.crc``) seen in the same walk: whether a deleted file
+    # has one is answered from the listing, not by a request per file (a HEAD each on an object
+    # store, where such files only exist when a Hadoop local file system wrote the table).
+    companions: set[str] = set()
+    for status in log.storage.walk_files(""):
+        if is_candidate(status.path, columns, iceberg_metadata_hidden=hide_iceberg) \
+                or is_package_leftover(status.path, columns, iceberg_metadata_hidden=hide_iceberg):
+            candidates.append(status)
+        elif status.path.endswith(".crc") and posixpath.basename(status.path).startswith("."):
+            companions.add(status.path)
     staging_kept: set[str] = set()
     staging_seen: set[str] = set()
     for status in sorted(candidates, key=lambda s: s.path):
@@ -296,10 +307,11 @@ def plan_vacuum(log: DeltaLog, snapshot: Snapshot, *, retention_ms: int, configu
         if root is not None:
             staging_kept.add(root)
     result.staging_dirs = sorted(staging_seen - staging_kept)
-    for path in result.files_to_delete:
-        companion = checksum_companion(path)
-        if log.storage.exists(companion):
-            result.checksum_companions.append(companion)
+    if companions:
+        for path in result.files_to_delete:
+            companion = checksum_companion(path)
+            if companion in companions:
+                result.checksum_companions.append(companion)
     return result
 
 
@@ -325,8 +337,8 @@ def _remove_staging_dirs(log: DeltaLog, result: VacuumResult) -> None:
     storage can list directories (local files); elsewhere empty directories do not exist or cost
     nothing."""
     storage = log.storage
-    if not hasattr(storage, "walk_dirs") or not hasattr(storage, "remove_empty_dir"):
-        return
+    if not storage.has_directories:
+        return  # an object store: a "directory" is gone with its last key
     parents: set[str] = set()
     for root in result.staging_dirs:
         for d in [*storage.walk_dirs(root), FileStatus(root, 0, 0)]:

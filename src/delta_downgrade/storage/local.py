@@ -5,7 +5,6 @@ from __future__ import annotations
 import errno
 import os
 from contextlib import contextmanager
-from pathlib import Path
 from typing import BinaryIO, Iterator, Mapping
 
 from delta_downgrade.errors import CommitFileExistsError
@@ -14,7 +13,11 @@ from delta_downgrade.storage.temp_files import temp_name
 from delta_downgrade.storage.write_errors import typed_write_error, typed_write_errors
 
 
-def _fsync_dir(path: Path) -> None:
+#: Whether table-relative paths (``/``-separated) need their separator replaced to be local paths.
+_NATIVE_SLASH = os.sep == "/"
+
+
+def _fsync_dir(path: str) -> None:
     try:
         fd = os.open(path, os.O_RDONLY)
     except OSError:
@@ -25,6 +28,21 @@ def _fsync_dir(path: Path) -> None:
         pass
     finally:
         os.close(fd)
+
+
+def _unlink_missing_ok(path: str) -> None:
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+
+
+def _temp_beside(target: str) -> str:
+    """A fresh temporary name in ``target``'s directory (created when missing): same file
+    system, so publishing it is a link or a rename."""
+    parent, name = os.path.split(target)
+    os.makedirs(parent, exist_ok=True)
+    return os.path.join(parent, temp_name(name))
 
 
 class LocalStorage:
@@ -41,6 +59,7 @@ class LocalStorage:
 
     def __init__(self, root: str | os.PathLike[str]) -> None:
         self.root = os.path.abspath(os.fspath(root))
+        self._prefix = os.path.join(self.root, "")
 
     @classmethod
     def from_location(cls, location: str, options: Mapping[str, str] | None = None) -> LocalStorage:
@@ -54,17 +73,21 @@ class LocalStorage:
     def __repr__(self) -> str:
         return f"LocalStorage({self.root!r})"
 
-    def _abs(self, rel_path: str) -> Path:
-        return Path(self.root, *rel_path.split("/")) if rel_path else Path(self.root)
+    def _abs(self, rel_path: str) -> str:
+        # A string join, not a pathlib.Path per call: building a Path costs as much as a small
+        # file's read, and listings and vacuum call this once per file (100k+ files).
+        if not rel_path:
+            return self.root
+        return self._prefix + (rel_path if _NATIVE_SLASH else rel_path.replace("/", os.sep))
 
     def local_path(self, rel_path: str) -> str:
-        return str(self._abs(rel_path))
+        return self._abs(rel_path)
 
     def uri(self, rel_path: str) -> str:
-        return str(self._abs(rel_path))
+        return self._abs(rel_path)
 
     def local_file(self, rel_path: str) -> str | None:
-        return str(self._abs(rel_path))
+        return self._abs(rel_path)
 
     def list_dir(self, rel_dir: str, *, start_after: str | None = None) -> list[FileStatus]:
         base = self._abs(rel_dir)
@@ -110,13 +133,14 @@ class LocalStorage:
                 yield FileStatus(f"{rel}/{name}" if rel else name, st.st_size, int(st.st_mtime * 1000))
 
     def is_dir(self, rel_path: str) -> bool:
-        return self._abs(rel_path).is_dir()
+        return os.path.isdir(self._abs(rel_path))
 
     def exists(self, rel_path: str) -> bool:
-        return self._abs(rel_path).exists()
+        return os.path.exists(self._abs(rel_path))
 
     def read_bytes(self, rel_path: str) -> bytes:
-        return self._abs(rel_path).read_bytes()
+        with open(self._abs(rel_path), "rb") as fh:
+            return fh.read()
 
     def read_range(self, rel_path: str, start: int, length: int) -> bytes:
         with open(self._abs(rel_path), "rb") as fh:
@@ -127,21 +151,20 @@ class LocalStorage:
         return open(self._abs(rel_path), "rb")
 
     def status(self, rel_path: str) -> FileStatus:
-        st = self._abs(rel_path).stat()
+        st = os.stat(self._abs(rel_path))
         return FileStatus(rel_path, st.st_size, int(st.st_mtime * 1000))
 
-    def _write_temp(self, target: Path, data: bytes) -> Path:
+    def _write_temp(self, target: str, data: bytes) -> str:
         """Write ``data`` to a fresh temporary file next to ``target``. A failure (disk full,
         read-only) removes the temporary file before it propagates: no leftovers in the log."""
-        target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = target.parent / temp_name(target.name)
+        tmp = _temp_beside(target)
         try:
             with open(tmp, "xb") as fh:
                 fh.write(data)
                 fh.flush()
                 os.fsync(fh.fileno())
         except BaseException:
-            tmp.unlink(missing_ok=True)
+            _unlink_missing_ok(tmp)
             raise
         return tmp
 
@@ -162,10 +185,10 @@ class LocalStorage:
                 raise
             self._exclusive_create(target, data, rel_path)
         finally:
-            tmp.unlink(missing_ok=True)
-        _fsync_dir(target.parent)
+            _unlink_missing_ok(tmp)
+        _fsync_dir(os.path.dirname(target))
 
-    def _exclusive_create(self, target: Path, data: bytes, rel_path: str) -> None:
+    def _exclusive_create(self, target: str, data: bytes, rel_path: str) -> None:
         try:
             fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
         except FileExistsError:
@@ -179,7 +202,7 @@ class LocalStorage:
         except BaseException:
             # O_EXCL made the file ours; a partly written commit must not stay (PROTOCOL.md
             # "Delta Log Entries": a commit is atomic, complete or absent).
-            target.unlink(missing_ok=True)
+            _unlink_missing_ok(target)
             raise
 
     def write_atomic(self, rel_path: str, data: bytes) -> None:
@@ -191,9 +214,9 @@ class LocalStorage:
             try:
                 os.replace(tmp, target)
             except BaseException:
-                tmp.unlink(missing_ok=True)
+                _unlink_missing_ok(tmp)
                 raise
-            _fsync_dir(target.parent)
+            _fsync_dir(os.path.dirname(target))
 
     @contextmanager
     def atomic_file(self, rel_path: str) -> Iterator[str]:
@@ -201,22 +224,21 @@ class LocalStorage:
         rename); fsynced and renamed over the target when the block ends, removed on failure."""
         with typed_write_errors(f"writing {rel_path}", self.root):
             target = self._abs(rel_path)
-            target.parent.mkdir(parents=True, exist_ok=True)
-            tmp = target.parent / temp_name(target.name)
+            tmp = _temp_beside(target)
             try:
-                yield str(tmp)
+                yield tmp
                 with open(tmp, "rb+") as fh:  # the caller closed it; flush it to the disk
                     os.fsync(fh.fileno())
                 os.replace(tmp, target)
             except BaseException:
-                tmp.unlink(missing_ok=True)
+                _unlink_missing_ok(tmp)
                 raise
-            _fsync_dir(target.parent)
+            _fsync_dir(os.path.dirname(target))
 
     def delete(self, rel_path: str) -> bool:
         with typed_write_errors(f"deleting {rel_path}", self.root):
             try:
-                self._abs(rel_path).unlink()
+                os.unlink(self._abs(rel_path))
                 return True
             except FileNotFoundError:
                 return False
