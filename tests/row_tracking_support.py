@@ -166,7 +166,7 @@ def tracked_rows(path: str) -> TrackedRows:
     reader = DvFileReader(snapshot.storage)
     out: list[dict[str, Any]] = []
     for add in sorted(snapshot.state().files.values(), key=lambda a: a.path):
-        data = pq.read_table(snapshot.storage.local_path(add.decoded_path))
+        data = pq.read_table(snapshot.storage.uri(add.decoded_path))
         n = data.num_rows
         index = pa.array(range(n), pa.int64())
 
@@ -224,7 +224,7 @@ def fresh_row_ids(path: str) -> FreshRowIds:
     domain = state.live_domains.get("delta.rowTracking")
     mark = json.loads(domain.configuration).get("rowIdHighWaterMark") if domain is not None else None
     files = {a.path: (a.baseRowId, a.defaultRowCommitVersion,
-                      pq.read_metadata(snapshot.storage.local_path(a.decoded_path)).num_rows)
+                      pq.read_metadata(snapshot.storage.uri(a.decoded_path)).num_rows)
              for a in state.files.values()}
     return FreshRowIds(snapshot.version, assigned, mark, files)
 

@@ -119,12 +119,12 @@ def _write(storage: Any, method: str, rel_path: str, data: bytes) -> None:
 @pytest.mark.parametrize("method", ["put_if_absent", "write_atomic", "atomic_file"])
 def test_local_writes_on_a_full_disk_remove_their_temporary_files(tiny_fs, method):
     storage = LocalStorage(str(tiny_fs / "t"))
-    os.makedirs(storage.local_path("_delta_log"))
+    os.makedirs(storage.uri("_delta_log"))
     _fill(tiny_fs)
     with pytest.raises(DeltaDowngradeError) as info:
         _write(storage, method, "_delta_log/00000000000000000000.json", b"x" * 100_000)
     assert info.value.error_class == "DELTA_DOWNGRADE_STORAGE_FULL"
-    assert os.listdir(storage.local_path("_delta_log")) == []
+    assert os.listdir(storage.uri("_delta_log")) == []
 
 
 # --- read-only ------------------------------------------------------------------------------------

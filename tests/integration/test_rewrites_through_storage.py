@@ -66,11 +66,6 @@ class LocalStorageWithTripwire(LocalStorage):
             raise TableDataTripwire(f"local_file({rel_path!r}): table data read around the storage")
         return super().local_file(rel_path)
 
-    def local_path(self, rel_path):
-        if not _is_log(rel_path):
-            raise TableDataTripwire(f"local_path({rel_path!r}): table data read around the storage")
-        return super().local_path(rel_path)
-
 
 def _object_store_tripwire():
     base = _object_store_class()

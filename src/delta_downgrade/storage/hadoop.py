@@ -209,9 +209,6 @@ class HadoopStorage:
     def _path(self, rel_path: str) -> Any:
         return self._path_cls(f"{self.root}/{rel_path}" if rel_path else self.root)
 
-    def local_path(self, rel_path: str) -> str:
-        return f"{self.root}/{rel_path}" if rel_path else self.root
-
     def uri(self, rel_path: str) -> str:
         return f"{self.root}/{rel_path}" if rel_path else self.root
 

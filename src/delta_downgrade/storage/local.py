@@ -80,9 +80,6 @@ class LocalStorage:
             return self.root
         return self._prefix + (rel_path if _NATIVE_SLASH else rel_path.replace("/", os.sep))
 
-    def local_path(self, rel_path: str) -> str:
-        return self._abs(rel_path)
-
     def uri(self, rel_path: str) -> str:
         return self._abs(rel_path)
 

@@ -52,7 +52,7 @@ def test_checkpoint_rows_give_the_checkpoint_readers_actions(name, golden_root):
     files = [s.path for s in checkpoint.files if s.path.endswith(".parquet")]
     files += log.sidecars_of(checkpoint)
     for path in files:
-        table = read_checkpoint_columns(str(Path(log.storage.local_path(path))), ["add", "remove"], path)
+        table = read_checkpoint_columns(str(Path(log.storage.uri(path))), ["add", "remove"], path)
         for kind, cls in (("add", AddFile), ("remove", RemoveFile)):
             if kind not in table.column_names:
                 continue

@@ -15,13 +15,13 @@ def test_publishes_the_written_file_over_the_old_one(tmp_path):
     storage = LocalStorage(tmp_path)
     storage.write_atomic("_delta_log/x.parquet", b"old")
     with storage.atomic_file("_delta_log/x.parquet") as local:
-        assert os.path.dirname(local) == storage.local_path("_delta_log")  # same file system: a rename
+        assert os.path.dirname(local) == storage.uri("_delta_log")  # same file system: a rename
         assert is_package_temp(local)
         with open(local, "wb") as fh:
             fh.write(b"new content")
         assert storage.read_bytes("_delta_log/x.parquet") == b"old"  # not before the block ends
     assert storage.read_bytes("_delta_log/x.parquet") == b"new content"
-    assert os.listdir(storage.local_path("_delta_log")) == ["x.parquet"]
+    assert os.listdir(storage.uri("_delta_log")) == ["x.parquet"]
 
 
 def test_a_failure_in_the_block_leaves_the_old_file_and_no_temporary(tmp_path):
@@ -33,4 +33,4 @@ def test_a_failure_in_the_block_leaves_the_old_file_and_no_temporary(tmp_path):
                 fh.write(b"half")
             raise RuntimeError("writer died")
     assert storage.read_bytes("_delta_log/x.parquet") == b"old"
-    assert os.listdir(storage.local_path("_delta_log")) == ["x.parquet"]
+    assert os.listdir(storage.uri("_delta_log")) == ["x.parquet"]

@@ -195,7 +195,7 @@ class TableBuilder:
                         for c, v in partition_values.items())
         name = f"part-00000-{uuid.uuid4()}-c000.snappy.parquet"
         rel = f"{dirs}/{name}" if dirs else name
-        full = self.storage.local_path(rel)
+        full = self.storage.uri(rel)
         os.makedirs(os.path.dirname(full), exist_ok=True)
         pq.write_table(data, full, compression="snappy")
         st = os.stat(full)

@@ -47,13 +47,13 @@ def create_dv_table(builder: TableBuilder, schema: pa.Schema,
 
 
 def _file_table(builder: TableBuilder, add: AddFile) -> pa.Table:
-    return pq.read_table(builder.storage.local_path(add.decoded_path))
+    return pq.read_table(builder.storage.uri(add.decoded_path))
 
 
 def _num_records(builder: TableBuilder, add: AddFile) -> int:
     if add.num_records is not None:
         return add.num_records
-    return pq.read_metadata(builder.storage.local_path(add.decoded_path)).num_rows
+    return pq.read_metadata(builder.storage.uri(add.decoded_path)).num_rows
 
 
 def _selected_rows(builder: TableBuilder, add: AddFile, selection: Selection) -> list[int]:

@@ -263,7 +263,7 @@ class ModernTableBuilder:
         time of the commit before it. The commit is written at a fixed time so that the
         timestamp in its metadata is the one its commitInfo gets."""
         version = self.version + 1
-        previous = self.table.storage.local_path(commit_path(version - 1))
+        previous = self.table.storage.uri(commit_path(version - 1))
         ict = max(SYSTEM_CLOCK.now_ms(), self.table.clock.now_ms(), int(os.stat(previous).st_mtime * 1000) + 1)
         updated = self._metadata().with_configuration({
             "delta.enableInCommitTimestamps": "true",
@@ -397,7 +397,7 @@ class ModernTableBuilder:
             physical = physical.append_column(pa.field(self.row_commit_version_column, pa.int64()),
                                               pa.array(commit_versions, pa.int64()))
         name = f"part-00000-{uuid.uuid4()}.c000.snappy.parquet"
-        full = self.table.storage.local_path(name)
+        full = self.table.storage.uri(name)
         pq.write_table(physical, full, compression="snappy")
         st = os.stat(full)
         for index, (i, r) in enumerate(zip(ids, rows)):
