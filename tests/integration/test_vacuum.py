@@ -432,28 +432,21 @@ def test_golden_vacuum_protocol_check_table_is_vacuumed(golden_table):
 
 # --- CLI ------------------------------------------------------------------------------------------------
 
-def test_cli_vacuum(table, clock, capsys, monkeypatch):
-    import argparse
-
-    from delta_downgrade.app.cli.vacuum import register as register_vacuum
-
-    parser = argparse.ArgumentParser()
-    sub = parser.add_subparsers(dest="command", required=True)
-    commands: dict = {}
-    register_vacuum(sub, commands)
+def test_cli_vacuum(table, capsys):
+    """Through ``main``, which parses ``--storage-option`` into ``args.storage_options`` before
+    the command runs (the command alone, fed a bare argparse namespace, has none)."""
     orphan = _touch(table.path, "orphan.parquet", 1_000)
 
-    args = parser.parse_args(["vacuum", table.path, "--dry-run", "--json"])
-    assert commands["vacuum"](args) == 0
+    assert main(["vacuum", table.path, "--dry-run", "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["dry_run"] is True and doc["files_to_delete"] == [orphan] and doc["deleted"] == []
 
-    args = parser.parse_args(["vacuum", table.path, "--retention-hours", "1"])
-    with pytest.raises(VacuumRetentionTooShortError):
-        commands["vacuum"](args)
+    assert main(["vacuum", table.path, "--retention-hours", "1"]) == 2
+    err = capsys.readouterr().err
+    assert "DELTA_DOWNGRADE_VACUUM_RETENTION_TOO_SHORT" in err and "168 hours" in err
+    assert os.path.exists(os.path.join(table.path, orphan))
 
-    args = parser.parse_args(["vacuum", table.path, "--retention-hours=1", "--override-retention-check"])
-    assert commands["vacuum"](args) == 0
+    assert main(["vacuum", table.path, "--retention-hours=1", "--override-retention-check"]) == 0
     out = capsys.readouterr().out
     assert "deleted 1 file(s)" in out and orphan in out
     assert not os.path.exists(os.path.join(table.path, orphan))
