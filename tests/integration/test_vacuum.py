@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from delta_downgrade.protocol.actions import AddFile
+from delta_downgrade.protocol.actions import AddFile, RemoveFile
 from delta_downgrade.app.cli import main
 from delta_downgrade.clock import ManualClock
 from delta_downgrade.protocol.dv_paths import dv_relative_path, encode_uuid_dv
@@ -307,7 +307,6 @@ def test_dv_tombstone_keeps_the_dv_file(tmp_path, clock):
     builder = TableBuilder(tmp_path / "t", clock)
     builder.create(SCHEMA, protocol=DV_PROTOCOL, rows=[{"id": 0}])
     dv_rel = _touch(builder.path, f"deletion_vector_{uuid.uuid4()}.bin", clock.now_ms())
-    from delta_downgrade.protocol.actions import RemoveFile
 
     clock.advance(days=8)
     builder.commit([RemoveFile(path=dv_rel, deletionTimestamp=clock.now_ms(), dataChange=False)],
@@ -316,6 +315,77 @@ def test_dv_tombstone_keeps_the_dv_file(tmp_path, clock):
     assert vacuum(builder.path, clock=clock).deleted == []
     clock.advance(days=7)
     assert vacuum(builder.path, clock=clock).deleted == [dv_rel]
+
+
+# --- a killed rewrite's leftovers --------------------------------------------------------------------
+
+def _committer_leftovers(output_dir: str, mtime_ms: int, table_path: str) -> list[str]:
+    """What Hadoop's FileOutputCommitter (algorithm 1, Spark's default) leaves in ``output_dir``
+    when the job is killed: a task attempt still writing (``_temporary/0/_temporary/attempt_…``)
+    and a committed task (``_temporary/0/task_…``), each file with its local ``.crc``."""
+    job = "202401010000_0001"
+    out = []
+    for i, folder in enumerate((f"_temporary/0/_temporary/attempt_{job}_m_000000_0",
+                                f"_temporary/0/task_{job}_m_000001")):
+        name = f"part-0000{i}-{uuid.uuid4()}-c000.snappy.parquet"
+        out.append(_touch(table_path, f"{output_dir}/{folder}/{name}", mtime_ms))
+        out.append(_touch(table_path, f"{output_dir}/{folder}/.{name}.crc", mtime_ms))
+    return out
+
+
+def test_a_killed_rewrites_committer_work_area_goes_after_the_retention(tmp_path, clock, vacuum_backend):
+    """Column-mapping removal and type widening write each output into a fresh
+    ``<dir>/rewrite-<16 hex>/`` (rewrite/file_rewriter.py), the purge into ``dv-purge-<16 hex>/``.
+    A killed Spark write leaves the committer's ``_temporary/`` there: hidden, so no VACUUM rule
+    would ever list it, but this package's own, so it is treated as any unreferenced file (kept
+    within the retention, a rewrite may be running; deleted after it). Other hidden names, in
+    those directories or elsewhere, stay hidden; the finished rewrite's file is an ordinary data
+    file. On local disk the emptied work areas (and an output directory left empty) are removed;
+    an object store has no directories."""
+    schema = pa.schema([("id", pa.int64()), ("p", pa.string())])
+    builder = TableBuilder(tmp_path / "t", clock)
+    builder.create(schema, partition_columns=["p"], rows=[{"id": 1, "p": "a"}, {"id": 2, "p": "b"}])
+    state = builder.log.snapshot().state()
+    old = next(f for f in state.files.values() if f.decoded_path.startswith("p=a/"))
+    # A finished rewrite of p=a's file: its output is the data file now, the input is removed.
+    done = f"p=a/rewrite-{uuid.uuid4().hex[:16]}"
+    new_name = f"part-00000-{uuid.uuid4()}-c000.snappy.parquet"
+    new_file = f"{done}/{new_name}"
+    _touch(builder.path, new_file, clock.now_ms(), Path(builder.path, old.decoded_path).read_bytes())
+    new_crc = _touch(builder.path, f"{done}/.{new_name}.crc", clock.now_ms())
+    builder.commit([replace(old, path=new_file, dataChange=False),
+                    RemoveFile(path=old.path, deletionTimestamp=clock.now_ms(), dataChange=False,
+                               partitionValues=old.partitionValues, size=old.size)], "ALTER TABLE")
+    killed = f"p=b/rewrite-{uuid.uuid4().hex[:16]}"
+    purge = f"dv-purge-{uuid.uuid4().hex[:16]}"
+    leftovers = (_committer_leftovers(killed, clock.now_ms(), builder.path)
+                 + _committer_leftovers(purge, clock.now_ms(), builder.path))
+    foreign = [_touch(builder.path, rel, clock.now_ms()) for rel in (
+        f"{done}/_SUCCESS",                                          # hidden, not a work area
+        "p=b/rewrite-not-our-name/_temporary/0/part-0.parquet",      # not an output directory
+        "p=b/_temporary/0/part-0.parquet",                           # another writer's work area
+        f"_other/rewrite-{uuid.uuid4().hex[:16]}/_temporary/0/part-0.parquet",  # below a hidden dir
+        f"{killed}/sub/_temporary/0/part-0.parquet")]                # not right below the output
+    clock.advance(days=1)
+
+    within = vacuum_backend.vacuum(builder.path, clock=clock)
+
+    assert within.files_to_delete == [] and within.recent_unreferenced_count == len(leftovers)
+    assert within.staging_dirs == []
+    assert {*leftovers, *foreign} <= vacuum_backend.files(builder.path)
+
+    clock.advance(days=8)
+    after = vacuum_backend.vacuum(builder.path, clock=clock)
+
+    assert sorted(after.deleted) == sorted([*leftovers, old.decoded_path])
+    assert after.staging_dirs == sorted([f"{killed}/_temporary", f"{purge}/_temporary"])
+    assert vacuum_backend.files(builder.path) == {
+        new_file, new_crc, *foreign, *(f.decoded_path for f in builder.log.snapshot().state().files.values())}
+    if vacuum_backend.has_directories:
+        assert not os.path.exists(os.path.join(builder.path, purge)), "emptied: removed"
+        assert not os.path.exists(os.path.join(builder.path, killed, "_temporary"))
+        assert os.path.isdir(os.path.join(builder.path, killed, "sub")), "not empty: kept"
+        assert f"{purge}/_temporary/0/_temporary" in after.removed_dirs
 
 
 # --- dry run -------------------------------------------------------------------------------------------
