@@ -2,6 +2,11 @@
 
 Time is a ManualClock; data files are written "now" (real time), so advancing the clock ages them.
 Tombstones carry the clock's time as deletionTimestamp.
+
+The cases taking ``vacuum_backend`` run on local disk and on S3 (issue 13: VACUUM on an object
+store obeys the same rules): on S3 the table built locally is mirrored into a moto bucket, objects
+back-dated to their local modification times, and the bucket's VACUUM must give the local run's
+answer (tests/vacuum_backends.py says what differs: no directories on an object store).
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from delta_downgrade.protocol.actions import AddFile
+from delta_downgrade.protocol.actions import AddFile, RemoveFile
 from delta_downgrade.app.cli import main
 from delta_downgrade.clock import ManualClock
 from delta_downgrade.protocol.dv_paths import dv_relative_path, encode_uuid_dv
@@ -31,6 +36,7 @@ from delta_downgrade.protocol import Protocol
 from delta_downgrade_tools.builders import TableBuilder
 
 from tests.oracle import same_rows
+from tests.vacuum_backends import BACKENDS, make_backend
 
 DAY_MS = 24 * 3600 * 1000
 SCHEMA = pa.schema([("id", pa.int64())])
@@ -85,6 +91,12 @@ def _paths_by_id(builder: TableBuilder) -> list[str]:
     return [by_id[k] for k in sorted(by_id)]
 
 
+@pytest.fixture(params=BACKENDS)
+def vacuum_backend(request):
+    """Local disk, or S3 compared with local disk (tests/vacuum_backends.py)."""
+    return make_backend(request)
+
+
 @pytest.fixture
 def clock() -> ManualClock:
     return ManualClock()
@@ -102,7 +114,7 @@ def table(tmp_path, clock):
 
 # --- what is kept, what is deleted ---------------------------------------------------------------
 
-def test_old_removes_deleted_recent_removes_and_live_files_kept(table, clock):
+def test_old_removes_deleted_recent_removes_and_live_files_kept(table, clock, vacuum_backend):
     first, second, third = _paths_by_id(table)
 
     table.remove_files([first])                  # tombstone at day 0
@@ -111,37 +123,38 @@ def test_old_removes_deleted_recent_removes_and_live_files_kept(table, clock):
     clock.advance(days=1)                        # now: day 9, default retention 7 days
     log_before = _log_files(table.path)
 
-    result = vacuum(table.path, clock=clock)
+    result = vacuum_backend.vacuum(table.path, clock=clock)
 
     assert result.files_to_delete == [first] == result.deleted
-    assert not os.path.exists(os.path.join(table.path, first))
-    assert os.path.exists(os.path.join(table.path, second))   # tombstone within retention
-    assert os.path.exists(os.path.join(table.path, third))    # live
+    assert not vacuum_backend.exists(table.path, first)
+    assert vacuum_backend.exists(table.path, second)   # tombstone within retention
+    assert vacuum_backend.exists(table.path, third)    # live
     assert result.retention_ms == 7 * DAY_MS == result.configured_retention_ms
     assert result.delete_before_ms == clock.now_ms() - 7 * DAY_MS
     assert result.referenced_count == 2 and result.kept_count == 2
     assert _log_files(table.path) == log_before, "VACUUM writes no commit"
+    assert vacuum_backend.log_files(table.path) == {f"_delta_log/{n}" for n in log_before}
 
     clock.advance(days=8)                        # now the day-8 tombstone has expired too
-    assert vacuum(table.path, clock=clock).deleted == [second]
-    assert _files(table.path) == {third}
+    assert vacuum_backend.vacuum(table.path, clock=clock).deleted == [second]
+    assert vacuum_backend.files(table.path) == {third}
 
 
-def test_unreferenced_files_younger_than_retention_are_kept(table, clock):
+def test_unreferenced_files_younger_than_retention_are_kept(table, clock, vacuum_backend):
     clock.advance(days=30)
     old = _touch(table.path, "orphan-old.parquet", clock.now_ms() - 8 * DAY_MS)
     young = _touch(table.path, "orphan-young.parquet", clock.now_ms() - 6 * DAY_MS)
     uncommitted = _touch(table.path, "p=1/part-uncommitted.parquet", clock.now_ms())
 
-    result = vacuum(table.path, clock=clock)
+    result = vacuum_backend.vacuum(table.path, clock=clock)
 
     assert result.deleted == [old]
     assert result.recent_unreferenced_count == 2
-    assert os.path.exists(os.path.join(table.path, young))
-    assert os.path.exists(os.path.join(table.path, uncommitted))
+    assert vacuum_backend.exists(table.path, young)
+    assert vacuum_backend.exists(table.path, uncommitted)
 
 
-def test_hidden_paths_and_the_log_are_never_deleted_but_change_data_is(table, clock):
+def test_hidden_paths_and_the_log_are_never_deleted_but_change_data_is(table, clock, vacuum_backend):
     clock.advance(days=30)
     old = clock.now_ms() - 20 * DAY_MS
     hidden = [_touch(table.path, rel, old) for rel in (
@@ -154,13 +167,13 @@ def test_hidden_paths_and_the_log_are_never_deleted_but_change_data_is(table, cl
     data = _touch(table.path, "sub/part-0.parquet", old)
     log_before = _log_files(table.path)
 
-    result = vacuum(table.path, clock=clock)
+    result = vacuum_backend.vacuum(table.path, clock=clock)
 
     assert sorted(result.deleted) == sorted([cdc_old, data])
     for rel in hidden + [cdc_new]:
-        assert os.path.exists(os.path.join(table.path, rel)), rel
+        assert vacuum_backend.exists(table.path, rel), rel
     # the checksum companion of a deleted file goes with it
-    assert not os.path.exists(os.path.join(table.path, companion))
+    assert not vacuum_backend.exists(table.path, companion)
     assert result.checksum_companions == [companion]
     assert _log_files(table.path) == log_before
 
@@ -178,7 +191,7 @@ def test_candidate_rules():
     assert checksum_companion("b.parquet") == ".b.parquet.crc"
 
 
-def test_partitioned_table_and_encoded_paths(tmp_path, clock):
+def test_partitioned_table_and_encoded_paths(tmp_path, clock, vacuum_backend):
     builder = TableBuilder(tmp_path / "t", clock)
     schema = pa.schema([("id", pa.int64()), ("p", pa.string())])
     builder.create(schema, partition_columns=["p"], rows=[{"id": 1, "p": "a b"}, {"id": 2, "p": "c"}])
@@ -188,10 +201,10 @@ def test_partitioned_table_and_encoded_paths(tmp_path, clock):
                           if f.decoded_path in gone])
     clock.advance(days=8)
 
-    result = vacuum(builder.path, clock=clock)
+    result = vacuum_backend.vacuum(builder.path, clock=clock)
 
     assert result.deleted == gone
-    assert _files(builder.path) == set(_live_paths(builder))
+    assert vacuum_backend.files(builder.path) == set(_live_paths(builder))
 
 
 def test_paths_outside_the_table_are_ignored(tmp_path, clock):
@@ -250,7 +263,7 @@ def _add_with_dv(builder: TableBuilder, rows, *, prefix: str = "") -> tuple[AddF
     return add, dv_rel
 
 
-def test_dv_of_a_tombstone_is_kept_within_retention_and_deleted_after(tmp_path, clock):
+def test_dv_of_a_tombstone_is_kept_within_retention_and_deleted_after(tmp_path, clock, vacuum_backend):
     builder = TableBuilder(tmp_path / "t", clock)
     builder.create(SCHEMA, protocol=DV_PROTOCOL, configuration={"delta.enableDeletionVectors": "true"},
                    rows=[{"id": 0}])
@@ -261,17 +274,17 @@ def test_dv_of_a_tombstone_is_kept_within_retention_and_deleted_after(tmp_path, 
     builder.remove_files([add.path])             # the DV is now referenced by this tombstone only
     clock.advance(days=1)
 
-    result = vacuum(builder.path, clock=clock)
+    result = vacuum_backend.vacuum(builder.path, clock=clock)
 
     assert result.deleted == [orphan_dv]
     for rel in (add.decoded_path, dv_rel, live_add.decoded_path, live_dv):
-        assert os.path.exists(os.path.join(builder.path, rel)), rel
+        assert vacuum_backend.exists(builder.path, rel), rel
 
     clock.advance(days=7)                        # the tombstone expires
-    result = vacuum(builder.path, clock=clock)
+    result = vacuum_backend.vacuum(builder.path, clock=clock)
 
     assert sorted(result.deleted) == sorted([add.decoded_path, dv_rel])
-    assert os.path.exists(os.path.join(builder.path, live_dv)), "a live add's DV (prefix dir) stays"
+    assert vacuum_backend.exists(builder.path, live_dv), "a live add's DV (prefix dir) stays"
 
 
 def test_an_unresolvable_dv_refuses_vacuum(tmp_path, clock):
@@ -294,7 +307,6 @@ def test_dv_tombstone_keeps_the_dv_file(tmp_path, clock):
     builder = TableBuilder(tmp_path / "t", clock)
     builder.create(SCHEMA, protocol=DV_PROTOCOL, rows=[{"id": 0}])
     dv_rel = _touch(builder.path, f"deletion_vector_{uuid.uuid4()}.bin", clock.now_ms())
-    from delta_downgrade.protocol.actions import RemoveFile
 
     clock.advance(days=8)
     builder.commit([RemoveFile(path=dv_rel, deletionTimestamp=clock.now_ms(), dataChange=False)],
@@ -305,44 +317,118 @@ def test_dv_tombstone_keeps_the_dv_file(tmp_path, clock):
     assert vacuum(builder.path, clock=clock).deleted == [dv_rel]
 
 
+# --- a killed rewrite's leftovers --------------------------------------------------------------------
+
+def _committer_leftovers(output_dir: str, mtime_ms: int, table_path: str) -> list[str]:
+    """What Hadoop's FileOutputCommitter (algorithm 1, Spark's default) leaves in ``output_dir``
+    when the job is killed: a task attempt still writing (``_temporary/0/_temporary/attempt_…``)
+    and a committed task (``_temporary/0/task_…``), each file with its local ``.crc``."""
+    job = "202401010000_0001"
+    out = []
+    for i, folder in enumerate((f"_temporary/0/_temporary/attempt_{job}_m_000000_0",
+                                f"_temporary/0/task_{job}_m_000001")):
+        name = f"part-0000{i}-{uuid.uuid4()}-c000.snappy.parquet"
+        out.append(_touch(table_path, f"{output_dir}/{folder}/{name}", mtime_ms))
+        out.append(_touch(table_path, f"{output_dir}/{folder}/.{name}.crc", mtime_ms))
+    return out
+
+
+def test_a_killed_rewrites_committer_work_area_goes_after_the_retention(tmp_path, clock, vacuum_backend):
+    """Column-mapping removal and type widening write each output into a fresh
+    ``<dir>/rewrite-<16 hex>/`` (rewrite/file_rewriter.py), the purge into ``dv-purge-<16 hex>/``.
+    A killed Spark write leaves the committer's ``_temporary/`` there: hidden, so no VACUUM rule
+    would ever list it, but this package's own, so it is treated as any unreferenced file (kept
+    within the retention, a rewrite may be running; deleted after it). Other hidden names, in
+    those directories or elsewhere, stay hidden; the finished rewrite's file is an ordinary data
+    file. On local disk the emptied work areas (and an output directory left empty) are removed;
+    an object store has no directories."""
+    schema = pa.schema([("id", pa.int64()), ("p", pa.string())])
+    builder = TableBuilder(tmp_path / "t", clock)
+    builder.create(schema, partition_columns=["p"], rows=[{"id": 1, "p": "a"}, {"id": 2, "p": "b"}])
+    state = builder.log.snapshot().state()
+    old = next(f for f in state.files.values() if f.decoded_path.startswith("p=a/"))
+    # A finished rewrite of p=a's file: its output is the data file now, the input is removed.
+    done = f"p=a/rewrite-{uuid.uuid4().hex[:16]}"
+    new_name = f"part-00000-{uuid.uuid4()}-c000.snappy.parquet"
+    new_file = f"{done}/{new_name}"
+    _touch(builder.path, new_file, clock.now_ms(), Path(builder.path, old.decoded_path).read_bytes())
+    new_crc = _touch(builder.path, f"{done}/.{new_name}.crc", clock.now_ms())
+    builder.commit([replace(old, path=new_file, dataChange=False),
+                    RemoveFile(path=old.path, deletionTimestamp=clock.now_ms(), dataChange=False,
+                               partitionValues=old.partitionValues, size=old.size)], "ALTER TABLE")
+    killed = f"p=b/rewrite-{uuid.uuid4().hex[:16]}"
+    purge = f"dv-purge-{uuid.uuid4().hex[:16]}"
+    leftovers = (_committer_leftovers(killed, clock.now_ms(), builder.path)
+                 + _committer_leftovers(purge, clock.now_ms(), builder.path))
+    foreign = [_touch(builder.path, rel, clock.now_ms()) for rel in (
+        f"{done}/_SUCCESS",                                          # hidden, not a work area
+        "p=b/rewrite-not-our-name/_temporary/0/part-0.parquet",      # not an output directory
+        "p=b/_temporary/0/part-0.parquet",                           # another writer's work area
+        f"_other/rewrite-{uuid.uuid4().hex[:16]}/_temporary/0/part-0.parquet",  # below a hidden dir
+        f"{killed}/sub/_temporary/0/part-0.parquet")]                # not right below the output
+    clock.advance(days=1)
+
+    within = vacuum_backend.vacuum(builder.path, clock=clock)
+
+    assert within.files_to_delete == [] and within.recent_unreferenced_count == len(leftovers)
+    assert within.staging_dirs == []
+    assert {*leftovers, *foreign} <= vacuum_backend.files(builder.path)
+
+    clock.advance(days=8)
+    after = vacuum_backend.vacuum(builder.path, clock=clock)
+
+    assert sorted(after.deleted) == sorted([*leftovers, old.decoded_path])
+    assert after.staging_dirs == sorted([f"{killed}/_temporary", f"{purge}/_temporary"])
+    assert vacuum_backend.files(builder.path) == {
+        new_file, new_crc, *foreign, *(f.decoded_path for f in builder.log.snapshot().state().files.values())}
+    if vacuum_backend.has_directories:
+        assert not os.path.exists(os.path.join(builder.path, purge)), "emptied: removed"
+        assert not os.path.exists(os.path.join(builder.path, killed, "_temporary"))
+        assert os.path.isdir(os.path.join(builder.path, killed, "sub")), "not empty: kept"
+        assert f"{purge}/_temporary/0/_temporary" in after.removed_dirs
+
+
 # --- dry run -------------------------------------------------------------------------------------------
 
-def test_dry_run_lists_the_same_files_and_deletes_nothing(table, clock):
+def test_dry_run_lists_the_same_files_and_deletes_nothing(table, clock, vacuum_backend):
     table.remove_files(_live_paths(table)[:2])
     orphan = _touch(table.path, "orphan.parquet", clock.now_ms())
     _touch(table.path, ".orphan.parquet.crc", clock.now_ms())
     clock.advance(days=8)
     before = _files(table.path)
 
-    dry = vacuum(table.path, clock=clock, dry_run=True)
+    dry = vacuum_backend.vacuum(table.path, clock=clock, dry_run=True)
 
     assert dry.dry_run and dry.deleted == []
-    assert _files(table.path) == before
+    assert _files(table.path) == before == vacuum_backend.files(table.path)
     assert len(dry.files_to_delete) == 3 and orphan in dry.files_to_delete
     assert dry.checksum_companions == [".orphan.parquet.crc"]
 
-    real = vacuum(table.path, clock=clock)
+    real = vacuum_backend.vacuum(table.path, clock=clock)
 
     assert real.files_to_delete == dry.files_to_delete == real.deleted
-    assert _files(table.path) == before - set(dry.files_to_delete) - {".orphan.parquet.crc"}
+    assert real.checksum_companions == dry.checksum_companions
+    assert vacuum_backend.files(table.path) == \
+        before - set(dry.files_to_delete) - {".orphan.parquet.crc"}
 
 
 # --- retention ------------------------------------------------------------------------------------------
 
-def test_short_retention_is_refused_unless_overridden(table, clock):
+def test_short_retention_is_refused_unless_overridden(table, clock, vacuum_backend):
     table.remove_files(_live_paths(table)[:1])
     clock.advance(days=2)
     before = _files(table.path)
 
     for dry_run in (False, True):
         with pytest.raises(VacuumRetentionTooShortError) as info:
-            vacuum(table.path, retention_hours=24, clock=clock, dry_run=dry_run)
+            vacuum_backend.vacuum(table.path, retention_hours=24, clock=clock, dry_run=dry_run)
         assert info.value.error_class == "DELTA_DOWNGRADE_VACUUM_RETENTION_TOO_SHORT"
         assert info.value.exit_code == 2
         assert "168 hours" in info.value.message
-    assert _files(table.path) == before
+    assert _files(table.path) == before == vacuum_backend.files(table.path)
 
-    result = vacuum(table.path, retention_hours=24, clock=clock, enforce_retention_check=False)
+    result = vacuum_backend.vacuum(table.path, retention_hours=24, clock=clock,
+                                   enforce_retention_check=False)
     assert len(result.deleted) == 1 and result.retention_ms == DAY_MS
 
 
@@ -372,7 +458,7 @@ def test_table_property_sets_the_default_and_the_floor(table, clock):
 
 # --- the write-protocol check (VACUUM Protocol Check; scenario 76) ------------------------------------
 
-def test_scenario_76_unknown_writer_feature_refuses_vacuum_and_dry_run(table, clock):
+def test_scenario_76_unknown_writer_feature_refuses_vacuum_and_dry_run(table, clock, vacuum_backend):
     removed = _live_paths(table)[0]
     table.remove_files([removed])
     clock.advance(days=30)
@@ -381,15 +467,15 @@ def test_scenario_76_unknown_writer_feature_refuses_vacuum_and_dry_run(table, cl
 
     for dry_run in (False, True):
         with pytest.raises(UnsupportedFeaturesError) as info:
-            vacuum(table.path, clock=clock, dry_run=dry_run)
+            vacuum_backend.vacuum(table.path, clock=clock, dry_run=dry_run)
         assert info.value.error_class == "DELTA_UNSUPPORTED_FEATURES_FOR_WRITE"
         assert info.value.features == ["someUnknownWriterFeature"]
         assert info.value.params["unsupportedFeatures"] == "someUnknownWriterFeature"
     # checked before the retention check, whatever the retention
     with pytest.raises(UnsupportedFeaturesError):
-        vacuum(table.path, clock=clock, retention_hours=0)
-    assert _files(table.path) == before
-    assert os.path.exists(os.path.join(table.path, removed))
+        vacuum_backend.vacuum(table.path, clock=clock, retention_hours=0)
+    assert _files(table.path) == before == vacuum_backend.files(table.path)
+    assert vacuum_backend.exists(table.path, removed)
 
 
 def test_known_writer_features_do_not_block_vacuum(table, clock):
@@ -398,6 +484,45 @@ def test_known_writer_features_do_not_block_vacuum(table, clock):
     table.remove_files(_live_paths(table)[:1])
     clock.advance(days=8)
     assert len(vacuum(table.path, clock=clock).deleted) == 1
+
+
+def test_a_checkpoint_protected_table_keeps_its_log_and_the_retained_tombstones(
+        tmp_path, clock, vacuum_backend):
+    """A table as DROP FEATURE leaves it: vacuumProtocolCheck and checkpointProtection in the
+    protocol, ``delta.requireCheckpointProtectionBeforeVersion`` set, checkpoints at and after the
+    boundary, the tombstones read from the latest checkpoint. VACUUM passes the gate (it writes
+    both features' requirements: it checks the write protocol, and touches no checkpoint), deletes
+    the data file of the expired tombstone only, and leaves ``_delta_log`` as it was: rule (a) of
+    the Checkpoint Protection RFC holds because VACUUM never looks inside the log."""
+    builder = TableBuilder(tmp_path / "t", clock)
+    builder.create(SCHEMA, rows=[{"id": 1}])
+    builder.append([{"id": 2}])
+    builder.append([{"id": 3}])
+    first, second, third = _paths_by_id(builder)
+    builder.remove_files([first])                # tombstone at day 0
+    clock.advance(days=8)
+    builder.remove_files([second])               # tombstone at day 8
+    builder.set_protocol(Protocol(3, 7, {"vacuumProtocolCheck"},
+                                  {"appendOnly", "invariants", "vacuumProtocolCheck", "checkpointProtection"}))
+    boundary = builder.version + 2
+    builder.set_properties({"delta.requireCheckpointProtectionBeforeVersion": str(boundary)})
+    builder.checkpoint(boundary - 1)
+    builder.empty_commit()
+    builder.checkpoint(boundary)
+    clock.advance(days=1)
+    log_before = vacuum_backend.log_files(builder.path)
+    checkpoints = {f"_delta_log/{v:020d}.checkpoint.parquet" for v in (boundary - 1, boundary)}
+    assert checkpoints <= log_before
+
+    result = vacuum_backend.vacuum(builder.path, clock=clock)
+
+    assert result.version == boundary and result.deleted == [first]
+    assert vacuum_backend.files(builder.path) == {second, third}
+    assert vacuum_backend.log_files(builder.path) == log_before
+
+    clock.advance(days=8)                        # the day-8 tombstone expires too
+    assert vacuum_backend.vacuum(builder.path, clock=clock).deleted == [second]
+    assert vacuum_backend.log_files(builder.path) == log_before
 
 
 @pytest.mark.parametrize("name, feature", [("catalog_managed_ict", "catalogManaged")])
@@ -432,28 +557,21 @@ def test_golden_vacuum_protocol_check_table_is_vacuumed(golden_table):
 
 # --- CLI ------------------------------------------------------------------------------------------------
 
-def test_cli_vacuum(table, clock, capsys, monkeypatch):
-    import argparse
-
-    from delta_downgrade.app.cli.vacuum import register as register_vacuum
-
-    parser = argparse.ArgumentParser()
-    sub = parser.add_subparsers(dest="command", required=True)
-    commands: dict = {}
-    register_vacuum(sub, commands)
+def test_cli_vacuum(table, capsys):
+    """Through ``main``, which parses ``--storage-option`` into ``args.storage_options`` before
+    the command runs (the command alone, fed a bare argparse namespace, has none)."""
     orphan = _touch(table.path, "orphan.parquet", 1_000)
 
-    args = parser.parse_args(["vacuum", table.path, "--dry-run", "--json"])
-    assert commands["vacuum"](args) == 0
+    assert main(["vacuum", table.path, "--dry-run", "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["dry_run"] is True and doc["files_to_delete"] == [orphan] and doc["deleted"] == []
 
-    args = parser.parse_args(["vacuum", table.path, "--retention-hours", "1"])
-    with pytest.raises(VacuumRetentionTooShortError):
-        commands["vacuum"](args)
+    assert main(["vacuum", table.path, "--retention-hours", "1"]) == 2
+    err = capsys.readouterr().err
+    assert "DELTA_DOWNGRADE_VACUUM_RETENTION_TOO_SHORT" in err and "168 hours" in err
+    assert os.path.exists(os.path.join(table.path, orphan))
 
-    args = parser.parse_args(["vacuum", table.path, "--retention-hours=1", "--override-retention-check"])
-    assert commands["vacuum"](args) == 0
+    assert main(["vacuum", table.path, "--retention-hours=1", "--override-retention-check"]) == 0
     out = capsys.readouterr().out
     assert "deleted 1 file(s)" in out and orphan in out
     assert not os.path.exists(os.path.join(table.path, orphan))

@@ -48,19 +48,24 @@ Differences from delta-spark, on purpose:
   deleting (delta-spark plans once).
 - ``_delta_index`` stays hidden (delta-spark lists and vacuums it); only ``_change_data`` is.
 - **This package's own leftovers are listed although hidden** (:func:`is_package_leftover`): the
-  column-mapping staging area ``_delta_downgrade_staging/``, the ``_temporary/`` work area a
-  killed Spark write leaves inside a purge's ``dv-purge-<id>/`` output directory, and this
+  column-mapping staging area ``_delta_downgrade_staging/`` (of older versions), the
+  ``_temporary/`` work area a killed Spark write leaves inside a rewrite's output directory (a
+  purge's ``dv-purge-<id>/``, a column-mapping removal's or type widening's ``rewrite-<id>/``,
+  :func:`delta_downgrade.rewrite.staging.is_output_dir_name`), and this
   package's temporary files (``.<name>.<pid>.<hex>.tmp``) outside ``_delta_log``. No retained
   version references them; like any unreferenced file they go once older than the retention (a
   rewrite running now writes fresh files, which stay). A staging directory whose every file went
-  is removed too (deepest first, only when empty), so a killed rewrite leaves nothing behind.
+  is removed too (deepest first, only when empty), so a killed rewrite leaves nothing behind on
+  local disk; an object store has no directories, a "directory" is gone with its last key.
+  The output directory itself is not hidden: the data file a finished rewrite committed there is
+  an ordinary data file (kept while referenced, deleted after its tombstone expired), and its
+  ``.crc`` companion goes with it.
 """
 
 from __future__ import annotations
 
 import math
 import posixpath
-import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Iterable, Mapping
 
@@ -71,7 +76,7 @@ from delta_downgrade.errors import (  # noqa: F401 - re-exported: VACUUM's own e
     BadInputError, CorruptLogError, VacuumNegativeRetentionError, VacuumRetentionTooShortError,
 )
 from delta_downgrade.protocol.support import Operation, ensure_supported
-from delta_downgrade.rewrite.staging import PURGE_DIR_PREFIX, STAGING_DIR
+from delta_downgrade.rewrite.staging import STAGING_DIR, is_output_dir_name
 from delta_downgrade.storage import FileStatus, is_package_temp
 from delta_downgrade.protocol.table_config import DELETED_FILE_RETENTION, HOUR_MS, TableConfig
 
@@ -84,8 +89,9 @@ CHANGE_DATA_DIR = "_change_data"
 ICEBERG_METADATA_DIR = "metadata"
 UNIVERSAL_FORMATS = "delta.universalFormat.enabledFormats"
 REPLAN_ATTEMPTS = 3
+#: The Hadoop output committer's work area inside an output directory (FileOutputCommitter:
+#: ``<output>/_temporary/<attempt>/...``); what a killed Spark write leaves.
 SPARK_TEMPORARY_DIR = "_temporary"
-_PURGE_DIR_RE = re.compile(re.escape(PURGE_DIR_PREFIX) + r"[0-9a-f]{16}$")
 
 
 @dataclass
@@ -219,15 +225,17 @@ def is_candidate(rel_path: str, partition_columns: Iterable[str], *, iceberg_met
 def package_staging_root(rel_path: str, partition_columns: Iterable[str], *,
                          iceberg_metadata_hidden: bool = False) -> str | None:
     """The staging directory of this package that ``rel_path`` lies in, or None: the run's
-    directory ``_delta_downgrade_staging/<id>`` (column-mapping removal), or
-    ``<dir>/dv-purge-<id>/_temporary`` (a purge's Spark work area) when ``<dir>`` is an ordinary
-    (listed) directory of the table."""
+    directory ``_delta_downgrade_staging/<id>`` (column-mapping removal of older versions), or
+    ``<dir>/<output dir>/_temporary`` (the Spark work area of a rewrite's output directory,
+    ``dv-purge-<id>`` or ``rewrite-<id>``: :func:`is_output_dir_name`) when ``<dir>`` is an
+    ordinary (listed) directory of the table. Only the ``_temporary`` right below such a
+    directory: any other hidden name in it (``_SUCCESS``, ``.part-….crc``) stays hidden."""
     parts = rel_path.split("/")
     if parts[0] == STAGING_DIR and len(parts) > 2:
         return "/".join(parts[:2])
     columns = tuple(partition_columns)
     for i, part in enumerate(parts[:-1]):
-        if part == SPARK_TEMPORARY_DIR and i > 0 and _PURGE_DIR_RE.match(parts[i - 1]):
+        if part == SPARK_TEMPORARY_DIR and i > 0 and is_output_dir_name(parts[i - 1]):
             return "/".join(parts[:i + 1])
         if is_hidden_name(part, columns, iceberg_metadata_hidden=iceberg_metadata_hidden):
             return None
@@ -346,9 +354,9 @@ def _remove_staging_dirs(log: DeltaLog, result: VacuumResult) -> None:
                 result.removed_dirs.append(d.path)
         parents.add(posixpath.dirname(root))
     for parent in sorted(parents, key=len, reverse=True):
-        # ``_delta_downgrade_staging`` itself, or the ``dv-purge-<id>`` left empty; never a
-        # directory with anything in it.
-        if parent and (parent == STAGING_DIR or _PURGE_DIR_RE.match(posixpath.basename(parent))):
+        # ``_delta_downgrade_staging`` itself, or the output directory (``dv-purge-<id>``,
+        # ``rewrite-<id>``) left empty; never a directory with anything in it.
+        if parent and (parent == STAGING_DIR or is_output_dir_name(posixpath.basename(parent))):
             if storage.remove_empty_dir(parent):
                 result.removed_dirs.append(parent)
 
