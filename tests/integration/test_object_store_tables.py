@@ -2,8 +2,7 @@
 package reports and writes there equals what it does on local disk, and delta-rs reads the result
 from the bucket (issue 13's acceptance).
 
-- ``inspect`` of every golden table uploaded to S3 (a representative set on Azure and GCS) equals
-  the local report but for the table's location and the latest commit's time (an upload gives
+- ``inspect`` of every golden table uploaded to each endpoint equals the local report but for the table's location and the latest commit's time (an upload gives
   every object a new modification time); a table the package refuses locally is refused there with
   the same error class.
 - ``drop-feature vacuumProtocolCheck`` then ``truncate-history`` reach protocol (1,2) on S3 and on
@@ -35,16 +34,6 @@ from tests.oracle import same_rows
 
 pytestmark = pytest.mark.golden
 
-#: Tables read on every endpoint: each checkpoint kind, DVs, column mapping, row tracking and
-#: clustering, a truncated history, and tables the package refuses.
-REPRESENTATIVE = [
-    "classic_checkpoint", "multipart_checkpoint", "v2_checkpoint_parquet_sidecars",
-    "v2_checkpoint_json_sidecars", "dv_partitioned_checkpoint", "cm_name_partitioned",
-    "liquid_row_tracking_dbr", "vacuum_protocol_check", "history_truncated_no_replay",
-    "bad_versions_not_contiguous", "bad_reader_version_99",
-]
-
-
 def _golden_names(root: Path) -> list[str]:
     return sorted(p.name for p in root.iterdir() if (p / "_delta_log").is_dir())
 
@@ -63,13 +52,8 @@ def _report(location: str, options: dict[str, str] | None = None) -> dict:
         return {"error_class": exc.error_class}
 
 
-def _names_for(endpoint: Endpoint, golden_root: Path) -> list[str]:
-    return _golden_names(golden_root) if endpoint.kind == "s3" else [
-        n for n in REPRESENTATIVE if (golden_root / n).is_dir()]
-
-
 def test_inspect_equals_local(object_store: Endpoint, golden_root: Path) -> None:
-    names = _names_for(object_store, golden_root)
+    names = _golden_names(golden_root)
     assert names, "no golden tables"
     differences = {}
     for name in names:
