@@ -452,8 +452,10 @@ def _scan(storage: Storage, table: str, previous: LogListing | None, stat_known:
     again; with ``stat_known`` False (local storage) they are not even stat'ed."""
     known = previous._entries if previous is not None else {}
     if not stat_known and known:
-        if storage.lists_names_cheaply:
-            return (*_scan_names(storage, table, previous), False)  # type: ignore[arg-type]
+        # (a partial listing asked to be made whole is listed whole below)
+        if storage.lists_names_cheaply and (tail_only or previous.listed_from is None):  # type: ignore[union-attr]
+            whole = previous.listed_from is None  # type: ignore[union-attr]
+            return (*_scan_names(storage, table, previous), whole)  # type: ignore[arg-type]
         tail = _scan_tail(storage, table, previous) if tail_only else None  # type: ignore[arg-type]
         if tail is not None:
             return (*tail, False)
