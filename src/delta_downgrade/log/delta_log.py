@@ -45,6 +45,13 @@ class DeltaLog:
         log.refresh().snapshot()      # names-only listing, then the cached snapshot + new commits
 
     ``refresh(full=True)`` forgets the listing and every cached snapshot.
+
+    The first listing starts at the checkpoint ``_last_checkpoint`` names when that checkpoint
+    is there (:func:`list_log` ``from_hint``, PROTOCOL.md "Last Checkpoint File"): the latest
+    snapshot, and any at or after that checkpoint, need nothing older. What needs the whole log
+    - the earliest version, the protocol history, a snapshot before that checkpoint, the
+    checkpoint inventory, the gaps reported - asks for it (:meth:`full_listing`); any other use
+    of an older part of a partial listing completes it (:meth:`LogListing.complete`).
     """
 
     #: How many snapshots are kept (newest versions win).
@@ -71,12 +78,20 @@ class DeltaLog:
     # --- listing -------------------------------------------------------------------------------
 
     def listing(self) -> LogListing:
+        """The log's current listing; the first one (and the first after ``refresh(full=True)``)
+        may be partial, from the hinted checkpoint on (see the class docstring)."""
         if self._listing is None:
+            # a whole-log refresh asked for (refresh(whole_log=True)) lists the whole directory
             self._listing = list_log(self.storage, self.table, previous=self._stale, stat_known=False,
-                                     tail_only=self._tail_only)
+                                     tail_only=self._tail_only, from_hint=self._tail_only)
             self._stale = None
             self._tail_only = True
         return self._listing
+
+    def full_listing(self) -> LogListing:
+        """The current listing with every file of the log (a partial one is completed in place):
+        what questions about old versions, the oldest files or the whole history need."""
+        return self.listing().complete()
 
     def refresh(self, full: bool = False, *, whole_log: bool = False) -> "DeltaLog":
         """Look at the log again on next use.
@@ -151,23 +166,23 @@ class DeltaLog:
     def latest_version(self) -> int:
         listing = self.listing()
         latest = listing.latest_commit_version
-        complete = listing.checkpoint_versions
-        if complete and (latest is None or complete[-1] > latest):
-            return complete[-1]
+        newest_checkpoint = listing.latest_checkpoint_version
+        if newest_checkpoint is not None and (latest is None or newest_checkpoint > latest):
+            return newest_checkpoint
         assert latest is not None  # list_log refuses a log without commits and checkpoints
         return latest
 
     def _starting_points(self) -> list[int]:
         """Versions a replay can start from: 0 (if its commit exists) and every complete checkpoint."""
-        listing = self.listing()
+        listing = self.full_listing()
         points = set(listing.checkpoint_versions)
         if 0 in listing.commits:
             points.add(-1)  # "before version 0": replay from commit 0
         return sorted(points)
 
     def earliest_version(self) -> int:
-        """The oldest version that can still be reconstructed."""
-        listing = self.listing()
+        """The oldest version that can still be reconstructed (the whole log decides)."""
+        listing = self.full_listing()
         latest = self.latest_version()
         # A replay from point p needs commits p+1 .. latest: p must be at or after the start of
         # the run of consecutive commits that ends at latest.
@@ -181,7 +196,7 @@ class DeltaLog:
         """Report the gaps below ``version`` from the versions present (bounded by the number of
         files, whatever the versions): the first missing versions, and the commit file after
         each gap - a stray file with a far too large version shows up there by name."""
-        listing = self.listing()
+        listing = self.full_listing()
         gaps = listing.missing_ranges(version)
         missing: list[int] = []
         for first, last, _ in gaps:
@@ -212,7 +227,16 @@ class DeltaLog:
         if version > latest or version < 0:
             raise VersionNotFoundError(
                 f"version {version} does not exist: the latest version is {latest}", table=self.table)
-        found = self._segment_from(listing, version, listing.complete_checkpoints(at_most=version))
+        if listing.listed_from is not None and version < listing.listed_from:
+            listing = self.full_listing()  # a version before the hinted checkpoint: older files decide
+        # On a partial listing, the newest listed checkpoint at or before version that the listed
+        # commits follow without a gap serves (an older one would only replay more commits);
+        # when none does, the whole listing decides, and reports the gap.
+        found = self._segment_from(listing, version,
+                                   listing.complete_checkpoints(at_most=version, listed_only=True))
+        if found is None and listing.listed_from is not None:
+            listing = self.full_listing()
+            found = self._segment_from(listing, version, listing.complete_checkpoints(at_most=version))
         if found is not None:
             return found
         earliest = None
@@ -230,13 +254,13 @@ class DeltaLog:
     def _segment_from(listing: LogListing, version: int,
                       checkpoints: list[CheckpointInstance]) -> LogSegment | None:
         """The segment of ``version`` from the first of ``checkpoints`` (newest first) whose
-        following commits are all there, else from commit 0 if all commits are; None if neither."""
-        first_needed = listing.contiguous_start(version)
+        following commits are all there, else from commit 0 if all commits are; None if neither.
+        On a partial listing, None instead of the commit-0 segment (which needs the whole log)."""
         for checkpoint in checkpoints:
-            if checkpoint.version + 1 >= first_needed:
+            if listing.has_commits(checkpoint.version + 1, version):
                 return LogSegment(version, checkpoint,
                                   listing.commits_between(checkpoint.version + 1, version))
-        if first_needed <= 0:
+        if listing.listed_from is None and listing.has_commits(0, version):
             return LogSegment(version, None, listing.commits_between(0, version))
         return None
 
@@ -268,7 +292,7 @@ class DeltaLog:
         if self._checked.get(snap.version) is listing:
             return True
         for status in snap.segment.commits:
-            current = listing.commits.get(commit_version(status))
+            current = listing.commit_status(commit_version(status))
             if current is not None and current != status:
                 return False
         self._checked[snap.version] = listing
@@ -281,7 +305,6 @@ class DeltaLog:
             return None
         listing = self.listing()
         version = segment.version
-        first_needed = listing.contiguous_start(version)
         for base_version in sorted(self._snapshots, reverse=True):
             if base_version > version:
                 continue
@@ -292,7 +315,7 @@ class DeltaLog:
                 continue
             if base.segment == segment:
                 return base
-            if base_version + 1 < first_needed:
+            if not listing.has_commits(base_version + 1, version):
                 return None  # commits between them are missing: no derivation
             delta = listing.commits_between(base_version + 1, version)
             own = segment.checkpoint is not None and set(segment.checkpoint.paths) <= self._own_checkpoints
@@ -310,17 +333,19 @@ class DeltaLog:
             self._checked.pop(oldest, None)
 
     def _fallback_segment(self, segment: LogSegment) -> LogSegment | None:
-        """An older segment that skips an unreadable checkpoint, if the commits allow it."""
+        """An older segment that skips an unreadable checkpoint, if the commits allow it (the
+        older checkpoints and commits may precede a partial listing: the whole log decides)."""
         if segment.checkpoint is None:
             return None
-        listing = self.listing()
+        listing = self.full_listing()
         return self._segment_from(listing, segment.version,
                                   listing.complete_checkpoints(at_most=segment.checkpoint.version - 1))
 
     # --- history ---------------------------------------------------------------------------------
 
     def checkpoint_inventory(self) -> list[CheckpointInstance]:
-        return list(self.listing().checkpoints)
+        """Every checkpoint of the log, complete or not, by version (the whole listing)."""
+        return list(self.full_listing().checkpoints)
 
     def protocol_history(self) -> list[ProtocolSpan]:
         """The protocol (and boundary property) of every retained version, as spans.
@@ -338,7 +363,7 @@ class DeltaLog:
         span_start = start
         from delta_downgrade.log.protocol_history import projected_commit_actions
 
-        listing = self.listing()
+        listing = self.full_listing()
         # The commits after start are contiguous up to latest (earliest_version checked that).
         # Each is read once and checked in order as read_commit_actions checks it (it refuses a
         # commit with two protocol or two metaData actions); only those that hold one of the two
@@ -366,7 +391,7 @@ class DeltaLog:
         """The ``.crc`` checksum file of a version, when present and readable."""
         import json
 
-        status = self.listing().crcs.get(version)
+        status = self.listing().crc_status(version)
         if status is None:
             return None
         try:

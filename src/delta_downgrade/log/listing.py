@@ -19,6 +19,21 @@ local directory is read for names only: only new names are stat'ed - commits nev
 written (PROTOCOL.md "Creation of New Log Entries") - and, again each time, the files that may
 change in place: checkpoints (a writer may replace one), unknown files and empty files (a write
 in progress?).
+
+The first listing of a long log (:func:`list_log` with ``from_hint``, what ``DeltaLog.listing()``
+asks for) starts at the checkpoint ``_last_checkpoint`` names: PROTOCOL.md "Last Checkpoint File"
+exists so that a reader need not list the whole directory, and delta-spark and delta-kernel list
+from the hinted checkpoint version too (``listFrom(checkpointVersion)``). Such a listing is
+*partial* (:attr:`LogListing.listed_from`): it holds the files whose names sort at or after that
+version's 20 digits. It is used only when the hinted checkpoint is there and complete; a missing,
+unreadable or stale hint (its checkpoint deleted, a part missing) lists the whole log as before.
+Every accessor whose answer could differ on a partial listing (the commits, checkpoints,
+checksums, unknown files as collections, gaps, contiguity, the earliest versions) first completes
+it in place (:meth:`LogListing.complete`: the files before that version are listed and added);
+only the accessors that are exact on the tail answer from it: the latest commit and checkpoint,
+the commits and checksums from the listed version on, whether a range of those commits is
+contiguous (:meth:`LogListing.has_commits`), and the checkpoints among the listed files
+(``complete_checkpoints(listed_only=True)``). No accessor returns a silently partial answer.
 """
 
 from __future__ import annotations
@@ -66,12 +81,20 @@ class CheckpointInstance:
 class LogListing:
     """A listing of ``_delta_log`` taken at one moment."""
 
-    commits: dict[int, FileStatus] = field(default_factory=dict)
-    checkpoints: list[CheckpointInstance] = field(default_factory=list)  # by version, complete or not
-    crcs: dict[int, FileStatus] = field(default_factory=dict)
-    compactions: list[tuple[LogFile, FileStatus]] = field(default_factory=list)
-    unknown: list[FileStatus] = field(default_factory=list)
+    # The files, by kind; on a partial listing only those listed (read them through the
+    # properties below, which complete a partial listing first).
+    _commits: dict[int, FileStatus] = field(default_factory=dict)
+    _checkpoints: list[CheckpointInstance] = field(default_factory=list)  # by version, complete or not
+    _crcs: dict[int, FileStatus] = field(default_factory=dict)
+    _compactions: list[tuple[LogFile, FileStatus]] = field(default_factory=list)
+    _unknown: list[FileStatus] = field(default_factory=list)
     last_checkpoint: dict[str, Any] | None = None
+    #: None when the whole directory was listed; a version ``C`` when only the files whose names
+    #: sort at or after ``C``'s 20 digits were (a listing from the checkpoint ``_last_checkpoint``
+    #: names, which is there and complete). :meth:`complete` lists the rest.
+    listed_from: int | None = None
+    # where a partial listing lists the rest from: (storage, table)
+    _source: tuple[Storage, str] | None = field(default=None, repr=False, compare=False)
     # name -> (parsed name, status) of every file listed, for the next incremental listing
     _entries: dict[str, tuple[LogFile | None, FileStatus]] = field(
         default_factory=dict, repr=False, compare=False)
@@ -81,31 +104,125 @@ class LogListing:
     # sorted commit versions and, per index, where its run of consecutive versions starts
     _runs: tuple[int, list[int], list[int]] | None = field(default=None, repr=False, compare=False)
 
+    # --- the files by kind: the whole log (a partial listing is completed first) -----------------
+
+    @property
+    def commits(self) -> dict[int, FileStatus]:
+        return self.complete()._commits
+
+    @commits.setter
+    def commits(self, value: dict[int, FileStatus]) -> None:
+        self._commits = value
+
+    @property
+    def checkpoints(self) -> list[CheckpointInstance]:
+        return self.complete()._checkpoints
+
+    @checkpoints.setter
+    def checkpoints(self, value: list[CheckpointInstance]) -> None:
+        self._checkpoints = value
+
+    @property
+    def crcs(self) -> dict[int, FileStatus]:
+        return self.complete()._crcs
+
+    @crcs.setter
+    def crcs(self, value: dict[int, FileStatus]) -> None:
+        self._crcs = value
+
+    @property
+    def compactions(self) -> list[tuple[LogFile, FileStatus]]:
+        return self.complete()._compactions
+
+    @compactions.setter
+    def compactions(self, value: list[tuple[LogFile, FileStatus]]) -> None:
+        self._compactions = value
+
+    @property
+    def unknown(self) -> list[FileStatus]:
+        return self.complete()._unknown
+
+    @unknown.setter
+    def unknown(self, value: list[FileStatus]) -> None:
+        self._unknown = value
+
+    # --- partial listings ---------------------------------------------------------------------------
+
+    @property
+    def is_partial(self) -> bool:
+        """Whether only the tail from :attr:`listed_from` on was listed."""
+        return self.listed_from is not None
+
+    def complete(self) -> "LogListing":
+        """This listing, made whole in place when it is partial: the files whose names sort
+        before :attr:`listed_from`'s 20 digits are listed and added (the listed tail is kept as
+        it was, so that every answer comes from one view of it). Returns ``self``."""
+        if self.listed_from is not None:
+            _complete_in_place(self)
+        return self
+
+    def _covers(self, version: int) -> bool:
+        """Whether every file of ``version`` and later is in this listing (always, once whole)."""
+        return self.listed_from is None or version >= self.listed_from
+
+    # --- exact on a partial listing too -----------------------------------------------------------
+
     @property
     def latest_commit_version(self) -> int | None:
-        versions = self.commit_versions()
+        versions = self._version_runs()[0]
+        if not versions and self.listed_from is not None:
+            versions = self.complete()._version_runs()[0]  # no commit in the tail: they are older
         return versions[-1] if versions else None
+
+    @property
+    def latest_checkpoint_version(self) -> int | None:
+        """The newest complete checkpoint's version (None without one). On a partial listing it
+        is in the tail: the hinted checkpoint there is complete (:func:`list_log`)."""
+        found = [c.version for c in self._checkpoints if c.complete]
+        if not found and self.listed_from is not None:
+            found = [c.version for c in self.complete()._checkpoints if c.complete]
+        return max(found) if found else None
+
+    def commit_status(self, version: int) -> FileStatus | None:
+        """The commit file of ``version``, None when there is none."""
+        return (self._commits if self._covers(version) else self.commits).get(version)
+
+    def crc_status(self, version: int) -> FileStatus | None:
+        """The ``.crc`` file of ``version``, None when there is none."""
+        return (self._crcs if self._covers(version) else self.crcs).get(version)
+
+    def has_commits(self, first: int, last: int) -> bool:
+        """Whether the commits ``first .. last`` all exist (True for an empty range)."""
+        if first > last:
+            return True
+        if not self._covers(first):
+            self.complete()
+        if last not in self._commits:
+            return False
+        versions, starts = self._version_runs()
+        return starts[bisect.bisect_left(versions, last)] <= first
 
     # --- contiguity, from the versions present (never by enumerating a range) -------------------
 
     def _version_runs(self) -> tuple[list[int], list[int]]:
-        if self._runs is None or self._runs[0] != len(self.commits):
-            versions = sorted(self.commits)
+        if self._runs is None or self._runs[0] != len(self._commits):
+            versions = sorted(self._commits)
             starts: list[int] = []
             previous = None
             for v in versions:
                 starts.append(starts[-1] if previous is not None and v == previous + 1 else v)
                 previous = v
-            self._runs = (len(self.commits), versions, starts)
+            self._runs = (len(self._commits), versions, starts)
         return self._runs[1], self._runs[2]
 
     def commit_versions(self) -> list[int]:
         """The versions of the commit files, ascending (do not modify)."""
-        return self._version_runs()[0]
+        return self.complete()._version_runs()[0]
 
     def contiguous_start(self, version: int) -> int:
         """The smallest ``s`` such that the commits ``s .. version`` all exist; ``version + 1``
-        when commit ``version`` itself does not."""
+        when commit ``version`` itself does not. (On a partial listing: use :meth:`has_commits`
+        where the question is whether a range from the listed versions is contiguous.)"""
         if version not in self.commits:
             return version + 1
         versions, starts = self._version_runs()
@@ -113,14 +230,16 @@ class LogListing:
 
     def commits_between(self, first: int, last: int) -> tuple[FileStatus, ...]:
         """The commits ``first .. last`` that exist, ascending."""
-        versions = self.commit_versions()
+        if not self._covers(first):
+            self.complete()
+        versions = self._version_runs()[0]
         lo, hi = bisect.bisect_left(versions, first), bisect.bisect_right(versions, last)
-        return tuple(self.commits[v] for v in versions[lo:hi])
+        return tuple(self._commits[v] for v in versions[lo:hi])
 
     def missing_ranges(self, up_to: int, limit: int = 10) -> list[tuple[int, int, FileStatus | None]]:
         """The first ``limit`` gaps among the commits ``<= up_to``, from the oldest commit present
         (or 0): ``(first missing, last missing, the commit file just after the gap or None)``."""
-        versions = self.commit_versions()
+        versions = self.commit_versions()  # the whole log: a gap may lie before listed_from
         hi = bisect.bisect_right(versions, up_to)
         out: list[tuple[int, int, FileStatus | None]] = []
         expected = versions[0] if hi else 0
@@ -134,9 +253,15 @@ class LogListing:
             out.append((expected, up_to, None))
         return out[:limit]
 
-    def complete_checkpoints(self, at_most: int | None = None) -> list[CheckpointInstance]:
-        """Complete checkpoints, newest first, one or more per version (hint-preferred first)."""
-        found = [c for c in self.checkpoints if c.complete and (at_most is None or c.version <= at_most)]
+    def complete_checkpoints(self, at_most: int | None = None, *,
+                             listed_only: bool = False) -> list[CheckpointInstance]:
+        """Complete checkpoints, newest first, one or more per version (hint-preferred first).
+
+        ``listed_only``: those among the listed files, without completing a partial listing (a
+        caller that takes the newest one that serves, and asks the whole listing when none
+        does)."""
+        pool = self._checkpoints if listed_only else self.checkpoints
+        found = [c for c in pool if c.complete and (at_most is None or c.version <= at_most)]
         hint_version = (self.last_checkpoint or {}).get("version")
         kind_rank = {"classic": 0, "v2": 1, "multipart": 2}
 
@@ -163,15 +288,27 @@ class LogListing:
 
 
 def list_log(storage: Storage, table: str | None = None, previous: LogListing | None = None, *,
-             stat_known: bool = True, tail_only: bool = True) -> LogListing:
+             stat_known: bool = True, tail_only: bool = True, from_hint: bool = False) -> LogListing:
     """List ``_delta_log``; raise a named error when there is no table or no log.
 
     With ``previous`` (an earlier listing of the same log), the listing is updated from it (see
     the module docstring); ``stat_known=False`` leaves the statuses of known files alone and,
-    with ``tail_only`` (where listings return statuses), lists only the log's tail."""
+    with ``tail_only`` (where listings return statuses), lists only the log's tail. An update
+    of a partial listing stays partial unless the whole directory was read.
+
+    ``from_hint`` (without ``previous``): list from the checkpoint ``_last_checkpoint`` names,
+    when it is there and complete (a partial listing, see the module docstring); else the
+    whole log."""
     table = table or storage.root
-    new_entries, removed = _scan(storage, table, previous, stat_known, tail_only)
-    return _updated(storage, table, previous, new_entries, removed)
+    if previous is None and from_hint:
+        found = _scan_from_hint(storage, table)
+        if found is not None:
+            entries, hint = found
+            return _updated(storage, table, None, entries, [], listed_from=hint["version"],
+                            last_checkpoint=hint)
+    new_entries, removed, whole = _scan(storage, table, previous, stat_known, tail_only)
+    listed_from = None if whole or previous is None else previous.listed_from
+    return _updated(storage, table, previous, new_entries, removed, listed_from=listed_from)
 
 
 def with_files_written(storage: Storage, table: str, previous: LogListing,
@@ -180,13 +317,17 @@ def with_files_written(storage: Storage, table: str, previous: LogListing,
     the files of a checkpoint): what a listing would add for them, without reading the
     directory."""
     new_entries = dict(e for e in map(_entry, statuses) if e is not None)
-    return _updated(storage, table, previous, new_entries, [])
+    return _updated(storage, table, previous, new_entries, [], listed_from=previous.listed_from)
 
 
 def _updated(storage: Storage, table: str, previous: LogListing | None,
-             new_entries: dict[str, tuple[LogFile | None, FileStatus]], removed: list[str]) -> LogListing:
-    """The listing of ``previous`` with ``new_entries`` (new or changed) and without ``removed``."""
-    listing = LogListing()
+             new_entries: dict[str, tuple[LogFile | None, FileStatus]], removed: list[str], *,
+             listed_from: int | None, last_checkpoint: dict[str, Any] | None = None) -> LogListing:
+    """The listing of ``previous`` with ``new_entries`` (new or changed) and without ``removed``;
+    partial from ``listed_from`` on (None: whole). ``last_checkpoint``: the hint when already
+    read (else it is read)."""
+    listing = LogListing(listed_from=listed_from,
+                         _source=(storage, table) if listed_from is not None else None)
     parts: dict[tuple[int, int], list[tuple[int, FileStatus]]] = {}
     stray: list[FileStatus] = []
     empty: set[str] = set()
@@ -195,24 +336,24 @@ def _updated(storage: Storage, table: str, previous: LogListing | None,
         # Start from the previous listing's commits and checksums (the bulk of the log): only
         # what changed is applied; the other kinds are few and rebuilt below.
         merged = dict(previous._entries)
-        listing.commits = dict(previous.commits)
-        listing.crcs = dict(previous.crcs)
+        listing._commits = dict(previous._commits)
+        listing._crcs = dict(previous._crcs)
         gone = set(removed)
         empty = previous._empty - gone
-        if not removed and previous._runs is not None and previous._runs[0] == len(previous.commits):
+        if not removed and previous._runs is not None and previous._runs[0] == len(previous._commits):
             appended = []
         for name in removed:
             lf, _ = merged.pop(name)
             if lf is not None and lf.kind == "commit":
-                listing.commits.pop(lf.version, None)  # type: ignore[arg-type]
+                listing._commits.pop(lf.version, None)  # type: ignore[arg-type]
             elif lf is not None and lf.kind == "crc":
-                listing.crcs.pop(lf.version, None)  # type: ignore[arg-type]
+                listing._crcs.pop(lf.version, None)  # type: ignore[arg-type]
         merged.update(new_entries)
         others = {name: e for name, e in previous._others.items() if name not in gone}
     else:
         merged = new_entries
         others = {}
-    commits, crcs = listing.commits, listing.crcs
+    commits, crcs = listing._commits, listing._crcs
     for name, entry in new_entries.items():
         lf, status = entry
         kind = lf.kind if lf is not None else None
@@ -234,23 +375,23 @@ def _updated(storage: Storage, table: str, previous: LogListing | None,
             others[name] = entry
     for name, (lf, status) in others.items():
         if lf is None:
-            listing.unknown.append(status)
+            listing._unknown.append(status)
         elif lf.version is not None and lf.version > MAX_VERSION:
             stray.append(status)
         elif lf.kind == "compacted":
-            listing.compactions.append((lf, status))
+            listing._compactions.append((lf, status))
         elif lf.kind == "checkpoint":
             if status.size == 0:
                 # A zero-byte checkpoint is an interrupted write by a non-atomic writer; Spark
                 # ignores it too.
-                listing.unknown.append(status)
+                listing._unknown.append(status)
             elif lf.checkpoint_kind == "multipart":
                 assert lf.num_parts is not None and lf.part is not None
                 parts.setdefault((lf.version, lf.num_parts), []).append((lf.part, status))  # type: ignore[arg-type]
             else:
-                listing.checkpoints.append(CheckpointInstance(lf.version, lf.checkpoint_kind, (status,)))  # type: ignore[arg-type]
+                listing._checkpoints.append(CheckpointInstance(lf.version, lf.checkpoint_kind, (status,)))  # type: ignore[arg-type]
         else:
-            listing.unknown.append(status)
+            listing._unknown.append(status)
     if stray:
         # Versions are longs (PROTOCOL.md "Delta Log Entries"); no table reaches these, and
         # taking them as the latest version would make every range over versions unbounded.
@@ -262,18 +403,18 @@ def _updated(storage: Storage, table: str, previous: LogListing | None,
             params={"strayFiles": [s.path for s in stray[:10]]})
     for (version, num_parts), items in parts.items():
         items.sort(key=lambda t: t[0])
-        listing.checkpoints.append(CheckpointInstance(
+        listing._checkpoints.append(CheckpointInstance(
             version, "multipart", tuple(s for _, s in items), num_parts=num_parts))
-    listing.checkpoints.sort(key=lambda c: (c.version, c.kind))
-    listing.unknown.sort(key=lambda s: s.path)
-    listing.compactions.sort(key=lambda c: c[1].path)
+    listing._checkpoints.sort(key=lambda c: (c.version, c.kind))
+    listing._unknown.sort(key=lambda s: s.path)
+    listing._compactions.sort(key=lambda c: c[1].path)
     listing._entries = merged
     listing._others = others
     listing._empty = empty
     if appended is not None and previous is not None and previous._runs is not None:
         listing._runs = _extend_runs(previous._runs, sorted(appended))
-    listing.last_checkpoint = read_last_checkpoint(storage)
-    if not listing.commits and not any(c.complete for c in listing.checkpoints):
+    listing.last_checkpoint = last_checkpoint if last_checkpoint is not None else read_last_checkpoint(storage)
+    if not listing._commits and not any(c.complete for c in listing._checkpoints):
         raise NotADeltaTableError(
             f"{table} is not a Delta table: _delta_log holds no commit and no checkpoint",
             table=table)
@@ -304,17 +445,20 @@ def _entry(status: FileStatus) -> tuple[str, tuple[LogFile | None, FileStatus]] 
 
 
 def _scan(storage: Storage, table: str, previous: LogListing | None, stat_known: bool,
-          tail_only: bool = True) -> tuple[dict[str, tuple[LogFile | None, FileStatus]], list[str]]:
+          tail_only: bool = True) -> tuple[dict[str, tuple[LogFile | None, FileStatus]], list[str], bool]:
     """The entries of ``_delta_log`` that are new or changed since ``previous`` (all of them
-    without it), and the names of the previous entries that are gone. Names already known are
-    not parsed again; with ``stat_known`` False (local storage) they are not even stat'ed."""
+    without it), the names of the previous entries that are gone, and whether the whole
+    directory was read (else only what ``previous`` covers). Names already known are not parsed
+    again; with ``stat_known`` False (local storage) they are not even stat'ed."""
     known = previous._entries if previous is not None else {}
     if not stat_known and known:
-        if storage.lists_names_cheaply:
-            return _scan_names(storage, table, previous)  # type: ignore[arg-type]
+        # (a partial listing asked to be made whole is listed whole below)
+        if storage.lists_names_cheaply and (tail_only or previous.listed_from is None):  # type: ignore[union-attr]
+            whole = previous.listed_from is None  # type: ignore[union-attr]
+            return (*_scan_names(storage, table, previous), whole)  # type: ignore[arg-type]
         tail = _scan_tail(storage, table, previous) if tail_only else None  # type: ignore[arg-type]
         if tail is not None:
-            return tail
+            return (*tail, False)
     try:
         statuses = storage.list_dir(LOG_DIR)
     except NotADirectoryError:
@@ -327,7 +471,7 @@ def _scan(storage: Storage, table: str, previous: LogListing | None, stat_known:
             name = status.path.rsplit("/", 1)[-1]
             if name[:1] not in (".", "_"):  # hidden checksum files, _last_checkpoint, _commits
                 found[name] = (parse_log_file(name), status)
-        return found, []
+        return found, [], True
     changed: dict[str, tuple[LogFile | None, FileStatus]] = {}
     seen = set()
     for status in statuses:
@@ -342,7 +486,75 @@ def _scan(storage: Storage, table: str, previous: LogListing | None, stat_known:
         if entry[1] != status:  # size or modification time changed
             changed[name] = (entry[0], status)
     removed = list(known.keys() - seen)
-    return changed, removed
+    return changed, removed, True
+
+
+def _scan_from_hint(storage: Storage, table: str
+                    ) -> tuple[dict[str, tuple[LogFile | None, FileStatus]], dict[str, Any]] | None:
+    """The entries of ``_delta_log`` from the checkpoint ``_last_checkpoint`` names on (version
+    ``C``: every name that sorts at or after ``C``'s 20 digits - its checkpoint, its commit and
+    ``.crc``, everything later), and the hint; None - list the whole log - when there is no
+    usable hint, or no complete checkpoint at ``C`` among them (PROTOCOL.md "Last Checkpoint
+    File": the hint may be stale, the listing decides).
+
+    One listing from the version before ``C`` (``list_dir(start_after=<C-1 as 20 digits>)``:
+    S3 ``start-after``, the list offset of Azure and GCS; on a local directory only the names
+    kept are stat'ed); the few files of ``C - 1`` it also returns are dropped."""
+    try:
+        hint = read_last_checkpoint(storage)
+    except OSError:  # e.g. the table is a file: the whole listing names the problem
+        return None
+    if hint is None:
+        return None
+    version = hint["version"]
+    if version == 0 or version > MAX_VERSION:
+        return None  # nothing to skip / not a version: the whole listing decides
+    try:
+        statuses = storage.list_dir(LOG_DIR, start_after=f"{version - 1:020d}")
+    except NotADirectoryError:
+        return None
+    anchor = f"{version:020d}"
+    found: dict[str, tuple[LogFile | None, FileStatus]] = {}
+    for status in statuses:
+        name = status.path.rsplit("/", 1)[-1]
+        if name >= anchor and name[:1] not in (".", "_"):
+            found[name] = (parse_log_file(name), status)
+    if not _has_complete_checkpoint(found.values(), version):
+        return None
+    return found, hint
+
+
+def _has_complete_checkpoint(entries: Any, version: int) -> bool:
+    """Whether ``entries`` hold a complete, non-empty checkpoint of ``version``: a single-file
+    (classic or V2) one, or every part of a multi-part one (as :func:`_updated` decides)."""
+    parts: dict[int, set[int]] = {}
+    for lf, status in entries:
+        if lf is None or lf.kind != "checkpoint" or lf.version != version or status.size == 0:
+            continue
+        if lf.checkpoint_kind != "multipart":
+            return True
+        parts.setdefault(lf.num_parts, set()).add(lf.part)  # type: ignore[arg-type]
+    return any(len(found) == num_parts for num_parts, found in parts.items())
+
+
+def _complete_in_place(listing: LogListing) -> None:
+    """:meth:`LogListing.complete`: the whole directory is listed; the names before
+    ``listed_from``'s 20 digits are added to the listing, the tail stays as listed."""
+    assert listing.listed_from is not None and listing._source is not None
+    storage, table = listing._source
+    anchor = f"{listing.listed_from:020d}"
+    try:
+        statuses = storage.list_dir(LOG_DIR)
+    except NotADirectoryError:
+        _no_log(storage, table, "its _delta_log is a file, not a directory")
+    head: dict[str, tuple[LogFile | None, FileStatus]] = {}
+    for status in statuses:
+        name = status.path.rsplit("/", 1)[-1]
+        if name < anchor and name[:1] not in (".", "_"):
+            head[name] = (parse_log_file(name), status)
+    whole = _updated(storage, table, listing, head, [], listed_from=None,
+                     last_checkpoint=listing.last_checkpoint)
+    listing.__dict__.update(whole.__dict__)
 
 
 def _scan_tail(storage: Storage, table: str, previous: LogListing
@@ -403,6 +615,10 @@ def _scan_names(storage: Storage, table: str, previous: LogListing
         _no_log(storage, table, "its _delta_log is a file, not a directory")
     if not present and not storage.exists(LOG_DIR):
         _no_log(storage, table, "it has no _delta_log directory")
+    if previous.listed_from is not None:
+        # a partial listing is updated as one: only the names it covers
+        anchor = f"{previous.listed_from:020d}"
+        present = {n for n in present if n >= anchor}
     known = previous._entries
     removed = list(known.keys() - present)
     new = [n for n in present - known.keys() if not n.startswith((".", "_"))]

@@ -434,7 +434,7 @@ def _checkpoint_readable(log: DeltaLog, listing: LogListing, version: int) -> bo
 
 
 def _gather_inputs(log: DeltaLog, protected: bool, boundary: int) -> CleanupInputs:
-    listing = log.listing()
+    listing = log.full_listing()  # rules (a)-(d) need every commit and checkpoint
     staged = []
     for status in log.storage.list_dir(STAGED_COMMITS_DIR):
         lf = classify(status.path)
@@ -571,7 +571,7 @@ def history_truncated_before(log: DeltaLog, boundary: int) -> bool:
     (``refresh()`` it first if it may be stale)."""
     if boundary <= 0:
         return True
-    listing = log.listing()
+    listing = log.full_listing()  # the commits before the boundary, if any
     reliable = _earliest_reliable_checkpoint(listing, log.latest_version())
     if reliable is None or reliable < boundary:
         return False
@@ -589,7 +589,7 @@ def earliest_truncation_time_ms(log: DeltaLog, boundary: int, retention_ms: int,
     when no complete checkpoint ``>= boundary`` exists.
     """
     unit = _granularity_ms(granularity)
-    listing = log.listing()
+    listing = log.full_listing()  # what lies below the boundary, and the commit times
     below = (any(v < boundary for v in listing.commits) or any(v < boundary for v in listing.crcs)
              or any(ck.version < boundary for ck in listing.checkpoints))
     if not below:

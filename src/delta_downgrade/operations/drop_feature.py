@@ -297,7 +297,7 @@ def _wait_time_after(run: DropRun, version: int) -> str:
     past it, since the cutoff is truncated to the minute)."""
     snapshot = run.latest()
     retention = TableConfig(snapshot.metadata.configuration).truncate_history_retention_ms
-    status = run.log.listing().commits.get(version)
+    status = run.log.listing().commit_status(version)
     written = status.modification_time_ms if status is not None else run.clock.now_ms()
     return to_utc_iso(((written + retention) // MINUTE_MS + 1) * MINUTE_MS)
 
@@ -365,7 +365,7 @@ def history_uses_feature(log: DeltaLog, behaviour: RemovableFeature) -> bool:
         return True
     if behaviour.checkpoint_uses_feature(base.segment.checkpoint):
         return True
-    listing = log.listing()
+    listing = log.full_listing()  # every retained commit
     from delta_downgrade.log.snapshot import read_commit_actions
 
     for version in sorted(listing.commits):

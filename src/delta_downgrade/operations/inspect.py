@@ -101,10 +101,13 @@ def inspect_table(location: str, version: int | None = None, *, history: bool = 
                   storage_options: Mapping[str, str] | None = None) -> TableReport:
     """Inspect ``location`` at ``version`` (latest by default)."""
     log = DeltaLog(location, storage_options=storage_options)
+    # The report names the earliest version, every checkpoint and the unknown log files: one
+    # listing of the whole log, not one from the hinted checkpoint completed afterwards.
+    log.refresh(whole_log=True)
     snapshot = log.snapshot(version, check_read=True)
     protocol = snapshot.protocol
     metadata = snapshot.metadata
-    listing = log.listing()
+    listing = log.full_listing()
 
     specs = {name: get_feature(name) for name in sorted(protocol.features)}
     traces: dict[str, list[str]] = {}

@@ -102,9 +102,9 @@ class CountingStorage(LocalStorage):
         self.stats[rel_path] += 1
         return super().status(rel_path)
 
-    def list_dir(self, rel_dir: str) -> list[FileStatus]:
+    def list_dir(self, rel_dir: str, *, start_after: str | None = None) -> list[FileStatus]:
         self.listings += 1
-        return super().list_dir(rel_dir)
+        return super().list_dir(rel_dir, start_after=start_after)
 
     def reset(self) -> None:
         self.reads.clear()
