@@ -12,7 +12,6 @@ from delta_downgrade.errors import (
     VersionsNotContiguousError,
 )
 from delta_downgrade.log.files import commit_path, parse_log_file
-from delta_downgrade.log.last_checkpoint import read_last_checkpoint
 from delta_downgrade.log.listing import CheckpointInstance, LogListing, list_log, with_files_written
 from delta_downgrade.log.segment import LogSegment
 from delta_downgrade.log.snapshot import BOUNDARY_PROPERTY, Snapshot
@@ -130,14 +129,14 @@ class DeltaLog:
         changes a version's content (PROTOCOL.md "Creation of New Log Entries"): an older
         checkpoint gives the same state, and a commit is found by the check above. An operation
         that decides from the whole directory (cleanup, vacuum, truncate) calls
-        :meth:`refresh`."""
+        :meth:`refresh`. (Nor is ``_last_checkpoint`` read again: this log's own checkpoints
+        update it in the listing through :meth:`note_written`.)"""
         listing = self._listing
         if listing is None:
             return self
         latest = listing.latest_commit_version
         if latest is None or self.storage.exists(commit_path(latest + 1)):
             return self.refresh()
-        listing.last_checkpoint = read_last_checkpoint(self.storage)
         return self
 
     def note_written(self, paths: Sequence[str]) -> None:

@@ -315,9 +315,12 @@ def with_files_written(storage: Storage, table: str, previous: LogListing,
                        statuses: list[FileStatus]) -> LogListing:
     """``previous`` with files this process has just written (``statuses``: a commit it created,
     the files of a checkpoint): what a listing would add for them, without reading the
-    directory."""
+    directory. ``_last_checkpoint`` is read again only after a checkpoint (a commit does not
+    change it): on an object store every read is a round trip."""
     new_entries = dict(e for e in map(_entry, statuses) if e is not None)
-    return _updated(storage, table, previous, new_entries, [], listed_from=previous.listed_from)
+    wrote_checkpoint = any(lf is not None and lf.kind == "checkpoint" for lf, _ in new_entries.values())
+    return _updated(storage, table, previous, new_entries, [], listed_from=previous.listed_from,
+                    last_checkpoint=None if wrote_checkpoint else previous.last_checkpoint)
 
 
 def _updated(storage: Storage, table: str, previous: LogListing | None,

@@ -19,7 +19,9 @@ from __future__ import annotations
 import os
 import re
 import tempfile
+import threading
 import time
+from collections import OrderedDict
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
@@ -83,6 +85,13 @@ _CONDITIONAL_CONFLICT = ("ConditionalRequestConflict", "409 Conflict")
 _CONFLICT_RETRIES = 5
 
 
+#: A commit file of the log: written once and never changed (PROTOCOL.md "Delta Log Entries"),
+#: so its bytes can be kept for this process's later reads: an operation reads the newest commits
+#: once for the protocol and metadata and again in the replay, and reads back the commits it wrote
+#: itself - each a round trip on an object store. Bounded: :data:`COMMIT_CACHE_BYTES`.
+_COMMIT_FILE = re.compile(r"(?:^|/)_delta_log/\d{20}\.json$")
+COMMIT_CACHE_BYTES = 64 << 20
+
 _ENDPOINT_OPTION = {"s3": "AWS_ENDPOINT_URL", "azure": "AZURE_STORAGE_ENDPOINT",
                     "gcs": "GOOGLE_SERVICE_ACCOUNT_KEY gcs_base_url"}
 _STATUS_RE = re.compile(r"(?:status code: |HTTP status )(\d{3})")
@@ -121,6 +130,9 @@ class ObjectStoreStorage:
         self._store = store
         self._options = dict(options or {})
         self._atomic: bool | None = None
+        self._commit_cache: OrderedDict[str, bytes] = OrderedDict()
+        self._commit_cache_bytes = 0
+        self._commit_cache_lock = threading.Lock()
         #: Why :attr:`atomic_put_if_absent` is False (for the writer's error), else None.
         self.not_atomic_reason: str | None = None
 
@@ -372,11 +384,41 @@ class ObjectStoreStorage:
     def read_bytes(self, rel_path: str) -> bytes:
         import obstore
 
+        commit = _COMMIT_FILE.search(rel_path) is not None
+        if commit:
+            with self._commit_cache_lock:
+                cached = self._commit_cache.get(rel_path)
+                if cached is not None:
+                    self._commit_cache.move_to_end(rel_path)
+                    return cached
         with self._mapped(f"reading {rel_path}"):
             try:
-                return bytes(obstore.get(self._store, rel_path).bytes())
+                data = bytes(obstore.get(self._store, rel_path).bytes())
             except FileNotFoundError:
                 raise FileNotFoundError(f"{self.uri(rel_path)} does not exist") from None
+        if commit:
+            self._keep_commit(rel_path, data)
+        return data
+
+    def _keep_commit(self, rel_path: str, data: bytes) -> None:
+        """Keep a commit file's bytes (least recently used ones leave first)."""
+        if len(data) > COMMIT_CACHE_BYTES // 8:
+            return
+        with self._commit_cache_lock:
+            previous = self._commit_cache.pop(rel_path, None)
+            if previous is not None:
+                self._commit_cache_bytes -= len(previous)
+            self._commit_cache[rel_path] = data
+            self._commit_cache_bytes += len(data)
+            while self._commit_cache_bytes > COMMIT_CACHE_BYTES:
+                _, dropped = self._commit_cache.popitem(last=False)
+                self._commit_cache_bytes -= len(dropped)
+
+    def _forget_commit(self, rel_path: str) -> None:
+        with self._commit_cache_lock:
+            dropped = self._commit_cache.pop(rel_path, None)
+            if dropped is not None:
+                self._commit_cache_bytes -= len(dropped)
 
     def read_range(self, rel_path: str, start: int, length: int) -> bytes:
         import obstore
@@ -427,6 +469,8 @@ class ObjectStoreStorage:
             for attempt in range(_CONFLICT_RETRIES + 1):
                 try:
                     obstore.put(self._store, rel_path, data, mode="create")
+                    if _COMMIT_FILE.search(rel_path):
+                        self._keep_commit(rel_path, bytes(data))
                     return
                 except (ex.AlreadyExistsError, ex.PreconditionError, FileExistsError):
                     raise CommitFileExistsError(f"{rel_path} already exists: another writer "
@@ -444,6 +488,7 @@ class ObjectStoreStorage:
         new content), so no temporary object and rename are needed."""
         import obstore
 
+        self._forget_commit(rel_path)
         with self._mapped(f"writing {rel_path}", write=True):
             obstore.put(self._store, rel_path, data, mode="overwrite")
 
@@ -471,6 +516,7 @@ class ObjectStoreStorage:
         key with success, so there a HEAD tells first."""
         import obstore
 
+        self._forget_commit(rel_path)
         with self._mapped(f"deleting {rel_path}", write=True):
             if self.kind == "s3" and self._head(rel_path) is None:
                 return False

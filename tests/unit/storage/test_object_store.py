@@ -386,3 +386,30 @@ def test_file_uri_through_object_store_when_asked(tmp_path):
         f"{LOG}/_last_checkpoint"]
     assert storage.delete(f"{LOG}/_last_checkpoint") is True
     assert storage.delete(f"{LOG}/_last_checkpoint") is False
+
+
+# --- commit files kept for later reads -------------------------------------------------------------
+
+def test_commit_files_are_kept_after_a_read_or_a_write_and_forgotten_on_delete(writable):
+    """A commit is written once and never changed (PROTOCOL.md "Delta Log Entries"): its bytes
+    are served again without a request. To see that, the object is replaced behind the storage's
+    back (what no Delta writer does): the storage still returns what it read or wrote; a file
+    that may change (``_last_checkpoint``) is read again; a delete forgets the commit."""
+    import obstore
+
+    storage, endpoint = writable
+    commit = "_delta_log/00000000000000000000.json"
+    storage.put_if_absent(commit, b'{"commitInfo":{}}\n')
+    storage.write_atomic("_delta_log/_last_checkpoint", b'{"version":0,"size":1}')
+    raw = endpoint.store("tbl")
+    obstore.put(raw, commit, b"replaced behind our back\n")
+    obstore.put(raw, "_delta_log/_last_checkpoint", b'{"version":1,"size":1}')
+    assert storage.read_bytes(commit) == b'{"commitInfo":{}}\n'
+    assert storage.read_bytes("_delta_log/_last_checkpoint") == b'{"version":1,"size":1}'
+    assert storage.delete(commit)
+    with pytest.raises(FileNotFoundError):
+        storage.read_bytes(commit)
+    obstore.put(raw, "_delta_log/00000000000000000001.json", b"first\n")
+    assert storage.read_bytes("_delta_log/00000000000000000001.json") == b"first\n"
+    obstore.put(raw, "_delta_log/00000000000000000001.json", b"second\n")
+    assert storage.read_bytes("_delta_log/00000000000000000001.json") == b"first\n"
