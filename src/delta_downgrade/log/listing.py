@@ -475,6 +475,15 @@ def _scan(storage: Storage, table: str, previous: LogListing | None, stat_known:
             if name[:1] not in (".", "_"):  # hidden checksum files, _last_checkpoint, _commits
                 found[name] = (parse_log_file(name), status)
         return found, [], True
+    changed, seen = _compared(statuses, known)
+    removed = list(known.keys() - seen)
+    return changed, removed, True
+
+
+def _compared(statuses: list[FileStatus], known: dict[str, tuple[LogFile | None, FileStatus]]
+              ) -> tuple[dict[str, tuple[LogFile | None, FileStatus]], set[str]]:
+    """The entries among ``statuses`` that are new or changed (size or modification time) against
+    ``known``, and the names of the known ones listed again."""
     changed: dict[str, tuple[LogFile | None, FileStatus]] = {}
     seen = set()
     for status in statuses:
@@ -486,10 +495,9 @@ def _scan(storage: Storage, table: str, previous: LogListing | None, stat_known:
                 changed[new[0]] = new[1]
             continue
         seen.add(name)
-        if entry[1] != status:  # size or modification time changed
+        if entry[1] != status:
             changed[name] = (entry[0], status)
-    removed = list(known.keys() - seen)
-    return changed, removed, True
+    return changed, seen
 
 
 def _scan_from_hint(storage: Storage, table: str
@@ -586,19 +594,7 @@ def _scan_tail(storage: Storage, table: str, previous: LogListing
         _no_log(storage, table, "its _delta_log is a file, not a directory")
     latest_name = f"{anchor}.json"
     known = previous._entries
-    changed: dict[str, tuple[LogFile | None, FileStatus]] = {}
-    seen = set()
-    for status in statuses:
-        name = status.path.rsplit("/", 1)[-1]
-        entry = known.get(name)
-        if entry is None:
-            new = _entry(status)
-            if new is not None:
-                changed[new[0]] = new[1]
-            continue
-        seen.add(name)
-        if entry[1] != status:  # size or modification time changed
-            changed[name] = (entry[0], status)
+    changed, seen = _compared(statuses, known)
     if latest_name not in seen:
         return None
     removed = [name for name in known if name > anchor and name not in seen]

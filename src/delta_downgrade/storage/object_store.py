@@ -557,6 +557,16 @@ class ObjectStoreStorage:
     def atomic_put_if_absent(self, value: bool) -> None:
         self._atomic = bool(value)
 
+    def _rejects_conditional_writes(self, exc: BaseException, endpoint: str) -> str | None:
+        """Why ``exc`` (a conditional create that failed) means the endpoint does not do
+        conditional writes at all (501, NotImplemented), or None: another failure, raised."""
+        ex = _exceptions()
+        if self._typed(exc, "probing conditional writes", write=True) is None and (
+                isinstance(exc, ex.NotSupportedError) or any(m in str(exc) for m in _NOT_SUPPORTED)):
+            return (f"{endpoint} rejects conditional writes (If-None-Match: *): "
+                    f"{redact_text(_first_line(exc), self._options)}")
+        return None
+
     def _probe_conditional_create(self) -> tuple[bool, str | None]:
         import obstore
 
@@ -569,24 +579,20 @@ class ObjectStoreStorage:
             try:
                 obstore.put(self._store, probe, b"probe", mode="create")
             except Exception as exc:
-                if self._typed(exc, "probing conditional writes", write=True) is None and (
-                        isinstance(exc, ex.NotSupportedError)
-                        or any(m in str(exc) for m in _NOT_SUPPORTED)):
-                    return False, (f"{endpoint} rejects conditional writes (If-None-Match: *): "
-                                   f"{redact_text(str(exc).split(chr(10), 1)[0], self._options)}")
-                raise
+                rejected = self._rejects_conditional_writes(exc, endpoint)
+                if rejected is None:
+                    raise
+                return False, rejected
             try:
                 try:
                     obstore.put(self._store, probe, b"probe again", mode="create")
                 except (ex.AlreadyExistsError, ex.PreconditionError):
                     return True, None
                 except Exception as exc:
-                    if self._typed(exc, "probing conditional writes", write=True) is None and (
-                            isinstance(exc, ex.NotSupportedError)
-                            or any(m in str(exc) for m in _NOT_SUPPORTED)):
-                        return False, (f"{endpoint} rejects conditional writes: "
-                                       f"{redact_text(str(exc).split(chr(10), 1)[0], self._options)}")
-                    raise
+                    rejected = self._rejects_conditional_writes(exc, endpoint)
+                    if rejected is None:
+                        raise
+                    return False, rejected
                 return False, (f"{endpoint} ignored If-None-Match: a second conditional create "
                                f"of one key succeeded, so concurrent writers could overwrite each "
                                f"other's commits")
@@ -595,6 +601,10 @@ class ObjectStoreStorage:
                     obstore.delete(self._store, probe)
                 except Exception:  # noqa: BLE001 - a leftover probe is a temp file cleanup removes
                     pass
+
+
+def _first_line(exc: BaseException) -> str:
+    return str(exc).split("\n", 1)[0]
 
 
 class _ReadableFile:
