@@ -16,7 +16,9 @@ import pytest
 
 from tests.object_stores import azure_endpoint, azurite_server, s3_endpoint, s3_server  # noqa: F401
 
-GOLDEN = Path(os.environ.get("DELTA_DOWNGRADE_GOLDEN", "/work/shared/golden"))
+# As the golden_root fixture finds them: $DELTA_DOWNGRADE_GOLDEN, else ../shared/golden beside the repository.
+GOLDEN = Path(os.environ.get("DELTA_DOWNGRADE_GOLDEN")
+              or Path(__file__).resolve().parents[3] / "shared" / "golden")
 SECRET = "SeCrEt-Do-Not-Print-7f3a91c2e4b8"
 TIME_LIMIT_S = 10.0
 

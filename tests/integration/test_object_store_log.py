@@ -27,7 +27,9 @@ from delta_downgrade.storage.object_store import ObjectStoreStorage
 
 from tests.object_stores import HeaderStrippingProxy
 
-GOLDEN = Path(os.environ.get("DELTA_DOWNGRADE_GOLDEN", ""))
+# As the golden_root fixture finds them: $DELTA_DOWNGRADE_GOLDEN, else ../shared/golden beside the repository.
+GOLDEN = Path(os.environ.get("DELTA_DOWNGRADE_GOLDEN")
+              or Path(__file__).resolve().parents[3] / "shared" / "golden")
 TABLES = ["classic_checkpoint", "multipart_checkpoint", "v2_checkpoint_parquet_sidecars",
           "dv_partitioned_checkpoint"]
 
