@@ -160,6 +160,15 @@ class FeatureNotPresentError(FeatureDropError):
     sqlstate = "55000"
 
 
+class FeatureNotPresentDidYouMeanError(FeatureDropError):
+    """The feature named is not in the protocol, but its preview (or released) counterpart is
+    (``typeWidening`` on a ``typeWidening-preview`` table): a typo of intent, not a completed
+    drop, so exit 2 and the name to give instead, never ``already_absent``."""
+
+    error_class = "DELTA_FEATURE_DROP_FEATURE_NOT_PRESENT"
+    sqlstate = "55000"
+
+
 class NonRemovableFeatureError(FeatureDropError):
     """A feature Delta cannot drop at all (not a ``RemovableFeature`` in delta-spark)."""
 

@@ -311,3 +311,28 @@ def test_b23_inactive_rw_feature_next_to_row_tracking(tmp_path, truncate):
     drop_feature(path, RW_T, truncate_history=truncate, clock=clock)
     expected = {"rowTracking", "domainMetadata"} | (set() if truncate else {CP})
     assert latest(path).protocol == Protocol(1, 7, None, frozenset(expected))
+
+
+@pytest.mark.parametrize("spelling", [W_T.upper(), W_T.lower(), f"`{W_T.swapcase()}`"])
+def test_a13_a_name_in_another_case_drops_the_present_feature(tmp_path, spelling):
+    """Names resolve case-insensitively (delta-spark's featureNameToFeature): another case of a
+    present feature's name drops that feature; it is never "already absent" while still there."""
+    build(str(tmp_path), tf(1, 7, W_T))
+    code, result, _ = drop(str(tmp_path), spelling)
+    assert (code, result["status"], result["feature"]) == (0, "dropped", W_T)
+    assert W_T not in (result["writer_features"] or [])
+
+
+@pytest.mark.parametrize("present, asked", [("typeWidening-preview", "typeWidening"),
+                                            ("typeWidening", "typeWidening-preview")])
+def test_a14_the_preview_counterpart_of_a_present_feature_is_a_did_you_mean(tmp_path, present, asked):
+    """``typeWidening`` on a ``typeWidening-preview`` table (and back) is not a completed drop:
+    exit 2 naming the feature the table has, nothing written."""
+    build(str(tmp_path), tf(3, 7, present))
+    before = log_snapshot_files(str(tmp_path))
+    code, result, _ = drop(str(tmp_path), asked)
+    assert (code, result["error_class"]) == (2, "DELTA_FEATURE_DROP_FEATURE_NOT_PRESENT")
+    assert result["status"] != "already_absent"
+    assert f"Did you mean {present}?" in result["message"]
+    assert result["params"]["didYouMean"] == present
+    assert log_snapshot_files(str(tmp_path)) == before

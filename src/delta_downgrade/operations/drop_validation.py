@@ -8,7 +8,8 @@ from typing import Mapping
 
 from delta_downgrade.errors import (
     CheckpointProtectionNeedsTruncationError, DependentFeatureError, FeatureDropError,
-    FeatureIsDeltaPropertyError, FeatureNotPresentError, HistoryTruncationNotAllowedError,
+    FeatureIsDeltaPropertyError, FeatureNotPresentDidYouMeanError, FeatureNotPresentError,
+    HistoryTruncationNotAllowedError,
     InvalidProtocolDowngradeError, NonRemovableFeatureError, UnsupportedClientFeatureError,
 )
 from delta_downgrade.log.snapshot import Snapshot
@@ -27,6 +28,13 @@ def clean_feature_name(raw: str) -> str:
     return name
 
 
+def _preview_counterpart(name: str) -> str | None:
+    """``typeWidening`` for ``typeWidening-preview`` and back, when the registry has both: a
+    preview feature and its released one are different features of one capability."""
+    other = name[:-len("-preview")] if name.endswith("-preview") else f"{name}-preview"
+    return other if get_feature(other) is not None else None
+
+
 def _error(kind: type[FeatureDropError], message: str, table: str | None, feature: str,
            **params: object) -> FeatureDropError:
     return kind(message, table=table, feature=feature, params={"feature": feature, **params})
@@ -37,22 +45,31 @@ def validate_drop(protocol: Protocol, raw_name: str, *, truncate_history: bool,
     """Return the feature to drop, or raise the first validation error that applies, in
     delta-spark's order."""
     name = clean_feature_name(raw_name)
-    # 1. Presence is checked case-sensitively against implicit + explicit names, as Spark does.
-    present = name in protocol.features
+    # 1. The name is resolved case-insensitively (delta-spark's featureNameToFeature), and a
+    # present feature is found under that resolution too: `v2checkpoint` drops v2Checkpoint.
+    # (delta-spark's own presence check compares the typed string and so refuses it; answering
+    # "already absent" to a feature the table still has would be worse than either.)
     spec = get_feature(name) or lookup_feature(name)
+    if spec is not None and name not in protocol.features and spec.name in protocol.features:
+        name = spec.name
+    present = name in protocol.features
     # 2. A `delta.*` table property given instead of a feature name.
     if not present and name.lower().startswith("delta.") and is_delta_table_property(name):
         raise _error(FeatureIsDeltaPropertyError,
                      f"'{name}' is a Delta table property, not a table feature. Give the feature's "
                      f"name instead (for example deletionVectors for delta.enableDeletionVectors)",
                      table, name)
-    # 3. Known, but not in the protocol.
+    # 3. Known, but not in the protocol: "already done" - unless its preview (or released)
+    # counterpart is there, which is what the user meant to drop.
     if spec is not None and not present:
-        hint = ""
-        if spec.name in protocol.features and spec.name != name:
-            hint = f" The table has '{spec.name}': feature names are case-sensitive."
+        counterpart = _preview_counterpart(spec.name)
+        if counterpart is not None and counterpart in protocol.features:
+            raise _error(FeatureNotPresentDidYouMeanError,
+                         f"cannot drop {name}: it is not present in the table's protocol {protocol}, "
+                         f"but {counterpart} is. Did you mean {counterpart}? Drop that name",
+                         table, name, didYouMean=counterpart)
         raise _error(FeatureNotPresentError,
-                     f"cannot drop {name}: it is not present in the table's protocol {protocol}.{hint} "
+                     f"cannot drop {name}: it is not present in the table's protocol {protocol}. "
                      + NEXT_STEP_NOT_PRESENT, table, name)
     # 4. Present but not removable.
     if spec is not None and not spec.removable:
