@@ -52,6 +52,11 @@ def run_task(settings_cls: type[TaskSettings], handler: TableHandler, argv: Sequ
     """Load the settings, then run ``handler`` for every table with the task's log lines printed
     (secrets masked); the worst exit code."""
     argv = list(sys.argv[1:] if argv is None else argv)
+    if "--help" in argv or "-h" in argv:
+        from delta_downgrade.app.tasks.settings import task_help
+
+        print(task_help(settings_cls))
+        return EXIT_OK
     try:
         settings = load_settings(settings_cls, argv)
         tables = settings.table_list()

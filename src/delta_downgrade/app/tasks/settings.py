@@ -340,6 +340,46 @@ class TruncateSettings(TaskSettings):
     dry_run: bool = False
 
 
+#: What each setting is, for ``--help`` (the models stay plain: the values are validated there).
+FIELD_HELP: dict[str, str] = {
+    "table": "the table: a path or URI (s3://, az://, abfss://, gs://, file:, hdfs://, ...)",
+    "tables": "several tables: a,b,c or a JSON list",
+    "tables_file": "a file naming one table per line",
+    "parallelism": "how many tables run at once",
+    "engine": "auto | native | delta-sql",
+    "task_values_dir": "where task values are written when not on Databricks",
+    "task_key": "this task's key in the job (its task values)",
+    "config": "a TOML file of these settings (a [<task name>] table applies to this task only)",
+    "storage_options": "the store's credentials and endpoint as a JSON object (deltalake's keys); "
+                       "or repeated --storage_option KEY=VALUE; values are never printed",
+    "feature": "the feature to drop (bare, 'quoted' or `backticked`; any case)",
+    "truncate_history": "drop with TRUNCATE HISTORY (waits for the retention)",
+    "dry_run": "print the plan, write nothing",
+    "expect_absent_feature": "check that this feature is gone from the protocol",
+    "expect_min_reader_version": "check the protocol's reader version",
+    "expect_min_writer_version": "check the protocol's writer version",
+    "expect_boundary_version": "check the checkpoint-protection boundary",
+    "expect_protected_checkpoints": "check that these checkpoint files exist (a,b or a JSON list)",
+}
+
+
+def task_help(cls: type[TaskSettings]) -> str:
+    """``<task> --help``: every setting with its type and default, and where settings come from."""
+    lines = [f"usage: {cls.TASK} --table=TABLE [--NAME=VALUE ...]", "",
+             "Settings (command line --NAME=VALUE; environment "
+             f"{ENV_PREFIX}<NAME>; or the TOML file of --config):"]
+    for name, field in cls.model_fields.items():
+        default = field.get_default(call_default_factory=True)
+        shown = "" if default in (None, {}, []) else f" (default {default})"
+        kind = str(field.annotation).replace("typing.", "").replace(" | None", "")
+        kind = getattr(field.annotation, "__name__", None) if kind.startswith("<class") else kind
+        lines.append(f"  --{name}=<{kind}>{shown}")
+        if name in FIELD_HELP:
+            lines.append(f"      {FIELD_HELP[name]}")
+    lines += ["", "Prints one RESULT line per table; exit 0 done, 2 bad input, 3 wait, 4 conflict, 1 else."]
+    return "\n".join(lines)
+
+
 def load_settings(cls: type[TaskSettings], argv: Sequence[str]) -> TaskSettings:
     """Build ``cls`` from argv, env and the config file; any problem is one BadInputError."""
     cli = parse_cli_args(argv)
