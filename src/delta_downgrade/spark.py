@@ -7,6 +7,8 @@ session.
 Environment variables (local runs only, i.e. when ``DATABRICKS_RUNTIME_VERSION`` is unset):
 
 - ``DELTA_DOWNGRADE_SPARK_MASTER``: the master URL, default ``local[2]``.
+- ``DELTA_DOWNGRADE_SPARK_LOG_LEVEL``: Spark's log level in a session this package starts,
+  default ``ERROR`` (``WARN`` or ``INFO`` to see Spark's own lines again).
 - ``DELTA_DOWNGRADE_DELTA_JARS``: comma-separated Delta jar paths (delta-spark, delta-storage).
   When set, the jars go on ``spark.jars`` and the Delta SQL extension and catalog are configured,
   which enables the ``delta-sql`` engine. The PyPI ``delta-spark`` wheel ships no jars and Maven
@@ -42,6 +44,8 @@ def local_conf() -> dict[str, str]:
         "spark.master": os.environ.get("DELTA_DOWNGRADE_SPARK_MASTER") or DEFAULT_MASTER,
         "spark.sql.shuffle.partitions": "4",
         "spark.ui.enabled": "false",
+        # The user's stderr carries our steps: no `[Stage 0:> ...]` bars between them.
+        "spark.ui.showConsoleProgress": "false",
         "spark.sql.session.timeZone": "UTC",
         "spark.driver.memory": "2g",
     }
@@ -71,10 +75,16 @@ def get_spark(app_name: str = "delta-downgrade") -> SparkSession:
         return active
 
     builder = SparkSession.builder.appName(app_name)
-    if not on_databricks():
-        for key, value in local_conf().items():
-            builder = builder.config(key, value)
-    return builder.getOrCreate()
+    if on_databricks():
+        return builder.getOrCreate()
+    for key, value in local_conf().items():
+        builder = builder.config(key, value)
+    session = builder.getOrCreate()
+    # A session this package started: Spark's own WARN/INFO lines (a window without partitions,
+    # a shuffle spill) are not the user's business; errors still show. A session the caller
+    # started (getActiveSession above) keeps its own log level.
+    session.sparkContext.setLogLevel(os.environ.get("DELTA_DOWNGRADE_SPARK_LOG_LEVEL") or "ERROR")
+    return session
 
 
 def has_delta_sql(spark: SparkSession) -> bool:

@@ -16,6 +16,7 @@ def test_local_conf_defaults(monkeypatch):
     assert conf["spark.master"] == "local[2]"
     assert conf["spark.sql.shuffle.partitions"] == "4"
     assert conf["spark.ui.enabled"] == "false"
+    assert conf["spark.ui.showConsoleProgress"] == "false"
     assert conf["spark.sql.session.timeZone"] == "UTC"
     assert conf["spark.driver.memory"] == "2g"
     assert "spark.jars" not in conf and "spark.sql.extensions" not in conf
