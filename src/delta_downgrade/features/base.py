@@ -171,24 +171,16 @@ def commit_properties(run: DropRun, snapshot: Snapshot, updates: dict[str, str |
                                                         allow_deletion_vectors=allow_deletion_vectors))
 
 
-def rehearse(run: DropRun, rewrite: RewriteFunction) -> None:
-    """Run a data rewrite as a dry run of the same table before the drop's first write.
-    Every rewrite checks what can stop it (unreadable DVs, unsupported tables, invalid column
-    names, unreadable footers …) before its dry-run plan, so a refusal surfaces here, with nothing
-    written, instead of after the drop's first commits."""
-    from delta_downgrade.operations.drop_run import DropRun
-
-    rewrite(DropRun(run.log, run.feature, clock=run.clock, dry_run=True))
-
-
 class DataRewriteFeature(RemovableFeature):
     """A feature whose traces live in the data files: only its Spark rewrite removes them. A table
     that still has traces and no rewrite to run is refused, never half-dropped."""
 
     def preflight(self, run: DropRun, snapshot: Snapshot) -> None:
+        # The rewrite's own refusals (unsupported tables, invalid column names, unreadable
+        # footers …) come from its planning run, which the drop's plan makes before any write.
         traces = self.traces(TraceContext(snapshot))
         if traces:
-            rehearse(run, require_rewrite(run, self.rewrite, "; ".join(traces)))
+            require_rewrite(run, self.rewrite, "; ".join(traces))
 
     def remove_traces(self, run: DropRun) -> bool:
         traces = self.traces(TraceContext(run.latest()))

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import quote
 
 from delta_downgrade.features.base import (
-    RemovableFeature, TraceContext, commit_properties, rehearse, require_rewrite,
+    RemovableFeature, TraceContext, commit_properties, require_rewrite,
 )
 from delta_downgrade.log.commit import rebase_over_blind_appends
 from delta_downgrade.log.file_summary import file_counts, tombstone_paths, tombstones_with_relative_dvs
@@ -31,9 +31,9 @@ class DeletionVectors(RemovableFeature):
         if not with_dv:
             return
         # The purge must be able to run before anything is written, so a refusal leaves no trace:
-        # its dry run verifies every DV (deleted rows never return) and its own refusals.
-        rehearse(run, require_rewrite(run, self.rewrite,
-                                      f"{with_dv} live file(s) carry deletion vectors"))
+        # its planning run (the drop's plan) verifies every DV (deleted rows never return) and
+        # makes its own refusals.
+        require_rewrite(run, self.rewrite, f"{with_dv} live file(s) carry deletion vectors")
 
     def property_updates(self, snapshot: Snapshot) -> dict[str, str | None]:
         if TraceContext(snapshot).prop_true(ENABLE_PROPERTY):

@@ -9,6 +9,7 @@ reports ``already_absent``.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
 from delta_downgrade.clock import SYSTEM_CLOCK, Clock, to_utc_iso
@@ -19,7 +20,7 @@ from delta_downgrade.errors import (
 )
 from delta_downgrade.features import RemovableFeature, TraceContext, removable
 from delta_downgrade.log.checkpoint_engine import validate_engine
-from delta_downgrade.log.checkpoints import checkpoint_table
+from delta_downgrade.log.checkpoints import checkpoint_table, uses_v2_checkpoint
 from delta_downgrade.log.commit import WinningCommit, rebase_unless_protocol_changed, require_atomic_commits
 from delta_downgrade.log.delta_log import DeltaLog
 from delta_downgrade.log.snapshot import BOUNDARY_PROPERTY, LogSegment, Snapshot, TableState
@@ -27,6 +28,7 @@ from delta_downgrade.operations.drop_run import (
     NUMBER_OF_BARRIER_CHECKPOINTS, STATUS_ALREADY_ABSENT, STATUS_DROPPED, DropOutcome, DropRun,
     _DroppedConcurrently, finish, protected_checkpoint_paths, truncate_after_ms,
 )
+from delta_downgrade.operations.drop_plan import DropPlan
 from delta_downgrade.operations.drop_validation import clean_feature_name, validate_drop, validate_plan
 from delta_downgrade.operations.truncate import drop_checkpoint_protection
 from delta_downgrade.protocol import CHECKPOINT_PROTECTION, Protocol, TableFeature
@@ -38,7 +40,7 @@ from delta_downgrade.protocol.table_config import MINUTE_MS, TableConfig
 
 MAX_CHECKPOINT_RETRIES = 3
 
-__all__ = ["DropOutcome", "DropRun", "drop_feature", "protected_checkpoint_paths"]
+__all__ = ["DropOutcome", "DropPlan", "DropRun", "drop_feature", "plan_drop", "protected_checkpoint_paths"]
 
 
 def _ensure_writable(snapshot: Snapshot, feature: str, table: str) -> None:
@@ -48,58 +50,131 @@ def _ensure_writable(snapshot: Snapshot, feature: str, table: str) -> None:
                      purpose=f"drop {feature}")
 
 
+@dataclass
+class _Drop:
+    """A drop that passed every check made before its first write."""
+
+    log: DeltaLog
+    name: str
+    spec: TableFeature
+    behaviour: RemovableFeature
+    before: Protocol
+    truncate_history: bool
+    clock: Clock
+    checkpoint_engine: str | None
+
+
+def _prepare(log: DeltaLog, feature: str, *, truncate_history: bool, clock: Clock,
+             rewrites: Mapping[str, Callable[[DropRun], Any]] | None,
+             checkpoint_engine: str | None) -> _Drop | FeatureNotPresentError:
+    """Validation in delta-spark's order, then everything the steps will need (pure checks and
+    reads): the drop, or the not-present error of a feature that is already gone."""
+    location = log.table
+    start = log.snapshot()
+    name = clean_feature_name(feature)
+    before = start.protocol
+    try:
+        spec = validate_drop(before, name, truncate_history=truncate_history, table=location)
+    except FeatureNotPresentError as exc:
+        return exc
+    behaviour = removable(spec.name, rewrites=rewrites)
+    # Everything the plan needs is checked before its first write, the same way for a dry run.
+    _ensure_writable(start, spec.name, location)
+    engine = validate_engine(checkpoint_engine, location)
+    validate_plan(start, spec, planned_updates=behaviour.property_updates(start),
+                  truncate_history=truncate_history, table=location)
+    behaviour.preflight(DropRun(log, spec.name, clock=clock, dry_run=True), start)
+    return _Drop(log, name, spec, behaviour, before, truncate_history, clock, engine)
+
+
+def _perform(run: DropRun, drop: _Drop) -> DropOutcome:
+    """The drop's procedure, the same for the plan (a planning run) and for the real run."""
+    try:
+        if drop.spec.name == CHECKPOINT_PROTECTION:
+            return drop_checkpoint_protection(run, drop.before)
+        if drop.truncate_history:
+            return _drop_with_history_truncation(run, drop.spec, drop.behaviour, drop.before)
+        return _fast_drop(run, drop.spec, drop.behaviour, drop.before)
+    except _DroppedConcurrently:
+        return _dropped_by_another_writer(run, drop.name, drop.before)
+    except ConcurrentWriteError as exc:
+        raise run.conflict_error(exc) from exc
+
+
+def _plan(drop: _Drop, *, announce: bool) -> tuple[DropPlan, DropOutcome | None]:
+    """Every step of the drop, decided on a planning run (``operations/drop_plan``); a refusal
+    raises here, before anything is written. A wait the drop ends with (RetentionWaitError) is
+    part of the plan."""
+    run = DropRun(drop.log, drop.spec.name, clock=drop.clock, dry_run=True, announce=announce)
+    run.checkpoint_engine = drop.checkpoint_engine
+    outcome: DropOutcome | None = None
+    ending: RetentionWaitError | None = None
+    try:
+        outcome = _perform(run, drop)
+    except RetentionWaitError as exc:
+        ending = exc
+    after = outcome.protocol_after if outcome is not None else drop.before
+    return DropPlan(drop.log.table, drop.spec.name, list(run.steps), drop.before, after, ending,
+                    messages=list(run.plan)), outcome
+
+
+def plan_drop(location: str, feature: str, *, truncate_history: bool = False, clock: Clock = SYSTEM_CLOCK,
+              rewrites: Mapping[str, Callable[[DropRun], Any]] | None = None, log: DeltaLog | None = None,
+              checkpoint_engine: str | None = None,
+              storage_options: Mapping[str, str] | None = None) -> DropPlan:
+    """The plan of ``drop_feature(location, feature, …)`` with the same arguments: every commit
+    (version, ``commitInfo.operation``) and checkpoint (version, kind) in order, and the wait it
+    ends with, if any. Nothing is written. Raises what the drop would refuse with; a feature that
+    is already gone plans no step."""
+    log = log or DeltaLog(location, storage_options=storage_options)
+    drop = _prepare(log, feature, truncate_history=truncate_history, clock=clock, rewrites=rewrites,
+                    checkpoint_engine=checkpoint_engine)
+    if isinstance(drop, FeatureNotPresentError):
+        protocol = log.snapshot().protocol
+        return DropPlan(log.table, clean_feature_name(feature), [], protocol, protocol)
+    plan, _ = _plan(drop, announce=False)
+    return plan
+
+
 def drop_feature(location: str, feature: str, *, truncate_history: bool = False, dry_run: bool = False,
                  clock: Clock = SYSTEM_CLOCK, rewrites: Mapping[str, Callable[[DropRun], Any]] | None = None,
                  log: DeltaLog | None = None, checkpoint_engine: str | None = None,
                  storage_options: Mapping[str, str] | None = None) -> DropOutcome:
-    """Drop ``feature`` from the table at ``location``.
+    """Drop ``feature`` from the table at ``location``: plan every step (:func:`plan_drop`), then
+    (unless ``dry_run``) perform them. The outcome carries the planned steps and, after a real
+    run, the written ones (``deviation`` says where a concurrent writer moved them).
 
-    Each step is logged at INFO on ``delta_downgrade.drop`` (:data:`drop_run.LOGGER`) as it is
-    written (or planned, in a dry run).
+    Each step is logged at INFO on ``delta_downgrade.drop`` (:data:`drop_run.LOGGER`) once: as
+    it is planned in a dry run, as it is written in a real one.
 
-    Raises FeatureDropError (validation, exit 2), RetentionWaitError (exit 3), ConcurrentWriteError
-    (exit 4). Dropping a feature that is already gone returns status ``already_absent``.
+    Raises FeatureDropError (validation, exit 2), RetentionWaitError (exit 3; a dry run raises
+    the wait the run would end with, after telling its steps), ConcurrentWriteError (exit 4).
+    Dropping a feature that is already gone returns status ``already_absent``.
     ``rewrites`` replaces the data rewrite of the feature it names (``{feature: rewrite(run)}``).
     ``checkpoint_engine``: who writes the drop's checkpoints (``log/checkpoint_engine``: ``auto``,
     ``arrow`` or ``spark``; None: the environment's setting, else ``auto``).
     ``storage_options``: credentials and endpoint of the table's store (``storage/options.py``).
     """
     log = log or DeltaLog(location, storage_options=storage_options)
-    start = log.snapshot()
-    name = clean_feature_name(feature)
-    before = start.protocol
-    try:
-        spec = validate_drop(before, name, truncate_history=truncate_history, table=location)
-    except FeatureDropError as exc:
+    drop = _prepare(log, feature, truncate_history=truncate_history, clock=clock, rewrites=rewrites,
+                    checkpoint_engine=checkpoint_engine)
+    if isinstance(drop, FeatureNotPresentError):
         # Not present means already done (exit 0): reruns of a job stay green, and the RESULT
         # still carries the error class.
-        if isinstance(exc, FeatureNotPresentError):
-            return _already_absent(log, name, before, exc, clock, dry_run)
-        raise
-    run = DropRun(log, spec.name, clock=clock, dry_run=dry_run, announce=True)
-    behaviour = removable(spec.name, rewrites=rewrites)
-    # Everything the plan needs is checked before its first write, the same way for a dry run.
-    _ensure_writable(start, spec.name, location)
-    run.checkpoint_engine = validate_engine(checkpoint_engine, location)
-    validate_plan(start, spec, planned_updates=behaviour.property_updates(start),
-                  truncate_history=truncate_history, table=location)
-    behaviour.preflight(run, start)
-    if not dry_run:
-        # Last of the checks, and the only one that touches the store (an object store is probed
-        # with a conditional create): every step of a drop is a commit, so a storage that cannot
-        # create a commit atomically is refused before the first of them (or a rewrite's files).
-        require_atomic_commits(log)
-
-    try:
-        if spec.name == CHECKPOINT_PROTECTION:
-            return drop_checkpoint_protection(run, before)
-        if truncate_history:
-            return _drop_with_history_truncation(run, spec, behaviour, before)
-        return _fast_drop(run, spec, behaviour, before)
-    except _DroppedConcurrently:
-        return _dropped_by_another_writer(run, name, before)
-    except ConcurrentWriteError as exc:
-        raise run.conflict_error(exc) from exc
+        return _already_absent(log, clean_feature_name(feature), log.snapshot().protocol, drop, clock, dry_run)
+    plan, planned = _plan(drop, announce=dry_run)
+    if dry_run:
+        if plan.ending is not None:
+            raise plan.ending
+        assert planned is not None
+        return planned
+    # Last of the checks, and the only one that touches the store (an object store is probed
+    # with a conditional create): every step of a drop is a commit, so a storage that cannot
+    # create a commit atomically is refused before the first of them (or a rewrite's files).
+    require_atomic_commits(log)
+    run = DropRun(log, drop.spec.name, clock=clock, announce=True, expected=plan.steps)
+    run.checkpoint_engine = drop.checkpoint_engine
+    return _perform(run, drop)
 
 
 def _dropped_by_another_writer(run: DropRun, name: str, before: Protocol) -> DropOutcome:
@@ -155,7 +230,7 @@ def _fast_drop(run: DropRun, spec: TableFeature, behaviour: RemovableFeature, be
     # 4. A checkpoint at the downgrade version; Spark ignores its failure, a rerun completes it.
     if history_protection:
         try:
-            run.checkpoint(version if not run.dry_run else None)
+            run.checkpoint(version)
         except DeltaDowngradeError as exc:
             run.progress(f"checkpoint at the downgrade version failed ({exc}); rerun to complete it")
     return finish(run, before, after, STATUS_DROPPED)
@@ -166,7 +241,7 @@ def _barrier(run: DropRun) -> None:
     for _attempt in range(MAX_CHECKPOINT_RETRIES):
         version = run.commit([], "Empty Commit", {}, resolve=rebase_unless_protocol_changed([]))
         try:
-            run.checkpoint(None if run.dry_run else version)
+            run.checkpoint(version)
             return
         except DeltaDowngradeError as exc:
             last_error = exc
@@ -240,11 +315,12 @@ def _downgrade_commit(run: DropRun, spec: TableFeature, behaviour: RemovableFeat
                       with_checkpoint_protection: bool) -> tuple[int, Protocol]:
     snapshot = run.latest()
     if run.dry_run:
-        version = (run._planned_version or snapshot.version) + 1
+        # Planning: the table after the planned pre-downgrade and barriers; the boundary is the
+        # version this commit takes there (Checkpoint Protection RFC).
         actions, after = _downgrade_actions(snapshot, spec, behaviour,
                                             with_checkpoint_protection=with_checkpoint_protection,
-                                            commit_version=version)
-        run.commit(actions, "DROP FEATURE", {"featureName": spec.name, "truncateHistory": False})
+                                            commit_version=snapshot.version + 1)
+        version = run.commit(actions, "DROP FEATURE", {"featureName": spec.name, "truncateHistory": False})
         return version, after
     run.require_present(snapshot)
     _revalidate(snapshot, spec, behaviour, None)
@@ -307,8 +383,9 @@ def _drop_with_history_truncation(run: DropRun, spec: TableFeature, behaviour: R
     performed = behaviour.remove_traces(run)
     if spec.requires_history_protection:
         empty = run.commit([], "Empty Commit", {}, resolve=rebase_unless_protocol_changed([]))
-        run.checkpoint(None if run.dry_run else empty)
-        if performed and not run.dry_run:
+        run.checkpoint(empty)
+        if performed:
+            # The plan ends here as the run does: traces removed now, history still uses them.
             snapshot = run.latest()
             params = _retention_params(snapshot, spec.name)
             raise RetentionWaitError(
@@ -321,14 +398,18 @@ def _drop_with_history_truncation(run: DropRun, spec: TableFeature, behaviour: R
     snapshot = run.latest()
     if not run.dry_run:
         _revalidate(snapshot, spec, behaviour, None)
-    if spec.requires_history_protection and not run.dry_run:
-        from delta_downgrade.operations.cleanup import cleanup_expired_logs
-
+    if spec.requires_history_protection:
         config = TableConfig(snapshot.metadata.configuration)
-        cleanup_expired_logs(run.log, retention_ms=config.truncate_history_retention_ms,
-                             granularity="minute", clock=run.clock)
-        run.log.refresh()
-        if history_uses_feature(run.log, behaviour):
+        if run.dry_run:
+            still_used = _planned_history_uses_feature(run, behaviour, config.truncate_history_retention_ms)
+        else:
+            from delta_downgrade.operations.cleanup import cleanup_expired_logs
+
+            cleanup_expired_logs(run.log, retention_ms=config.truncate_history_retention_ms,
+                                 granularity="minute", clock=run.clock)
+            run.log.refresh()
+            still_used = history_uses_feature(run.log, behaviour)
+        if still_used:
             params = _retention_params(snapshot, spec.name)
             newest = run.log.latest_version()
             raise HistoricalVersionsExistError(
@@ -353,10 +434,13 @@ def _drop_with_history_truncation(run: DropRun, spec: TableFeature, behaviour: R
     return finish(run, before, new_protocol, STATUS_DROPPED)
 
 
-def history_uses_feature(log: DeltaLog, behaviour: RemovableFeature) -> bool:
+def history_uses_feature(log: DeltaLog, behaviour: RemovableFeature, since: int | None = None,
+                         planned: Sequence[Sequence[AnyAction]] = ()) -> bool:
     """delta-spark's ``historyContainsFeature``: the state at the earliest retained
-    checkpoint (without tombstones) or any action of any retained commit uses the feature."""
-    earliest = log.earliest_version()
+    checkpoint (without tombstones) or any action of any retained commit uses the feature.
+    ``since``: the history as it will start after a planned truncation (None: as it is);
+    ``planned``: commits a plan adds after the latest version."""
+    earliest = log.earliest_version() if since is None else max(since, log.earliest_version())
     base = log.snapshot(earliest, check_read=False)
     state = base.state()
     if behaviour.action_uses_feature(state.metadata):
@@ -369,7 +453,41 @@ def history_uses_feature(log: DeltaLog, behaviour: RemovableFeature) -> bool:
     from delta_downgrade.log.snapshot import read_commit_actions
 
     for version in sorted(listing.commits):
+        if since is not None and version < earliest:
+            continue  # the cleanup deletes the commits before its checkpoint
         for action in read_commit_actions(log.storage, listing.commits[version]):
             if behaviour.action_uses_feature(action):
                 return True
-    return False
+    return any(behaviour.action_uses_feature(a) for actions in planned for a in actions)
+
+
+def _planned_history_uses_feature(run: DropRun, behaviour: RemovableFeature, retention_ms: int) -> bool:
+    """What :func:`history_uses_feature` will answer after the run's cleanup, predicted by the
+    plan: the cleanup truncates at the newest checkpoint whose preceding commit is older than
+    ``truncate(now - retention)`` (``operations/cleanup.select_cutoff_checkpoint``). The barrier
+    checkpoint this plan writes (at the latest planned version) qualifies when the commit before
+    it does: an existing commit by its time in the listing, a planned one by the wall clock (a
+    commit file's time is when it is written). Otherwise the cleanup of the log as it is decides."""
+    import time
+
+    from delta_downgrade.log.listing import CheckpointInstance
+    from delta_downgrade.operations.cleanup import cutoff_timestamp_ms, monotonic_commit_times, plan_cleanup
+
+    barrier = run.latest()  # the planned empty commit; the barrier checkpoint is at its version
+    listing = run.log.full_listing()
+    times = monotonic_commit_times(listing.commits)
+    previous = barrier.version - 1
+    if previous in times:
+        reference = times[previous]
+    else:
+        reference = max([int(time.time() * 1000), *(t + 1 for t in times.values())])
+    if reference <= cutoff_timestamp_ms(run.clock.now_ms(), retention_ms, "minute"):
+        # History starts at the barrier checkpoint: its state, and the kind of checkpoint it is.
+        kind = "v2" if uses_v2_checkpoint(barrier.protocol, barrier.metadata, run.table) else "classic"
+        state = barrier.state()
+        return (behaviour.action_uses_feature(state.metadata)
+                or any(behaviour.action_uses_feature(f) for f in state.files.values())
+                or behaviour.checkpoint_uses_feature(CheckpointInstance(barrier.version, kind, ())))
+    cleanup = plan_cleanup(run.log, retention_ms=retention_ms, granularity="minute", clock=run.clock)
+    since = cleanup.truncates_before if cleanup.allowed else None
+    return history_uses_feature(run.log, behaviour, since, run.planned_commit_actions)

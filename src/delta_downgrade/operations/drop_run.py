@@ -23,7 +23,10 @@ from delta_downgrade.log.commit import ConflictResolver, WinningCommit, commit, 
 from delta_downgrade.log.delta_log import DeltaLog
 from delta_downgrade.log.snapshot import Snapshot
 from delta_downgrade.protocol import CHECKPOINT_PROTECTION, Protocol
-from delta_downgrade.protocol.actions import AnyAction, Metadata, ProtocolAction
+from delta_downgrade.operations.drop_plan import (
+    CHECKPOINT, COMMIT, TRUNCATE, DropStep, PlannedSnapshot, describe_steps,
+)
+from delta_downgrade.protocol.actions import AnyAction, ProtocolAction
 from delta_downgrade.protocol.table_config import TableConfig
 
 # delta-spark's DROP FEATURE: snapshotLoading.maxRetries (2) + 1, so that old readers give up
@@ -50,24 +53,34 @@ class _DroppedConcurrently(Exception):
 
 @dataclass
 class DropRun:
-    """State of one drop run: the table, the clock, and what this run wrote (or would write)."""
+    """State of one drop run: the table, the clock, and the steps it wrote (or, planning, would
+    write).
+
+    A planning run (``dry_run``) writes nothing: each commit is applied to a
+    :class:`~delta_downgrade.operations.drop_plan.PlannedSnapshot`, which :meth:`latest` returns,
+    so that later steps are decided on the table the earlier ones leave. A real run given the
+    plan (``expected``) says so when a written step differs from the planned one (a concurrent
+    writer took a version in between); it stays correct either way (each commit revalidates and
+    resolves conflicts as it always does)."""
 
     log: DeltaLog
     feature: str
     clock: Clock = SYSTEM_CLOCK
     dry_run: bool = False
     # Whether this run's steps are the story of the drop (INFO) or only a debugging detail
-    # (DEBUG): ``drop_feature`` announces its run; the dry-run rehearsal of a data rewrite and
-    # runs built directly do not, so that their steps never show at the default level.
+    # (DEBUG): ``drop_feature`` announces its run (the plan of a dry run, the steps of a real
+    # one); the plan a real run makes first, and runs built directly, do not.
     announce: bool = False
     commits: list[int] = field(default_factory=list)
     checkpoints: list[str] = field(default_factory=list)
     plan: list[str] = field(default_factory=list)
-    _planned_version: int | None = None
-    # A dry run's view of the protocol and metadata its planned commits leave (None: as latest),
-    # so that its planned checkpoints say the kind the real run writes.
-    _planned_protocol: Protocol | None = None
-    _planned_metadata: Metadata | None = None
+    #: The steps taken in order: planned (dry run) or written (real run).
+    steps: list[DropStep] = field(default_factory=list)
+    #: The plan a real run performs (None: a run without one).
+    expected: list[DropStep] | None = None
+    deviation: str | None = None
+    # A planning run's table after its planned commits (None: none planned yet).
+    _planned: Snapshot | None = None
     _operations: list[str] = field(default_factory=list)
     #: The checkpoint engine (``log/checkpoint_engine``): None takes the environment's or ``auto``.
     checkpoint_engine: str | None = None
@@ -77,8 +90,21 @@ class DropRun:
         return self.log.table
 
     def latest(self) -> Snapshot:
+        """The latest version; in a planning run, the table after the steps planned so far."""
+        if self.dry_run and self._planned is not None:
+            return self._planned
         self.log.catch_up()
         return self.log.snapshot(check_read=False)
+
+    @property
+    def planned_commit_actions(self) -> list[list[AnyAction]]:
+        """A planning run's planned commits, oldest first (their actions)."""
+        out: list[list[AnyAction]] = []
+        snapshot = self._planned
+        while isinstance(snapshot, PlannedSnapshot):
+            out.append(snapshot.planned_actions)
+            snapshot = snapshot._planned_base
+        return out[::-1]
 
     def progress(self, message: str) -> None:
         """Tell one step (or a rewrite's progress) on :data:`LOGGER`, tagged with the table."""
@@ -87,6 +113,21 @@ class DropRun:
     def _say(self, message: str) -> None:
         self.plan.append(message)
         self.progress(message)
+
+    def record(self, step: DropStep, message: str) -> None:
+        """One step taken (planned or written), told once; a real run compares it with its plan."""
+        index = len(self.steps)
+        self.steps.append(step)
+        self._say(message)
+        if self.expected is None or self.dry_run or self.deviation is not None:
+            return
+        planned = self.expected[index] if index < len(self.expected) else None
+        if planned != step:
+            self.deviation = (f"step {index + 1} differs from the plan: planned "
+                              f"{planned.describe() if planned else 'nothing more'}, wrote {step.describe()}"
+                              f" (another writer committed in between, or the table changed since the "
+                              f"plan); every step was revalidated as it was written")
+            self.progress(self.deviation)
 
     def require_present(self, snapshot: Snapshot) -> None:
         """Stop (as ``already_absent``) when the feature has left the protocol under this run."""
@@ -107,22 +148,18 @@ class DropRun:
     def commit(self, actions: Sequence[AnyAction], operation: str, parameters: dict[str, Any] | None = None,
                resolve: ConflictResolver | None = None, *, read_version: int | None = None,
                row_tracking_preserved: bool = True) -> int:
-        """One commit (or, in a dry run, its description).
+        """One commit (or, planning, its place in the plan).
 
         ``read_version``: the version the actions were derived from, so that anything committed
         since goes through ``resolve``; None for commits that depend on nothing (empty commits),
         which go on top of the latest version. ``row_tracking_preserved``: the commit's
         ``delta.rowTracking.preserved`` tag when row tracking is enabled (``log.commit.commit``)."""
         if self.dry_run:
-            base = self._planned_version if self._planned_version is not None else self.latest().version
-            self._planned_version = base + 1
-            for action in actions:
-                if isinstance(action, ProtocolAction):
-                    self._planned_protocol = action.protocol
-                elif isinstance(action, Metadata):
-                    self._planned_metadata = action
-            self._say(f"commit v{base + 1}: {operation} ({len(actions)} action(s))")
-            return base + 1
+            self._planned = PlannedSnapshot(self.latest(), actions)
+            version = self._planned.version
+            self.record(DropStep(COMMIT, version, operation),
+                        f"commit v{version}: {operation} ({len(actions)} action(s))")
+            return version
         if read_version is None:
             read_version = self.log.catch_up().latest_version()
         version = commit(self.log, read_version, actions, operation=operation,
@@ -131,26 +168,31 @@ class DropRun:
                          row_tracking_preserved=row_tracking_preserved)
         self.commits.append(version)
         self._operations.append(operation)
-        self._say(f"committed v{version}: {operation}")
+        self.record(DropStep(COMMIT, version, operation), f"committed v{version}: {operation}")
         return version
 
     def checkpoint(self, version: int | None = None) -> list[str]:
-        """One checkpoint (or, in a dry run, its description); the files written, a V2
-        checkpoint's sidecars included. A V2 checkpoint's step says so ("(v2)"), in the plan as
-        in the run: the policy of the version decides (:func:`uses_v2_checkpoint`)."""
+        """One checkpoint (None: of the latest version; planning: its place in the plan); the
+        files written, a V2 checkpoint's sidecars included. A V2 checkpoint's step says so
+        ("(v2)"), in the plan as in the run: the policy of the version decides
+        (:func:`uses_v2_checkpoint`)."""
         if self.dry_run:
-            target = version if version is not None else (self._planned_version or self.latest().version)
-            latest = self.latest() if self._planned_protocol is None or self._planned_metadata is None else None
-            protocol = self._planned_protocol or latest.protocol  # type: ignore[union-attr]
-            metadata = self._planned_metadata or latest.metadata  # type: ignore[union-attr]
-            kind = " (v2)" if uses_v2_checkpoint(protocol, metadata, self.table) else ""
-            self._say(f"checkpoint at v{target}{kind}")
+            latest = self.latest()
+            target = version if version is not None else latest.version
+            v2 = uses_v2_checkpoint(latest.protocol, latest.metadata, self.table)
+            self.record(DropStep(CHECKPOINT, target, "v2" if v2 else "classic"),
+                        f"checkpoint at v{target}" + (" (v2)" if v2 else ""))
             return []
         result = write_checkpoint(self.log, version, engine=self.checkpoint_engine, clock=self.clock)
         self.checkpoints.extend(result.paths)
-        kind = " (v2)" if result.checkpoint_kind == "v2" else ""
-        self._say(f"checkpoint at v{result.version}{kind}: {', '.join(result.paths)}")
+        v2 = result.checkpoint_kind == "v2"
+        self.record(DropStep(CHECKPOINT, result.version, "v2" if v2 else "classic"),
+                    f"checkpoint at v{result.version}" + (" (v2)" if v2 else "") + f": {', '.join(result.paths)}")
         return list(result.paths)
+
+    def truncated(self, before: int, message: str) -> None:
+        """The history before ``before`` truncated (or, planning, to be)."""
+        self.record(DropStep(TRUNCATE, before), message)
 
     def conflict_error(self, exc: ConcurrentWriteError) -> ConcurrentWriteError:
         """``exc`` (raised by one step) told about the whole run: which of this run's commits
@@ -183,6 +225,11 @@ class DropOutcome:
     truncate_after: str | None = None
     plan: list[str] = field(default_factory=list)
     error: DeltaDowngradeError | None = None
+    #: The steps the plan decided before the first write, and (a real run) the steps written;
+    #: ``deviation`` says where they differ (a concurrent writer), None when they are the same.
+    planned: list[DropStep] = field(default_factory=list)
+    written: list[DropStep] = field(default_factory=list)
+    deviation: str | None = None
 
     @property
     def needs_truncate(self) -> bool:
@@ -225,13 +272,19 @@ def truncate_after_ms(log: DeltaLog, boundary: int, clock: Clock) -> int | None:
 def finish(run: DropRun, before: Protocol, after: Protocol, status: str) -> DropOutcome:
     if run.dry_run:
         return DropOutcome(run.table, run.feature, STATUS_PLANNED, before, after, None, [], [], [],
-                           plan=list(run.plan))
+                           plan=list(run.plan), planned=list(run.steps))
     snapshot = run.latest()
     boundary = snapshot.boundary_version if CHECKPOINT_PROTECTION in snapshot.protocol.features else None
     truncate_after = None
     if boundary is not None:
         when = truncate_after_ms(run.log, boundary, run.clock)
         truncate_after = to_utc_iso(when) if when is not None else None
+    deviation = run.deviation
+    if deviation is None and run.expected is not None and len(run.steps) != len(run.expected):
+        deviation = (f"the run wrote {len(run.steps)} step(s) where the plan had {len(run.expected)}: "
+                     f"planned {describe_steps(run.expected)}; wrote {describe_steps(run.steps)}")
+        run.progress(deviation)
     return DropOutcome(run.table, run.feature, status, before, snapshot.protocol, boundary,
                        protected_checkpoint_paths(run.log, boundary, own_writes_only=True), list(run.commits),
-                       list(run.checkpoints), truncate_after, plan=list(run.plan))
+                       list(run.checkpoints), truncate_after, plan=list(run.plan),
+                       planned=list(run.expected or []), written=list(run.steps), deviation=deviation)

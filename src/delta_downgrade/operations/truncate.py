@@ -54,24 +54,27 @@ def drop_checkpoint_protection(run: DropRun, before: Protocol) -> DropOutcome:
                 # says the same).
                 check_checkpoint_writable(run.table, snapshot.version + 1, snapshot.protocol,
                                           snapshot.metadata, None)
-            if when is None and not run.dry_run:
+            if when is None:
                 empty = run.commit([], "Empty Commit", {})
                 run.checkpoint(empty)
-                when = earliest_truncation_time_ms(run.log, boundary, retention, "minute")
+                if not run.dry_run:
+                    when = earliest_truncation_time_ms(run.log, boundary, retention, "minute")
             raise _wait(run, boundary, display, when)
+        assert plan.truncates_before is not None
         if run.dry_run:
             sidecars = sum(1 for p in plan.delete_other if p.startswith(SIDECAR_DIR + "/"))
-            run.plan.append(f"truncate history before version {plan.truncates_before}: delete "
-                            f"{len(plan.delete_commits)} commit(s), {len(plan.delete_checkpoints)} "
-                            f"checkpoint file(s)" + (f", {sidecars} sidecar(s)" if sidecars else "")
-                            + ", commits first (rule d)")
+            run.truncated(plan.truncates_before,
+                          f"truncate history before version {plan.truncates_before}: delete "
+                          f"{len(plan.delete_commits)} commit(s), {len(plan.delete_checkpoints)} "
+                          f"checkpoint file(s)" + (f", {sidecars} sidecar(s)" if sidecars else "")
+                          + ", commits first (rule d)")
         else:
             execute_cleanup(run.log, plan)
             run.log.refresh()
             if not history_truncated_before(run.log, boundary):
                 raise _wait(run, boundary, display,
                             earliest_truncation_time_ms(run.log, boundary, retention, "minute"))
-            run.plan.append(f"truncated history before version {plan.truncates_before}")
+            run.truncated(plan.truncates_before, f"truncated history before version {plan.truncates_before}")
 
     snapshot = run.latest()
     if not run.dry_run:

@@ -420,9 +420,12 @@ def purge_deletion_vectors(run: "DropRun", *, batch_files: int = DEFAULT_BATCH_F
     # Every DV must be usable before anything is written: deleted rows never come back.
     verify_deletion_vectors(snapshot, reader)
     if run.dry_run:
+        # One planned commit per batch, as the run commits them: the removes (with their DVs:
+        # the DV tombstones step is decided from them) and the re-adds of files whose DV deletes
+        # nothing; only the adds of the files Spark will write are unknown before it writes them.
         for batch in batches:
-            removes = [remove_action(f.add, run.clock.now_ms(), with_stats=True) for f in batch]
-            run.commit(removes, PURGE_OPERATION, PURGE_PARAMETERS)
+            run.commit(_batch_actions(_Batch(batch, group_batch(batch)), run.clock.now_ms()),
+                       PURGE_OPERATION, PURGE_PARAMETERS)
         run.progress(f"would purge {total_files} file(s) with deletion vectors ({total_bytes} bytes) "
                      f"in {len(batches)} batch(es)")
         return True

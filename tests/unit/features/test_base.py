@@ -11,8 +11,7 @@ import pytest
 from delta_downgrade.clock import ManualClock
 from delta_downgrade.errors import NotSupportedYetError
 from delta_downgrade.features import REMOVABLE, RemovableFeature
-from delta_downgrade.features.base import rehearse, require_rewrite
-from delta_downgrade.operations.drop_run import DropRun
+from delta_downgrade.features.base import require_rewrite
 
 PYSPARK_MISSING = ("dropping deletionVectors needs a Spark data rewrite (2 live file(s) carry deletion "
                    "vectors), but PySpark is not installed: on Databricks it comes with the runtime; "
@@ -93,19 +92,6 @@ def test_with_rewrite_copies():
     copy = original.with_rewrite(substitute)
     assert copy is not original and copy.rewrite is substitute and copy.name == original.name
     assert original.rewrite == "delta_downgrade.rewrite.dv_purge:purge_deletion_vectors"
-
-
-def test_rehearse_runs_the_rewrite_as_a_dry_run_of_the_same_table():
-    seen = []
-    clock = ManualClock()
-    log = types.SimpleNamespace(table="/t")
-    run = DropRun(log, "columnMapping", clock=clock, announce=True)  # type: ignore[arg-type]
-    rehearse(run, seen.append)
-    [rehearsal] = [r for r in seen if isinstance(r, DropRun)]
-    assert rehearsal is not run
-    assert rehearsal.dry_run and rehearsal.log is log and rehearsal.feature == "columnMapping"
-    assert rehearsal.clock is clock
-    assert not rehearsal.announce  # a rehearsal's steps are debugging detail, never the drop's story
 
 
 def test_the_default_behaviour_does_nothing():

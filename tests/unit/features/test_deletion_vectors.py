@@ -43,7 +43,7 @@ def test_without_pyspark_nothing_is_written(tmp_path, monkeypatch, dry_run):
     assert sys.modules["pyspark"] is None
 
 
-def test_a_substitute_purge_runs_for_the_rehearsal_and_the_step(tmp_path, monkeypatch):
+def test_a_substitute_purge_runs_once_in_the_plan_of_a_dry_run(tmp_path, monkeypatch):
     path = str(tmp_path / "t")
     _dv_table(path)
     before = _tree(path)
@@ -56,5 +56,5 @@ def test_a_substitute_purge_runs_for_the_rehearsal_and_the_step(tmp_path, monkey
 
     outcome = drop_feature(path, "deletionVectors", dry_run=True, rewrites={"deletionVectors": purge})
     assert outcome.status == "planned"
-    assert calls == [True, True]  # the rehearsal before the first write, then the planned step
+    assert calls == [True]  # the plan is the dry run: the purge runs once, as a planning run
     assert _tree(path) == before

@@ -20,6 +20,15 @@ def render_summary(outcome: DropOutcome) -> str:
         lines.append(f"  protected checkpoints: {len(outcome.protected_checkpoints)} file(s)")
     if outcome.needs_truncate and outcome.truncate_after:
         lines.append(f"  run truncate-history after {outcome.truncate_after} to drop checkpointProtection")
-    for step in outcome.plan if outcome.status == STATUS_PLANNED else []:
-        lines.append(f"  would: {step}")
+    # The steps themselves are told once, as they are planned or written (the drop's log
+    # records); the summary only counts them, and says where the run left its plan.
+    steps = outcome.planned if outcome.status == STATUS_PLANNED else outcome.written
+    if steps:
+        commits = sum(1 for s in steps if s.kind == "commit")
+        checkpoints = sum(1 for s in steps if s.kind == "checkpoint")
+        verb = "planned" if outcome.status == STATUS_PLANNED else "written"
+        lines.append(f"  {verb}: {commits} commit(s), {checkpoints} checkpoint(s)"
+                     + (", history truncated" if any(s.kind == "truncate" for s in steps) else ""))
+    if outcome.deviation:
+        lines.append(f"  {outcome.deviation}")
     return "\n".join(lines)

@@ -6,6 +6,7 @@ import json
 
 from delta_downgrade.app.render import cleanup, drop, vacuum
 from delta_downgrade.operations.cleanup import CleanupPlan, CleanupResult
+from delta_downgrade.operations.drop_plan import DropStep
 from delta_downgrade.operations.drop_run import STATUS_DROPPED, STATUS_PLANNED, DropOutcome
 from delta_downgrade.operations.vacuum import VacuumResult
 from delta_downgrade.protocol import Protocol
@@ -115,6 +116,21 @@ def test_drop_summary():
         "  protected checkpoints: 2 file(s)",
         "  run truncate-history after 2030-01-01T00:00:00Z to drop checkpointProtection",
     ]
+    # A plan's steps are told once, as they are planned (the drop's log records): the summary
+    # counts them and never lists them a second time.
     planned = DropOutcome("/t", "deletionVectors", STATUS_PLANNED, before, before, None, [], [], [],
-                          plan=["commit v1: x", "checkpoint at v1"])
-    assert drop.render_summary(planned).splitlines()[2:] == ["  would: commit v1: x", "  would: checkpoint at v1"]
+                          plan=["commit v1: x", "checkpoint at v1"],
+                          planned=[DropStep("commit", 1, "x"), DropStep("checkpoint", 1, "classic")])
+    text = drop.render_summary(planned)
+    assert text.splitlines()[2:] == ["  planned: 1 commit(s), 1 checkpoint(s)"]
+    assert "commit v1" not in text and "would" not in text
+
+
+def test_drop_summary_says_where_the_run_left_its_plan():
+    before = Protocol(3, 7, frozenset({"deletionVectors"}), frozenset({"deletionVectors"}))
+    deviation = "step 2 differs from the plan: planned v4 DROP FEATURE, wrote v5 DROP FEATURE (...)"
+    dropped = DropOutcome("/t", "deletionVectors", STATUS_DROPPED, before, before, None, [], [3, 5], [],
+                          written=[DropStep("commit", 3, "x"), DropStep("commit", 5, "DROP FEATURE")],
+                          deviation=deviation)
+    assert drop.render_summary(dropped).splitlines()[2:] == [
+        "  written: 2 commit(s), 0 checkpoint(s)", f"  {deviation}"]
