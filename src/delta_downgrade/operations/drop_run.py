@@ -34,7 +34,7 @@ from delta_downgrade.protocol.table_config import TableConfig
 NUMBER_OF_BARRIER_CHECKPOINTS = 3
 
 # The drop's steps (see the module docstring). INFO: a step of a drop that an entry point runs;
-# DEBUG: a step of a run nobody asked to hear (a rehearsal, a run built by hand).
+# DEBUG: a step of a run nobody asked to hear (the plan a real run makes first, a run built by hand).
 LOGGER = logging.getLogger("delta_downgrade.drop")
 
 STATUS_DROPPED = "dropped"

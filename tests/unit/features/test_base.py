@@ -8,7 +8,6 @@ import types
 
 import pytest
 
-from delta_downgrade.clock import ManualClock
 from delta_downgrade.errors import NotSupportedYetError
 from delta_downgrade.features import REMOVABLE, RemovableFeature
 from delta_downgrade.features.base import require_rewrite
