@@ -106,9 +106,18 @@ class PlannedSnapshot(Snapshot):
         return list(self._actions)
 
     def _derived_state(self) -> TableState:
+        # The nearest snapshot of the chain with a state (or the read one), copied once, and
+        # every planned commit after it applied in order: a plan of many purge batches costs
+        # one copy of the file state, not one per batch.
+        chain: list[PlannedSnapshot] = [self]
+        base = self._planned_base
+        while isinstance(base, PlannedSnapshot) and base._state is None:
+            chain.append(base)
+            base = base._planned_base
+        state = base.state()
+        for planned in reversed(chain):
+            state.apply_commit(planned._actions)
         protocol, metadata = self._protocol_and_metadata
-        state = self._planned_base.state()
-        state.apply_commit(self._actions)
         state.version = self.version
         state.protocol_action, state.metadata = protocol, metadata
         return state
