@@ -79,6 +79,12 @@ def test_inspect_cli_json_on_the_bucket(object_store: Endpoint, golden_root: Pat
     assert done.returncode == 0, done.stderr
     document = json.loads(done.stdout)
     assert document["table"] == uri
+    # The CLI's document is inspect's with the RESULT fields added (the output contract, issue 14).
+    result = {k: document.pop(k) for k in ("command", "status", "exit_code", "min_reader_version",
+                                           "min_writer_version", "reader_features", "writer_features",
+                                           "boundary_version", "protected_checkpoint_versions")}
+    assert (result["command"], result["status"], result["exit_code"]) == ("inspect", "inspected", 0)
+    assert result["min_reader_version"] == document["protocol"]["minReaderVersion"]
     assert _comparable(document) == _report(str(golden_root / name))
 
 

@@ -15,6 +15,10 @@ Everything is restored on exit, so that a program (or a test) calling ``main`` t
 doubled lines, and the handlers write to the ``sys.stderr`` of the call (``contextlib``'s
 ``redirect_stderr``, pytest's capture). Library modules never configure handlers.
 
+The drop logger's records that carry a rewrite's progress counts are drawn as the entry point
+asks (``progress``, see :mod:`delta_downgrade.app.progress`): bars with rate and ETA at a
+terminal, ``PROGRESS {json}`` events in a task, the plain lines otherwise.
+
 Every line these handlers print passes through ``app.storage_options.redact_output`` with the
 storage options of the call (given up front, or later through the yielded :class:`ConsoleLog`
 once a task has read its settings): a record that quotes a secret (an error message of the store
@@ -26,7 +30,7 @@ from __future__ import annotations
 import logging
 import sys
 from contextlib import contextmanager
-from typing import Iterator, Mapping
+from typing import Any, Iterator, Mapping
 
 # The logger of operations.drop_run.LOGGER, by name: importing that module here would cost the CLI
 # its start-up time (it pulls the log reader and Arrow) for commands that never drop anything.
@@ -55,6 +59,14 @@ class ConsoleLog:
     def hide(self, secrets: Mapping[str, str] | None) -> None:
         self.secrets.update(secrets or {})
 
+    def mask(self, value: Any) -> Any:
+        """``value`` (text, or dicts and lists of it) with the secrets masked."""
+        if not self.secrets:
+            return value
+        from delta_downgrade.app.storage_options import redact_output
+
+        return redact_output(value, self.secrets)
+
 
 class _RedactingFormatter(logging.Formatter):
     """A formatter whose whole output (message, arguments, traceback) has the secrets of its
@@ -65,28 +77,30 @@ class _RedactingFormatter(logging.Formatter):
         self.console = console
 
     def format(self, record: logging.LogRecord) -> str:
-        text = super().format(record)
-        if not self.console.secrets:
-            return text
-        from delta_downgrade.app.storage_options import redact_output
-
-        return redact_output(text, self.console.secrets)
+        return self.console.mask(super().format(record))
 
 
 @contextmanager
 def console_logging(step_format: str, level: int = DEFAULT,
-                    secrets: Mapping[str, str] | None = None) -> Iterator[ConsoleLog]:
+                    secrets: Mapping[str, str] | None = None, *,
+                    progress: str | None = None) -> Iterator[ConsoleLog]:
     """Print the drop's steps at ``level`` and above on stderr as ``step_format`` (a
     :class:`logging.Formatter` format); at DEBUG, every other record of the package too. The
     values of ``secrets`` (storage options) and of those given to the yielded
-    :meth:`ConsoleLog.hide` are masked in every line."""
+    :meth:`ConsoleLog.hide` are masked in every line. ``progress`` is how a rewrite's progress
+    shows (``app.progress.MODES``); None prints it as plain step lines."""
     drop, package = logging.getLogger(DROP_LOGGER), logging.getLogger(PACKAGE_LOGGER)
     saved = [(logger, logger.level, logger.propagate) for logger in (drop, package)]
     installed: list[tuple[logging.Logger, logging.Handler]] = []
     console = ConsoleLog(secrets)
 
-    def print_to_stderr(fmt: str, *loggers: logging.Logger) -> logging.Handler:
-        stderr = logging.StreamHandler(sys.stderr)
+    def print_to_stderr(fmt: str, *loggers: logging.Logger, mode: str | None = None) -> logging.Handler:
+        if mode is None:
+            stderr = logging.StreamHandler(sys.stderr)
+        else:
+            from delta_downgrade.app.progress import progress_handler
+
+            stderr = progress_handler(mode, sys.stderr, console.mask)
         # Every record of the drop logger carries its table; a default keeps a stray one printable.
         stderr.setFormatter(_RedactingFormatter(fmt, console))
         for logger in loggers:
@@ -96,7 +110,7 @@ def console_logging(step_format: str, level: int = DEFAULT,
         return stderr
 
     drop.propagate = False
-    print_to_stderr(step_format, drop).setLevel(logging.INFO)
+    print_to_stderr(step_format, drop, mode=progress).setLevel(logging.INFO)
     if level <= logging.DEBUG:
         # The drop's DEBUG records (a rehearsal's steps) print as DEBUG lines, not as steps.
         print_to_stderr(DEBUG_FORMAT, drop, package).addFilter(

@@ -106,9 +106,20 @@ class DropRun:
             snapshot = snapshot._planned_base
         return out[::-1]
 
-    def progress(self, message: str) -> None:
-        """Tell one step (or a rewrite's progress) on :data:`LOGGER`, tagged with the table."""
-        LOGGER.log(logging.INFO if self.announce else logging.DEBUG, message, extra={"table": self.table})
+    def progress(self, message: str, *, step: str | None = None, done: int | None = None,
+                 total: int | None = None, unit: str = "files", done_bytes: int | None = None,
+                 total_bytes: int | None = None) -> None:
+        """Tell one step (or a rewrite's progress) on :data:`LOGGER`, tagged with the table.
+
+        A long rewrite also gives its counts: ``step`` names the work being counted (the same name
+        on every record of it), ``done`` of ``total`` ``unit`` and optionally bytes. They travel on
+        the record as its ``progress`` attribute (a dict of those keys), so that an entry point can
+        draw a progress bar or emit progress events (``app/progress.py``) instead of the line."""
+        extra: dict[str, Any] = {"table": self.table}
+        if step is not None and done is not None and total is not None:
+            extra["progress"] = {"step": step, "done": done, "total": total, "unit": unit,
+                                 "done_bytes": done_bytes, "total_bytes": total_bytes}
+        LOGGER.log(logging.INFO if self.announce else logging.DEBUG, message, extra=extra)
 
     def _say(self, message: str) -> None:
         self.plan.append(message)

@@ -108,6 +108,8 @@ if TYPE_CHECKING:  # pragma: no cover
 
 PURGE_OPERATION = "REORG"
 PURGE_PARAMETERS: dict[str, Any] = {"predicate": [], "applyPurge": True}
+#: The name of the purge's progress counts (``DropRun.progress``).
+PURGE_STEP = "purge deletion vectors"
 
 DEFAULT_BROADCAST_MAX_ROWS = 5_000_000
 DEFAULT_PARALLEL_JOBS = 4
@@ -454,7 +456,8 @@ def purge_deletion_vectors(run: "DropRun", *, batch_files: int = DEFAULT_BATCH_F
                    strategy=strategy, broadcast_max_rows=broadcast_max_rows, parallel_jobs=parallel_jobs,
                    preserve=MaterializedColumns.of(tracking))
     run.progress(f"purging deletion vectors of {total_files} file(s), {total_bytes} bytes, "
-                 f"in {len(plans)} batch(es)")
+                 f"in {len(plans)} batch(es)", step=PURGE_STEP, done=0, total=total_files,
+                 done_bytes=0, total_bytes=total_bytes)
     if ctx.preserve is not None:
         run.progress(f"row tracking is enabled: stable row IDs and row commit versions go into "
                      f"{ctx.preserve.row_id} and {ctx.preserve.row_commit_version}")
@@ -470,7 +473,9 @@ def purge_deletion_vectors(run: "DropRun", *, batch_files: int = DEFAULT_BATCH_F
         version = _commit_batch(ctx, batch)
         done[0] += len(batch.files)
         done[1] += sum(f.add.size for f in batch.files)
-        run.progress(f"purged {done[0]}/{total_files} files, {done[1]}/{total_bytes} bytes")
+        run.progress(f"purged {done[0]}/{total_files} files, {done[1]}/{total_bytes} bytes",
+                     step=PURGE_STEP, done=done[0], total=total_files, done_bytes=done[1],
+                     total_bytes=total_bytes)
         if on_batch_committed is not None:
             on_batch_committed(version, done[0])
 

@@ -203,15 +203,18 @@ class FileRewriter:
             remove_tree(self.storage, out_rel)
             raise
 
-    def rewrite_all(self, items: Sequence[tuple[AddFile, FilePlan]], progress: Callable[[str], None],
+    def rewrite_all(self, items: Sequence[tuple[AddFile, FilePlan]], progress: Callable[..., None],
                     label: str) -> list[Rewritten]:
         """Rewrite ``items`` with up to ``workers`` concurrent Spark jobs; progress in files and
-        bytes. Any failure stops the rewrite (files already written become orphans)."""
+        bytes, told to ``progress`` with :meth:`DropRun.progress`'s counts (``step=label``). Any
+        failure stops the rewrite (files already written become orphans)."""
         total_files = len(items)
         total_bytes = sum(a.size or 0 for a, _ in items)
         done: list[Rewritten] = []
         lock = threading.Lock()
         state = {"bytes": 0}
+        progress(f"{label}: rewriting {total_files} files, {total_bytes} bytes", step=label, done=0,
+                 total=total_files, done_bytes=0, total_bytes=total_bytes)
 
         def one(item: tuple[AddFile, FilePlan]) -> Rewritten:
             result = self.rewrite(*item)
@@ -219,7 +222,8 @@ class FileRewriter:
                 done.append(result)
                 state["bytes"] += item[0].size or 0
                 progress(f"{label}: rewrote {len(done)}/{total_files} files, "
-                         f"{state['bytes']}/{total_bytes} bytes")
+                         f"{state['bytes']}/{total_bytes} bytes", step=label, done=len(done),
+                         total=total_files, done_bytes=state["bytes"], total_bytes=total_bytes)
             return result
 
         if self.workers == 1 or total_files <= 1:

@@ -66,6 +66,8 @@ DEFAULT_BATCH_FILES = 100
 # Metadata-only re-adds write two log lines per file and read nothing: far larger batches.
 RESPELL_BATCH_FILES = 10_000
 METADATA_OPERATION = "REMOVE TYPE WIDENING METADATA"
+#: The name of the rewrite's progress counts over all batches (``DropRun.progress``).
+REORG_STEP = "REORG (type widening)"
 
 
 def stale_files(run: "DropRun", rewriter: FileRewriter) -> list[tuple[AddFile, FilePlan]]:
@@ -130,8 +132,11 @@ def rewrite_type_widening(run: "DropRun", *, batch_files: int = DEFAULT_BATCH_FI
     total_bytes = sum(a.size or 0 for a, _ in stale)
     batches = in_batches(stale, batch_files)
     respell_batches = in_batches(metadata_only, RESPELL_BATCH_FILES)
+    # The counts start the progress only for a real run: a dry run rewrites nothing.
+    counts = {} if run.dry_run or not stale else {
+        "step": REORG_STEP, "done": 0, "total": len(stale), "done_bytes": 0, "total_bytes": total_bytes}
     run.progress(f"REORG (type widening): {len(stale)} live file(s) store narrower types "
-                 f"({total_bytes} bytes), {len(batches)} batch(es)")
+                 f"({total_bytes} bytes), {len(batches)} batch(es)", **counts)
     if respelled:
         run.progress(f"REORG (type widening): {len(respelled)} live file(s) spell widened partition values "
                      f"in an older type; {len(metadata_only)} of them re-added without a rewrite")
@@ -175,7 +180,9 @@ def rewrite_type_widening(run: "DropRun", *, batch_files: int = DEFAULT_BATCH_FI
                     rewritten += len(batch)
                     done_bytes += sum(a.size or 0 for a, _ in batch)
                     run.progress(f"REORG (type widening): {rewritten}/{len(stale)} files, "
-                                 f"{done_bytes}/{total_bytes} bytes rewritten")
+                                 f"{done_bytes}/{total_bytes} bytes rewritten", step=REORG_STEP,
+                                 done=rewritten, total=len(stale), done_bytes=done_bytes,
+                                 total_bytes=total_bytes)
         for respell_batch in respell_batches:
             now = run.clock.now_ms()
             actions = []

@@ -7,9 +7,13 @@ then those that installed distributions declare in :data:`COMMAND_GROUP`. Subcom
 parse arguments, call one operation, render its result (``delta_downgrade.app.render``). The
 command modules import only ``argparse`` at module level, so ``--help`` loads no operation.
 
-Every error is a :class:`DeltaDowngradeError` printed as one line with its Delta error class, and
-the process exits with the contract's code (0 done, 2 bad input, 3 wait, 4 conflict, 1 anything
-else).
+Every outcome follows one output contract (:mod:`.output`): ``RESULT {json}`` on stdout, or with
+``--json`` one JSON document holding the same fields; people's text on stderr. An error is a
+:class:`DeltaDowngradeError` printed as one line with its Delta error class on stderr, plus its
+RESULT (``status`` ``error`` or ``waiting``); an argument argparse refuses is one too
+(``DELTA_DOWNGRADE_BAD_INPUT``, with the usage), and so is an unexpected exception (its traceback on
+stderr, ``DELTA_DOWNGRADE_INTERNAL_ERROR``). The process exits with the contract's code (0 done,
+2 bad input, 3 wait, 4 conflict, 1 anything else).
 
 ``--storage-option KEY=VALUE`` items (:mod:`.storage_option`) are parsed here, once, into
 ``args.storage_options``; their values are masked in everything printed (error lines, log
@@ -20,11 +24,11 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Callable, Sequence
+from typing import Callable, NoReturn, Sequence
 
 from delta_downgrade import __version__
 from delta_downgrade.app.cli import cleanup, drop, inspect, storage_option, vacuum
-from delta_downgrade.errors import EXIT_FAILURE, DeltaDowngradeError
+from delta_downgrade.errors import BadInputError, DeltaDowngradeError
 
 Command = Callable[[argparse.Namespace], int]
 Register = Callable[[argparse._SubParsersAction, dict[str, Command]], None]
@@ -38,11 +42,29 @@ BUILTIN: tuple[Register, ...] = (inspect.register, cleanup.register, vacuum.regi
 COMMAND_GROUP = "delta_downgrade.commands"
 
 
+class _Refused(Exception):
+    """Control flow, never shown: argparse refused the command line; the message and the usage
+    of the (sub)command that refused it. ``main`` reports it as a :class:`BadInputError`."""
+
+    def __init__(self, message: str, usage: str) -> None:
+        super().__init__(message)
+        self.message, self.usage = message, usage
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that raises :class:`_Refused` instead of printing and exiting, so that a refused
+    command line gets its RESULT too (subparsers are made of the same class). ``--help`` and
+    ``--version`` still print and exit 0: they are no outcome."""
+
+    def error(self, message: str) -> NoReturn:  # type: ignore[override]
+        raise _Refused(message, self.format_usage())
+
+
 def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     """The parser of every subcommand. When ``argv`` names one of this package's own commands, the
     installed distributions' commands are not looked up: reading every distribution's entry
     points is the slowest part of the CLI's start-up, and such a command line cannot use them."""
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="delta-downgrade",
         description="Drop Delta Lake table features and lower the protocol (Checkpoint Protection RFC).")
     parser.add_argument("--version", action="version", version=f"delta-downgrade {__version__}")
@@ -70,10 +92,20 @@ def _installed_commands() -> list[Register]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    args = build_parser(argv).parse_args(argv)
-    # Imported once a command runs (``--help`` and bad arguments exit in parse_args): ``logging``
-    # is a good part of the start-up time of ``--help``.
+    try:
+        args = build_parser(argv).parse_args(argv)
+    except _Refused as refused:
+        from delta_downgrade.app.cli.output import fail
+
+        error = BadInputError(f"{refused.message}; see --help")
+        print(refused.usage + f"error: {error}", file=sys.stderr)
+        words = argv[:argv.index("--")] if "--" in argv else argv
+        command = _command_word(argv)
+        return fail(command if command in _COMMANDS else None, error, table=None, as_json="--json" in words)
+    # Imported once a command runs (``--help`` exits in parse_args): ``logging`` is a good part of
+    # the start-up time of ``--help``.
     from delta_downgrade.app.console_logging import CLI_STEP_FORMAT, console_logging, level_for
+    from delta_downgrade.app.progress import progress_mode
     from delta_downgrade.app.storage_options import parse_storage_option_items, redact_output
 
     args.storage_options = {}
@@ -81,19 +113,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     level = level_for(quiet=getattr(args, "quiet", False), verbose=getattr(args, "verbose", False))
     try:
         args.storage_options = parse_storage_option_items(getattr(args, storage_option.DEST, None))
-        with console_logging(CLI_STEP_FORMAT, level, secrets=args.storage_options):
+        with console_logging(CLI_STEP_FORMAT, level, secrets=args.storage_options,
+                             progress=progress_mode(sys.stderr, task=False)):
             return _COMMANDS[args.command](args)
-    except DeltaDowngradeError as exc:
-        # A store's message may quote the request it refused: its secrets are masked.
-        print(redact_output(f"error: {exc}", args.storage_options), file=sys.stderr)
-        return exc.exit_code
     except BrokenPipeError:  # output piped into `head`: not an error
         import os
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return EXIT_FAILURE
+    except (DeltaDowngradeError, KeyboardInterrupt, Exception) as exc:
+        from delta_downgrade.app.cli.output import fail
+
+        if isinstance(exc, DeltaDowngradeError):
+            # A store's message may quote the request it refused: its secrets are masked.
+            print(redact_output(f"error: {exc}", args.storage_options), file=sys.stderr)
+        elif isinstance(exc, KeyboardInterrupt):
+            print("interrupted", file=sys.stderr)
+        else:  # a bug: the traceback is for the report, the RESULT says it failed
+            import traceback
+
+            print(redact_output(traceback.format_exc(), args.storage_options), end="", file=sys.stderr)
+        return fail(args.command, exc, table=getattr(args, "table", None),
+                    feature=getattr(args, "feature", None), as_json=bool(getattr(args, "json", False)),
+                    secrets=args.storage_options)
 
 
 if __name__ == "__main__":

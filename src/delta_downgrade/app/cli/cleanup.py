@@ -23,14 +23,16 @@ def register(sub: argparse._SubParsersAction, commands: dict[str, Command]) -> N
     p.add_argument("--granularity", choices=("day", "hour", "minute"), default="day",
                    help="truncate the cutoff to this unit (default: day, as delta.logRetentionDuration)")
     p.add_argument("--dry-run", action="store_true", help="show the plan, delete nothing")
-    p.add_argument("--json", action="store_true", help="print the plan and result as JSON")
+    p.add_argument("--json", action="store_true",
+                   help="print one JSON document (the plan, what was deleted, the RESULT fields)")
     add_storage_option_argument(p)
     commands["cleanup"] = _run
 
 
 def _run(args: argparse.Namespace) -> int:
-    from delta_downgrade.app.render.cleanup import render_json, render_text
-    from delta_downgrade.app.storage_options import redact_output
+    from delta_downgrade.app.cli.output import finish
+    from delta_downgrade.app.render.cleanup import cleanup_document, render_text
+    from delta_downgrade.app.render.result import cleanup_result
     from delta_downgrade.log.delta_log import DeltaLog
     from delta_downgrade.operations.cleanup import cleanup_expired_logs
     from delta_downgrade.protocol.table_config import parse_interval_ms
@@ -39,6 +41,7 @@ def _run(args: argparse.Namespace) -> int:
     log = DeltaLog(args.table, storage_options=args.storage_options)
     result = cleanup_expired_logs(log, retention_ms=retention, granularity=args.granularity,
                                   dry_run=args.dry_run)
-    render = render_json if args.json else render_text
-    print(redact_output(render(args.table, result, dry_run=args.dry_run), args.storage_options))
-    return 0
+    return finish(args, cleanup_result(args.table, result, dry_run=args.dry_run),
+                  document=cleanup_document(args.table, result, dry_run=args.dry_run) if args.json else None,
+                  text=None if args.json else render_text(args.table, result, dry_run=args.dry_run),
+                  text_on_stdout=True)

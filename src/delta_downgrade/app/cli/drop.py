@@ -1,33 +1,33 @@
 """``delta-downgrade drop-feature`` and ``truncate-history``: the same operations as the tasks,
-with positional arguments. Each prints a readable summary on stderr and the RESULT line on stdout."""
+with positional arguments. Each prints its steps and a readable summary on stderr, and on stdout
+the RESULT line (``--json``: one JSON document of the same fields), see :mod:`.output`."""
 
 from __future__ import annotations
 
 import argparse
-import sys
 from typing import Callable
 
 from delta_downgrade.app.cli.storage_option import add_storage_option_argument
-from delta_downgrade.errors import EXIT_OK
 
 
 def _drop(args: argparse.Namespace) -> int:
+    from delta_downgrade.app.cli.output import finish
     from delta_downgrade.app.engines import select_engine
     from delta_downgrade.app.render.drop import render_summary
-    from delta_downgrade.app.render.result import drop_result, emit_result
-    from delta_downgrade.app.storage_options import redact_output
+    from delta_downgrade.app.render.result import drop_result
 
     engine = select_engine(args.engine, args.table)
     # Its steps are logged; main prints them (unless --quiet) as "  {step}" lines on stderr.
     outcome = engine.drop_feature(args.table, args.feature, truncate_history=args.truncate_history,
                                   dry_run=args.dry_run, storage_options=args.storage_options)
-    print(redact_output(render_summary(outcome), args.storage_options), file=sys.stderr)
-    emit_result(drop_result(outcome), secrets=args.storage_options)
-    return EXIT_OK
+    return finish(args, drop_result(outcome), text=render_summary(outcome))
 
 
 def _output_flags(p: argparse.ArgumentParser) -> None:
-    """How much of the drop's log main prints: --quiet none of its steps, --verbose DEBUG too."""
+    """How much of the drop's log main prints: --quiet none of its steps, --verbose DEBUG too;
+    --json: stdout is one JSON document of the RESULT's fields instead of the RESULT line."""
+    p.add_argument("--json", action="store_true",
+                   help="print one JSON document of the RESULT fields on stdout (steps and summary stay on stderr)")
     loudness = p.add_mutually_exclusive_group()
     loudness.add_argument("--quiet", action="store_true", help="do not print the steps")
     loudness.add_argument("--verbose", action="store_true", help="also print debugging records")

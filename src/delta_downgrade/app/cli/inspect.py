@@ -14,18 +14,20 @@ def register(sub: argparse._SubParsersAction, commands: dict[str, Command]) -> N
     p = sub.add_parser("inspect", help="show a table's protocol, features, checkpoints and boundary")
     p.add_argument("table", help="table path")
     p.add_argument("--version", dest="version", type=int, default=None, help="version to inspect (latest)")
-    p.add_argument("--json", action="store_true", help="print the stable JSON document")
+    p.add_argument("--json", action="store_true",
+                   help="print one JSON document (the stable inspect document with the RESULT fields)")
     p.add_argument("--no-history", action="store_true", help="skip the protocol history (faster)")
     add_storage_option_argument(p)
     commands["inspect"] = _run
 
 
 def _run(args: argparse.Namespace) -> int:
-    from delta_downgrade.app.render.inspect import render_json, render_text
-    from delta_downgrade.app.storage_options import redact_output
+    from delta_downgrade.app.cli.output import finish
+    from delta_downgrade.app.render.inspect import inspect_document, render_text
+    from delta_downgrade.app.render.result import inspect_result
     from delta_downgrade.operations.inspect import inspect_table
 
     report = inspect_table(args.table, args.version, history=not args.no_history,
                            storage_options=args.storage_options)
-    print(redact_output(render_json(report) if args.json else render_text(report), args.storage_options))
-    return 0
+    return finish(args, inspect_result(report), document=inspect_document(report) if args.json else None,
+                  text=None if args.json else render_text(report), text_on_stdout=True)

@@ -22,19 +22,22 @@ def register(sub: argparse._SubParsersAction, commands: dict[str, Command]) -> N
     p.add_argument("--override-retention-check", action="store_true",
                    help="allow a retention shorter than delta.deletedFileRetentionDuration "
                         "(only when no writer is active)")
-    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.add_argument("--json", action="store_true",
+                   help="print one JSON document (the files found, deleted and kept; the RESULT fields)")
     add_storage_option_argument(p)
     commands["vacuum"] = _run
 
 
 def _run(args: argparse.Namespace) -> int:
-    from delta_downgrade.app.render.vacuum import render_json, render_text
-    from delta_downgrade.app.storage_options import redact_output
+    from delta_downgrade.app.cli.output import finish
+    from delta_downgrade.app.render.result import vacuum_result
+    from delta_downgrade.app.render.vacuum import render_text, vacuum_document
     from delta_downgrade.errors import EXIT_FAILURE, EXIT_OK
     from delta_downgrade.operations.vacuum import vacuum
 
     result = vacuum(args.table, retention_hours=args.retention_hours, dry_run=args.dry_run,
                     enforce_retention_check=not args.override_retention_check,
                     storage_options=args.storage_options)
-    print(redact_output(render_json(result) if args.json else render_text(result), args.storage_options))
-    return EXIT_OK if result.ok else EXIT_FAILURE
+    return finish(args, vacuum_result(result), document=vacuum_document(result) if args.json else None,
+                  text=None if args.json else render_text(result), text_on_stdout=True,
+                  exit_code=EXIT_OK if result.ok else EXIT_FAILURE)

@@ -1,8 +1,10 @@
-"""The ``RESULT {json}`` line every task and ``drop-feature`` prints, one per table.
+"""The ``RESULT {json}`` line every task and every command prints, one per table, on every
+outcome (an error included).
 
 The line is a contract: its keys are what ``databricks.yml`` jobs read back as task values. The
 dictionaries are built here from the typed outcomes of the operations (:class:`DropOutcome`,
-:class:`VerifyReport`, a :class:`DeltaDowngradeError`); the keys are printed sorted.
+:class:`VerifyReport`, an inspection, a cleanup, a VACUUM, a :class:`DeltaDowngradeError`); the
+keys are printed sorted. Every RESULT has ``table``, ``status`` and, once printed, ``exit_code``.
 """
 
 from __future__ import annotations
@@ -15,7 +17,10 @@ from delta_downgrade.errors import DeltaDowngradeError
 from delta_downgrade.protocol import Protocol
 
 if TYPE_CHECKING:  # the operations load pyarrow: the entry points import this module first
+    from delta_downgrade.operations.cleanup import CleanupResult
     from delta_downgrade.operations.drop_run import DropOutcome
+    from delta_downgrade.operations.inspect import TableReport
+    from delta_downgrade.operations.vacuum import VacuumResult
     from delta_downgrade.operations.verify import Check, VerifyReport
 
 RESULT_PREFIX = "RESULT "
@@ -73,7 +78,38 @@ def verify_result(report: VerifyReport) -> dict[str, Any]:
     }
 
 
-def error_result(table: str, feature: str | None, exc: BaseException) -> dict[str, Any]:
+def inspect_result(report: TableReport) -> dict[str, Any]:
+    """The RESULT of ``inspect``: the version read, its protocol and checkpoint protection."""
+    return {"table": report.table, "status": "inspected", "version": report.version,
+            "latest_version": report.latest_version, **protocol_fields(report.protocol),
+            "boundary_version": report.boundary_version,
+            "protected_checkpoint_versions": list(report.protected_checkpoint_versions),
+            "droppable_features": report.droppable_features}
+
+
+def cleanup_result(table: str, result: CleanupResult, *, dry_run: bool) -> dict[str, Any]:
+    """The RESULT of ``cleanup``: ``planned`` (dry run), ``skipped`` (the Checkpoint Protection
+    rules forbid it: not an error) or ``cleaned``; counts, not paths (a log may hold millions)."""
+    plan = result.plan
+    status = "planned" if dry_run else "cleaned" if plan.allowed else "skipped"
+    return {"table": table, "status": status, "dry_run": dry_run, "decision": plan.decision,
+            "allowed": plan.allowed, "cutoff_checkpoint": plan.cutoff_checkpoint,
+            "boundary_version": plan.boundary_version,
+            "deletions_planned": (plan.num_deletions if plan.allowed else 0) + len(plan.delete_temps),
+            "deleted_count": len(result.deleted)}
+
+
+def vacuum_result(result: VacuumResult) -> dict[str, Any]:
+    """The RESULT of ``vacuum``: ``planned`` (dry run), ``vacuumed``, or ``failed`` when a file
+    could not be deleted (exit 1; the document lists them); counts, not paths."""
+    status = "planned" if result.dry_run else "vacuumed" if result.ok else "failed"
+    return {"table": result.table, "status": status, "version": result.version,
+            "dry_run": result.dry_run, "retention_ms": result.retention_ms,
+            "files_to_delete_count": len(result.files_to_delete), "bytes_to_delete": result.bytes_to_delete,
+            "deleted_count": len(result.deleted), "failed_count": len(result.failed)}
+
+
+def error_result(table: str | None, feature: str | None, exc: BaseException) -> dict[str, Any]:
     """The RESULT of a table whose task failed: the error's class, message and parameters; a
     :class:`DeltaDowngradeError` that says when to retry (``retry_after``) is ``waiting``."""
     if isinstance(exc, DeltaDowngradeError):

@@ -11,19 +11,22 @@ tracebacks (``app.storage_options.redact_output``).
 
 from __future__ import annotations
 
+import json
 import sys
 import traceback
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from delta_downgrade.errors import (
     EXIT_BAD_INPUT, EXIT_CONFLICT, EXIT_FAILURE, EXIT_OK, EXIT_WAIT, BadSettingsError, DeltaDowngradeError,
 )
 from delta_downgrade.app.console_logging import TASK_STEP_FORMAT, console_logging
+from delta_downgrade.app.progress import progress_mode
 from delta_downgrade.app.render.result import drop_result, emit_result, error_result, verify_result
 from delta_downgrade.app.storage_options import redact_output
 from delta_downgrade.app.tasks.settings import (
-    DropFeatureSettings, TaskSettings, TruncateSettings, VerifySettings, load_settings,
+    STORAGE_OPTION_ITEM, DropFeatureSettings, TaskSettings, TruncateSettings, VerifySettings, load_settings,
+    parse_cli_args,
 )
 from delta_downgrade.app.tasks.task_values import task_values_for
 
@@ -43,7 +46,7 @@ def worst(codes: Sequence[int]) -> int:
     return max(codes, key=_SEVERITY.index, default=EXIT_OK)
 
 
-def error_outcome(table: str, feature: str | None, exc: BaseException) -> tuple[dict[str, Any], int]:
+def error_outcome(table: str | None, feature: str | None, exc: BaseException) -> tuple[dict[str, Any], int]:
     code = exc.exit_code if isinstance(exc, DeltaDowngradeError) else EXIT_FAILURE
     return error_result(table, feature, exc), code
 
@@ -63,11 +66,52 @@ def run_task(settings_cls: type[TaskSettings], handler: TableHandler, argv: Sequ
         if not tables:
             raise BadSettingsError(f"{settings_cls.TASK} needs --table=PATH (or --tables=a,b / --tables_file=FILE)")
     except DeltaDowngradeError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return exc.exit_code
+        return _settings_failed(settings_cls, argv, exc)
     secrets = settings.storage_option_values()
-    with console_logging(TASK_STEP_FORMAT, secrets=secrets):
+    with console_logging(TASK_STEP_FORMAT, secrets=secrets, progress=progress_mode(sys.stderr, task=True)):
         return _run_tables(settings, handler, tables, secrets)
+
+
+def _settings_failed(settings_cls: type[TaskSettings], argv: Sequence[str], exc: DeltaDowngradeError) -> int:
+    """Settings that do not load are an outcome too: the error line on stderr and a RESULT
+    (``status`` error, the error class, ``exit_code``, the table when the command line names
+    one). The settings never loaded, so the storage options' values are taken from the command
+    line as given to mask them all the same (the settings' messages never quote them anyway)."""
+    cli = parse_cli_args(argv)
+    secrets = argv_secrets(cli)
+    print(redact_output(f"error: {exc}", secrets), file=sys.stderr)
+    table = cli.get("table") if isinstance(cli.get("table"), str) else None
+    feature = cli.get("feature") or getattr(settings_cls, "FEATURE", None) or cli.get("expect_absent_feature")
+    result, code = error_outcome(table, feature if isinstance(feature, str) else None, exc)
+    result["exit_code"] = code
+    emit_result(result, secrets=secrets)
+    return code
+
+
+def argv_secrets(cli: Mapping[str, Any]) -> dict[str, str]:
+    """The storage options' values a command line gives (``--storage_option KEY=VALUE`` items and
+    a ``--storage_options`` JSON object), as well as they can be read: what to mask in the output
+    of settings that did not load."""
+    # Keys as given: whether a value is a secret is decided by its key (storage/options.py); an
+    # item without a key, or JSON that does not parse, is masked whole under a secret-looking key.
+    found: dict[str, str] = {}
+    for item in cli.get(STORAGE_OPTION_ITEM) or ():
+        key, sep, value = str(item).partition("=")
+        if sep and key.strip():
+            found[key.strip()] = value
+        else:
+            found[f"UNREADABLE_SECRET_{len(found)}"] = str(item)
+    text = cli.get("storage_options")
+    if isinstance(text, str):
+        try:
+            given = json.loads(text)
+        except ValueError:
+            given = None
+        if isinstance(given, dict):
+            found.update({str(k): str(v) for k, v in given.items()})
+        else:
+            found[f"UNREADABLE_SECRET_{len(found)}"] = text
+    return found
 
 
 def _run_tables(settings: TaskSettings, handler: TableHandler, tables: list[str],

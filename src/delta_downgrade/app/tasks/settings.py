@@ -17,18 +17,27 @@ because every job parameter reaches every task as ``--key=value``, a job paramet
 must not be able to redirect the values file, so the command line and the config file cannot
 set them.
 
-Each level is one of pydantic-settings' own sources, in ``settings_customise_sources``: the
-command-line values enter as init arguments (``InitSettingsSource``), the environment through
-``EnvSettingsSource``, the file through ``TomlConfigSettingsSource``. Two pieces stay written
-here, because the built-in ones accept other inputs than the jobs send:
+Each level is one of pydantic-settings' own sources: the command line through
+``CliSettingsSource``, the environment through ``EnvSettingsSource``, the file through
+``TomlConfigSettingsSource``; pydantic-settings composes them in that order. Two pieces stay
+written here, because the built-in ones accept other inputs than the jobs send:
 
-- ``parse_cli_args`` turns argv into those init arguments. pydantic-settings'
-  ``CliSettingsSource`` (argparse underneath) cannot take both ``--flag`` alone and
-  ``--flag=true`` (its implicit flags refuse an explicit value, its explicit ones need one), takes
-  one spelling of a key (``cli_kebab_case`` picks ``-`` or ``_``, not both), passes ``--x=`` on
-  as an empty string that beats the environment, reads ``None`` as a string, treats ``--help``
-  and ``-h`` as a request for help that exits the process, joins a repeated list option instead
-  of keeping the last, refuses ``--table -x``, and stops reading options after ``--``.
+- ``parse_cli_args`` normalizes argv before ``CliSettingsSource`` (argparse underneath) parses
+  it: every option becomes one ``--key=value`` with ``_`` in the key (``--flag`` alone is
+  ``--flag=true``, ``--key value`` is ``--key=value``), empty and ``null``/``None`` values are
+  dropped, the last of a repeated key is kept, words that are not options and ``--help``/``-h``
+  never reach it, and unknown keys are ignored (``cli_ignore_unknown_args``). Fed raw argv, the
+  library would refuse either ``--flag`` alone or ``--flag=true`` (implicit flags take no value,
+  explicit ones need one), take one spelling of a key only (``cli_kebab_case``), let ``--x=`` (an
+  unset upstream task value) beat the environment as an empty string, exit the process on
+  ``-h``, join a repeated list option instead of keeping the last, refuse ``--table -x`` and stop
+  at ``--``. ``storage_options`` is the one setting that does not go through it but enters as an
+  init argument, as before: the library decodes ``--storage_options`` into a dict and merges it
+  key by key with the environment's ``DELTA_DOWNGRADE_STORAGE_OPTIONS`` (a key of the environment
+  survives a command line that leaves it out, where the command line's JSON object must replace
+  it), also takes ``K=V,K2=V2`` and cuts a value (a SAS token) at its commas, and reports bad
+  JSON as Python's own unpacking error. (Repeated ``--storage_option`` items still add to the
+  environment's object, as they did.)
 - ``_TaskTomlSource`` reads the file for the built-in TOML source. The built-in skips a missing
   file silently and reads one table (``toml_table_header``) instead of the task's table over the
   top-level keys; it leaves ``-`` in keys, lets a top-level table pose as a value, and reports a
@@ -50,12 +59,13 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Any, ClassVar, Mapping, Sequence
 
 from pydantic import Field, SecretStr, ValidationError, field_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict, TomlConfigSettingsSource
+from pydantic_settings import BaseSettings, CliSettingsSource, SettingsConfigDict, TomlConfigSettingsSource
 from pydantic_settings.exceptions import SettingsError
 
 from delta_downgrade.app.storage_options import parse_storage_option_items
@@ -260,7 +270,8 @@ class TaskSettings(BaseSettings):
     def settings_customise_sources(cls, settings_cls: type[BaseSettings], init_settings: Any,
                                    env_settings: Any, dotenv_settings: Any,
                                    file_secret_settings: Any) -> tuple[Any, ...]:
-        # Highest precedence first: the command line (as init arguments), the environment, the file.
+        # Highest precedence first: (the command line, which pydantic-settings puts before these
+        # when load_settings passes its CliSettingsSource,) the environment, the file.
         return (init_settings, env_settings, _TaskTomlSource(settings_cls, cls._config_path, cls.TASK))
 
     def table_list(self) -> list[str]:
@@ -400,9 +411,14 @@ def load_settings(cls: type[TaskSettings], argv: Sequence[str]) -> TaskSettings:
         except ValueError as exc:
             raise BadStorageOptionError(f"invalid settings for {cls.TASK}: --storage_options {exc}") from None
         known["storage_options"] = {**given, **parse_storage_option_items(items, "--storage_option")}
+    # Init arguments, not the command-line source (see the module docstring).
+    init = {key: known.pop(key) for key in TABLE_SETTINGS if key in known}
     cls._config_path = config
     try:
-        return cls(**known)
+        cli_source = CliSettingsSource(cls, cli_parse_args=[f"--{k}={v}" for k, v in known.items()],
+                                       cli_ignore_unknown_args=True, cli_exit_on_error=False,
+                                       cli_implicit_flags=False)
+        return cls(_cli_settings_source=cli_source, **init)
     except ValidationError as exc:
         problems = "; ".join(f"{_where(e['loc'])}: {e['msg']}" for e in exc.errors())
         # Storage options get their own error class; ``e['input']`` is never shown (a secret).
@@ -416,7 +432,9 @@ def load_settings(cls: type[TaskSettings], argv: Sequence[str]) -> TaskSettings:
             raise BadStorageOptionError(f"invalid settings for {cls.TASK}: {ENV_PREFIX}STORAGE_OPTIONS "
                                         f"must hold a JSON object such as {{\"AWS_REGION\": \"eu-west-1\"}} "
                                         f"({exc})") from None
-        raise BadSettingsError(f"invalid settings for {cls.TASK}: {exc}") from None
+        # The command-line source's "Parsing error encountered for tables: ..." as "--tables: ...".
+        message = re.sub(r"^Parsing error encountered for (\w+): ", r"--\1: ", str(exc))
+        raise BadSettingsError(f"invalid settings for {cls.TASK}: {message}") from None
     finally:
         cls._config_path = None
 

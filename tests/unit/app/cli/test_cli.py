@@ -4,6 +4,7 @@ the entry-point group; ``--help`` imports no operation; errors become one line a
 from __future__ import annotations
 
 import argparse
+import json
 import subprocess
 import sys
 
@@ -11,6 +12,7 @@ import pytest
 
 from delta_downgrade.app import cli
 from delta_downgrade.app.cli import cleanup, drop, inspect, vacuum
+from delta_downgrade.app.render.result import parse_result_lines
 
 
 def _subcommands(parser: argparse.ArgumentParser) -> list[str]:
@@ -80,7 +82,18 @@ def test_help_imports_no_operation():
     (["cleanup", "{dir}/missing", "--retention", "one week"], "DELTA_DOWNGRADE_BAD_DURATION"),
 ])
 def test_error_is_one_line_with_its_class_and_exit_code(tmp_path, capsys, argv, error_class):
-    code = cli.main([a.format(dir=tmp_path) for a in argv])
+    """One error line on stderr; on stdout the error's RESULT (issue 14: before, stdout was empty
+    and a script had no status to read), or with --json the one document of the same fields."""
+    argv = [a.format(dir=tmp_path) for a in argv]
+    code = cli.main(argv)
     out, err = capsys.readouterr()
-    assert code == 2 and out == ""
+    assert code == 2
     assert err.startswith(f"error: [{error_class}] ") and err.count("\n") == 1
+    if "--json" in argv:
+        result = json.loads(out)
+    else:
+        [result] = parse_result_lines(out)
+        assert out.count("\n") == 1
+    assert (result["command"], result["status"], result["error_class"], result["exit_code"]) == \
+        (argv[0], "error", error_class, 2)
+    assert result["table"] == argv[1] and result["message"] in err

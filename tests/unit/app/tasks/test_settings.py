@@ -3,6 +3,8 @@ values giving exit 2 with one clear message."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from delta_downgrade.errors import BadInputError
@@ -92,16 +94,36 @@ def test_bad_values_are_one_clear_error(argv, fragment):
     assert "\n" not in info.value.message
 
 
-def test_bad_value_through_the_task_exits_2_with_one_line(capsys):
+def test_bad_value_through_the_task_exits_2_with_one_line_and_its_result(capsys):
+    """Settings that do not load are an outcome: one error line on stderr and one RESULT (issue
+    14: before, the RESULT was missing and a job saw no status at all)."""
     code, results, err = run_task(drop_feature_task, ["--table=/t", "--parallelism=many"])
-    assert code == 2 and results == []
     lines = [line for line in err.splitlines() if line.strip()]
-    assert len(lines) == 1 and "DELTA_DOWNGRADE_BAD_SETTINGS" in lines[0]
+    assert code == 2 and len(lines) == 1 and "DELTA_DOWNGRADE_BAD_SETTINGS" in lines[0]
+    [result] = results
+    assert result["status"] == "error" and result["error_class"] == "DELTA_DOWNGRADE_BAD_SETTINGS"
+    assert result["exit_code"] == 2 and result["table"] == "/t" and "--parallelism" in result["message"]
 
 
 def test_missing_table_is_bad_input():
-    code, _, err = run_task(verify_task, [])
+    code, results, err = run_task(verify_task, [])
     assert code == 2 and "--table" in err
+    [result] = results
+    assert (result["table"], result["status"], result["exit_code"]) == (None, "error", 2)
+    assert result["error_class"] == "DELTA_DOWNGRADE_BAD_SETTINGS"
+
+
+def test_a_settings_error_masks_the_storage_options_of_the_command_line(capsys):
+    """The settings never loaded, so the secrets are read from argv to mask them wherever they
+    appear (here the table argument quotes one; a malformed item beside it is the error)."""
+    secret = "s3cr3t-value-123"
+    code, results, err = run_task(drop_feature_task, [
+        f"--table=s3://b/{secret}/t", f"--storage_option=AWS_SECRET_ACCESS_KEY={secret}",
+        "--storage_option=oops"])
+    [result] = results
+    assert code == 2 and result["error_class"] == "DELTA_DOWNGRADE_BAD_STORAGE_OPTION"
+    assert secret not in err and secret not in json.dumps(result)
+    assert result["table"] == "s3://b/***/t"
 
 
 def test_missing_config_file_is_bad_input(tmp_path):
