@@ -1,4 +1,8 @@
-"""``delta-downgrade inspect TABLE [--version N] [--json] [--no-history]``."""
+"""``delta-downgrade inspect TABLE [--version N] [--json] [--no-history]``.
+
+TABLE is a path/URI, ``delta.`path``` (read as the path), or a catalog name
+(``catalog.schema.table``), described through ``DESCRIBE DETAIL`` / ``DESCRIBE HISTORY`` on a
+session with Delta (:mod:`delta_downgrade.app.engines.sql_inspect`)."""
 
 from __future__ import annotations
 
@@ -12,7 +16,7 @@ Command = Callable[[argparse.Namespace], int]
 
 def register(sub: argparse._SubParsersAction, commands: dict[str, Command]) -> None:
     p = sub.add_parser("inspect", help="show a table's protocol, features, checkpoints and boundary")
-    p.add_argument("table", help="table path")
+    p.add_argument("table", help="table path/URI, delta.`path`, or catalog name (catalog.schema.table)")
     p.add_argument("--version", dest="version", type=int, default=None, help="version to inspect (latest)")
     p.add_argument("--json", action="store_true", help="print the stable JSON document")
     p.add_argument("--no-history", action="store_true", help="skip the protocol history (faster)")
@@ -21,11 +25,30 @@ def register(sub: argparse._SubParsersAction, commands: dict[str, Command]) -> N
 
 
 def _run(args: argparse.Namespace) -> int:
-    from delta_downgrade.app.render.inspect import render_json, render_text
     from delta_downgrade.app.storage_options import redact_output
+    from delta_downgrade.app.table_ref import parse_table_ref
+
+    ref = parse_table_ref(args.table)
+    if ref.is_name:
+        return _run_catalog(args, ref)
+    from delta_downgrade.app.render.inspect import render_json, render_text
     from delta_downgrade.operations.inspect import inspect_table
 
-    report = inspect_table(args.table, args.version, history=not args.no_history,
+    report = inspect_table(ref.path or args.table, args.version, history=not args.no_history,
                            storage_options=args.storage_options)
     print(redact_output(render_json(report) if args.json else render_text(report), args.storage_options))
+    return 0
+
+
+def _run_catalog(args: argparse.Namespace, ref: object) -> int:
+    from delta_downgrade.app.engines.sql_inspect import inspect_catalog_table
+    from delta_downgrade.app.engines.sql_session import delta_sql_session
+    from delta_downgrade.app.render.catalog_inspect import render_catalog_json, render_catalog_text
+    from delta_downgrade.errors import BadInputError
+
+    if args.version is not None:
+        raise BadInputError(f"--version needs the table's path: DESCRIBE DETAIL of a catalog name "
+                            f"describes its latest version only", table=args.table)
+    report = inspect_catalog_table(delta_sql_session(ref), ref)
+    print(render_catalog_json(report) if args.json else render_catalog_text(report))
     return 0

@@ -11,7 +11,7 @@ import json
 import sys
 from typing import TYPE_CHECKING, Any, Mapping, TextIO
 
-from delta_downgrade.errors import DeltaDowngradeError
+from delta_downgrade.errors import DeltaDowngradeError, RetentionWaitError
 from delta_downgrade.protocol import Protocol
 
 if TYPE_CHECKING:  # the operations load pyarrow: the entry points import this module first
@@ -48,6 +48,10 @@ def drop_result(outcome: DropOutcome) -> dict[str, Any]:
     }
     if outcome.plan and outcome.status == STATUS_PLANNED:
         out["plan"] = outcome.plan
+    # A catalog name's outcome (delta-sql engine) names the fields SQL cannot give.
+    unavailable = getattr(outcome, "unavailable", None)
+    if unavailable:
+        out["unavailable"] = list(unavailable)
     if outcome.error is not None:
         out.update(outcome.error.to_dict())
     return out
@@ -79,7 +83,8 @@ def error_result(table: str, feature: str | None, exc: BaseException) -> dict[st
     if isinstance(exc, DeltaDowngradeError):
         result = {"table": table, "feature": feature, "status": "error", **exc.to_dict()}
         retry_after = getattr(exc, "retry_after", None)
-        if retry_after is not None:
+        # A wait is "waiting" even when the runtime's wait (delta-sql) does not say until when.
+        if retry_after is not None or isinstance(exc, RetentionWaitError):
             result["status"] = "waiting"
             result["truncate_after"] = retry_after
         return result
