@@ -19,6 +19,8 @@ of the package is exercised against this stand-in. It plays the runtime, not the
   pyspark ``AnalysisException`` whose condition is the Delta error class;
 - scripted refusals use the documented messages: ``INSUFFICIENT_PERMISSIONS`` for a name without
   MODIFY, ``TABLE_OR_VIEW_NOT_FOUND`` for an unknown name;
+- the session lists Delta's extension in ``spark.sql.extensions`` and its driver "JVM" loads
+  that class (the two questions ``has_delta_sql`` asks);
 - ``location`` in DETAIL is an address no storage answers (a managed table's location cannot be
   read with path access), so a package that read it would fail.
 
@@ -29,6 +31,7 @@ from __future__ import annotations
 
 import re
 from datetime import datetime
+from types import SimpleNamespace
 from typing import Any
 
 from pyspark.errors import AnalysisException
@@ -65,6 +68,23 @@ class _Conf:
 
     def get(self, key: str, default: Any = None) -> Any:
         return self.values.get(key, default)
+
+
+class _JavaLang:
+    """The two calls ``delta_downgrade.spark.has_delta_sql`` makes on a driver JVM, answered as
+    one where Delta's session extension class loads."""
+
+    class Thread:
+        @staticmethod
+        def currentThread() -> Any:  # noqa: N802 - Java's name
+            return SimpleNamespace(getContextClassLoader=lambda: "context class loader")
+
+    class Class:
+        @staticmethod
+        def forName(name: str, *args: Any) -> str:  # noqa: N802 - Java's name
+            if name != DELTA_EXTENSION:
+                raise RuntimeError(f"java.lang.ClassNotFoundException: {name}")
+            return name
 
 
 class _Result:
@@ -107,6 +127,7 @@ class DeltaSqlStandIn:
         self.no_modify = {tuple(k.lower().split(".")) for k in no_modify}
         self.reader = reader or DeltaRsOracle()
         self.conf = _Conf({"spark.sql.extensions": DELTA_EXTENSION})
+        self._jvm = SimpleNamespace(java=SimpleNamespace(lang=_JavaLang))
         self.statements: list[str] = []
         self.clock = clock  # the runtime's clock (None: the system's)
 
