@@ -262,3 +262,12 @@ def test_without_delta_one_line_and_exit_2_for_names_and_paths(golden_table, tmp
                                 "session with Delta Lake's SQL")
     assert ("catalog name" in errors[0]) == (path not in " ".join(args).replace("{path}", path))
     assert log_snapshot_files(path) == before
+
+
+def test_a_bare_relative_directory_is_a_name_and_the_error_says_how_to_give_the_path(golden_table, tmp_path):
+    path = Path(golden_table("vacuum_protocol_check"))
+    proc = _subprocess(["-m", "delta_downgrade.app.cli", "inspect", path.name], path.parent)
+    assert proc.returncode == 2
+    assert f"(for the directory {path.name} here, give ./{path.name})" in proc.stderr
+    proc = _subprocess(["-m", "delta_downgrade.app.cli", "inspect", f"./{path.name}", "--no-history"], path.parent)
+    assert proc.returncode == 0, proc.stderr

@@ -12,6 +12,7 @@ to do next for the classes a catalog user meets first: a missing privilege, an u
 
 from __future__ import annotations
 
+import os
 import re
 from typing import Any
 
@@ -31,6 +32,8 @@ def _unavailable(ref: TableRef, why: str) -> EngineUnavailableError:
     if ref.is_name:
         todo = (f"{ref.display} is a catalog name, which only Delta's SQL reaches: run on a "
                 f"Databricks cluster or job, or pass the table's path to use --engine=native")
+        if os.path.isdir(ref.text):  # a relative path without "/" reads as a name: say so
+            todo += f" (for the directory {ref.text} here, give ./{ref.text})"
     else:
         todo = "for a path, --engine=native needs no Delta"
     return EngineUnavailableError(f"{_NO_DELTA}; {why}; {todo}", table=ref.display)
