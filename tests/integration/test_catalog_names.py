@@ -271,3 +271,12 @@ def test_a_bare_relative_directory_is_a_name_and_the_error_says_how_to_give_the_
     assert f"(for the directory {path.name} here, give ./{path.name})" in proc.stderr
     proc = _subprocess(["-m", "delta_downgrade.app.cli", "inspect", f"./{path.name}", "--no-history"], path.parent)
     assert proc.returncode == 0, proc.stderr
+
+
+def test_a_read_the_runtime_refuses_is_a_failed_check(catalog):
+    """The stand-in's reader (deltalake 1.6.6) refuses vacuumProtocolCheck tables: verify reports
+    the refused read as a failed check (exit 1), as it does for a path, not as bad input."""
+    code, (result,), err = run_task(verify_task, [f"--table={NAME}"])
+    assert code == 1, err
+    assert result["failed_checks"] == ["readable"]
+    assert "DELTA_UNSUPPORTED_FEATURES_FOR_READ" in next(c["detail"] for c in result["checks"] if c["check"] == "readable")

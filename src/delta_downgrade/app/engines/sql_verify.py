@@ -24,7 +24,10 @@ from delta_downgrade.app.engines.catalog_answers import HistoryEntry, read_detai
 from delta_downgrade.app.engines.sql_session import run_sql
 from delta_downgrade.app.engines.sql_statements import read_statement
 from delta_downgrade.app.table_ref import TableRef
-from delta_downgrade.errors import BadSettingsError
+from delta_downgrade.errors import (
+    BadSettingsError, DeltaDowngradeError, InsufficientPermissionsError, TableNotFoundError,
+    TableOrViewNotFoundError,
+)
 from delta_downgrade.operations.verify import Check, Expectations, VerifyReport
 from delta_downgrade.protocol import lookup_feature
 from delta_downgrade.protocol.support import Operation, unsupported_features
@@ -61,9 +64,16 @@ def verify_catalog_table(spark: Any, ref: TableRef, expect: Expectations) -> Cat
     def add(name: str, ok: bool, text: str) -> None:
         checks.append(Check(name, ok, text))
 
-    # The runtime's own read of the latest version (its protocol check included).
-    run_sql(spark, read_statement(ref), table)
-    add("readable", True, f"version {version} read by the runtime; DESCRIBE DETAIL gives protocol {protocol}")
+    # The runtime's own read of the latest version (its protocol check included). A read it
+    # refuses is a failed check (exit 1), as for a path; an unknown table or a missing privilege
+    # stays bad input (exit 2).
+    try:
+        run_sql(spark, read_statement(ref), table)
+        add("readable", True, f"version {version} read by the runtime; DESCRIBE DETAIL gives protocol {protocol}")
+    except (TableOrViewNotFoundError, TableNotFoundError, InsufficientPermissionsError):
+        raise
+    except DeltaDowngradeError as exc:
+        add("readable", False, f"the runtime could not read version {version}: {exc}")
 
     name = None
     if expect.absent_feature:
