@@ -151,6 +151,27 @@ def op_create_checkpoint(path):
     return dt.version()
 
 
+def op_catalog_answers(path, history_limit=None):
+    # What a Delta runtime's DESCRIBE DETAIL / DESCRIBE HISTORY draw from (tests/delta_sql_session.py)
+    import pyarrow as pa
+    dt = open_table(path)
+    m = dt.metadata()
+    adds = pa.table(dt.get_add_actions(flatten=True))
+    return {"version": dt.version(), "protocol": op_protocol(path),
+            "metadata": {"id": m.id, "name": m.name, "description": m.description,
+                         "partitionColumns": list(m.partition_columns), "createdTime": m.created_time,
+                         "configuration": dict(m.configuration)},
+            "numFiles": adds.num_rows, "sizeInBytes": sum(adds.column("size_bytes").to_pylist()),
+            "history": jsonable(dt.history(history_limit))}
+
+
+def op_first_rows(path, limit=1):
+    import pyarrow as pa
+    from deltalake import QueryBuilder
+    reader = QueryBuilder().register("t", open_table(path)).execute("select * from t limit %d" % int(limit))
+    return rows_of(pa.table(reader))
+
+
 def op_deltalake_version():
     import deltalake
     return deltalake.__version__
@@ -261,6 +282,14 @@ class DeltaRsOracle:
     def create_checkpoint(self, path) -> OracleResult:
         """Write a checkpoint at the latest version; the value is that version."""
         return self.run("create_checkpoint", path=path)
+
+    def catalog_answers(self, path, history_limit: int | None = None) -> OracleResult:
+        """Version, protocol, metadata, file count and size, and ``history(limit)`` (newest
+        first) of the latest version: what a runtime's DESCRIBE DETAIL / HISTORY report."""
+        return self.run("catalog_answers", path=path, history_limit=history_limit)
+
+    def first_rows(self, path, limit: int = 1) -> OracleResult:
+        return self.run("first_rows", path=path, limit=limit)
 
     def deltalake_version(self) -> OracleResult:
         """``deltalake.__version__`` as the child imports it."""

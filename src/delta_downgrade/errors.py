@@ -275,6 +275,30 @@ class EngineUnavailableError(BadInputError):
     error_class = "DELTA_DOWNGRADE_ENGINE_UNAVAILABLE"
 
 
+class CatalogNameNeedsSqlError(BadInputError):
+    """``--engine=native`` with a catalog name: the native engine reads and writes a table's log
+    through its storage path, and a catalog table is reached only through SQL on the session
+    (Unity Catalog forbids path access to managed tables)."""
+
+    error_class = "DELTA_DOWNGRADE_CATALOG_NAME_NEEDS_SQL"
+
+
+class TableOrViewNotFoundError(BadInputError):
+    """The runtime knows no table or view of that name (Spark's ``TABLE_OR_VIEW_NOT_FOUND``)."""
+
+    error_class = "TABLE_OR_VIEW_NOT_FOUND"
+    sqlstate = "42P01"
+
+
+class InsufficientPermissionsError(BadInputError):
+    """The runtime refused the statement for a missing privilege (Databricks'
+    ``INSUFFICIENT_PERMISSIONS``, or ``PERMISSION_DENIED``, kept as reported): dropping a feature
+    needs ``MODIFY`` on the table. Nothing was written."""
+
+    error_class = "INSUFFICIENT_PERMISSIONS"
+    sqlstate = "42501"
+
+
 class InvalidIdentifierError(BadInputError):
     """A table name that is not a valid (multi-part) SQL identifier."""
 
@@ -565,8 +589,8 @@ _CONFLICT_CLASSES = frozenset({
     "DELTA_PROTOCOL_CHANGED", "DELTA_CONCURRENT_TRANSACTION", "DELTA_CONCURRENT_WRITE"})
 _FEATURE_DROP_CLASSES = frozenset({"DELTA_INVALID_COLUMN_NAMES_WHEN_REMOVING_COLUMN_MAPPING",
                                    "DELTA_ONLY_OPERATION"})
-_NOT_FOUND_CLASSES = frozenset({"TABLE_OR_VIEW_NOT_FOUND", "DELTA_TABLE_NOT_FOUND",
-                                "DELTA_MISSING_DELTA_TABLE", "PATH_NOT_FOUND"})
+_NOT_FOUND_CLASSES = frozenset({"DELTA_MISSING_DELTA_TABLE", "PATH_NOT_FOUND"})
+_PERMISSION_CLASSES = frozenset({"INSUFFICIENT_PERMISSIONS", "PERMISSION_DENIED"})
 
 
 def from_delta_error_class(error_class: str, message: str, *, table: str | None = None,
@@ -583,6 +607,12 @@ def from_delta_error_class(error_class: str, message: str, *, table: str | None 
     if error_class.startswith("DELTA_FEATURE_DROP") or error_class.startswith("DELTA_CANNOT_DROP") \
             or error_class in _FEATURE_DROP_CLASSES:
         return FeatureDropError(message, **kw)
+    if error_class in _PERMISSION_CLASSES:
+        return InsufficientPermissionsError(message, **kw)
+    if error_class == "TABLE_OR_VIEW_NOT_FOUND":
+        return TableOrViewNotFoundError(message, **kw)
+    if error_class == "DELTA_TABLE_NOT_FOUND":
+        return TableNotFoundError(message, **kw)
     if error_class in _NOT_FOUND_CLASSES:
         return BadInputError(message, **kw)
     return DeltaDowngradeError(message, **kw)

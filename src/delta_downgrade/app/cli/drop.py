@@ -40,7 +40,8 @@ def register(sub: argparse._SubParsersAction, commands: dict[str, Callable[[argp
     p.add_argument("--truncate-history", action="store_true",
                    help="the two-phase TRUNCATE HISTORY path instead of checkpoint protection")
     p.add_argument("--dry-run", action="store_true", help="print the plan, write nothing")
-    p.add_argument("--engine", default="native", choices=["auto", "native", "delta-sql"])
+    p.add_argument("--engine", default="auto", choices=["auto", "native", "delta-sql"],
+                   help="auto: native for a path, delta-sql for a catalog name (default)")
     _output_flags(p)
     add_storage_option_argument(p)
     commands["drop-feature"] = _drop
@@ -49,7 +50,8 @@ def register(sub: argparse._SubParsersAction, commands: dict[str, Callable[[argp
                        help="drop checkpointProtection by truncating history before the boundary")
     t.add_argument("table")
     t.add_argument("--dry-run", action="store_true")
-    t.add_argument("--engine", default="native", choices=["auto", "native", "delta-sql"])
+    t.add_argument("--engine", default="auto", choices=["auto", "native", "delta-sql"],
+                   help="auto: native for a path, delta-sql for a catalog name (default)")
     _output_flags(t)
     add_storage_option_argument(t)
     t.set_defaults(feature="checkpointProtection", truncate_history=True)

@@ -1,6 +1,6 @@
-"""Engines: ``native`` (this package writes the log) and ``delta-sql`` (ALTER TABLE … DROP FEATURE
-through a Spark session with Delta). Both return a :class:`DropOutcome` and log their steps on
-the ``delta_downgrade.drop`` logger.
+"""Engines: ``native`` (this package writes the log of a table given by its path) and ``delta-sql``
+(ALTER TABLE … DROP FEATURE through a Spark session with Delta: the only way to a catalog name).
+Both return a :class:`DropOutcome` and log their steps on the ``delta_downgrade.drop`` logger.
 
 ``storage_options`` (credentials and endpoint of the table's store, deltalake's keys) reach the
 native engine's storage layer; the delta-sql engine's Spark session has its own (its Hadoop
@@ -27,25 +27,38 @@ class NativeEngine:
         from delta_downgrade.clock import SYSTEM_CLOCK
         from delta_downgrade.operations.drop_feature import drop_feature
 
-        return drop_feature(table, feature, truncate_history=truncate_history, dry_run=dry_run,
+        path = native_path(table)
+        return drop_feature(path, feature, truncate_history=truncate_history, dry_run=dry_run,
                             clock=clock or SYSTEM_CLOCK, storage_options=storage_options or None)
 
 
+def native_path(table: str) -> str:
+    """The storage path the native engine works on: a path, or the path of ``delta.`path```; a
+    catalog name is :class:`CatalogNameNeedsSqlError` (exit 2): the native engine reaches a
+    table only through its storage, a catalog table only SQL reaches."""
+    from delta_downgrade.app.table_ref import parse_table_ref
+    from delta_downgrade.errors import CatalogNameNeedsSqlError
+
+    ref = parse_table_ref(table)
+    if ref.path is None:
+        raise CatalogNameNeedsSqlError(
+            f"--engine=native works on a table's storage path, and {ref.display} is a catalog "
+            f"name, reached only through Delta's SQL on the session: use --engine=delta-sql (or "
+            f"auto) on Databricks, or pass the table's path to use native", table=ref.display)
+    return ref.path
+
+
 def select_engine(name: str, table: str) -> Engine:
-    if name in ("native", "auto"):
-        # auto: delta-sql only for catalog tables on a session with the Delta SQL extension;
-        # path-based tables always go native.
-        if name == "auto" and not _looks_like_path(table):
-            from delta_downgrade.app.engines.delta_sql import DeltaSqlEngine, delta_sql_available
-            if delta_sql_available():
-                return DeltaSqlEngine()
+    """The engine for ``table``: ``auto`` is delta-sql for a catalog name (only SQL reaches it)
+    and native for a path; ``native`` refuses a catalog name (exit 2, before anything runs);
+    ``delta-sql`` is delta-sql for both (it says in one line when the session has no Delta)."""
+    from delta_downgrade.app.table_ref import parse_table_ref
+
+    ref = parse_table_ref(table)  # a malformed name is exit 2 here, whatever the engine
+    if name == "native" or (name == "auto" and not ref.is_name):
+        if name == "native":
+            native_path(table)
         return NativeEngine()
     from delta_downgrade.app.engines.delta_sql import DeltaSqlEngine
 
     return DeltaSqlEngine()
-
-
-def _looks_like_path(table: str) -> bool:
-    from delta_downgrade.app.engines.delta_sql import is_path
-
-    return is_path(table)

@@ -13,7 +13,7 @@ import json
 import sys
 from typing import TYPE_CHECKING, Any, Mapping, TextIO
 
-from delta_downgrade.errors import DeltaDowngradeError
+from delta_downgrade.errors import DeltaDowngradeError, RetentionWaitError
 from delta_downgrade.protocol import Protocol
 
 if TYPE_CHECKING:  # the operations load pyarrow: the entry points import this module first
@@ -53,6 +53,10 @@ def drop_result(outcome: DropOutcome) -> dict[str, Any]:
     }
     if outcome.plan and outcome.status == STATUS_PLANNED:
         out["plan"] = outcome.plan
+    # A catalog name's outcome (delta-sql engine) names the fields SQL cannot give.
+    unavailable = getattr(outcome, "unavailable", None)
+    if unavailable:
+        out["unavailable"] = list(unavailable)
     if outcome.error is not None:
         out.update(outcome.error.to_dict())
     return out
@@ -87,6 +91,18 @@ def inspect_result(report: TableReport) -> dict[str, Any]:
             "droppable_features": report.droppable_features}
 
 
+def catalog_inspect_result(report: Any) -> dict[str, Any]:
+    """The RESULT of ``inspect`` on a catalog name (``DESCRIBE DETAIL``/``HISTORY``): the same
+    keys as :func:`inspect_result` where SQL gives them."""
+    from delta_downgrade.app.render.catalog_inspect import catalog_inspect_document
+
+    document = catalog_inspect_document(report)
+    return {"table": report.table, "status": "inspected", "version": document["version"],
+            "latest_version": document["latest_version"], **protocol_fields(report.protocol),
+            "boundary_version": document["checkpoint_protection"]["boundary_version"],
+            "droppable_features": document["droppable_features"]}
+
+
 def cleanup_result(table: str, result: CleanupResult, *, dry_run: bool) -> dict[str, Any]:
     """The RESULT of ``cleanup``: ``planned`` (dry run), ``skipped`` (the Checkpoint Protection
     rules forbid it: not an error) or ``cleaned``; counts, not paths (a log may hold millions)."""
@@ -115,7 +131,8 @@ def error_result(table: str | None, feature: str | None, exc: BaseException) -> 
     if isinstance(exc, DeltaDowngradeError):
         result = {"table": table, "feature": feature, "status": "error", **exc.to_dict()}
         retry_after = getattr(exc, "retry_after", None)
-        if retry_after is not None:
+        # A wait is "waiting" even when the runtime's wait (delta-sql) does not say until when.
+        if retry_after is not None or isinstance(exc, RetentionWaitError):
             result["status"] = "waiting"
             result["truncate_after"] = retry_after
         return result

@@ -182,20 +182,35 @@ def _count(items: Any) -> dict[str, int]:
 # --- verify -------------------------------------------------------------------------------------
 
 def _verify_one(settings: TaskSettings, table: str) -> tuple[dict[str, Any], int]:
+    from delta_downgrade.app.table_ref import parse_table_ref
     from delta_downgrade.operations.verify import Expectations, verify_table
 
     assert isinstance(settings, VerifySettings)
     secrets = settings.storage_option_values()
-    report = verify_table(table, Expectations(
+    expect = Expectations(
         absent_feature=settings.expect_absent_feature,
         min_reader_version=settings.expect_min_reader_version,
         min_writer_version=settings.expect_min_writer_version,
         boundary_version=settings.expect_boundary_version,
         protected_checkpoints=tuple(settings.expect_protected_checkpoints or ()),
-    ), storage_options=secrets or None)
+    )
+    ref = parse_table_ref(table)
+    extra: dict[str, Any] = {}
+    if ref.is_name:
+        # A catalog table: DESCRIBE DETAIL / HISTORY and a read on the session, never its path.
+        from delta_downgrade.app.engines import native_path
+        from delta_downgrade.app.engines.sql_session import delta_sql_session
+        from delta_downgrade.app.engines.sql_verify import verify_catalog_table
+
+        if settings.engine == "native":
+            native_path(table)  # exit 2: a catalog name is reached only through SQL
+        report = verify_catalog_table(delta_sql_session(ref), ref, expect)
+        extra = report.extra_result_fields()
+    else:
+        report = verify_table(ref.path or table, expect, storage_options=secrets or None)
     for check in report.failures:
         print(redact_output(f"verify: {table}: FAILED {check.name}: {check.detail}", secrets), file=sys.stderr)
-    return verify_result(report), EXIT_OK if report.ok else EXIT_FAILURE
+    return {**verify_result(report), **extra}, EXIT_OK if report.ok else EXIT_FAILURE
 
 
 def verify_task(argv: Sequence[str] | None = None) -> int:

@@ -6,7 +6,8 @@ import pytest
 
 from delta_downgrade.app.engines import NativeEngine, select_engine
 from delta_downgrade.app.engines.delta_sql import drop_feature_sql, error_class_of, map_error, table_identifier
-from delta_downgrade.errors import BadInputError
+from delta_downgrade.app.engines.delta_sql import DeltaSqlEngine
+from delta_downgrade.errors import BadInputError, CatalogNameNeedsSqlError
 
 
 class FakeAnalysisException(Exception):
@@ -39,6 +40,9 @@ def test_sql_text():
     ("DELTA_CANNOT_DROP_CHECK_CONSTRAINT_FEATURE", 2),
     ("DELTA_UNSUPPORTED_FEATURES_FOR_WRITE", 2),
     ("TABLE_OR_VIEW_NOT_FOUND", 2),
+    ("DELTA_TABLE_NOT_FOUND", 2),
+    ("INSUFFICIENT_PERMISSIONS", 2),
+    ("PERMISSION_DENIED", 2),
     ("INTERNAL_ERROR", 1),
 ])
 def test_error_mapping(error_class, exit_code):
@@ -53,9 +57,19 @@ def test_error_class_from_message_prefix():
     assert error_class_of(Exception("no class here")) is None
 
 
-def test_auto_picks_native_for_paths():
+def test_auto_picks_native_for_paths_and_delta_sql_for_names():
     assert isinstance(select_engine("auto", "/data/table"), NativeEngine)
-    assert isinstance(select_engine("native", "main.ops.t"), NativeEngine)
+    assert isinstance(select_engine("auto", "delta.`/data/table`"), NativeEngine)
+    assert isinstance(select_engine("auto", "main.ops.t"), DeltaSqlEngine)
+    assert isinstance(select_engine("delta-sql", "/data/table"), DeltaSqlEngine)
+
+
+def test_native_engine_refuses_a_catalog_name():
+    """Issue 14: a catalog name is reached only through SQL; native with a name used to be
+    accepted and then failed with 'path does not exist'."""
+    with pytest.raises(CatalogNameNeedsSqlError) as info:
+        select_engine("native", "main.ops.t")
+    assert info.value.exit_code == 2 and "pass the table's path" in str(info.value)
 
 
 # --- issue #10 "Hardening", item 13: names that could change the statement ------------------------

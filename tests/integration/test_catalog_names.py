@@ -1,0 +1,282 @@
+"""Catalog names end to end (issue 14): every task and ``inspect`` on ``catalog.schema.table``
+through SQL on the session, never through the table's storage path.
+
+Delta's SQL cannot run here (no delta-spark jars), so the session is the stand-in of
+tests/delta_sql_session.py: it parses the statements, answers DESCRIBE DETAIL / HISTORY in the
+documented columns from deltalake 1.6.6 reading the table directory, carries out ALTER TABLE …
+DROP FEATURE with the package's native engine, and refuses with the documented errors. Under test
+is the package's SQL path: statements, answer parsing, error mapping, outcome, RESULT, exit codes.
+The stand-in's DETAIL gives a location no storage answers: a package that read it would fail.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import subprocess
+import sys
+from contextlib import redirect_stderr, redirect_stdout
+from pathlib import Path
+
+import pytest
+
+from delta_downgrade.app.cli import main as cli_main
+from delta_downgrade.app.tasks.entrypoints import drop_feature_task, truncate_task, verify_task
+from delta_downgrade.clock import ManualClock
+from tests.delta_sql_session import DeltaSqlStandIn
+from tests.drop_support import log_snapshot_files, run_task
+
+NAME = "main.default.events"
+
+
+@pytest.fixture
+def catalog(golden_table, oracle, monkeypatch, tmp_path):
+    """The stand-in as the active session: ``main.default.events`` and ``main.ops.readonly``
+    (no MODIFY) are copies of the golden ``vacuum_protocol_check`` table, ``main.default.ntz`` of
+    ``timestamp_ntz`` (deltalake, the stand-in's reader, reads it as it is)."""
+    from pyspark.sql import SparkSession
+
+    events, readonly = golden_table("vacuum_protocol_check"), golden_table("vacuum_protocol_check")
+    ntz = golden_table("timestamp_ntz")
+    session = DeltaSqlStandIn({NAME: events, "main.ops.readonly": readonly, "main.default.ntz": ntz},
+                              no_modify={"main.ops.readonly"}, reader=oracle)
+    monkeypatch.setattr(SparkSession, "getActiveSession", staticmethod(lambda: session))
+    session.paths = {NAME: events, "main.ops.readonly": readonly}
+    session.values_dir = str(tmp_path / "values")
+    return session
+
+
+def _cli(argv: list[str]) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        code = cli_main(argv)
+    return code, out.getvalue(), err.getvalue()
+
+
+def _no_path_access(session: DeltaSqlStandIn) -> None:
+    """Every statement names the table by its catalog name; none names a location."""
+    for statement in session.statements:
+        assert "delta.`" not in statement and "/" not in statement, statement
+
+
+def test_drop_verify_and_truncate_by_name(catalog, oracle):
+    path = catalog.paths[NAME]
+    before_files = log_snapshot_files(path)
+
+    # Dry run: the statement it would run and the current DETAIL; nothing changes.
+    code, results, err = run_task(drop_feature_task, [f"--table={NAME}", "--feature=VACUUMPROTOCOLCHECK",
+                                                     "--dry_run=true"])
+    assert code == 0, err
+    (plan,) = results
+    assert plan["status"] == "planned"
+    assert plan["plan"][0] == "run: ALTER TABLE `main`.`default`.`events` DROP FEATURE `vacuumProtocolCheck`"
+    assert "tableFeatures [appendOnly, invariants, vacuumProtocolCheck]" in plan["plan"][1]
+    assert log_snapshot_files(path) == before_files
+    assert not any(s.startswith("ALTER") for s in catalog.statements)
+    start = oracle.version(path).unwrap()
+
+    # The drop: RESULT read back through DETAIL and HISTORY, equal to what an outside reader sees.
+    code, results, err = run_task(drop_feature_task, [f"--table={NAME}", "--feature=vacuumProtocolCheck",
+                                                     f"--task_values_dir={catalog.values_dir}"])
+    assert code == 0, err
+    (drop,) = results
+    seen = oracle.describe(path).unwrap()
+    history = oracle.catalog_answers(path).unwrap()["history"]
+    assert drop["status"] == "dropped" and drop["table"] == NAME
+    assert drop["min_reader_version"] == seen["protocol"]["minReaderVersion"] == 1
+    assert drop["min_writer_version"] == seen["protocol"]["minWriterVersion"] == 7
+    assert drop["writer_features"] == seen["protocol"]["writerFeatures"] == \
+        ["appendOnly", "checkpointProtection", "invariants"]
+    assert drop["boundary_version"] == int(seen["configuration"]["delta.requireCheckpointProtectionBeforeVersion"])
+    assert drop["needs_truncate"] is True and drop["truncate_after"]
+    assert drop["commits"] == sorted(c["version"] for c in history if c["version"] > start)
+    assert drop["protected_checkpoints"] == [] and drop["unavailable"] == ["protected_checkpoints", "checkpoints_written"]
+    boundary_commit = next(c for c in history if c["version"] == drop["boundary_version"])
+    assert boundary_commit["operation"] == "DROP FEATURE"
+    assert boundary_commit["operationParameters"]["featureName"] == "vacuumProtocolCheck"
+
+    # A rerun: already absent, exit 0 (the runtime's DELTA_FEATURE_DROP_FEATURE_NOT_PRESENT).
+    code, (again,), err = run_task(drop_feature_task, [f"--table={NAME}", "--feature=vacuumProtocolCheck"])
+    assert code == 0, err
+    assert again["status"] == "already_absent" and again["commits"] == []
+    assert again["error_class"] == "DELTA_FEATURE_DROP_FEATURE_NOT_PRESENT"
+    assert again["boundary_version"] == drop["boundary_version"]
+
+    # Verify through DETAIL, HISTORY and a read by the runtime.
+    code, (verified,), err = run_task(verify_task, [f"--table={NAME}", "--expect_absent_feature=vacuumProtocolCheck",
+                                                   "--expect_min_reader_version=1",
+                                                   f"--expect_boundary_version={drop['boundary_version']}"])
+    assert code == 0, err
+    assert verified["status"] == "verified", verified["checks"]
+    checks = {c["check"]: c["ok"] for c in verified["checks"]}
+    assert checks == {"readable": True, "feature_absent_from_protocol": True, "min_reader_version": True,
+                      "boundary_version": True, "boundary_commit_in_history": True,
+                      "latest_version_readable_by_package": True}
+    assert [c["version"] for c in verified["drop_commits"]] == [drop["boundary_version"]]
+    assert verified["unavailable"] == ["feature_traces_removed", "protected_checkpoints_exist"]
+    assert any(s.startswith("SELECT * FROM `main`.`default`.`events` LIMIT 1") for s in catalog.statements)
+
+    # Truncate before the retention: the runtime's wait is ours (status waiting, exit 3 in the
+    # CLI contract; the job's task mode maps it), with when to retry.
+    code, (wait,), err = run_task(truncate_task, [f"--table={NAME}"])
+    assert code == 3, err
+    assert wait["status"] == "waiting"
+    assert wait["error_class"] == "DELTA_FEATURE_DROP_CHECKPOINT_PROTECTION_WAIT_FOR_RETENTION_PERIOD"
+    assert wait["truncate_after"] == drop["truncate_after"]
+    assert oracle.protocol(path).unwrap()["writerFeatures"] == ["appendOnly", "checkpointProtection", "invariants"]
+
+    # Once the runtime's clock is past the retention: checkpointProtection goes.
+    catalog.clock = ManualClock().advance(days=2)
+    code, (truncated,), err = run_task(truncate_task, [f"--table={NAME}"])
+    assert code == 0, err
+    assert truncated["status"] == "dropped" and truncated["needs_truncate"] is False
+    assert truncated["boundary_version"] is None and truncated["truncate_after"] is None
+    final = oracle.protocol(path).unwrap()
+    assert (truncated["min_reader_version"], truncated["min_writer_version"]) == \
+        (final["minReaderVersion"], final["minWriterVersion"])
+    assert "checkpointProtection" not in (final["writerFeatures"] or [])
+    _no_path_access(catalog)
+
+
+def test_names_resolve_as_the_catalog_does_and_quoted_parts_reach_it(catalog):
+    code, (result,), err = run_task(drop_feature_task, ["--table=MAIN.`default`.Events", "--feature=vacuumProtocolCheck",
+                                                       "--dry_run=true"])
+    assert code == 0, err
+    assert catalog.statements[-1] == "DESCRIBE DETAIL `MAIN`.`default`.`Events`"
+
+
+def test_verify_fails_when_the_feature_is_still_there(catalog):
+    code, (result,), err = run_task(verify_task, ["--table=main.default.ntz", "--expect_absent_feature=timestampNtz"])
+    assert code == 1
+    assert result["status"] == "failed" and result["failed_checks"] == ["feature_absent_from_protocol"]
+    assert "FAILED feature_absent_from_protocol" in err
+
+
+def test_verify_refuses_checkpoint_file_expectations_for_a_name(catalog):
+    code, (result,), err = run_task(verify_task, [f"--table={NAME}", "--expect_protected_checkpoints=_delta_log/x.parquet"])
+    assert code == 2 and result["error_class"] == "DELTA_DOWNGRADE_BAD_SETTINGS"
+    assert catalog.statements == []
+
+
+@pytest.mark.parametrize("task, extra", [(drop_feature_task, ["--feature=vacuumProtocolCheck"]),
+                                         (truncate_task, []), (verify_task, [])])
+def test_an_unknown_table_is_exit_2_with_the_runtimes_class(catalog, task, extra):
+    code, (result,), err = run_task(task, ["--table=main.default.nope", *extra])
+    assert code == 2, err
+    assert result["error_class"] == "TABLE_OR_VIEW_NOT_FOUND" and result["table"] == "main.default.nope"
+    assert "cannot be found" in result["message"] and "Next: check the name as catalog.schema.table" in result["message"]
+    assert not result["message"].startswith("[TABLE_OR_VIEW_NOT_FOUND]")  # the class is printed once
+
+
+def test_missing_modify_is_exit_2_and_nothing_changes(catalog):
+    path = catalog.paths["main.ops.readonly"]
+    before = log_snapshot_files(path)
+    code, (result,), err = run_task(drop_feature_task, ["--table=main.ops.readonly", "--feature=vacuumProtocolCheck"])
+    assert code == 2, err
+    assert result["error_class"] == "INSUFFICIENT_PERMISSIONS"
+    assert "does not have MODIFY" in result["message"] and "GRANT MODIFY ON TABLE main.ops.readonly" in result["message"]
+    assert "error: [INSUFFICIENT_PERMISSIONS]" in err
+    assert log_snapshot_files(path) == before
+
+
+@pytest.mark.parametrize("task, extra", [(drop_feature_task, ["--feature=vacuumProtocolCheck"]),
+                                         (truncate_task, []), (verify_task, [])])
+def test_native_engine_with_a_name_is_exit_2_before_any_sql(catalog, task, extra):
+    code, (result,), err = run_task(task, [f"--table={NAME}", "--engine=native", *extra])
+    assert code == 2, err
+    assert result["error_class"] == "DELTA_DOWNGRADE_CATALOG_NAME_NEEDS_SQL"
+    assert "pass the table's path to use native" in result["message"]
+    assert catalog.statements == []
+
+
+def test_inspect_a_name_through_detail_and_history(catalog):
+    path = catalog.paths[NAME]
+    code, out, err = _cli(["inspect", NAME, "--json"])
+    assert code == 0, err
+    doc = json.loads(out)
+    code, out_path, err = _cli(["inspect", path, "--json"])
+    assert code == 0, err
+    by_path = json.loads(out_path)
+    # The same JSON keys where SQL has the field, and the same values.
+    for key in ("version", "latest_version", "protocol", "implicit_features", "unsupported_features",
+                "table_id", "partition_columns", "properties", "droppable_features"):
+        assert doc[key] == by_path[key], key
+    assert doc["features"] == [{k: v for k, v in f.items() if k not in ("in_use", "traces")}
+                               for f in by_path["features"]]
+    assert doc["files"]["live_files"] == by_path["files"]["live_files"]
+    assert doc["files"]["live_bytes"] == by_path["files"]["live_bytes"]
+    assert doc["checkpoint_protection"]["feature_present"] is False
+    assert "checkpoints" in doc["unavailable"] and "checkpoints" not in doc
+    assert catalog.statements == ["DESCRIBE DETAIL `main`.`default`.`events`", "DESCRIBE HISTORY `main`.`default`.`events`"]
+    code, text, err = _cli(["inspect", NAME])
+    assert code == 0 and "through DESCRIBE DETAIL, DESCRIBE HISTORY" in text and "not shown through SQL" in text
+
+
+def test_inspect_an_unknown_name_is_exit_2(catalog):
+    code, out, err = _cli(["inspect", "main.default.nope"])
+    assert code == 2 and out == ""
+    assert err.startswith("error: [TABLE_OR_VIEW_NOT_FOUND]") and len(err.strip().splitlines()) == 1
+
+
+def test_delta_path_identifier_is_the_path_for_native(golden_table, oracle):
+    path = golden_table("vacuum_protocol_check")
+    code, out, err = _cli(["inspect", f"delta.`{path}`", "--json", "--no-history"])
+    assert code == 0, err
+    assert json.loads(out)["table"] == path
+    code, (result,), err = run_task(drop_feature_task, [f"--table=delta.`{path}`", "--feature=vacuumProtocolCheck"])
+    assert code == 0, err
+    assert result["status"] == "dropped" and result["table"] == path
+    assert oracle.protocol(path).unwrap()["minReaderVersion"] == 1
+
+
+# --- without Delta: one line, the same exit code for names and paths ------------------------------
+
+def _subprocess(args: list[str], tmp_path: Path) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("DATABRICKS_RUNTIME_VERSION", "DELTA_DOWNGRADE_DELTA_JARS")}
+    root = Path(__file__).resolve().parents[2]
+    env["PYTHONPATH"] = os.pathsep.join([str(root / "src"), str(root / "tools" / "src"), str(root)])
+    return subprocess.run([sys.executable, *args], capture_output=True, text=True, cwd=tmp_path, env=env,
+                          timeout=120)
+
+
+@pytest.mark.parametrize("args", [
+    ["-m", "delta_downgrade.app.cli", "inspect", NAME],
+    ["-m", "delta_downgrade.app.cli", "drop-feature", NAME, "deletionVectors"],
+    ["-m", "delta_downgrade.app.cli", "drop-feature", "{path}", "deletionVectors", "--engine=delta-sql"],
+    ["-m", "delta_downgrade.app.cli", "truncate-history", NAME, "--engine=auto"],
+    ["-c", "import sys; from delta_downgrade.app.tasks.entrypoints import verify_task; sys.exit(verify_task())",
+     f"--table={NAME}"],
+    ["-c", "import sys; from delta_downgrade.app.tasks.entrypoints import drop_feature_task; "
+           "sys.exit(drop_feature_task())", "--table={path}", "--feature=deletionVectors", "--engine=delta-sql"],
+])
+def test_without_delta_one_line_and_exit_2_for_names_and_paths(golden_table, tmp_path, args):
+    path = golden_table("dv_basic_no_checkpoint")
+    before = log_snapshot_files(path)
+    proc = _subprocess([a.replace("{path}", path) for a in args], tmp_path)
+    assert proc.returncode == 2, proc.stderr
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert errors[0].startswith("error: [DELTA_DOWNGRADE_ENGINE_UNAVAILABLE] the delta-sql engine needs a Spark "
+                                "session with Delta Lake's SQL")
+    assert ("catalog name" in errors[0]) == (path not in " ".join(args).replace("{path}", path))
+    assert log_snapshot_files(path) == before
+
+
+def test_a_bare_relative_directory_is_a_name_and_the_error_says_how_to_give_the_path(golden_table, tmp_path):
+    path = Path(golden_table("vacuum_protocol_check"))
+    proc = _subprocess(["-m", "delta_downgrade.app.cli", "inspect", path.name], path.parent)
+    assert proc.returncode == 2
+    assert f"(for the directory {path.name} here, give ./{path.name})" in proc.stderr
+    proc = _subprocess(["-m", "delta_downgrade.app.cli", "inspect", f"./{path.name}", "--no-history"], path.parent)
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_a_read_the_runtime_refuses_is_a_failed_check(catalog):
+    """The stand-in's reader (deltalake 1.6.6) refuses vacuumProtocolCheck tables: verify reports
+    the refused read as a failed check (exit 1), as it does for a path, not as bad input."""
+    code, (result,), err = run_task(verify_task, [f"--table={NAME}"])
+    assert code == 1, err
+    assert result["failed_checks"] == ["readable"]
+    assert "DELTA_UNSUPPORTED_FEATURES_FOR_READ" in next(c["detail"] for c in result["checks"] if c["check"] == "readable")
