@@ -376,7 +376,8 @@ def task_help(cls: type[TaskSettings]) -> str:
         lines.append(f"  --{name}=<{kind}>{shown}")
         if name in FIELD_HELP:
             lines.append(f"      {FIELD_HELP[name]}")
-    lines += ["", "Prints one RESULT line per table; exit 0 done, 2 bad input, 3 wait, 4 conflict, 1 else."]
+    lines += ["", "Prints one RESULT line per table; exit 0 done or waiting for a retention (status waiting,",
+              "truncate_after), 2 bad input, 4 conflict, 1 else."]
     return "\n".join(lines)
 
 
