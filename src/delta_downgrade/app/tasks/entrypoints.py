@@ -80,12 +80,19 @@ def run_task(settings_cls: type[TaskSettings], handler: TableHandler, argv: Sequ
     try:
         settings = load_settings(settings_cls, argv)
         tables = settings.table_list()
-        if not tables:
+        if settings.tables_from:
+            from delta_downgrade.app.unity_catalog import list_delta_tables
+
+            # Listed before anything runs: a refused listing is one error and nothing is touched.
+            listed = list_delta_tables(settings.tables_from)
+            print(f"tables_from={settings.tables_from}: {len(listed)} Delta table(s)", file=sys.stderr)
+            tables += [t for t in listed if t not in tables]
+        elif not tables:
             # In a job, an empty --table= is the run parameter `table` left out (it has no
             # deploy-time default: resources/*.yml).
             raise BadSettingsError(
                 f"{settings_cls.TASK} was given no table: pass --table=TABLE (or --tables=a,b / "
-                f"--tables_file=FILE); in a job, run it with the job parameter table, e.g. "
+                f"--tables_file=FILE / --tables_from=CATALOG[.SCHEMA]); in a job, run it with the job parameter table, e.g. "
                 f"`databricks bundle run delta_downgrade --params table=main.sales.events`")
     except DeltaDowngradeError as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -192,6 +192,8 @@ class TaskSettings(BaseSettings):
     table: str | None = None
     tables: list[str] | None = None
     tables_file: str | None = None
+    #: A Unity Catalog catalog or schema whose Delta tables join the fleet (app/unity_catalog.py).
+    tables_from: str | None = None
     parallelism: int = 4
     engine: str = "auto"
     task_values_dir: str | None = None
@@ -345,6 +347,8 @@ FIELD_HELP: dict[str, str] = {
     "table": "the table: a path or URI (s3://, az://, abfss://, gs://, file:, hdfs://, ...)",
     "tables": "several tables: a,b,c or a JSON list",
     "tables_file": "a file naming one table per line",
+    "tables_from": "every Delta table of a Unity Catalog catalog or catalog.schema (databricks-sdk; "
+                   "auth from DATABRICKS_HOST/DATABRICKS_TOKEN, a profile or the runtime)",
     "parallelism": "how many tables run at once",
     "engine": "auto | native | delta-sql",
     "task_values_dir": "where task values are written when not on Databricks",
