@@ -96,3 +96,36 @@ def test_no_table_is_exit_2_naming_the_job_parameter(capsys):
     assert truncate_task(["--table="]) == 2
     err = capsys.readouterr().err
     assert "was given no table" in err and "--params table=" in err
+
+
+def test_the_truncate_history_job_is_green_truncating_the_due_table_and_reporting_the_waiting_one(tmp_path):
+    """resources/truncate_history.job.yml as its schedule runs it, through run-job: one table past
+    its retention is truncated, one inside it is waiting, and the run succeeds (exit 0)."""
+    import shutil
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[2]
+    due = fast_dropped(str(tmp_path / "due"), days_ago=3)
+    waiting = fast_dropped(str(tmp_path / "waiting"))
+    listing = tmp_path / "tables.txt"
+    listing.write_text(f"# the fleet\n{due}\n{waiting}\n")
+    clone = tmp_path / "clone"
+    clone.mkdir()
+    shutil.copy(repo / "databricks.yml", clone / "databricks.yml")
+    shutil.copytree(repo / "resources", clone / "resources")
+    run_dir = tmp_path / "run"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DELTA_DOWNGRADE_TASK")}
+    proc = subprocess.run([sys.executable, "-m", "delta_downgrade.app.cli", "run-job", "resources/truncate_history.job.yml",
+                           "--param", f"tables_file={listing}", "--run-dir", str(run_dir)],
+                          cwd=clone, env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "truncate_history run" in proc.stderr and "truncate=success" in proc.stderr
+    assert "Databricks would send" not in proc.stderr  # no alert: nothing failed
+    summary = json.loads((run_dir / "task_values" / "truncate.json").read_text())["summary"]
+    assert summary["by_status"] == {"dropped": 1, "waiting": 1} and summary["waiting_tables"] == [waiting]
+    assert summary["failed_tables"] == [] and summary["exit_code"] == 0
+    assert CP not in (latest(due).protocol.writer_features or ())
+    assert CP in latest(waiting).protocol.writer_features
+    assert f"truncate: waiting: {waiting} needs_truncate=true" in proc.stderr
