@@ -45,6 +45,7 @@ TABLE_PAGES: dict[tuple[str, str], list[list[dict]]] = {
     ("main", "my-schema"): [[_table("my-schema", "select", "MANAGED", "DELTA"),
                              _table("my-schema", "odd`name", "MANAGED", "DELTA")]],
     ("main", "information_schema"): [[_table("information_schema", "tables", "VIEW", None)]],
+    ("main", "empty"): [[_table("empty", "only_a_view", "VIEW", None)]],
 }
 SCHEMA_PAGES = {"main": [[{"name": "sales", "catalog_name": "main"}],
                          [{"name": "information_schema", "catalog_name": "main"},
@@ -212,6 +213,16 @@ def test_the_task_runs_the_listed_tables_as_its_fleet(workspace, tmp_path):
     results = [r for r in parse_result_lines(proc.stdout) if not r.get("summary")]
     assert [r["table"] for r in results] == [str(tmp_path / "also"), "main.sales.events",
                                              "main.sales.events_clone", "main.sales.orders"]
+
+
+def test_a_schema_without_delta_tables_is_an_empty_fleet_not_an_error(workspace):
+    assert list_delta_tables("main.empty") == []
+    proc = _task_process(["--tables_from=main.empty"], dict(os.environ))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    from delta_downgrade.app.render.result import parse_result_lines
+
+    [summary] = parse_result_lines(proc.stdout)
+    assert summary["summary"] is True and summary["tables"] == 0 and summary["exit_code"] == 0
 
 
 def test_the_task_refused_listing_is_exit_2_with_the_class_and_nothing_runs(workspace):

@@ -56,6 +56,8 @@ BUNDLE_BREAKS = {
                        "variable 'table' fixes the table at deploy time"),
     "undeclared-variable": (lambda d: d["variables"].pop("check_timeout_seconds"),
                             "${var.check_timeout_seconds} is not declared"),
+    "timeout-variable-zero": (lambda d: d["variables"]["drop_timeout_seconds"].update(default=0),
+                              "delta_downgrade.drop_feature: timeout_seconds ${var.drop_timeout_seconds} defaults to 0"),
 }
 
 

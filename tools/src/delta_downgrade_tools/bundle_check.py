@@ -244,6 +244,14 @@ def bundle_problems(bundle: dict[str, Any], jobs: dict[str, dict[str, Any]]) -> 
     for job_key, job in jobs.items():
         for name in sorted(set(_VARIABLE.findall(" ".join(_strings(job)))) - set(variables)):
             problems.append(f"{job_key}: ${{var.{name}}} is not declared in databricks.yml variables")
+        for task in job.get("tasks") or []:
+            timeout = task.get("timeout_seconds") if isinstance(task, dict) else None
+            name = _WHOLE_VARIABLE.fullmatch(timeout.strip()) if isinstance(timeout, str) else None
+            default = (variables.get(timeout.strip()[6:-1]) or {}) if name else {}
+            value = default.get("default") if isinstance(default, dict) else None
+            if value is not None and not (isinstance(value, int) and not isinstance(value, bool) and value > 0):
+                problems.append(f"{job_key}.{task.get('task_key')}: timeout_seconds {timeout} defaults to "
+                                f"{value!r}; it must be a positive number of seconds")
     return problems
 
 

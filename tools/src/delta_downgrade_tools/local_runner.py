@@ -609,7 +609,10 @@ def job_exit_code(run: JobRun) -> int:
 
     if run.succeeded:
         return 0
-    return worst([t.exit_code if t.exit_code else 1 for t in run.tasks.values() if t.status == FAILED] or [1])
+    # A task killed by a signal (a negative return code) or one outside the contract counts as 1.
+    known = (0, 1, 2, 3, 4)
+    return worst([t.exit_code if t.exit_code in known and t.exit_code else 1
+                  for t in run.tasks.values() if t.status == FAILED] or [1])
 
 
 def _run_process(argv: list[str], env: Mapping[str, str], timeout: float | None) -> subprocess.CompletedProcess:
