@@ -92,8 +92,8 @@ def run_task(settings_cls: type[TaskSettings], handler: TableHandler, argv: Sequ
             # deploy-time default: resources/*.yml).
             raise BadSettingsError(
                 f"{settings_cls.TASK} was given no table: pass --table=TABLE (or --tables=a,b / "
-                f"--tables_file=FILE / --tables_from=CATALOG[.SCHEMA]); in a job, run it with the job parameter table, e.g. "
-                f"`databricks bundle run delta_downgrade --params table=main.sales.events`")
+                f"--tables_file=FILE / --tables_from=CATALOG[.SCHEMA]); in a job, run it with the job "
+                f"parameter table, e.g. `databricks bundle run <job> --params table=main.sales.events`")
     except DeltaDowngradeError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return exc.exit_code
