@@ -299,6 +299,47 @@ class InsufficientPermissionsError(BadInputError):
     sqlstate = "42501"
 
 
+class OptionalDependencyMissingError(BadInputError):
+    """A setting needs an optional extra that is not installed (``tables_from`` needs
+    databricks-sdk: ``pip install 'delta-downgrade[databricks]'``). Nothing was read or written."""
+
+    error_class = "DELTA_DOWNGRADE_MISSING_DEPENDENCY"
+    sqlstate = "0A000"
+
+
+class UnityCatalogListingError(BadInputError):
+    """Unity Catalog did not list ``tables_from``: the REST API answered with an error (its
+    ``error_code`` is kept as the error class, see :func:`from_unity_catalog_error`), or no
+    Databricks credentials were found. Nothing was read or written."""
+
+    error_class = "DELTA_DOWNGRADE_UNITY_CATALOG_LISTING_FAILED"
+    sqlstate = "42000"
+
+
+class UnityCatalogPermissionError(UnityCatalogListingError):
+    """Unity Catalog refused the listing (HTTP 403, e.g. ``PERMISSION_DENIED``: no USE_CATALOG /
+    USE_SCHEMA)."""
+
+    error_class = "PERMISSION_DENIED"
+    sqlstate = "42501"
+
+
+class UnityCatalogNotFoundError(UnityCatalogListingError):
+    """The catalog or schema of ``tables_from`` does not exist (HTTP 404, e.g.
+    ``CATALOG_DOES_NOT_EXIST``, ``SCHEMA_DOES_NOT_EXIST``)."""
+
+    error_class = "NOT_FOUND"
+    sqlstate = "42704"
+
+
+def from_unity_catalog_error(status: int | None, error_code: str | None, message: str) -> UnityCatalogListingError:
+    """A Unity Catalog REST error as ours: the type from the HTTP status (403, 404, else the
+    generic one), the API's ``error_code`` kept verbatim as the error class."""
+    kind = {403: UnityCatalogPermissionError, 404: UnityCatalogNotFoundError}.get(status or 0,
+                                                                                  UnityCatalogListingError)
+    return kind(message, error_class=error_code or None)
+
+
 class InvalidIdentifierError(BadInputError):
     """A table name that is not a valid (multi-part) SQL identifier."""
 

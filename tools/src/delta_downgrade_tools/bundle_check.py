@@ -5,7 +5,21 @@ used only on condition tasks, every wheel entry point exists in the wheel's meta
 ``{{tasks.X.values.Y}}`` names a value task X really sets, every ``{{job.parameters.P}}``
 names a job parameter, and no storage option (a secret) is written into the bundle: not as a task
 or job parameter (shown on the run page) and, as a cluster environment variable, only as a
-``{{secrets/scope/key}}`` reference."""
+``{{secrets/scope/key}}`` reference.
+
+Hygiene rules (issue 14), so that a regression fails ``validate-bundle`` and its test:
+- no ``workspace.host`` anywhere: the host comes from the CLI's profile or ``DATABRICKS_HOST``
+  (a placeholder host deploys nowhere, a real one deploys one person's workspace for everyone);
+- a ``mode: production`` target runs as a service principal given by a variable (``run_as``);
+- the table is a run parameter: no bundle variable ``table``/``tables`` and every job parameter of
+  that name has an empty default (a run without it is exit 2 naming the parameter);
+- every task that runs code has a positive ``timeout_seconds`` (condition tasks are evaluated by
+  the Jobs service and run nothing);
+- no wheel task has ``max_retries``: Databricks retries every failed attempt, exit 2 included; a
+  wait is exit 0 in task mode; conflicts are retried inside the commit;
+- a scheduled job alerts on failure (``email_notifications.on_failure``) and has a
+  ``RUN_DURATION_SECONDS`` health rule;
+- every ``${var.X}`` a job uses is declared in ``databricks.yml``."""
 
 from __future__ import annotations
 
@@ -88,6 +102,7 @@ def validate_jobs(jobs: dict[str, dict[str, Any]], entry_points: set[str]) -> li
     outputs = _outputs()
     for job_key, job in jobs.items():
         problems.extend(secret_problems(job_key, job))
+        problems.extend(hygiene_problems(job_key, job))
         if Job is not None:
             try:
                 Job.from_dict(job)
@@ -178,6 +193,106 @@ def secret_problems(job_key: str, job: dict[str, Any]) -> list[str]:
                 problems.append(f"{job_key}: spark_env_vars {name} holds its value inline; reference a "
                                 f"secret scope instead: {name}: \"{{{{secrets/<scope>/<key>}}}}\"")
     return problems
+
+
+# Job parameters that name the tables a run handles: run parameters, never deploy-time values.
+TABLE_PARAMETERS = frozenset({"table", "tables"})
+_VARIABLE = re.compile(r"\$\{var\.([A-Za-z0-9_.-]+)\}")
+_WHOLE_VARIABLE = re.compile(r"\$\{var\.[A-Za-z0-9_.-]+\}")
+#: Keys under which a task runs code (the Jobs API's task types other than condition_task).
+CONDITION_TASK = "condition_task"
+
+
+def load_bundle(root: str | Path) -> dict[str, Any]:
+    """``databricks.yml`` of the bundle at ``root``, as a mapping."""
+    from delta_downgrade_tools.local_runner import _mapping, load_yaml
+
+    return _mapping(load_yaml(Path(root) / "databricks.yml", "bundle file"), "databricks.yml")
+
+
+def validate_bundle(root: str | Path, entry_points: set[str]) -> list[str]:
+    """Every problem of the bundle at ``root``: the jobs (:func:`validate_jobs`) and the
+    bundle-wide hygiene rules (:func:`bundle_problems`)."""
+    jobs = load_jobs(root)
+    return validate_jobs(jobs, entry_points) + bundle_problems(load_bundle(root), jobs)
+
+
+def bundle_problems(bundle: dict[str, Any], jobs: dict[str, dict[str, Any]]) -> list[str]:
+    """The hygiene rules of ``databricks.yml`` (hosts, run_as, variables) and the variables the
+    jobs use."""
+    problems: list[str] = []
+    targets = bundle.get("targets") or {}
+    places = [("databricks.yml", bundle)] + [(f"target {name}", t) for name, t in targets.items()
+                                             if isinstance(t, dict)]
+    for where, place in places:
+        workspace = place.get("workspace") or {}
+        if isinstance(workspace, dict) and "host" in workspace:
+            problems.append(f"{where}: workspace.host {workspace['host']!r} is written into the bundle; "
+                            f"remove it: the host comes from the Databricks CLI profile or DATABRICKS_HOST")
+    for name, target in targets.items():
+        if not isinstance(target, dict) or target.get("mode") != "production":
+            continue
+        run_as = target.get("run_as") or {}
+        principal = run_as.get("service_principal_name") if isinstance(run_as, dict) else None
+        if not isinstance(principal, str) or not _WHOLE_VARIABLE.fullmatch(principal.strip()):
+            problems.append(f"target {name}: a production target must run as a service principal given by "
+                            f"a variable: run_as: {{service_principal_name: ${{var.service_principal}}}}")
+    variables = bundle.get("variables") or {}
+    for name in sorted(TABLE_PARAMETERS & set(variables)):
+        problems.append(f"databricks.yml: variable {name!r} fixes the table at deploy time; make it a run "
+                        f"parameter (job parameter {name} with default \"\")")
+    for job_key, job in jobs.items():
+        for name in sorted(set(_VARIABLE.findall(" ".join(_strings(job)))) - set(variables)):
+            problems.append(f"{job_key}: ${{var.{name}}} is not declared in databricks.yml variables")
+        for task in job.get("tasks") or []:
+            timeout = task.get("timeout_seconds") if isinstance(task, dict) else None
+            name = _WHOLE_VARIABLE.fullmatch(timeout.strip()) if isinstance(timeout, str) else None
+            default = (variables.get(timeout.strip()[6:-1]) or {}) if name else {}
+            value = default.get("default") if isinstance(default, dict) else None
+            if value is not None and not (isinstance(value, int) and not isinstance(value, bool) and value > 0):
+                problems.append(f"{job_key}.{task.get('task_key')}: timeout_seconds {timeout} defaults to "
+                                f"{value!r}; it must be a positive number of seconds")
+    return problems
+
+
+def hygiene_problems(job_key: str, job: dict[str, Any]) -> list[str]:
+    """The rules of one job: the table a run parameter, timeouts, no retries of wheel tasks,
+    alerts on a scheduled job."""
+    problems = []
+    for param in job.get("parameters") or []:
+        if isinstance(param, dict) and param.get("name") in TABLE_PARAMETERS and param.get("default") not in ("", None):
+            problems.append(f"{job_key}: job parameter {param['name']!r} has the default {param['default']!r}; "
+                            f"the table is a run parameter (default \"\", given with --params "
+                            f"{param['name']}=...)")
+    for task in job.get("tasks") or []:
+        if not isinstance(task, dict):
+            continue
+        key = task.get("task_key")
+        if CONDITION_TASK not in task and not _positive(task.get("timeout_seconds")):
+            problems.append(f"{job_key}.{key}: no timeout_seconds (a positive number of seconds, or a "
+                            f"${{var.…}}): a hung task would hold its compute forever")
+        if "python_wheel_task" in task and task.get("max_retries") not in (None, 0):
+            problems.append(f"{job_key}.{key}: max_retries {task['max_retries']!r}: Databricks retries every "
+                            f"failed attempt, exit 2 (bad input) included; a wait is exit 0 (status waiting) "
+                            f"and commit conflicts are retried inside the task; remove it")
+    if any(k in job for k in ("schedule", "trigger", "continuous")):
+        notify = job.get("email_notifications") or {}
+        if not (isinstance(notify, dict) and notify.get("on_failure")):
+            problems.append(f"{job_key}: a scheduled job needs email_notifications.on_failure (nobody watches "
+                            f"its runs)")
+        rules = (job.get("health") or {}).get("rules") or [] if isinstance(job.get("health"), dict) else []
+        if not any(isinstance(r, dict) and r.get("metric") == "RUN_DURATION_SECONDS" for r in rules):
+            problems.append(f"{job_key}: a scheduled job needs a health rule on RUN_DURATION_SECONDS "
+                            f"(a run that hangs alerts before its timeout)")
+    return problems
+
+
+def _positive(value: Any) -> bool:
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, int):
+        return value > 0
+    return isinstance(value, str) and bool(_WHOLE_VARIABLE.fullmatch(value.strip()))
 
 
 def wheel_entry_points(wheel: str | Path) -> set[str]:

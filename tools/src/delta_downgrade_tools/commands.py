@@ -12,7 +12,7 @@ import argparse
 import sys
 from typing import Callable
 
-from delta_downgrade.errors import EXIT_FAILURE, EXIT_OK, BadSettingsError
+from delta_downgrade.errors import EXIT_OK, BadSettingsError
 
 
 def _pairs(items: list[str] | None, flag: str) -> dict[str, str]:
@@ -26,24 +26,28 @@ def _pairs(items: list[str] | None, flag: str) -> dict[str, str]:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from delta_downgrade_tools.local_runner import run_job
+    from delta_downgrade_tools.local_runner import job_exit_code, pending_truncates, run_job
 
     run = run_job(args.job_file, params=_pairs(args.param, "--param"), variables=_pairs(args.var, "--var"),
                   job_key=args.job, target=args.target, run_dir=args.run_dir, runner=args.runner)
     print(f"job {run.job_key} run {run.run_id}: " + ", ".join(
         f"{key}={t.status.lower()}" + (f" ({t.attempts} attempts)" if t.attempts > 1 else "")
         for key, t in run.tasks.items()), file=sys.stderr)
+    for result in pending_truncates(run):
+        # The downgrade is not finished until checkpointProtection is dropped: say when it can be.
+        print(f"truncate: waiting: {result['table']} needs_truncate=true, truncate_after="
+              f"{result.get('truncate_after')}; the daily truncate_history job "
+              f"(resources/truncate_history.job.yml) finishes it, or rerun truncate-history after that time",
+              file=sys.stderr)
     print(f"task values: {run.run_dir / 'task_values'}", file=sys.stderr)
-    return EXIT_OK if run.succeeded else EXIT_FAILURE
+    return job_exit_code(run)
 
 
 def _validate(args: argparse.Namespace) -> int:
-    from delta_downgrade_tools.bundle_check import (
-        installed_entry_points, load_jobs, validate_jobs, wheel_entry_points,
-    )
+    from delta_downgrade_tools.bundle_check import installed_entry_points, validate_bundle, wheel_entry_points
 
     entry_points = wheel_entry_points(args.wheel) if args.wheel else installed_entry_points()
-    problems = validate_jobs(load_jobs(args.root), entry_points)
+    problems = validate_bundle(args.root, entry_points)
     for problem in problems:
         print(f"problem: {problem}", file=sys.stderr)
     print(f"bundle at {args.root}: {'valid' if not problems else f'{len(problems)} problem(s)'}")

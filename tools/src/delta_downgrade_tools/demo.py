@@ -1,7 +1,8 @@
-"""``make demo``: build a sample table with the package's own builder, then run the bundle's main
-job on it locally — drop_feature → verify → truncate (retried until its one-minute retention has
-passed) → verify — printing the protocol before and after each task, and checking at the end that
-the table's rows are exactly the rows it started with.
+"""``make demo``: build a sample table with the package's own builder, then run the bundle's jobs
+on it locally, as a deployment would: the drop job (drop_feature → verify; it ends green with the
+truncate waiting for its retention), then — once ``truncate_after`` has passed — the
+truncate_history job over a tables file naming the table. It prints the protocol after each task
+and checks at the end that the table's rows are exactly the rows it started with.
 
 The sample table: reader 3 / writer 7 with deletionVectors (some rows deleted through DVs),
 vacuumProtocolCheck and a check constraint; ``delta.dropFeatureTruncateHistory.retentionDuration``
@@ -14,6 +15,8 @@ import argparse
 import os
 import shutil
 import sys
+import time
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +32,10 @@ SCHEMA = pa.schema([("id", pa.int64()), ("category", pa.string()), ("amount", pa
 FEATURES = ("deletionVectors", "vacuumProtocolCheck", "checkConstraints")
 
 
-def build_sample_table(path: str) -> None:
+def build_sample_table(path: str, truncate_retention: str | None = "interval 1 minute") -> None:
+    """The sample table; ``truncate_retention`` is its
+    ``delta.dropFeatureTruncateHistory.retentionDuration`` (None: the property is not set, so the
+    default 24 hours apply)."""
     from delta_downgrade_tools.dv_builder import delete_rows
 
     if os.path.exists(path):
@@ -40,11 +46,10 @@ def build_sample_table(path: str) -> None:
     builder = TableBuilder(path)
     rows = [{"id": i, "category": ["books", "games", "music", "tools"][i % 4], "amount": round(i * 1.25, 2)}
             for i in range(4000)]
-    builder.create(SCHEMA, protocol=protocol, rows=rows, files=4, configuration={
-        "delta.enableDeletionVectors": "true",
-        "delta.constraints.amount_not_negative": "amount >= 0",
-        "delta.dropFeatureTruncateHistory.retentionDuration": "interval 1 minute",
-    })
+    configuration = {"delta.enableDeletionVectors": "true", "delta.constraints.amount_not_negative": "amount >= 0"}
+    if truncate_retention is not None:
+        configuration["delta.dropFeatureTruncateHistory.retentionDuration"] = truncate_retention
+    builder.create(SCHEMA, protocol=protocol, rows=rows, files=4, configuration=configuration)
     builder.append([{"id": 4000 + i, "category": "extra", "amount": 1.0} for i in range(500)], files=2)
     delete_rows(builder, lambda row: row["id"] % 7 == 0)        # a DELETE with deletion vectors
     delete_rows(builder, lambda row: row["category"] == "extra" and row["id"] % 2 == 1)
@@ -72,13 +77,16 @@ def describe(path: str) -> str:
     return f"v{snap.version} protocol {snap.protocol}; {dvs} file(s) with deletion vectors"
 
 
+def _epoch_s(iso_utc: str) -> float:
+    return datetime.fromisoformat(iso_utc.replace("Z", "+00:00")).timestamp()
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m delta_downgrade_tools.demo")
     parser.add_argument("--dir", default=str(REPO / ".runs" / "demo"), help="where the sample table goes")
-    parser.add_argument("--retry-interval-ms", default="20000")
     args = parser.parse_args(argv)
 
-    from delta_downgrade_tools.local_runner import run_job
+    from delta_downgrade_tools.local_runner import pending_truncates, run_job
 
     table = os.path.join(args.dir, "table")
     print(f"== building the sample table at {table}", flush=True)
@@ -90,18 +98,30 @@ def main(argv: list[str] | None = None) -> int:
         print(f"== after {task.task_key} ({task.status.lower()}"
               + (f", {task.attempts} attempts" if task.attempts > 1 else "") + f"): {describe(table)}", flush=True)
 
-    print("== running resources/delta_downgrade.job.yml locally", flush=True)
-    run = run_job(REPO / "resources" / "delta_downgrade.job.yml",
-                  params={"table": table, "feature": "deletionVectors", "truncate_in_job": "true"},
-                  variables={"truncate_retry_interval_millis": args.retry_interval_ms, "truncate_max_retries": "12"},
-                  run_dir=os.path.join(args.dir, "run"), after_task=after_task)
+    print("== running resources/delta_downgrade.job.yml locally (the README's run-job line)", flush=True)
+    drop = run_job(REPO / "resources" / "delta_downgrade.job.yml",
+                   params={"table": table, "feature": "deletionVectors"},
+                   run_dir=os.path.join(args.dir, "drop-run"), after_task=after_task)
+    pending = pending_truncates(drop)
+    runs = [drop]
+    if drop.succeeded and pending and pending[0].get("truncate_after"):
+        due = pending[0]["truncate_after"]
+        wait_s = max(0.0, _epoch_s(due) - time.time()) + 1
+        print(f"== truncate waiting until {due} (the table's one-minute truncate retention); "
+              f"sleeping {wait_s:.0f} s, then the truncate_history job runs as its schedule would", flush=True)
+        time.sleep(wait_s)
+        tables_file = os.path.join(args.dir, "tables.txt")
+        Path(tables_file).write_text(table + "\n")
+        runs.append(run_job(REPO / "resources" / "truncate_history.job.yml", params={"tables_file": tables_file},
+                            run_dir=os.path.join(args.dir, "truncate-run"), after_task=after_task))
     after = visible_rows(table)
     final = DeltaLog(table).snapshot()
     print("== result", flush=True)
-    print("   tasks: " + ", ".join(f"{k}={t.status.lower()}" for k, t in run.tasks.items()))
+    for run in runs:
+        print(f"   {run.job_key}: " + ", ".join(f"{k}={t.status.lower()}" for k, t in run.tasks.items()))
     print(f"   protocol now {final.protocol}")
     print(f"   rows: {len(before)} before, {len(after)} after, identical: {before == after}")
-    ok = run.succeeded and before == after and "checkpointProtection" not in final.protocol.features \
+    ok = all(r.succeeded for r in runs) and before == after and "checkpointProtection" not in final.protocol.features \
         and "deletionVectors" not in final.protocol.features
     print("== demo " + ("succeeded" if ok else "FAILED"), flush=True)
     return 0 if ok else 1

@@ -15,8 +15,16 @@
   (:mod:`delta_downgrade.app.tasks.wheel_entry`, or ``spark-submit jobs/spark_submit.py TASK``), and
   receive job parameters pushed down plus their ``named_parameters`` as ``--key=value``; their task
   key and values directory travel in the environment, never as parameters;
-- ``max_retries`` and ``min_retry_interval_millis`` are honoured, so a truncate task that exits 3
-  while its retention runs is simply retried.
+- ``max_retries`` and ``min_retry_interval_millis`` are honoured as Databricks honours them (every
+  failed attempt is retried, whatever its exit code; the repository's bundle uses none, see
+  ``bundle_check``);
+- ``timeout_seconds`` of a task and of the job are enforced: a task past its timeout is killed
+  and FAILED, as on Databricks;
+- every other key of a job or task must be one the runner knows (:data:`JOB_KEYS`,
+  :data:`TASK_KEYS`): the service-side ones (``schedule``, ``email_notifications``, ``health``,
+  ``run_as``, compute) change nothing in a local run but are reported — who would be told of a
+  failure, a run longer than its ``RUN_DURATION_SECONDS`` health rule; an unknown key is refused
+  before any task runs, so nothing in a job is silently ignored.
 """
 
 from __future__ import annotations
@@ -52,6 +60,19 @@ RUN_IF = ("ALL_SUCCESS", "ALL_DONE", "NONE_FAILED", "AT_LEAST_ONE_SUCCESS", "ALL
 CONDITION_OPS = ("EQUAL_TO", "NOT_EQUAL", "GREATER_THAN", "GREATER_THAN_OR_EQUAL", "LESS_THAN",
                  "LESS_THAN_OR_EQUAL")
 TASK_TYPES = ("condition_task", "python_wheel_task")
+#: Job keys the runner knows: the ones it acts on and the service-side ones it reports or that
+#: change nothing locally (compute, schedule, permissions, queueing).
+JOB_KEYS = frozenset({
+    "name", "description", "parameters", "tasks", "timeout_seconds", "email_notifications",
+    "notification_settings", "health", "webhook_notifications", "schedule", "trigger", "run_as",
+    "max_concurrent_runs", "queue", "tags", "permissions", "environments", "job_clusters",
+    "edit_mode", "performance_target", "budget_policy_id"})
+#: Task keys the runner knows (besides the task types).
+TASK_KEYS = frozenset({
+    "task_key", "description", "depends_on", "run_if", "timeout_seconds", "max_retries",
+    "min_retry_interval_millis", "retry_on_timeout", "environment_key", "job_cluster_key",
+    "existing_cluster_id", "new_cluster", "libraries", "email_notifications", "notification_settings",
+    "webhook_notifications", "health", "disable_auto_optimization"})
 
 
 @dataclass
@@ -71,6 +92,8 @@ class JobRun:
     run_id: str
     run_dir: Path
     tasks: dict[str, TaskRun] = field(default_factory=dict)
+    seconds: float = 0.0
+    notices: list[str] = field(default_factory=list)  # what the Jobs service would have done
 
     @property
     def succeeded(self) -> bool:
@@ -219,10 +242,13 @@ def _runner_only(name: str) -> bool:
 
 @dataclass
 class _Plan:
-    """What :func:`check_job` established about a job: the order and each task's retry settings."""
+    """What :func:`check_job` established about a job: the order, each task's retry settings and
+    timeout (None: none), the job's timeout."""
 
     order: list[dict[str, Any]]
     retries: dict[str, tuple[int, float]]
+    timeouts: dict[str, int | None] = field(default_factory=dict)
+    job_timeout: int | None = None
 
 
 def check_job(job: dict[str, Any], params: Mapping[str, str], variables: Mapping[str, str],
@@ -232,10 +258,20 @@ def check_job(job: dict[str, Any], params: Mapping[str, str], variables: Mapping
     order = topological_order(job.get("tasks") or [])
     declared = declared_entry_points() if entry_points is None else entry_points
     problems: list[str] = []
+    unknown = sorted(str(k) for k in job if k not in JOB_KEYS)
+    if unknown:
+        problems.append(f"unknown job key(s) {', '.join(unknown)} (the local runner knows "
+                        f"{', '.join(sorted(JOB_KEYS))})")
     upstream: dict[str, set[str]] = {}
     retries: dict[str, tuple[int, float]] = {}
+    timeouts: dict[str, int | None] = {}
+    job_timeout = _count_setting(job, "timeout_seconds", "(job)", params, variables, problems) or None
     for task in order:
         key = task["task_key"]
+        unknown = sorted(str(k) for k in task if k not in TASK_KEYS and not str(k).endswith("_task"))
+        if unknown:
+            problems.append(f"task {key}: unknown key(s) {', '.join(unknown)}")
+        timeouts[key] = _count_setting(task, "timeout_seconds", key, params, variables, problems) or None
         ups: set[str] = set()
         for dep in task.get("depends_on") or []:
             ups |= {dep["task_key"]} | upstream[dep["task_key"]]
@@ -266,7 +302,7 @@ def check_job(job: dict[str, Any], params: Mapping[str, str], variables: Mapping
                         _count_setting(task, "min_retry_interval_millis", key, params, variables, problems) / 1000)
     if problems:
         raise BadJobDefinitionError("the job cannot run: " + "; ".join(problems))
-    return _Plan(order, retries)
+    return _Plan(order, retries, timeouts, job_timeout)
 
 
 def _condition_problems(key: str, spec: Any) -> list[str]:
@@ -477,6 +513,7 @@ def run_job(job_file: str | os.PathLike[str], *, params: Mapping[str, str] | Non
     resolver.params = job_params
     plan = check_job(job, job_params, all_variables)
     run.run_dir.mkdir(parents=True, exist_ok=True)
+    started = time.monotonic()
 
     for task in plan.order:
         key = task["task_key"]
@@ -496,10 +533,117 @@ def run_job(job_file: str | os.PathLike[str], *, params: Mapping[str, str] | Non
                 state.status, state.outcome = SUCCESS, "true" if outcome else "false"
                 say(f"[{key}] condition {spec['left']} {spec['op']} {spec['right']} -> {state.outcome}")
         else:
-            _run_wheel_task(task, state, run, resolver, job_params, runner, plan.retries[key], say, sleep)
+            timeout = _remaining(plan.timeouts[key], plan.job_timeout, started)
+            _run_wheel_task(task, state, run, resolver, job_params, runner, plan.retries[key], say, sleep,
+                            timeout)
         if after_task:
             after_task(state, run)
+    run.seconds = time.monotonic() - started
+    run.notices = service_notices(job, run, resolver)
+    for notice in run.notices:
+        say(notice)
     return run
+
+
+def _remaining(task_timeout: int | None, job_timeout: int | None, started: float) -> float | None:
+    """Seconds a task may run: its own timeout, cut to what is left of the job's."""
+    left = None if job_timeout is None else max(0.0, job_timeout - (time.monotonic() - started))
+    if task_timeout is None:
+        return left
+    return task_timeout if left is None else min(task_timeout, left)
+
+
+def service_notices(job: dict[str, Any], run: JobRun, resolver: Resolver) -> list[str]:
+    """What the Jobs service would do after this run that a local run does not: the emails of
+    ``email_notifications`` (on failure; on a run longer than a ``RUN_DURATION_SECONDS`` health
+    rule)."""
+    notices = []
+    notify = job.get("email_notifications") if isinstance(job.get("email_notifications"), dict) else {}
+
+    def resolved(value: Any) -> str:
+        try:
+            return resolver(value, "")
+        except DeltaDowngradeError:  # a variable only a deployment sets (prod's alert_email)
+            return str(value)
+
+    def to(event: str) -> str:
+        addresses = [resolved(a) for a in notify.get(event) or []]
+        return f"email {event} -> {', '.join(addresses)}" if addresses else f"no {event} address"
+
+    if not run.succeeded:
+        notices.append(f"job {run.job_key}: failed; Databricks would send {to('on_failure')}")
+    health = job.get("health") if isinstance(job.get("health"), dict) else {}
+    for rule in health.get("rules") or []:
+        if isinstance(rule, dict) and rule.get("metric") == "RUN_DURATION_SECONDS":
+            try:
+                limit = float(resolved(rule.get("value")))
+            except ValueError:
+                continue
+            if rule.get("op") == "GREATER_THAN" and run.seconds > limit:
+                notices.append(f"job {run.job_key}: ran {run.seconds:.0f} s, over its RUN_DURATION_SECONDS "
+                               f"health rule ({limit:.0f} s); Databricks would send "
+                               f"{to('on_duration_warning_threshold_exceeded')}")
+    return notices
+
+
+def pending_truncates(run: JobRun) -> list[dict[str, Any]]:
+    """The tables whose last RESULT in this run says ``needs_truncate``: checkpointProtection is
+    still to be dropped (status ``waiting`` when a truncate was tried, else the drop's status),
+    with ``truncate_after``."""
+    last: dict[str, dict[str, Any]] = {}
+    for state in run.tasks.values():
+        for result in state.results:
+            if not result.get("summary") and isinstance(result.get("table"), str) and "needs_truncate" in result:
+                # verify re-reads the protocol but does not compute truncate_after: keep the
+                # newest time any task gave for the table.
+                after = result.get("truncate_after") or last.get(result["table"], {}).get("truncate_after")
+                last[result["table"]] = {**result, "truncate_after": after}
+    return [r for r in last.values() if r.get("needs_truncate") is True]
+
+
+def job_exit_code(run: JobRun) -> int:
+    """The run's exit code for ``run-job``: 0 when every task succeeded or was excluded, else the
+    worst code of the failed tasks (2 when one said bad input), 1 for a task that never exited
+    (timed out, could not start)."""
+    from delta_downgrade.app.tasks.entrypoints import worst
+
+    if run.succeeded:
+        return 0
+    # A task killed by a signal (a negative return code) or one outside the contract counts as 1.
+    known = (0, 1, 2, 3, 4)
+    return worst([t.exit_code if t.exit_code in known and t.exit_code else 1
+                  for t in run.tasks.values() if t.status == FAILED] or [1])
+
+
+def _run_process(argv: list[str], env: Mapping[str, str], timeout: float | None) -> subprocess.CompletedProcess:
+    """Run one task attempt in its own process group; past ``timeout`` the whole group is killed
+    (the task and what it started: a Spark JVM, spark-submit's children), as a timed-out task's
+    compute is on Databricks, and ``TimeoutExpired`` carries what it printed."""
+    proc = subprocess.Popen(argv, env=dict(env), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        _kill_group(proc)
+        out, err = proc.communicate()
+        raise subprocess.TimeoutExpired(argv, timeout or 0, output=out, stderr=err) from None
+    except BaseException:  # Ctrl-C: the group no longer gets the terminal's signal itself
+        _kill_group(proc)
+        raise
+    return subprocess.CompletedProcess(argv, proc.returncode, out, err)
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    import signal
+
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+def _text(data: str | bytes | None) -> str:
+    return data.decode(errors="replace") if isinstance(data, bytes) else (data or "")
 
 
 def _fail(state: TaskRun, exc: DeltaDowngradeError, say: Callable[[str], None]) -> None:
@@ -519,7 +663,8 @@ def _shown_argument(arg: str) -> str:
 
 def _run_wheel_task(task: dict[str, Any], state: TaskRun, run: JobRun, resolver: Resolver,
                     job_params: Mapping[str, str], runner: str, retry: tuple[int, float],
-                    say: Callable[[str], None], sleep: Callable[[float], None]) -> None:
+                    say: Callable[[str], None], sleep: Callable[[float], None],
+                    timeout: float | None = None) -> None:
     from delta_downgrade.app.render.result import parse_result_lines
 
     key = task["task_key"]
@@ -538,7 +683,18 @@ def _run_wheel_task(task: dict[str, Any], state: TaskRun, run: JobRun, resolver:
         state.attempts = attempt + 1
         say(f"[{key}] attempt {attempt + 1}/{retries + 1}: {wheel['entry_point']} "
             f"{' '.join(_shown_argument(a) for a in args)}")
-        proc = subprocess.run(_command(wheel["entry_point"], args, runner), env=env, capture_output=True, text=True)
+        try:
+            proc = _run_process(_command(wheel["entry_point"], args, runner), env, timeout)
+        except subprocess.TimeoutExpired as exc:
+            # As on Databricks: the task is killed and failed (retried only with retry_on_timeout).
+            for line in _text(exc.stderr).splitlines():
+                say(f"[{key}]   {line}")
+            state.exit_code, state.error = None, f"timed out after {timeout:.0f} s (timeout_seconds)"
+            say(f"[{key}] {state.error}")
+            if task.get("retry_on_timeout") and attempt < retries:
+                sleep(interval)
+                continue
+            break
         for line in proc.stderr.splitlines():
             say(f"[{key}]   {line}")
         for line in proc.stdout.splitlines():

@@ -4,6 +4,12 @@ Each is thin: load typed settings, run the operation for every table (a fleet ru
 parallelism; one bad table does not stop the others), print one ``RESULT`` line per table (plus a
 summary for a fleet), set task values, and exit with the worst outcome.
 
+A wait is a successful outcome here (/work/shared/DESIGN.md "Exit codes"): a table that must wait
+for a retention period (:class:`RetentionWaitError`, exit 3 in the CLI) is status ``waiting``,
+``needs_truncate=true`` with ``truncate_after``, and exit 0, because a job run whose task exits
+non-zero is a failed run, and a scheduled job that finds a table still inside its retention has
+done its work for the day. The wait stays visible in the RESULT line and the task values.
+
 The settings' ``storage_options`` reach every operation; their values are masked in everything a
 task prints or hands on: the RESULT lines, the task values, the log lines, error messages and
 tracebacks (``app.storage_options.redact_output``).
@@ -19,6 +25,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from delta_downgrade.errors import (
     EXIT_BAD_INPUT, EXIT_CONFLICT, EXIT_FAILURE, EXIT_OK, EXIT_WAIT, BadSettingsError, DeltaDowngradeError,
+    RetentionWaitError,
 )
 from delta_downgrade.app.console_logging import TASK_STEP_FORMAT, console_logging
 from delta_downgrade.app.progress import progress_mode
@@ -51,6 +58,19 @@ def error_outcome(table: str | None, feature: str | None, exc: BaseException) ->
     return error_result(table, feature, exc), code
 
 
+#: The status of a table that must wait for a retention period (exit 0 in task mode).
+STATUS_WAITING = "waiting"
+
+
+def waiting_outcome(table: str, feature: str | None, exc: RetentionWaitError) -> tuple[dict[str, Any], int]:
+    """A wait in task mode: status ``waiting``, ``needs_truncate=true``, ``truncate_after`` (None
+    when the engine could not say, e.g. Delta's own error through ``--engine=delta-sql``), the
+    error class and message kept for the run page, and exit 0."""
+    result = error_result(table, feature, exc)
+    result.update(status=STATUS_WAITING, needs_truncate=True, truncate_after=exc.retry_after)
+    return result, EXIT_OK
+
+
 def run_task(settings_cls: type[TaskSettings], handler: TableHandler, argv: Sequence[str] | None = None) -> int:
     """Load the settings, then run ``handler`` for every table with the task's log lines printed
     (secrets masked); the worst exit code."""
@@ -63,8 +83,20 @@ def run_task(settings_cls: type[TaskSettings], handler: TableHandler, argv: Sequ
     try:
         settings = load_settings(settings_cls, argv)
         tables = settings.table_list()
-        if not tables:
-            raise BadSettingsError(f"{settings_cls.TASK} needs --table=PATH (or --tables=a,b / --tables_file=FILE)")
+        if settings.tables_from:
+            from delta_downgrade.app.unity_catalog import list_delta_tables
+
+            # Listed before anything runs: a refused listing is one error and nothing is touched.
+            listed = list_delta_tables(settings.tables_from)
+            print(f"tables_from={settings.tables_from}: {len(listed)} Delta table(s)", file=sys.stderr)
+            tables += [t for t in listed if t not in tables]
+        elif not tables:
+            # In a job, an empty --table= is the run parameter `table` left out (it has no
+            # deploy-time default: resources/*.yml).
+            raise BadSettingsError(
+                f"{settings_cls.TASK} was given no table: pass --table=TABLE (or --tables=a,b / "
+                f"--tables_file=FILE / --tables_from=CATALOG[.SCHEMA]); in a job, run it with the job "
+                f"parameter table, e.g. `databricks bundle run <job> --params table=main.sales.events`")
     except DeltaDowngradeError as exc:
         return _settings_failed(settings_cls, argv, exc)
     secrets = settings.storage_option_values()
@@ -123,6 +155,9 @@ def _run_tables(settings: TaskSettings, handler: TableHandler, tables: list[str]
     def one(table: str) -> tuple[dict[str, Any], int]:
         try:
             return handler(settings, table)
+        except RetentionWaitError as exc:
+            print(redact_output(f"waiting: {exc}", secrets), file=sys.stderr)
+            return waiting_outcome(table, feature, exc)
         except DeltaDowngradeError as exc:
             print(redact_output(f"error: {exc}", secrets), file=sys.stderr)
             return error_outcome(table, feature, exc)
@@ -147,9 +182,11 @@ def _run_tables(settings: TaskSettings, handler: TableHandler, tables: list[str]
         for key in TASK_VALUE_KEYS:
             values.set(key, outcomes[0][0].get(key))
     else:
+        # Waiting tables are successes (exit 0), listed apart so the run page shows them.
         summary = {"summary": True, "tables": len(outcomes),
                    "by_status": _count(r.get("status", "?") for r, _ in outcomes),
                    "failed_tables": [r["table"] for r, c in outcomes if c not in (EXIT_OK,)],
+                   "waiting_tables": [r["table"] for r, _ in outcomes if r.get("status") == STATUS_WAITING],
                    "exit_code": code}
         emit_result(summary, secrets=secrets)
         values.set("summary", summary)

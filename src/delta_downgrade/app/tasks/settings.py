@@ -202,6 +202,8 @@ class TaskSettings(BaseSettings):
     table: str | None = None
     tables: list[str] | None = None
     tables_file: str | None = None
+    #: A Unity Catalog catalog or schema whose Delta tables join the fleet (app/unity_catalog.py).
+    tables_from: str | None = None
     parallelism: int = 4
     engine: str = "auto"
     task_values_dir: str | None = None
@@ -356,6 +358,8 @@ FIELD_HELP: dict[str, str] = {
     "table": "the table: a path or URI (s3://, az://, abfss://, gs://, file:, hdfs://, ...)",
     "tables": "several tables: a,b,c or a JSON list",
     "tables_file": "a file naming one table per line",
+    "tables_from": "every Delta table of a Unity Catalog catalog or catalog.schema (databricks-sdk; "
+                   "auth from DATABRICKS_HOST/DATABRICKS_TOKEN, a profile or the runtime)",
     "parallelism": "how many tables run at once",
     "engine": "auto | native | delta-sql",
     "task_values_dir": "where task values are written when not on Databricks",
@@ -387,7 +391,8 @@ def task_help(cls: type[TaskSettings]) -> str:
         lines.append(f"  --{name}=<{kind}>{shown}")
         if name in FIELD_HELP:
             lines.append(f"      {FIELD_HELP[name]}")
-    lines += ["", "Prints one RESULT line per table; exit 0 done, 2 bad input, 3 wait, 4 conflict, 1 else."]
+    lines += ["", "Prints one RESULT line per table; exit 0 done or waiting for a retention (status waiting,",
+              "truncate_after), 2 bad input, 4 conflict, 1 else."]
     return "\n".join(lines)
 
 
