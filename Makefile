@@ -22,7 +22,7 @@ JAVA := $(if $(JAVA_HOME),$(JAVA_HOME)/bin/java,java)
 # (the `|| true` keeps grep's "nothing left" status from failing; pipefail keeps pip's status).
 QUIET_PIP := { grep -v "WARNING: Location" || true; }
 
-.PHONY: venv check-java test demo wheel clean distclean
+.PHONY: venv check-java test test-classic test-connect demo wheel clean distclean
 
 venv: $(STAMP)
 
@@ -83,8 +83,15 @@ check-java:
 	fi; \
 	echo "Java $$raw OK ($(JAVA))"
 
-test: venv check-java
+# The whole suite on classic Spark, then every Spark test again on Spark Connect (a Connect
+# server of its own, as Databricks serverless; tests/spark_connect_server.py).
+test: test-classic test-connect
+
+test-classic: venv check-java
 	$(VENV)/bin/pytest -q $(PYTEST_ARGS)
+
+test-connect: venv check-java
+	$(VENV)/bin/pytest -q --spark-connect -m spark $(PYTEST_ARGS)
 
 demo: venv check-java
 	$(PY) -m delta_downgrade_tools.demo

@@ -5,7 +5,13 @@
 - `golden_table(name)`: a writable copy of one golden table in ``tmp_path`` (path as str). Tests
   must never write into the golden directory itself.
 - `spark`: one real local SparkSession per test session (Java 17+), via
-  `delta_downgrade.spark.get_spark`.
+  `delta_downgrade.spark.get_spark`: a classic one, or with ``--spark-connect`` (or
+  ``DELTA_DOWNGRADE_TEST_SPARK=connect``) a Spark Connect one, as on Databricks serverless: the
+  switch starts one Connect server in a process of its own (tests/spark_connect_server.py) and
+  sets ``SPARK_REMOTE=sc://localhost:<port>`` for this process and the subprocesses tests start
+  (CLI and task runs), so they are Connect clients too (an ``SPARK_REMOTE`` already set is used
+  as is). Tests marked ``classic_spark`` (the JVM path itself: Hadoop FileSystem storage) skip
+  then, with the reason.
 - `oracle`: a `DeltaRsOracle` (delta-rs in a subprocess, see tests/oracle.py).
 - `oracle_018`: the same with deltalake 0.18.2 (an older client, reader version 1 only).
 - `duckdb_reader`: the same child process reading through DuckDB's delta extension
@@ -57,12 +63,58 @@ _FIXTURE_MARKERS = {
 }
 
 
+
+def pytest_addoption(parser):
+    parser.addoption(
+        "--spark-connect", action="store_true", default=False,
+        help="run the Spark tests on a Spark Connect session (pyspark's bundled local server, as "
+             "Databricks serverless) and set SPARK_REMOTE for the subprocesses tests start; "
+             "also DELTA_DOWNGRADE_TEST_SPARK=connect")
+
+
+def spark_connect_mode(config) -> bool:
+    return bool(config.getoption("--spark-connect")) or \
+        os.environ.get("DELTA_DOWNGRADE_TEST_SPARK", "").strip().lower() == "connect"
+
+
+_CONNECT_SERVER = None
+
+
+def pytest_configure(config):
+    global _CONNECT_SERVER
+    if not spark_connect_mode(config) or config.option.collectonly:
+        return
+    os.environ["DELTA_DOWNGRADE_TEST_SPARK"] = "connect"
+    if os.environ.get("SPARK_REMOTE"):
+        return  # the caller's server (sc://...) or pyspark's in-process one (local[N])
+    # Before any test: get_spark, here and in every subprocess inheriting the environment, then
+    # connects to this server and never starts a classic session (tests/spark_connect_server.py).
+    from tests.spark_connect_server import ConnectServer
+
+    _CONNECT_SERVER = ConnectServer()
+    os.environ["SPARK_REMOTE"] = _CONNECT_SERVER.url
+    _CONNECT_SERVER.wait_ready()
+
+
+def pytest_unconfigure(config):
+    global _CONNECT_SERVER
+    if _CONNECT_SERVER is not None:
+        _CONNECT_SERVER.stop()
+        _CONNECT_SERVER = None
+
+
 def pytest_collection_modifyitems(config, items):
+    connect = spark_connect_mode(config)
     for item in items:
         names = set(getattr(item, "fixturenames", ()))
         for fixture, marker in _FIXTURE_MARKERS.items():
             if fixture in names and item.get_closest_marker(marker) is None:
                 item.add_marker(marker)
+        classic = item.get_closest_marker("classic_spark")
+        if connect and classic is not None:
+            reason = classic.kwargs.get("reason") or (classic.args[0] if classic.args else "")
+            item.add_marker(pytest.mark.skip(
+                reason=f"classic Spark only (the JVM path itself){': ' + reason if reason else ''}"))
 
 
 def _golden_dir() -> Path:
@@ -125,7 +177,14 @@ def spark():
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     from delta_downgrade.spark import get_spark
 
+    from delta_downgrade.spark import connect_url, is_connect_session
+
     session = get_spark("delta-downgrade-tests")
+    # The switch (or the caller's SPARK_REMOTE) decides the kind of session, not whatever
+    # happened to start first.
+    expected = "connect" if connect_url() else "classic"
+    actual = "connect" if is_connect_session(session) else "classic"
+    assert actual == expected, f"the spark fixture wanted a {expected} session, got a {actual} one"
     yield session
     session.stop()
 

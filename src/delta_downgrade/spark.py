@@ -4,9 +4,19 @@ PySpark is imported lazily: the wheel does not depend on it (a Databricks runtim
 and a wheel that pulls pyspark breaks the cluster), and nothing outside `rewrite`/`engines` needs a
 session.
 
+Two kinds of session serve every task and rewrite: a classic one (a JVM in this process, Hadoop
+FileSystem reachable through ``spark._jvm``) and a Spark Connect one (Databricks serverless, or
+``SPARK_REMOTE``): DataFrame API only, no ``sparkContext``/``_jvm``/``_jsc``. Nothing in the
+package needs the JVM except the Hadoop FileSystem storage, which a Connect session refuses
+(``storage/hadoop.py``).
+
 Environment variables (local runs only, i.e. when ``DATABRICKS_RUNTIME_VERSION`` is unset):
 
-- ``DELTA_DOWNGRADE_SPARK_MASTER``: the master URL, default ``local[2]``.
+- ``DELTA_DOWNGRADE_SPARK_REMOTE``, else pyspark's own ``SPARK_REMOTE``: start a Spark Connect
+  session instead of a classic one: ``sc://host:port`` connects to a running server (its confs
+  are the server's), ``local[N]`` starts pyspark's bundled Connect server in this process,
+  configured by `local_conf` (without ``spark.master``, which pyspark refuses next to a remote).
+- ``DELTA_DOWNGRADE_SPARK_MASTER``: the master URL of a classic session, default ``local[2]``.
 - ``DELTA_DOWNGRADE_SPARK_LOG_LEVEL``: Spark's log level in a session this package starts,
   default ``ERROR`` (``WARN`` or ``INFO`` to see Spark's own lines again).
 - ``DELTA_DOWNGRADE_DELTA_JARS``: comma-separated Delta jar paths (delta-spark, delta-storage).
@@ -18,7 +28,9 @@ Environment variables (local runs only, i.e. when ``DATABRICKS_RUNTIME_VERSION``
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING
+import sys
+import warnings
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import SparkSession
@@ -26,6 +38,8 @@ if TYPE_CHECKING:  # pragma: no cover
 DELTA_EXTENSION = "io.delta.sql.DeltaSparkSessionExtension"
 DELTA_CATALOG = "org.apache.spark.sql.delta.catalog.DeltaCatalog"
 DEFAULT_MASTER = "local[2]"
+#: Spark log levels under which a WARN line is not shown.
+_ABOVE_WARN = frozenset({"ERROR", "FATAL", "OFF"})
 
 _PYSPARK_MISSING = (
     "PySpark is not installed: on Databricks it comes with the runtime; "
@@ -38,17 +52,59 @@ def on_databricks() -> bool:
     return bool(os.environ.get("DATABRICKS_RUNTIME_VERSION"))
 
 
-def local_conf() -> dict[str, str]:
-    """The Spark confs `get_spark` applies off Databricks (exposed for tests and diagnostics)."""
+def connect_url() -> str | None:
+    """The Spark Connect URL a session this package starts uses, or None for a classic session:
+    ``DELTA_DOWNGRADE_SPARK_REMOTE``, else pyspark's ``SPARK_REMOTE`` (which pyspark's own builder
+    honours too, so both agree)."""
+    return (os.environ.get("DELTA_DOWNGRADE_SPARK_REMOTE") or os.environ.get("SPARK_REMOTE")
+            or None)
+
+
+def is_connect_session(spark: Any) -> bool:
+    """Whether ``spark`` is a Spark Connect session (serverless, ``SPARK_REMOTE``): no JVM in this
+    process, no ``sparkContext``. Decided by its class, without importing the Connect client
+    (grpc) when the session is a classic one."""
+    return type(spark).__module__.startswith("pyspark.sql.connect.")
+
+
+def active_session() -> SparkSession | None:
+    """The Spark session active in this thread, classic or Connect; None without importing PySpark
+    when nothing has imported it."""
+    if "pyspark.sql" not in sys.modules:
+        return None
+    from pyspark.sql import SparkSession
+
+    # pyspark's getActiveSession answers for Connect only once its Connect mode flag is set (a
+    # session built through pyspark.sql's builder sets it); a Connect session built from
+    # pyspark.sql.connect directly (a Databricks serverless runtime) is found on its own class.
+    active = SparkSession.getActiveSession()
+    if active is None and "pyspark.sql.connect.session" in sys.modules:
+        from pyspark.sql.connect.session import SparkSession as ConnectSession
+
+        active = ConnectSession.getActiveSession()
+    return active
+
+
+def local_conf(*, remote: bool = False) -> dict[str, str]:
+    """The Spark confs `get_spark` applies off Databricks (exposed for tests and diagnostics).
+
+    ``remote``: for the Connect server pyspark starts in this process (``SPARK_REMOTE=local[N]``):
+    no ``spark.master`` (the URL carries it; pyspark refuses both). Spark's log level is a conf
+    (``spark.log.level``, Spark 3.5+, applied as the context starts), so that a Connect session,
+    which has no ``sparkContext.setLogLevel``, is as quiet as a classic one."""
     conf = {
-        "spark.master": os.environ.get("DELTA_DOWNGRADE_SPARK_MASTER") or DEFAULT_MASTER,
         "spark.sql.shuffle.partitions": "4",
         "spark.ui.enabled": "false",
         # The user's stderr carries our steps: no `[Stage 0:> ...]` bars between them.
         "spark.ui.showConsoleProgress": "false",
         "spark.sql.session.timeZone": "UTC",
         "spark.driver.memory": "2g",
+        # Spark's own WARN/INFO lines (a window without partitions, a shuffle spill) are not the
+        # user's business; errors still show.
+        "spark.log.level": _log_level(),
     }
+    if not remote:
+        conf["spark.master"] = os.environ.get("DELTA_DOWNGRADE_SPARK_MASTER") or DEFAULT_MASTER
     jars = [j.strip() for j in os.environ.get("DELTA_DOWNGRADE_DELTA_JARS", "").split(",") if j.strip()]
     if jars:
         conf["spark.jars"] = ",".join(jars)
@@ -58,41 +114,68 @@ def local_conf() -> dict[str, str]:
 
 
 def get_spark(app_name: str = "delta-downgrade") -> SparkSession:
-    """Return the active SparkSession, or build one.
+    """Return the active SparkSession (classic or Connect), or build one.
 
     On Databricks (``DATABRICKS_RUNTIME_VERSION`` set) nothing is configured: Delta is built in and
-    serverless rejects most Spark confs. Elsewhere a local session is configured by `local_conf`.
-    Confs only take effect when this call starts the JVM; an already running session is returned
-    as is.
+    serverless rejects most Spark confs; the runtime's builder gives a classic or a Connect
+    session as the compute is. Elsewhere `connect_url` decides: a Connect session (a server at
+    ``sc://…`` keeps its own confs; a ``local[N]`` one pyspark starts here gets `local_conf`), else
+    a classic session configured by `local_conf`. Confs only take effect when this call starts
+    Spark; an already running session is returned as is and keeps its own log level.
     """
     try:
         from pyspark.sql import SparkSession
     except ImportError as exc:
         raise RuntimeError(_PYSPARK_MISSING) from exc
 
-    active = SparkSession.getActiveSession()
+    active = active_session()
     if active is not None:
         return active
 
     builder = SparkSession.builder.appName(app_name)
     if on_databricks():
         return builder.getOrCreate()
-    for key, value in local_conf().items():
-        builder = builder.config(key, value)
-    session = builder.getOrCreate()
-    # A session this package started: Spark's own WARN/INFO lines (a window without partitions,
-    # a shuffle spill) are not the user's business; errors still show. A session the caller
-    # started (getActiveSession above) keeps its own log level.
-    session.sparkContext.setLogLevel(os.environ.get("DELTA_DOWNGRADE_SPARK_LOG_LEVEL") or "ERROR")
+    url = connect_url()
+    if url is None:
+        for key, value in local_conf().items():
+            builder = builder.config(key, value)
+        return builder.getOrCreate()
+    builder = builder.remote(url)
+    if url.startswith("local"):
+        # pyspark starts its bundled Connect server in this process with these confs (a server at
+        # sc://… keeps its own: static confs cannot change from a client).
+        for key, value in local_conf(remote=True).items():
+            builder = builder.config(key, value)
+    with warnings.catch_warnings():
+        # pyspark hands the static confs to the server it starts, then sets them once more from
+        # the client, which the server refuses ("Failed to set spark.ui.enabled ...
+        # CANNOT_MODIFY_CONFIG") although they are in force; and it warns about pandas 3 on import.
+        warnings.filterwarnings("ignore", message=r"Failed to set spark\.", category=UserWarning)
+        warnings.filterwarnings("ignore", message=r"PySpark does not yet fully support pandas",
+                                category=FutureWarning)
+        session = builder.getOrCreate()
+    # Spark Connect's client draws no progress bar unless SPARK_CONNECT_PROGRESS_BAR_ENABLED=1 is
+    # the user's choice. It repeats some of the server's WARN log lines as Python warnings
+    # ("WARN WindowExpression: No Partition Defined ..."): silenced as the log level silences a
+    # classic session's own (spark.log.level, local_conf), never through a sparkContext.
+    if _log_level().upper() in _ABOVE_WARN:
+        warnings.filterwarnings("ignore", message=r"WARN ", category=UserWarning,
+                                module=r"pyspark\.sql\.connect\.")
     return session
+
+
+def _log_level() -> str:
+    return os.environ.get("DELTA_DOWNGRADE_SPARK_LOG_LEVEL") or "ERROR"
 
 
 def has_delta_sql(spark: SparkSession) -> bool:
     """Whether the session can run Delta SQL (``ALTER TABLE … DROP FEATURE``).
 
-    True when ``spark.sql.extensions`` names the Delta extension and its class loads in the
-    driver JVM. On Databricks Delta SQL is built into the runtime (and serverless/Spark Connect
-    sessions have no ``_jvm``), so this returns True there.
+    On Databricks Delta SQL is built into the runtime (classic and serverless): True. Elsewhere
+    ``spark.sql.extensions`` must name the Delta extension; on a classic session its class must
+    also load in the driver JVM. A Connect session has no JVM here to ask: the server's conf is
+    the answer (a server configured with the extension but without the jar fails at its first
+    Delta statement, with Spark's own error).
     """
     if on_databricks():
         return True
@@ -102,6 +185,8 @@ def has_delta_sql(spark: SparkSession) -> bool:
         return False
     if DELTA_EXTENSION not in extensions:
         return False
+    if is_connect_session(spark):
+        return True
     try:
         jvm = spark._jvm  # type: ignore[attr-defined]
     except Exception:

@@ -10,7 +10,12 @@ from delta_downgrade.log.commit import commit
 from delta_downgrade.log.delta_log import DeltaLog
 from delta_downgrade.storage.hadoop import HadoopStorage, scheme_of
 
+#: The JVM path itself: a Spark Connect session has no JVM here and refuses Hadoop storage
+#: (tests/unit/storage/test_registry.py, test_hadoop_storage_refuses_a_connect_session below).
+CLASSIC = pytest.mark.classic_spark(reason="Hadoop FileSystem storage lives in a classic session's JVM")
 
+
+@CLASSIC
 def test_reads_the_same_as_local_storage(spark, golden_table):
     path = golden_table("dv_partitioned_checkpoint")
     local = DeltaLog(path).snapshot()
@@ -19,6 +24,7 @@ def test_reads_the_same_as_local_storage(spark, golden_table):
     assert set(hadoop.state().files) == set(local.state().files)
 
 
+@CLASSIC
 def test_put_if_absent_and_commit(spark, golden_table):
     path = golden_table("classic_checkpoint")
     storage = HadoopStorage(f"file://{path}", spark)
@@ -42,6 +48,7 @@ def test_s3_refuses_to_commit():
         Fake().put_if_absent("_delta_log/00000000000000000001.json", b"{}")
 
 
+@CLASSIC
 def test_walk_files_matches_local(spark, golden_table):
     from delta_downgrade.storage.local import LocalStorage
 
@@ -53,6 +60,7 @@ def test_walk_files_matches_local(spark, golden_table):
     assert ours == local and len(ours) > 50
 
 
+@CLASSIC
 def test_v2_checkpoint_through_hadoop_storage(spark, golden_table):
     # Sidecars in _delta_log/_sidecars (a directory Hadoop creates on the first write), their
     # sizes and times from Hadoop's file status, then the top-level file and _last_checkpoint.
@@ -69,3 +77,15 @@ def test_v2_checkpoint_through_hadoop_storage(spark, golden_table):
     local = DeltaLog(path).snapshot()
     assert local.segment.checkpoint.paths == result.checkpoint_files
     assert set(local.state().files) == expected
+
+
+def test_hadoop_storage_refuses_a_connect_session(spark, golden_table):
+    from delta_downgrade.errors import UnsupportedStorageError
+    from delta_downgrade.spark import is_connect_session
+
+    if not is_connect_session(spark):
+        pytest.skip("the refusal is Spark Connect's (pytest --spark-connect)")
+    path = golden_table("classic_checkpoint")
+    with pytest.raises(UnsupportedStorageError) as info:
+        HadoopStorage(f"file://{path}", spark)
+    assert info.value.exit_code == 2 and "classic" in info.value.message

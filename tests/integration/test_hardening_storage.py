@@ -174,6 +174,7 @@ def test_read_only_storage_is_bad_input_and_untouched(read_only_copy, command):
 
 # --- Hadoop FileSystem in a Spark JVM ---------------------------------------------------------------
 
+@pytest.mark.classic_spark(reason="Hadoop FileSystem storage lives in a classic session's JVM")
 @pytest.mark.parametrize("method", ["put_if_absent", "write_atomic", "atomic_file"])
 def test_hadoop_writes_on_a_full_disk_are_typed_and_leave_nothing(spark, tiny_fs, method):
     from delta_downgrade.storage.hadoop import HadoopStorage
@@ -187,6 +188,7 @@ def test_hadoop_writes_on_a_full_disk_are_typed_and_leave_nothing(spark, tiny_fs
     assert os.listdir(tiny_fs / "t" / "_delta_log") == []
 
 
+@pytest.mark.classic_spark(reason="Hadoop FileSystem storage lives in a classic session's JVM")
 def test_hadoop_scheme_without_file_system_is_typed(spark):
     from delta_downgrade.storage.hadoop import HadoopStorage
 
@@ -196,6 +198,7 @@ def test_hadoop_scheme_without_file_system_is_typed(spark):
     assert info.value.exit_code == 2 and "gs://" in info.value.message
 
 
+@pytest.mark.classic_spark(reason="Hadoop FileSystem storage lives in a classic session's JVM")
 def test_unreachable_hdfs_is_typed_and_bounded(spark):
     from delta_downgrade.storage.hadoop import HadoopStorage
 

@@ -51,3 +51,68 @@ def test_has_delta_sql_without_extension_conf(monkeypatch):
         conf = Conf()
 
     assert sparkmod.has_delta_sql(Session()) is False
+
+
+def test_local_conf_sets_the_log_level_as_a_conf(monkeypatch):
+    # spark.log.level, not sparkContext.setLogLevel: a Connect session has no sparkContext.
+    monkeypatch.delenv("DELTA_DOWNGRADE_SPARK_LOG_LEVEL", raising=False)
+    assert sparkmod.local_conf()["spark.log.level"] == "ERROR"
+    monkeypatch.setenv("DELTA_DOWNGRADE_SPARK_LOG_LEVEL", "WARN")
+    assert sparkmod.local_conf()["spark.log.level"] == "WARN"
+
+
+def test_local_conf_for_a_connect_server_has_no_master(monkeypatch):
+    # pyspark refuses spark.master next to a remote URL (CANNOT_CONFIGURE_SPARK_CONNECT_MASTER).
+    monkeypatch.setenv("DELTA_DOWNGRADE_SPARK_MASTER", "local[1]")
+    conf = sparkmod.local_conf(remote=True)
+    assert "spark.master" not in conf
+    assert conf["spark.ui.showConsoleProgress"] == "false"
+
+
+def test_connect_url_prefers_the_package_variable(monkeypatch):
+    monkeypatch.delenv("SPARK_REMOTE", raising=False)
+    monkeypatch.delenv("DELTA_DOWNGRADE_SPARK_REMOTE", raising=False)
+    assert sparkmod.connect_url() is None
+    monkeypatch.setenv("SPARK_REMOTE", "sc://spark:15002")
+    assert sparkmod.connect_url() == "sc://spark:15002"
+    monkeypatch.setenv("DELTA_DOWNGRADE_SPARK_REMOTE", "local[2]")
+    assert sparkmod.connect_url() == "local[2]"
+
+
+def _connect_like_session(extensions: str):
+    """A session stand-in of the Connect client's class module that fails the test if anything
+    reaches for a JVM."""
+
+    class Conf:
+        def get(self, key, default=None):
+            return extensions if key == "spark.sql.extensions" else default
+
+    class Session:
+        conf = Conf()
+
+        @property
+        def _jvm(self):
+            raise AssertionError("has_delta_sql touched _jvm on a Connect session")
+
+    Session.__module__ = "pyspark.sql.connect.session"
+    return Session()
+
+
+def test_has_delta_sql_on_connect_is_decided_by_the_conf(monkeypatch):
+    monkeypatch.delenv("DATABRICKS_RUNTIME_VERSION", raising=False)
+    with_delta = _connect_like_session(sparkmod.DELTA_EXTENSION)
+    assert sparkmod.is_connect_session(with_delta)
+    assert sparkmod.has_delta_sql(with_delta) is True
+    assert sparkmod.has_delta_sql(_connect_like_session("")) is False
+    monkeypatch.setenv("DATABRICKS_RUNTIME_VERSION", "16.4")
+    assert sparkmod.has_delta_sql(_connect_like_session("")) is True
+
+
+def test_active_session_without_pyspark_imported_imports_nothing():
+    import subprocess
+
+    script = ("import sys\nfrom delta_downgrade.spark import active_session\n"
+              "print(active_session(), 'pyspark' in sys.modules)")
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "None False"

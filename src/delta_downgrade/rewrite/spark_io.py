@@ -37,6 +37,7 @@ def parquet_writer(df: "DataFrame", compression: str) -> "DataFrameWriter":
     """A writer of ``df`` as Parquet into a directory that must not exist yet, without the
     ``_SUCCESS`` marker: no Delta reader needs it, and VACUUM never removes it (it skips hidden
     names)."""
-    return (df.write.mode("errorifexists")
+    # "error" (ErrorIfExists): the Spark Connect client knows no "errorifexists" alias.
+    return (df.write.mode("error")
             .option("compression", compression)
             .option("mapreduce.fileoutputcommitter.marksuccessfuljobs", "false"))

@@ -9,13 +9,22 @@ mutual exclusion). Implementations that cannot do it atomically must say so
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import BinaryIO, ContextManager, Iterator, Protocol as TypingProtocol
 
 
+#: ``scheme:/path`` without an authority (``dbfs:/user/t``, the form Databricks prints; Hadoop's
+#: Path takes it): a scheme of two letters or more, so that a Windows drive (``C:/t``) stays a path.
+_AUTHORITYLESS_URI = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]+):/")
+
+
 def scheme_of(location: str) -> str:
     """The URI scheme of a table location, lower case; ``file`` for a plain path or ``file:``."""
-    return location.split("://", 1)[0].lower() if "://" in location else "file"
+    if "://" in location:
+        return location.split("://", 1)[0].lower()
+    bare = _AUTHORITYLESS_URI.match(location)
+    return bare.group(1).lower() if bare else "file"
 
 
 @dataclass(frozen=True)

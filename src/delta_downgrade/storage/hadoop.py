@@ -21,6 +21,7 @@ from delta_downgrade.errors import (
     CommitFileExistsError, DeltaDowngradeError, StorageNotAtomicError, StorageUnreachableError,
     UnsupportedStorageError,
 )
+from delta_downgrade.spark import active_session, connect_url, is_connect_session
 from delta_downgrade.storage.base import FileStatus, scheme_of
 from delta_downgrade.storage.temp_files import temp_name
 from delta_downgrade.storage.write_errors import typed_write_error
@@ -46,6 +47,8 @@ CONNECTOR_HINTS: dict[str, str] = {
     "hadoop-azure": "org.apache.hadoop:hadoop-azure (matching the Hadoop version of Spark)",
     "gcs-connector": "com.google.cloud.bigdataoss:gcs-connector (hadoop3 shaded)",
 }
+#: Schemes the object-store storage serves without Spark (named in the Connect refusal).
+_OBJECT_STORE_HINT = ("s3", "abfss", "gs")
 # Messages of the JVM meaning "this scheme has no FileSystem here" / "cannot reach it".
 _JAVA_UNSUPPORTED = ("UnsupportedFileSystemException", "No FileSystem for scheme")
 _JAVA_UNREACHABLE = ("java.net.ConnectException", "Connection refused", "UnknownHostException",
@@ -127,6 +130,40 @@ def check_scheme_servable(uri: str) -> None:
         f"serves {scheme}:// (e.g. Databricks)", table=uri, params={"scheme": scheme})
 
 
+def _session_to_use() -> str | None:
+    """``"connect"`` / ``"classic"``: the kind of session this storage would run on (the active
+    one, else the one ``get_spark`` would start); None when that is the runtime's to decide (on
+    Databricks without an active session). Starts nothing."""
+    active = active_session()
+    if active is not None:
+        return "connect" if is_connect_session(active) else "classic"
+    if os.environ.get("DATABRICKS_RUNTIME_VERSION"):
+        return None
+    return "connect" if connect_url() is not None else "classic"
+
+
+def refuse_connect_session(uri: str, session: str | None) -> None:
+    """Hadoop's FileSystem lives in the JVM of a classic session; a Spark Connect session
+    (Databricks serverless, ``SPARK_REMOTE``) has no JVM in this process. Refused before anything
+    is read (exit 2), naming what serves the table instead.
+
+    ``dbfs:/`` is not mapped to the ``/dbfs`` FUSE mount: serverless limits DBFS access (Databricks
+    "Serverless compute limitations"), and nothing documents the mount's create-if-absent as
+    atomic, which every commit needs (PROTOCOL.md "Delta Log Entries": mutual exclusion)."""
+    if session != "connect":
+        return
+    scheme = scheme_of(uri)
+    instead = ("a Unity Catalog volume path (/Volumes/...), the table's cloud URI or its catalog "
+               "name" if scheme == "dbfs" else
+               "the table's catalog name (--engine=delta-sql) or a URI served without Spark "
+               f"({', '.join(f'{s}://' for s in _OBJECT_STORE_HINT)})")
+    raise UnsupportedStorageError(
+        f"{scheme}:// tables are read through Hadoop's FileSystem in the JVM of a classic Spark "
+        f"session, and this session is Spark Connect (serverless, or SPARK_REMOTE), which has no "
+        f"JVM here; nothing was read or written. Run on a classic cluster, or give {instead}",
+        table=uri, params={"scheme": scheme, "session": "connect"})
+
+
 def java_storage_error(exc: BaseException, root: str, what: str, *,
                        write: bool) -> DeltaDowngradeError | None:
     """The typed error for a JVM failure of the Hadoop FileSystem, or None."""
@@ -164,6 +201,7 @@ class HadoopStorage:
         """The storage for a URI, refusing before any JVM is started a scheme nothing here can
         serve (exit 2), not after ten seconds of Spark start-up and a Java
         UnsupportedFileSystemException."""
+        refuse_connect_session(location, _session_to_use())
         check_scheme_servable(location)
         try:
             return cls(location)
@@ -177,6 +215,7 @@ class HadoopStorage:
             from delta_downgrade.spark import get_spark
 
             spark = get_spark()
+        refuse_connect_session(root, "connect" if is_connect_session(spark) else "classic")
         self.root = root.rstrip("/")
         self._jvm = spark._jvm
         with self._java("opening the table's file system"):

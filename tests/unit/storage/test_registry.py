@@ -123,3 +123,44 @@ def test_a_registry_entry_adds_or_replaces_an_implementation(monkeypatch):
     assert isinstance(open_storage("mem://t"), InMemoryStorage)
     assert isinstance(open_storage("gs://bucket/t"), InMemoryStorage)
     assert implementation_for("hdfs://nn/t") is HadoopStorage
+
+
+def _cli(args: list[str], env_extra: dict[str, str], cwd) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("DATABRICKS_RUNTIME_VERSION", "SPARK_REMOTE", "DELTA_DOWNGRADE_SPARK_REMOTE")}
+    env.update(env_extra, PYTHONPATH=os.pathsep.join(sys.path))
+    return subprocess.run([sys.executable, "-m", "delta_downgrade.app.cli", *args],
+                          capture_output=True, text=True, timeout=120, env=env, cwd=cwd)
+
+
+@pytest.mark.parametrize("variable", ["SPARK_REMOTE", "DELTA_DOWNGRADE_SPARK_REMOTE"])
+@pytest.mark.parametrize("location,instead", [
+    ("hdfs://namenode:8020/t", "catalog name"),
+    ("wasbs://c@account.blob.core.windows.net/t", "abfss://"),
+    ("dbfs:/user/hive/warehouse/t", "/Volumes/"),
+])
+def test_hadoop_schemes_under_spark_connect_are_exit_2_before_any_session(
+        tmp_path, variable, location, instead):
+    # Spark Connect (serverless, SPARK_REMOTE) has no JVM in this process for Hadoop's
+    # FileSystem: refused before a session is started or a server contacted (nothing listens on
+    # port 1), with what serves the table instead.
+    proc = _cli(["inspect", location], {variable: "sc://127.0.0.1:1"}, tmp_path)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "[DELTA_DOWNGRADE_UNSUPPORTED_STORAGE]" in proc.stderr
+    assert "Spark Connect" in proc.stderr and "classic" in proc.stderr
+    assert instead in proc.stderr
+
+
+def test_hadoop_storage_under_spark_connect_is_refused_in_process(monkeypatch):
+    # The same decision without a CLI: the kind of session get_spark would start.
+    from delta_downgrade.storage import hadoop
+
+    monkeypatch.delenv("DATABRICKS_RUNTIME_VERSION", raising=False)
+    monkeypatch.setattr(hadoop, "active_session", lambda: None)
+    monkeypatch.setenv("SPARK_REMOTE", "sc://127.0.0.1:1")
+    with pytest.raises(UnsupportedStorageError) as info:
+        open_storage("hdfs://namenode:8020/t")
+    assert info.value.exit_code == 2 and info.value.params["session"] == "connect"
+    monkeypatch.delenv("SPARK_REMOTE")
+    monkeypatch.delenv("DELTA_DOWNGRADE_SPARK_REMOTE", raising=False)
+    assert hadoop._session_to_use() == "classic"

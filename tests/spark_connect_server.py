@@ -1,0 +1,89 @@
+"""A Spark Connect server in a process of its own, for ``pytest --spark-connect``.
+
+Every process of the test run (pytest itself and the CLI / task subprocesses tests start) is a
+Connect client of this one server through ``SPARK_REMOTE=sc://localhost:<port>``: no JVM in the
+client processes, as on Databricks serverless. pyspark's in-process ``local[N]`` server does not
+serve a run with subprocesses: it binds the fixed port 15002, so a second process (or a second
+test run on the machine) cannot start its own; get_spark's ``local[N]`` path has its own test
+(tests/integration/test_spark_smoke.py).
+
+The server is pyspark's own ``SparkConnectServer`` (the class behind Spark's
+``start-connect-server.sh``) through pyspark's ``spark-submit``, with the confs ``get_spark`` gives
+a local session, a free port, and the tests' interpreter and import path for its Python workers
+(the UDFs of the rewrites import ``delta_downgrade``).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class ConnectServer:
+    def __init__(self, master: str = "local[2]") -> None:
+        import pyspark
+
+        from delta_downgrade.spark import local_conf
+
+        self.port = free_port()
+        self.url = f"sc://localhost:{self.port}"
+        self.log_path = Path(tempfile.mkdtemp(prefix="spark-connect-")) / "server.log"
+        submit = Path(pyspark.__file__).parent / "bin" / "spark-submit"
+        conf = {**local_conf(remote=True), "spark.connect.grpc.binding.port": str(self.port)}
+        argv = [str(submit), "--class", SERVER_CLASS, "--master", master]
+        for key, value in conf.items():
+            argv += ["--conf", f"{key}={value}"]
+        argv.append("spark-internal")
+        env = {k: v for k, v in os.environ.items()
+               if k not in ("SPARK_REMOTE", "SPARK_CONNECT_MODE_ENABLED", "SPARK_LOCAL_REMOTE")}
+        env.update(PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable,
+                   PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+        self._log = open(self.log_path, "wb")
+        # A process group of its own: stop() ends the JVM and its Python workers, nothing else.
+        self.process = subprocess.Popen(argv, stdout=self._log, stderr=subprocess.STDOUT, env=env,
+                                        start_new_session=True)
+
+    def wait_ready(self, timeout: float = 180.0) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"the Spark Connect server exited ({self.process.returncode}); "
+                                   f"see {self.log_path}:\n{self.tail()}")
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=1):
+                    return
+            except OSError:
+                time.sleep(0.5)
+        self.stop()
+        raise RuntimeError(f"the Spark Connect server did not listen on {self.port} within "
+                           f"{timeout:.0f} s; see {self.log_path}:\n{self.tail()}")
+
+    def tail(self, n: int = 4000) -> str:
+        try:
+            return self.log_path.read_bytes()[-n:].decode("utf-8", "replace")
+        except OSError:
+            return ""
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGTERM)
+            try:
+                self.process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.process.pid, signal.SIGKILL)
+                self.process.wait(timeout=30)
+        self._log.close()
