@@ -111,6 +111,9 @@ class ReadSide(_Side):
     (collations' ``__COLLATIONS``, type widening's ``delta.typeChanges``) is unreadable to it."""
 
     field_metadata: Literal["any", "scalar-i32"] = "any"
+    misreads_with: list[list[str]] = Field(default_factory=list)
+    """Feature combinations the client accepts but reads wrongly, each observed on a real table
+    named in ``sources`` (a table with every feature of one combination: ``misreads``)."""
 
 
 class WriteSide(_Side):
@@ -186,12 +189,16 @@ class Catalogue(_Model):
             for side_name, side in (("read", client.read), ("write", client.write)):
                 if side is None:
                     continue
-                if isinstance(side.features, list):
-                    for feature in side.features:
+                combos = getattr(side, "misreads_with", [])
+                names = [*(side.features if isinstance(side.features, list) else []),
+                         *(n for combo in combos for n in combo)]
+                if names:
+                    for feature in names:
                         if feature not in known:
                             problems.append(f"{client.id}: {side_name} feature {feature!r} is not a "
                                             "known table feature (add it to extra_features if real)")
                         elif (side_name == "read" and feature in FEATURES
+                              and feature in (side.features if isinstance(side.features, list) else ())
                               and FEATURES[feature].is_writer_only):
                             problems.append(f"{client.id}: {feature!r} is a writer feature; readers "
                                             "do not check writer features (PROTOCOL.md 'Table "

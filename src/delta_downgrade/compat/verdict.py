@@ -144,6 +144,11 @@ def read_verdict(client: Client, protocol: Protocol, schema: Mapping[str, Any] |
                                            "accepts without applying it", n) for n in missing]
             return Access(Verdict.MISREADS, tuple(blockers))
         verdict, blockers = Verdict.YES, []
+        for combo in side.misreads_with:
+            if set(combo) <= protocol.features:
+                return Access(Verdict.MISREADS, tuple(
+                    Blocker("feature", "this client reads tables with " + " + ".join(combo)
+                            + " wrongly (observed, see the catalogue's sources)", n) for n in combo))
     return _field_metadata_check(side, protocol, schema, verdict, frozenset(dropped))
 
 

@@ -175,3 +175,12 @@ def test_a_file_that_is_not_toml(tmp_path):
     bad.write_text("schema_version = [", encoding="utf-8")
     with pytest.raises(BadClientCatalogueError, match="not valid TOML"):
         load_catalogue(bad)
+
+
+def test_an_observed_misread_combination():
+    c = catalogue(client(read={"max_version": 3, "features": ["columnMapping", "timestampNtz"],
+                               "misreads_with": [["columnMapping", "timestampNtz"]]})).client("c")
+    both = Protocol(3, 7, {"columnMapping", "timestampNtz"}, {"columnMapping", "timestampNtz"})
+    v = read_verdict(c, both)
+    assert v.verdict is Verdict.MISREADS and v.blocking_features == ("columnMapping", "timestampNtz")
+    assert read_verdict(c, Protocol(3, 7, {"timestampNtz"}, {"timestampNtz"})).verdict is Verdict.YES
