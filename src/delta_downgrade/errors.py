@@ -667,3 +667,17 @@ class SparkCheckpointUnsupportedError(NotSupportedYetError):
 
     error_class = "DELTA_DOWNGRADE_SPARK_CHECKPOINT_UNSUPPORTED"
     sqlstate = "0A000"
+
+
+class BadClientCatalogueError(BadInputError):
+    """A client catalogue (the package's ``compat/clients.toml`` or a file given instead) that is
+    not valid TOML or breaks the catalogue's schema: an unknown key, a feature name no registry
+    knows, an entry without a source. The catalogue is read before any table is looked at."""
+
+    error_class = "DELTA_DOWNGRADE_BAD_CLIENT_CATALOGUE"
+
+
+class UnknownClientError(BadInputError):
+    """A client name (``--client``) that no catalogue entry has as its id or an alias."""
+
+    error_class = "DELTA_DOWNGRADE_UNKNOWN_CLIENT"

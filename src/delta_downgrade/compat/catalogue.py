@@ -1,0 +1,268 @@
+"""The client catalogue: which Delta clients read and write which protocols, as data.
+
+The data is ``clients.toml`` next to this module (shipped in the wheel); this module holds its
+schema (pydantic models), loads it and checks it. Every entry names the public source it rests on
+(release notes, documentation, or a source file at a named tag); what no source states is the
+explicit value ``"unknown"``, never a guess.
+
+An entry describes one read path of one client version range: its ``[read]`` side says which
+reader versions it accepts and which reader features it supports, its optional ``[write]`` side
+the same for writes. PROTOCOL.md "Table Features" and "Protocol Evolution" give the rules the
+verdicts apply (:mod:`delta_downgrade.compat.verdict`): a legacy reader version (1, 2) implies
+its features, reader version 3 lists them in ``readerFeatures``.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections.abc import Mapping
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+from typing import Any, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from delta_downgrade.errors import BadClientCatalogueError, UnknownClientError
+from delta_downgrade.protocol.features import (
+    TABLE_FEATURES_READER_VERSION,
+    TABLE_FEATURES_WRITER_VERSION,
+    FEATURES,
+)
+from delta_downgrade.protocol.protocol import Protocol
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
+
+__all__ = ["Catalogue", "Client", "ReadSide", "Source", "WriteSide", "UNKNOWN", "load_catalogue",
+           "packaged_catalogue"]
+
+UNKNOWN = "unknown"
+Unknown = Literal["unknown"]
+
+_ID = re.compile(r"^[a-z0-9][a-z0-9.+-]*$")
+_URL = re.compile(r"^https://\S+$")
+
+
+class _Model(BaseModel):
+    # A misspelt key is an error, not a silently ignored setting.
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Source(_Model):
+    """Where a statement comes from: a public URL and what it states there."""
+
+    url: str
+    states: str = Field(min_length=1)
+
+    @field_validator("url")
+    @classmethod
+    def _https(cls, value: str) -> str:
+        if not _URL.match(value):
+            raise ValueError(f"a source is a public https URL, got {value!r}")
+        return value
+
+
+class _Side(_Model):
+    """What one side (read or write) of a client accepts.
+
+    ``max_version``: the highest protocol version it accepts (reader or writer). ``versions``: the
+    versions it accepts, when not every one up to the maximum (deltalake's pyarrow reader refuses
+    reader version 2). ``features``: the table features it supports; omitted for a client that
+    knows only legacy versions (then they are those the maximum versions imply, PROTOCOL.md
+    "Protocol Evolution"), ``"unknown"`` when no source says.
+    """
+
+    max_version: Union[int, Unknown]
+    versions: list[int] | None = None
+    features: Union[list[str], Unknown, None] = None
+    sources: list[Source] = Field(min_length=1)
+    notes: str = ""
+
+    @model_validator(mode="after")
+    def _versions(self) -> "_Side":
+        if isinstance(self.max_version, int) and self.max_version < 0:
+            raise ValueError("max_version is a protocol version (0: does not do it at all)")
+        if self.versions is not None:
+            if self.max_version == UNKNOWN:
+                raise ValueError("versions given while max_version is unknown")
+            bad = [v for v in self.versions if not 1 <= v <= self.max_version]  # type: ignore[operator]
+            if bad or len(set(self.versions)) != len(self.versions):
+                raise ValueError(f"versions {self.versions} must be distinct, 1..max_version")
+        if isinstance(self.features, list) and len(set(self.features)) != len(self.features):
+            raise ValueError("a feature is listed twice")
+        return self
+
+    def accepts_version(self, version: int) -> bool | None:
+        if self.max_version == UNKNOWN:
+            return None
+        if self.versions is not None:
+            return version in self.versions
+        return 1 <= version <= self.max_version  # type: ignore[operator]
+
+
+class ReadSide(_Side):
+    """``field_metadata``: ``"any"``, or ``"scalar-i32"`` for a reader whose schema parser takes
+    only string, boolean and 32-bit integer field metadata values (delta-kernel-rs 0.1's
+    ``MetadataValue``, used by deltalake 0.18): a schema with an object or array value there
+    (collations' ``__COLLATIONS``, type widening's ``delta.typeChanges``) is unreadable to it."""
+
+    field_metadata: Literal["any", "scalar-i32"] = "any"
+    misreads_with: list[list[str]] = Field(default_factory=list)
+    """Feature combinations the client accepts but reads wrongly, each observed on a real table
+    named in ``sources`` (a table with every feature of one combination: ``misreads``)."""
+
+
+class WriteSide(_Side):
+    """``max_version`` 0: the client does not write Delta tables."""
+
+
+class Client(_Model):
+    """One client (and read path) over one version range."""
+
+    id: str
+    name: str
+    family: str
+    versions: str
+    aliases: list[str] = Field(default_factory=list)
+    tested_here: str = ""
+    read: ReadSide
+    write: WriteSide | None = None
+
+    @field_validator("id")
+    @classmethod
+    def _slug(cls, value: str) -> str:
+        if not _ID.match(value):
+            raise ValueError(f"a client id is lower-case [a-z0-9.+-], got {value!r}")
+        return value
+
+    def read_features(self) -> frozenset[str] | None:
+        """The reader features supported; None when unknown. Omitted in the file: the legacy
+        reader-writer features the maximum reader version implies (columnMapping from 2)."""
+        return _resolved(self.read, reader=True, max_reader=self.read.max_version)
+
+    def write_features(self) -> frozenset[str] | None:
+        """The features (any side) a writer supports; None when unknown. Omitted in the file:
+        the legacy features the maximum reader and writer versions imply."""
+        if self.write is None:
+            return None
+        return _resolved(self.write, reader=False, max_reader=self.read.max_version)
+
+
+def _resolved(side: _Side, *, reader: bool, max_reader: int | str) -> frozenset[str] | None:
+    if side.features == UNKNOWN:
+        return None
+    if isinstance(side.features, list):
+        return frozenset(side.features)
+    if side.max_version == UNKNOWN or max_reader == UNKNOWN:
+        return None
+    r = min(int(max_reader), 2)
+    if reader:
+        return frozenset(f.name for f in FEATURES.values()
+                         if f.is_legacy and f.is_reader_writer and f.min_reader_version <= r)
+    w = min(int(side.max_version), TABLE_FEATURES_WRITER_VERSION - 1)
+    return Protocol(max(r, 1), max(w, 1)).implicit_features if w >= 1 else frozenset()
+
+
+class Catalogue(_Model):
+    """The whole file. ``extra_features``: names clients support that the package's feature
+    registry does not know (``timestampNanos``); any other unknown name is a typo and refused."""
+
+    schema_version: Literal[1]
+    extra_features: list[str] = Field(default_factory=list)
+    clients: list[Client] = Field(alias="client", min_length=1)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> "Catalogue":
+        problems: list[str] = []
+        known = set(FEATURES) | set(self.extra_features)
+        seen: dict[str, str] = {}
+        for client in self.clients:
+            for name in (client.id, *client.aliases):
+                key = name.lower()
+                if key in seen:
+                    problems.append(f"{name!r} names both {seen[key]} and {client.id}")
+                seen[key] = client.id
+            for side_name, side in (("read", client.read), ("write", client.write)):
+                if side is None:
+                    continue
+                combos = getattr(side, "misreads_with", [])
+                names = [*(side.features if isinstance(side.features, list) else []),
+                         *(n for combo in combos for n in combo)]
+                if names:
+                    for feature in names:
+                        if feature not in known:
+                            problems.append(f"{client.id}: {side_name} feature {feature!r} is not a "
+                                            "known table feature (add it to extra_features if real)")
+                        elif (side_name == "read" and feature in FEATURES
+                              and feature in (side.features if isinstance(side.features, list) else ())
+                              and FEATURES[feature].is_writer_only):
+                            problems.append(f"{client.id}: {feature!r} is a writer feature; readers "
+                                            "do not check writer features (PROTOCOL.md 'Table "
+                                            "Features')")
+                needs_list = (TABLE_FEATURES_READER_VERSION if side_name == "read"
+                              else TABLE_FEATURES_WRITER_VERSION)
+                if (side.features is None and isinstance(side.max_version, int)
+                        and side.max_version >= needs_list):
+                    problems.append(f"{client.id}: {side_name} accepts version {side.max_version}, so "
+                                    "its features must be listed (or be \"unknown\")")
+        if problems:
+            raise ValueError("; ".join(problems))
+        return self
+
+    def client(self, name: str) -> Client:
+        """The entry whose id or alias is ``name`` (case-insensitive)."""
+        wanted = name.strip().lower()
+        for client in self.clients:
+            if wanted == client.id or wanted in (a.lower() for a in client.aliases):
+                return client
+        raise UnknownClientError(
+            f"no client {name!r} in the catalogue; known: " + ", ".join(c.id for c in self.clients),
+            params={"client": name})
+
+    def family(self, name: str) -> list[Client]:
+        """Every entry of a family (``deltalake``, ``duckdb``) or, failing that, the one named."""
+        wanted = name.strip().lower()
+        found = [c for c in self.clients if c.family.lower() == wanted]
+        return found or [self.client(name)]
+
+
+def load_catalogue(source: str | Path | Mapping[str, Any]) -> Catalogue:
+    """A catalogue from a TOML file, or from its already-parsed mapping (tests). Anything wrong
+    is one :class:`BadClientCatalogueError` naming the file and every problem."""
+    where = "<mapping>"
+    if isinstance(source, Mapping):
+        data: Any = source
+    else:
+        where = str(source)
+        try:
+            data = tomllib.loads(Path(source).read_text(encoding="utf-8"))
+        except OSError as exc:
+            raise BadClientCatalogueError(f"cannot read client catalogue {where}: {exc}") from None
+        except tomllib.TOMLDecodeError as exc:
+            raise BadClientCatalogueError(f"client catalogue {where} is not valid TOML: {exc}") from None
+    return _validated(data, where)
+
+
+def _validated(data: Any, where: str) -> Catalogue:
+    try:
+        return Catalogue.model_validate(data)
+    except ValidationError as exc:
+        problems = [f"{'.'.join(str(p) for p in e['loc']) or '<top>'}: {e['msg']}" for e in exc.errors()]
+        raise BadClientCatalogueError(
+            f"client catalogue {where} is invalid: " + "; ".join(problems),
+            params={"catalogue": where, "problems": problems}) from None
+
+
+@lru_cache(maxsize=1)
+def packaged_catalogue() -> Catalogue:
+    """The catalogue shipped in the package (``delta_downgrade/compat/clients.toml``)."""
+    text = resources.files(__package__).joinpath("clients.toml").read_text(encoding="utf-8")
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise BadClientCatalogueError(f"the packaged client catalogue is not valid TOML: {exc}") from None
+    return _validated(data, "delta_downgrade/compat/clients.toml")
