@@ -83,7 +83,8 @@ check-java:
 	fi; \
 	echo "Java $$raw OK ($(JAVA))"
 
-# The whole suite on classic Spark, then every Spark test again on Spark Connect (a Connect
+# The whole suite on classic Spark, then every integration test and every unit test that uses
+# Spark again on Spark Connect (a Connect
 # server of its own, as Databricks serverless; tests/spark_connect_server.py).
 test: test-classic test-connect
 
@@ -91,7 +92,7 @@ test-classic: venv check-java
 	$(VENV)/bin/pytest -q $(PYTEST_ARGS)
 
 test-connect: venv check-java
-	$(VENV)/bin/pytest -q --spark-connect -m spark $(PYTEST_ARGS)
+	$(VENV)/bin/pytest -q --spark-connect $(PYTEST_ARGS)
 
 demo: venv check-java
 	$(PY) -m delta_downgrade_tools.demo

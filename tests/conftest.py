@@ -105,6 +105,17 @@ def pytest_unconfigure(config):
 
 def pytest_collection_modifyitems(config, items):
     connect = spark_connect_mode(config)
+    if connect:
+        # Under Connect: every integration test (a subprocess may start Spark without the test
+        # saying so), and the unit tests that use Spark; the other unit tests never reach Spark.
+        unit = str(REPO_ROOT / "tests" / "unit")
+        spark_free = [i for i in items if str(i.path).startswith(unit)
+                      and "spark" not in set(getattr(i, "fixturenames", ()))
+                      and i.get_closest_marker("spark") is None]
+        if spark_free:
+            config.hook.pytest_deselected(items=spark_free)
+            chosen = set(map(id, spark_free))
+            items[:] = [i for i in items if id(i) not in chosen]
     for item in items:
         names = set(getattr(item, "fixturenames", ()))
         for fixture, marker in _FIXTURE_MARKERS.items():

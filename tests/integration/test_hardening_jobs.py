@@ -256,8 +256,9 @@ NAMES = {
 
 
 def _parts(spark, identifier: str) -> list[str]:
-    seq = spark._jsparkSession.sessionState().sqlParser().parseMultipartIdentifier(identifier)
-    return [seq.apply(i) for i in range(seq.size())]
+    from tests.spark_parser import identifier_parts
+
+    return identifier_parts(spark, identifier)
 
 
 def test_13_identifiers_round_trip_through_sparks_parser(spark):

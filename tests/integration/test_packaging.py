@@ -112,7 +112,9 @@ def test_spark_submit_runs_verify_task(golden_table):
         pytest.skip("spark-submit is not installed (install delta-downgrade[local])")
     path = golden_table("classic_checkpoint")
     env = dict(os.environ, PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable)
-    proc = subprocess.run([submit, "--master", "local[1]", str(REPO / "jobs" / "spark_submit.py"), "verify_task",
+    # Under the Spark Connect switch (SPARK_REMOTE) the driver connects to that server instead.
+    master = [] if os.environ.get("SPARK_REMOTE") else ["--master", "local[1]"]
+    proc = subprocess.run([submit, *master, str(REPO / "jobs" / "spark_submit.py"), "verify_task",
                            f"--table={path}", "--expect_min_reader_version=1", "--unknown_pushed_down=x"],
                           capture_output=True, text=True, timeout=300, env=env)
     assert proc.returncode == 0, proc.stderr[-3000:]

@@ -180,15 +180,13 @@ def test_parse_source_refuses_what_is_not_a_catalog_or_schema(text):
 
 def test_full_name_round_trips_through_sparks_own_parser(spark):
     """Every quoting choice parses back to the same parts with Spark's own parser
-    (``parseMultipartIdentifier``, what ``spark.table`` uses); it is on the JVM side only."""
-    if not hasattr(spark, "_jsparkSession"):
-        pytest.skip("Spark's parser is reached through the JVM: not on a Spark Connect session")
-    parser = spark._jsparkSession.sessionState().sqlParser()
+    (``parseMultipartIdentifier``, what ``spark.table`` uses), classic or Spark Connect."""
+    from tests.spark_parser import identifier_parts
+
     names = [("main", "sales", "events"), ("main", "my-schema", "odd`name"), ("main", "s", "select"),
              ("1cat", "sch", "t"), ("c", "s", "table"), ("c", "s", "a.b")]
     for parts in names:
-        parsed = parser.parseMultipartIdentifier(full_name(*parts))
-        assert [parsed.apply(i) for i in range(parsed.size())] == list(parts)
+        assert identifier_parts(spark, full_name(*parts)) == list(parts)
 
 
 def _task_process(args: list[str], env: dict[str, str], block_sdk: bool = False) -> subprocess.CompletedProcess:

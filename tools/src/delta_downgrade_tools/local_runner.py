@@ -479,8 +479,11 @@ def _command(entry_point: str, args: list[str], runner: str) -> list[str]:
         # The repository root: this file is tools/src/delta_downgrade_tools/local_runner.py.
         launcher = Path(__file__).resolve().parents[3] / "jobs" / "spark_submit.py"
         submit = shutil.which("spark-submit") or str(Path(sys.prefix) / "bin" / "spark-submit")
-        return [submit, "--master", os.environ.get("DELTA_DOWNGRADE_SPARK_MASTER", "local[2]"),
-                str(launcher), entry_point, *args]
+        # Under SPARK_REMOTE spark-submit runs the driver against that Spark Connect server and
+        # refuses a --master next to it.
+        master = ([] if os.environ.get("SPARK_REMOTE")
+                  else ["--master", os.environ.get("DELTA_DOWNGRADE_SPARK_MASTER", "local[2]")])
+        return [submit, *master, str(launcher), entry_point, *args]
     return [sys.executable, "-m", "delta_downgrade.app.tasks.wheel_entry", entry_point, *args]
 
 
