@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from delta_downgrade.app.cli import main as cli_main
+from delta_downgrade.app.render.result import parse_result_lines
 from delta_downgrade.app.tasks.entrypoints import drop_feature_task, truncate_task, verify_task
 from delta_downgrade.clock import ManualClock
 from tests.delta_sql_session import DeltaSqlStandIn
@@ -117,10 +118,11 @@ def test_drop_verify_and_truncate_by_name(catalog, oracle):
     assert verified["unavailable"] == ["feature_traces_removed", "protected_checkpoints_exist"]
     assert any(s.startswith("SELECT * FROM `main`.`default`.`events` LIMIT 1") for s in catalog.statements)
 
-    # Truncate before the retention: the runtime's wait is ours (status waiting, exit 3 in the
-    # CLI contract; the job's task mode maps it), with when to retry.
+    # Truncate before the retention: the runtime's wait is ours, with when to retry: status
+    # waiting, exit 0 in task mode (a wait is a successful task outcome; the CLI keeps exit 3).
     code, (wait,), err = run_task(truncate_task, [f"--table={NAME}"])
-    assert code == 3, err
+    assert code == 0, err
+    assert wait["needs_truncate"] is True
     assert wait["status"] == "waiting"
     assert wait["error_class"] == "DELTA_FEATURE_DROP_CHECKPOINT_PROTECTION_WAIT_FOR_RETENTION_PERIOD"
     assert wait["truncate_after"] == drop["truncate_after"]
@@ -215,7 +217,9 @@ def test_inspect_a_name_through_detail_and_history(catalog):
 
 def test_inspect_an_unknown_name_is_exit_2(catalog):
     code, out, err = _cli(["inspect", "main.default.nope"])
-    assert code == 2 and out == ""
+    assert code == 2
+    (result,) = parse_result_lines(out)
+    assert (result["status"], result["error_class"], result["exit_code"]) == ("error", "TABLE_OR_VIEW_NOT_FOUND", 2)
     assert err.startswith("error: [TABLE_OR_VIEW_NOT_FOUND]") and len(err.strip().splitlines()) == 1
 
 

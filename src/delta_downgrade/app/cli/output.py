@@ -27,7 +27,7 @@ from delta_downgrade.errors import EXIT_FAILURE, EXIT_OK, DeltaDowngradeError
 
 
 def finish(args: argparse.Namespace, result: dict[str, Any], *, document: Mapping[str, Any] | None = None,
-           text: str | None = None, text_on_stdout: bool = False, exit_code: int = EXIT_OK) -> int:
+           text: str | None = None, text_on_stdout: bool = False, code: int = EXIT_OK) -> int:
     """Print one command's outcome by the contract above and return its exit code.
 
     ``result``: the RESULT fields; ``document``: the command's own ``--json`` document (the
@@ -35,7 +35,7 @@ def finish(args: argparse.Namespace, result: dict[str, Any], *, document: Mappin
     on stdout above the RESULT line when ``text_on_stdout`` (a report) and never with --json,
     else on stderr (a summary for the person who ran the command)."""
     secrets = getattr(args, "storage_options", None) or {}
-    result = {"command": args.command, **result, "exit_code": exit_code}
+    result = {"command": args.command, **result, "exit_code": code}
     as_json = bool(getattr(args, "json", False))
     if text is not None and not (as_json and text_on_stdout):
         print(redact_output(text, secrets), file=sys.stdout if text_on_stdout else sys.stderr)
@@ -44,7 +44,7 @@ def finish(args: argparse.Namespace, result: dict[str, Any], *, document: Mappin
                       secrets)
     else:
         emit_result(result, secrets=secrets)
-    return exit_code
+    return code
 
 
 def fail(command: str | None, exc: BaseException, *, table: str | None, feature: str | None = None,

@@ -40,4 +40,4 @@ def _run(args: argparse.Namespace) -> int:
                     storage_options=args.storage_options)
     return finish(args, vacuum_result(result), document=vacuum_document(result) if args.json else None,
                   text=None if args.json else render_text(result), text_on_stdout=True,
-                  exit_code=EXIT_OK if result.ok else EXIT_FAILURE)
+                  code=EXIT_OK if result.ok else EXIT_FAILURE)
