@@ -152,6 +152,18 @@ class ArrowState:
         return sum(self.tombstones_after_per_part(cutoff_ms))
 
 
+def arrow_state_of(state: TableState) -> ArrowState:
+    """A state reconciled action by action (:class:`TableState`) as Arrow columns: for the shapes
+    of log the Arrow replay does not read, and for states that exist only in a plan."""
+    from delta_downgrade.log.checkpoint_columns import add_array, remove_array
+
+    return ArrowState(
+        version=state.version, protocol=state.protocol_action, metadata=state.metadata,
+        parts=MemoryParts(pa.chunked_array([add_array(list(state.files.values()))]),
+                          pa.chunked_array([remove_array(list(state.tombstones.values()))])),
+        txns=list(state.txns.values()), domains=list(state.domains.values()))
+
+
 def _may_hold(arrays: Sequence[pa.Array], needle: bytes) -> bool:
     """Whether the data of some string array holds ``needle`` (each buffer searched once;
     bytes outside an array's slice may give a false yes, never a false no)."""

@@ -261,20 +261,13 @@ class Snapshot:
     def _replayed_arrow(self) -> "ArrowState":
         import pyarrow as pa
 
-        from delta_downgrade.log.arrow_replay import ArrowState, replay_segment
-        from delta_downgrade.log.checkpoint_columns import add_array, remove_array
-        from delta_downgrade.log.state_parts import MemoryParts
+        from delta_downgrade.log.arrow_replay import arrow_state_of, replay_segment
 
         try:
             return replay_segment(self.storage, self.table, self.segment)
         except pa.ArrowException:
             pass  # a shape of log the Arrow replay does not know: the rules applied one by one
-        state = self.state()
-        return ArrowState(
-            version=self.version, protocol=state.protocol_action, metadata=state.metadata,
-            parts=MemoryParts(pa.chunked_array([add_array(list(state.files.values()))]),
-                              pa.chunked_array([remove_array(list(state.tombstones.values()))])),
-            txns=list(state.txns.values()), domains=list(state.domains.values()))
+        return arrow_state_of(self.state())
 
     def iter_commit_actions(self) -> Iterator[tuple[int, list[AnyAction]]]:
         """The commits of the segment, oldest first, with their version."""

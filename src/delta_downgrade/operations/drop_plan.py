@@ -139,18 +139,9 @@ class PlannedSnapshot(Snapshot):
         return known.advanced(self.version, protocol, metadata, list(txns.values()), list(domains.values()))
 
     def _replayed_arrow(self) -> "ArrowState":
-        import pyarrow as pa
+        from delta_downgrade.log.arrow_replay import arrow_state_of
 
-        from delta_downgrade.log.arrow_replay import ArrowState
-        from delta_downgrade.log.checkpoint_columns import add_array, remove_array
-        from delta_downgrade.log.state_parts import MemoryParts
-
-        state = self.state()
-        return ArrowState(
-            version=self.version, protocol=state.protocol_action, metadata=state.metadata,
-            parts=MemoryParts(pa.chunked_array([add_array(list(state.files.values()))]),
-                              pa.chunked_array([remove_array(list(state.tombstones.values()))])),
-            txns=list(state.txns.values()), domains=list(state.domains.values()))
+        return arrow_state_of(self.state())
 
     def domain(self, name: str) -> DomainMetadata | None:
         found = self.state().domains.get(name)

@@ -60,6 +60,22 @@ class VerifyReport:
         return CHECKPOINT_PROTECTION in self.protocol.features
 
 
+def version_and_boundary_checks(expect: Expectations, protocol: Protocol, boundary: int | None) -> list[Check]:
+    """The expected protocol versions and checkpoint-protection boundary against those read: the
+    same checks whether the table was read from its log or described through SQL."""
+    checks: list[Check] = []
+    if expect.min_reader_version is not None:
+        checks.append(Check("min_reader_version", protocol.min_reader_version == expect.min_reader_version,
+                            f"expected {expect.min_reader_version}, found {protocol.min_reader_version}"))
+    if expect.min_writer_version is not None:
+        checks.append(Check("min_writer_version", protocol.min_writer_version == expect.min_writer_version,
+                            f"expected {expect.min_writer_version}, found {protocol.min_writer_version}"))
+    if expect.boundary_version is not None:
+        checks.append(Check("boundary_version", boundary == expect.boundary_version,
+                            f"expected {expect.boundary_version}, found {boundary}"))
+    return checks
+
+
 def verify_table(location: str, expect: Expectations, *,
                  storage_options: Mapping[str, str] | None = None) -> VerifyReport:
     """Check every expectation against a fresh read of ``location``; bad input raises."""
@@ -83,17 +99,8 @@ def verify_table(location: str, expect: Expectations, *,
         add("feature_traces_removed", not traces,
             "no traces left" if not traces else "traces left: " + "; ".join(traces))
 
-    if expect.min_reader_version is not None:
-        add("min_reader_version", protocol.min_reader_version == expect.min_reader_version,
-            f"expected {expect.min_reader_version}, found {protocol.min_reader_version}")
-    if expect.min_writer_version is not None:
-        add("min_writer_version", protocol.min_writer_version == expect.min_writer_version,
-            f"expected {expect.min_writer_version}, found {protocol.min_writer_version}")
-
     boundary = snapshot.boundary_version
-    if expect.boundary_version is not None:
-        add("boundary_version", boundary == expect.boundary_version,
-            f"expected {expect.boundary_version}, found {boundary}")
+    checks += version_and_boundary_checks(expect, protocol, boundary)
     if expect.protected_checkpoints:
         # A checkpoint's own files are listed; a V2 checkpoint's sidecars must be referenced by
         # a checkpoint of the log and exist (a dangling reference makes it unreadable).

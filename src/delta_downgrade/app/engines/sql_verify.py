@@ -28,7 +28,7 @@ from delta_downgrade.errors import (
     BadSettingsError, DeltaDowngradeError, InsufficientPermissionsError, TableNotFoundError,
     TableOrViewNotFoundError,
 )
-from delta_downgrade.operations.verify import Check, Expectations, VerifyReport
+from delta_downgrade.operations.verify import Check, Expectations, VerifyReport, version_and_boundary_checks
 from delta_downgrade.protocol import lookup_feature
 from delta_downgrade.protocol.support import Operation, unsupported_features
 
@@ -83,17 +83,8 @@ def verify_catalog_table(spark: Any, ref: TableRef, expect: Expectations) -> Cat
         add("feature_absent_from_protocol", not present,
             f"{name} is {'still' if present else 'not'} in tableFeatures {list(detail.table_features)}")
 
-    if expect.min_reader_version is not None:
-        add("min_reader_version", protocol.min_reader_version == expect.min_reader_version,
-            f"expected {expect.min_reader_version}, found {protocol.min_reader_version}")
-    if expect.min_writer_version is not None:
-        add("min_writer_version", protocol.min_writer_version == expect.min_writer_version,
-            f"expected {expect.min_writer_version}, found {protocol.min_writer_version}")
-
     boundary = detail.boundary_version
-    if expect.boundary_version is not None:
-        add("boundary_version", boundary == expect.boundary_version,
-            f"expected {expect.boundary_version}, found {boundary}")
+    checks += version_and_boundary_checks(expect, protocol, boundary)
     if boundary is not None:
         add("boundary_commit_in_history", *_boundary_commit(history, boundary))
 
