@@ -7,10 +7,10 @@ from delta_downgrade.compat.catalogue import (
     UNKNOWN, Catalogue, Client, load_catalogue, packaged_catalogue,
 )
 from delta_downgrade.compat.verdict import (
-    Access, Blocker, ClientVerdict, DropStep, UnblockPlan, Undroppable, Verdict, client_verdict,
+    Access, Blocker, ClientVerdict, FeatureDrop, UnblockPlan, Undroppable, Verdict, client_verdict,
     read_verdict, unblock_plan, write_verdict,
 )
 
-__all__ = ["UNKNOWN", "Access", "Blocker", "Catalogue", "Client", "ClientVerdict", "DropStep",
+__all__ = ["UNKNOWN", "Access", "Blocker", "Catalogue", "Client", "ClientVerdict", "FeatureDrop",
            "UnblockPlan", "Undroppable", "Verdict", "client_verdict", "load_catalogue",
            "packaged_catalogue", "read_verdict", "unblock_plan", "write_verdict"]

@@ -27,7 +27,7 @@ from delta_downgrade.compat.catalogue import Client, ReadSide
 from delta_downgrade.protocol.features import CHECKPOINT_PROTECTION, get_feature
 from delta_downgrade.protocol.protocol import Protocol
 
-__all__ = ["Access", "Blocker", "ClientVerdict", "DropStep", "UnblockPlan", "Verdict", "Undroppable",
+__all__ = ["Access", "Blocker", "ClientVerdict", "FeatureDrop", "UnblockPlan", "Verdict", "Undroppable",
            "client_verdict", "read_verdict", "unblock_plan", "write_verdict"]
 
 
@@ -212,7 +212,7 @@ def _version_reason(side: str, version: int, spec: Any) -> str:
 # --- the plan that unblocks a client --------------------------------------------------------------
 
 @dataclass(frozen=True)
-class DropStep:
+class FeatureDrop:
     """One ``drop-feature`` run. ``checkpoint_protection``: the fast drop adds checkpointProtection
     (the feature needs history protection, Checkpoint Protection RFC). ``may_rewrite_data``: the
     feature has a data rewrite, run when its traces are in data files (DVs, physical names, widened
@@ -232,7 +232,7 @@ class Undroppable:
 
 @dataclass(frozen=True)
 class UnblockPlan:
-    steps: tuple[DropStep, ...] = ()
+    steps: tuple[FeatureDrop, ...] = ()
     undroppable: tuple[Undroppable, ...] = ()
     protocol_after: Protocol | None = None
     notes: tuple[str, ...] = field(default_factory=tuple)
@@ -286,13 +286,13 @@ def unblock_plan(protocol: Protocol, features: Iterable[str]) -> UnblockPlan:
         return UnblockPlan(undroppable=tuple(undroppable))
     from delta_downgrade.features import removable  # the drop behaviours, only when planning
 
-    steps: list[DropStep] = []
+    steps: list[FeatureDrop] = []
     after = protocol
     for name in order:
         spec = get_feature(name)
         assert spec is not None
         protect = spec.requires_history_protection and name != CHECKPOINT_PROTECTION
-        steps.append(DropStep(name, protect, removable(name).rewrite is not None,
+        steps.append(FeatureDrop(name, protect, removable(name).rewrite is not None,
                               required_by.get(name)))
         after = after.downgrade_for_drop(name, checkpoint_protection=protect)
     return UnblockPlan(tuple(steps), protocol_after=after)
