@@ -85,6 +85,10 @@ def pytest_configure(config):
     if not spark_connect_mode(config) or config.option.collectonly:
         return
     os.environ["DELTA_DOWNGRADE_TEST_SPARK"] = "connect"
+    # The test process holds a gRPC channel (the Connect session) while it starts CLI and task
+    # subprocesses: gRPC's fork handlers then run in each forked child before its exec, and one
+    # child aborted there (SIGABRT, "epoll_wait error: Bad file descriptor"). Set before grpc loads.
+    os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "false")
     if os.environ.get("SPARK_REMOTE"):
         return  # the caller's server (sc://...) or pyspark's in-process one (local[N])
     # Before any test: get_spark, here and in every subprocess inheriting the environment, then

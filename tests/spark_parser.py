@@ -40,10 +40,12 @@ def canonical_parts(rendered: str) -> list[str]:
 def relation_of_failed_statement(spark, statement: str) -> list[str]:
     """The parts of the one relation ``statement`` reads, from the analyzer's refusal (the
     relation does not exist on the test session); the parser's own error propagates."""
-    from pyspark.errors import AnalysisException
+    from pyspark.errors import AnalysisException, ParseException
 
     try:
         spark.sql(statement).schema
+    except ParseException:
+        raise  # the parser's refusal (a subclass of AnalysisException): the caller's answer
     except AnalysisException as exc:
         params = exc.getMessageParameters() or {}
         rendered = params.get("relationName") or params.get("identifier")
@@ -56,4 +58,6 @@ def identifier_parts(spark, identifier: str) -> list[str]:
     """What Spark's parser reads ``identifier`` as, part by part."""
     if is_classic(spark):
         return _jvm_seq(spark._jsparkSession.sessionState().sqlParser().parseMultipartIdentifier(identifier))
-    return relation_of_failed_statement(spark, f"SELECT * FROM {identifier}")
+    # SHOW TBLPROPERTIES takes the identifier and nothing after it (in a SELECT a trailing word
+    # would read as an alias), and reads nothing.
+    return relation_of_failed_statement(spark, f"SHOW TBLPROPERTIES {identifier}")

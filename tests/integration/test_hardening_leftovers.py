@@ -163,7 +163,10 @@ def killed_rewrite(golden_table, tmp_path):
     purge = table / f"dv-purge-{uuid.uuid4().hex[:16]}"
     script = tmp_path / "killed_write.py"
     script.write_text(_KILLED_WRITE)
-    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
+    # A classic session of its own even under the Spark Connect switch: what is killed must be
+    # the process that runs the write's tasks (a Connect server would outlive its client).
+    env = {k: v for k, v in os.environ.items() if k not in ("SPARK_REMOTE", "DELTA_DOWNGRADE_SPARK_REMOTE")}
+    env.update(PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable)
     proc = subprocess.Popen([sys.executable, str(script), str(staging), str(purge)], env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
                             start_new_session=True)

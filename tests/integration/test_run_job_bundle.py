@@ -36,8 +36,10 @@ def _clone(tmp_path: Path) -> Path:
     return root
 
 
-def _cli(args: list[str], cwd: Path, timeout: float = 600) -> subprocess.CompletedProcess:
+def _cli(args: list[str], cwd: Path, timeout: float = 600, *, classic_spark: bool = False) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith("DELTA_DOWNGRADE_TASK")}
+    if classic_spark:  # the tasks start their own Spark JVM, under the Spark Connect switch too
+        env = {k: v for k, v in env.items() if k not in ("SPARK_REMOTE", "DELTA_DOWNGRADE_SPARK_REMOTE")}
     return subprocess.run([sys.executable, "-m", "delta_downgrade.app.cli", *args], cwd=cwd, env=env,
                           capture_output=True, text=True, timeout=timeout)
 
@@ -115,7 +117,8 @@ def _wheel_task(key: str, entry_point: str, **named: str) -> dict:
 def test_a_task_past_its_timeout_is_killed_with_what_it_started_and_the_job_fails(golden_table, tmp_path):
     """A deletion-vector purge starts a Spark JVM: a 3 s timeout kills the task's whole process
     group, the job fails (exit 1: the task never exited), the next task is upstream_failed, and
-    the run says whom Databricks would email."""
+    the run says whom Databricks would email. (Classic Spark in both modes: a JVM the task starts
+    is what must die with it, and a Connect server already running would finish the drop in 3 s.)"""
     table = golden_table("dv_basic_no_checkpoint")
     drop = {**_wheel_task("drop", "drop_feature_task", table=table, feature="deletionVectors"),
             "timeout_seconds": 3}
@@ -124,7 +127,7 @@ def test_a_task_past_its_timeout_is_killed_with_what_it_started_and_the_job_fail
     job = {"name": "j", "tasks": [drop, verify], "email_notifications": {"on_failure": ["ops@example.com"]},
            "health": {"rules": [{"metric": "RUN_DURATION_SECONDS", "op": "GREATER_THAN", "value": 1}]}}
     proc = _cli(["run-job", str(_job_file(tmp_path, job)), "--run-dir", str(tmp_path / "run")], tmp_path,
-                timeout=120)
+                timeout=120, classic_spark=True)
     assert proc.returncode == 1, proc.stderr[-3000:]
     assert "[drop] timed out after 3 s (timeout_seconds)" in proc.stderr
     assert "drop=failed, verify=upstream_failed" in proc.stderr

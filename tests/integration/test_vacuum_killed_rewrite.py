@@ -72,7 +72,10 @@ def killed_rewrite_template(tmp_path_factory) -> tuple[Path, str]:
     output = table / output_rel
     script = root / "killed_rewrite.py"
     script.write_text(_KILLED_REWRITE)
-    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
+    # A classic session of its own even under the Spark Connect switch: what is killed must be
+    # the process that runs the write's tasks (a Connect server would outlive its client).
+    env = {k: v for k, v in os.environ.items() if k not in ("SPARK_REMOTE", "DELTA_DOWNGRADE_SPARK_REMOTE")}
+    env.update(PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable)
     proc = subprocess.Popen([sys.executable, str(script), str(output)], env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             start_new_session=True)
