@@ -16,7 +16,7 @@ from delta_downgrade.features import (
     domain_metadata, geospatial, in_commit_timestamp, materialize_partition_columns, row_tracking,
     type_widening, v2_checkpoint, vacuum_protocol_check,
 )
-from delta_downgrade.features.base import RemovableFeature, RewriteFunction, TraceContext
+from delta_downgrade.features.base import RemovableFeature, RewriteFootprint, RewriteFunction, TraceContext
 from delta_downgrade.protocol.features import FEATURES, get_feature
 
 REMOVABLE: dict[str, RemovableFeature] = {f.name: f for f in (
@@ -72,4 +72,4 @@ def feature_traces(name: str, ctx: TraceContext) -> list[str]:
     return found.traces(ctx) if found is not None else []
 
 
-__all__ = ["REMOVABLE", "RemovableFeature", "TraceContext", "feature_traces", "removable"]
+__all__ = ["REMOVABLE", "RemovableFeature", "RewriteFootprint", "TraceContext", "feature_traces", "removable"]

@@ -62,6 +62,25 @@ class TraceContext:
         return str(self.configuration.get(key, "")).strip().lower() == "true"
 
 
+@dataclass(frozen=True)
+class RewriteFootprint:
+    """The live data files a feature's data rewrite would touch on one table, from the log alone
+    (no footer, no data read): ``files`` and their ``bytes`` (``add.size``). ``exact`` False: an
+    upper bound - the rewrite itself decides file by file from each footer (column mapping,
+    type widening), and may keep some of these files as they are."""
+
+    files: int = 0
+    bytes: int = 0
+    exact: bool = True
+
+    @property
+    def needed(self) -> bool:
+        return self.files > 0
+
+
+NO_REWRITE = RewriteFootprint()
+
+
 class RemovableFeature:
     """One removable table feature. The default: no traces, nothing to clean, nothing used in
     history. ``name`` is the feature's name in the registry of :mod:`delta_downgrade.protocol.features`,
@@ -108,6 +127,12 @@ class RemovableFeature:
     def traces(self, ctx: TraceContext) -> list[str]:
         """Human-readable traces of the feature in the latest state; empty when none are left."""
         return []
+
+    def rewrite_footprint(self, ctx: TraceContext) -> RewriteFootprint:
+        """What this feature's data rewrite would touch in the latest state (``compat``'s plan);
+        counted on the state's Arrow columns, never a Python object per file. The default: a
+        feature without data rewrite touches nothing."""
+        return NO_REWRITE
 
     def properties_to_remove(self) -> tuple[str, ...]:
         return ()

@@ -4,7 +4,8 @@ only a rewrite of the files removes them."""
 
 from __future__ import annotations
 
-from delta_downgrade.features.base import DataRewriteFeature, TraceContext
+from delta_downgrade.features.base import NO_REWRITE, DataRewriteFeature, RewriteFootprint, TraceContext
+from delta_downgrade.log.file_summary import file_counts
 from delta_downgrade.protocol.actions import AnyAction, Metadata
 from delta_downgrade.protocol.schema import CM_METADATA_KEYS, iter_fields
 
@@ -25,6 +26,18 @@ class ColumnMapping(DataRewriteFeature):
         if fields:
             out.append(f"{len(fields)} field(s) carry column-mapping metadata")
         return out
+
+    def rewrite_footprint(self, ctx: TraceContext) -> RewriteFootprint:
+        """Mode ``none``: no file uses physical names, the drop rewrites nothing. Mode ``name`` or
+        ``id``: at most every live file - the rewrite (rewrite/column_mapping.py) reads each
+        footer and keeps only a file that already holds logical names and no Parquet field ids,
+        which the log cannot tell (PROTOCOL.md "Column Mapping": files may carry field ids in
+        either mode), so this is an upper bound."""
+        mode = str(ctx.configuration.get(MODE_PROPERTY) or "none").lower()
+        if mode == "none":
+            return NO_REWRITE
+        counts = file_counts(ctx.arrow)
+        return RewriteFootprint(counts.live_files, counts.live_bytes, exact=False)
 
     def action_uses_feature(self, action: AnyAction) -> bool:
         return isinstance(action, Metadata) and action.configuration.get(MODE_PROPERTY, "none").lower() != "none"

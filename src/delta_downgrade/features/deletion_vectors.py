@@ -8,10 +8,12 @@ from typing import TYPE_CHECKING
 from urllib.parse import quote
 
 from delta_downgrade.features.base import (
-    RemovableFeature, TraceContext, commit_properties, require_rewrite,
+    RemovableFeature, RewriteFootprint, TraceContext, commit_properties, require_rewrite,
 )
 from delta_downgrade.log.commit import rebase_over_blind_appends
-from delta_downgrade.log.file_summary import file_counts, tombstone_paths, tombstones_with_relative_dvs
+from delta_downgrade.log.file_summary import (
+    deletion_vector_files, file_counts, tombstone_paths, tombstones_with_relative_dvs,
+)
 from delta_downgrade.log.snapshot import Snapshot
 from delta_downgrade.protocol.actions import AddCDCFile, AddFile, AnyAction, Metadata, RemoveFile
 from delta_downgrade.protocol.table_config import TableConfig
@@ -90,6 +92,12 @@ class DeletionVectors(RemovableFeature):
             out.append(f"{counts.files_with_deletion_vectors} live file(s) carry deletion vectors "
                        f"({counts.deleted_rows_in_deletion_vectors} deleted rows)")
         return out
+
+    def rewrite_footprint(self, ctx: TraceContext) -> RewriteFootprint:
+        """Exactly the live files with a DV: the purge replaces each (a file whose rows are all
+        deleted is removed without a new file, PROTOCOL.md "Deletion Vectors")."""
+        files, size = deletion_vector_files(ctx.arrow)
+        return RewriteFootprint(files, size)
 
     def action_uses_feature(self, action: AnyAction) -> bool:
         if isinstance(action, Metadata):

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import json
 
-from delta_downgrade.features.base import DataRewriteFeature, TraceContext
+from delta_downgrade.features.base import NO_REWRITE, DataRewriteFeature, RewriteFootprint, TraceContext
+from delta_downgrade.log.file_summary import file_counts
 from delta_downgrade.protocol.actions import AnyAction, Metadata
 from delta_downgrade.protocol.schema import type_change_fields
 
@@ -27,6 +28,16 @@ class TypeWidening(DataRewriteFeature):
         if changed:
             out.append(f"type changes recorded on field(s) {', '.join(changed)}")
         return out
+
+    def rewrite_footprint(self, ctx: TraceContext) -> RewriteFootprint:
+        """No ``delta.typeChanges`` in the schema: nothing to rewrite. Otherwise at most every
+        live file: PROTOCOL.md "Type Widening" records no version per change, so which files were
+        written before it is known only from their footers, which the rewrite
+        (rewrite/type_widening.stale_files, like delta-spark's REORG) reads; an upper bound."""
+        if not type_change_fields(ctx.snapshot.schema):
+            return NO_REWRITE
+        counts = file_counts(ctx.arrow)
+        return RewriteFootprint(counts.live_files, counts.live_bytes, exact=False)
 
     def action_uses_feature(self, action: AnyAction) -> bool:
         return isinstance(action, Metadata) and bool(type_change_fields(json.loads(action.schemaString)))

@@ -54,6 +54,27 @@ def file_counts(state: ArrowState) -> FileCounts:
     return FileCounts(files, size, with_dv, deleted, tombstones)
 
 
+def deletion_vector_files(state: ArrowState) -> tuple[int, int]:
+    """(count, bytes) of the live files that carry a deletion vector: what the DV purge rewrites
+    (``rewrite/dv_purge_plan.files_to_purge`` selects the same files, ``add.deletionVector`` not
+    null)."""
+    import pyarrow.compute as pc
+
+    from delta_downgrade.log.arrow_columns import chunked_field
+
+    files = size = 0
+    for adds, _ in state.file_parts():
+        if len(adds) == 0:
+            continue
+        dv = chunked_field(adds, "deletionVector")
+        if dv.null_count == len(dv):
+            continue
+        with_dv = pc.is_valid(dv)
+        files += len(dv) - dv.null_count
+        size += _total(chunked_field(adds, "size").filter(with_dv))
+    return files, size
+
+
 def live_files_with(state: ArrowState, *fields: str) -> int:
     """How many live files have a value in any of ``fields`` of ``add``."""
     import pyarrow.compute as pc

@@ -1,0 +1,293 @@
+"""``delta-downgrade compat``: for every client of the catalogue, can it read / write the table's
+latest version, what blocks it, and the plan that unblocks it - from the log alone.
+
+The verdicts are :func:`delta_downgrade.compat.verdict.client_verdict` (PROTOCOL.md "Protocol
+Evolution" and "Table Features" applied to the catalogue's data); this module adds what only the
+table can tell: for each step of a plan, how many live files (and bytes) the feature's data rewrite
+would touch (:meth:`RemovableFeature.rewrite_footprint`, counted on the snapshot's Arrow columns:
+no data file, no footer is opened). The footprint of a feature is computed once per table and
+shared by every client whose plan drops it.
+
+:func:`fleet_compat` runs :func:`table_compat` over many tables; a table that cannot be loaded is
+an entry in ``errors`` (its Delta error class), the others still run. :meth:`TableCompat.to_json`
+and :meth:`FleetCompat.to_json` are the ``compat --json`` documents the README documents.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from delta_downgrade.compat.catalogue import Catalogue, Client
+from delta_downgrade.compat.verdict import Access, ClientVerdict, UnblockPlan, Verdict, client_verdict
+from delta_downgrade.errors import DeltaDowngradeError, UnknownClientError
+from delta_downgrade.protocol.protocol import Protocol
+
+if TYPE_CHECKING:
+    from delta_downgrade.features.base import RewriteFootprint, TraceContext
+    from delta_downgrade.log.snapshot import Snapshot
+
+__all__ = ["ClientCompat", "FleetCompat", "TableCompat", "TableError", "fleet_compat", "protocol_json",
+           "resolve_clients", "table_compat", "compat_of_protocol"]
+
+FootprintOf = Callable[[str], "RewriteFootprint | None"]
+"""Feature name -> its rewrite footprint on the table; None when the table's files are not
+reachable (a catalog name described through SQL)."""
+
+
+# --- the typed outcome ---------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class ClientCompat:
+    """One client's verdicts on one table, with the footprint of every step of its plan."""
+
+    verdict: ClientVerdict
+    footprints: Mapping[str, RewriteFootprint | None] = field(default_factory=dict)
+
+    @property
+    def client(self) -> Client:
+        return self.verdict.client
+
+    @property
+    def blocked_read(self) -> bool:
+        return self.verdict.read.verdict in (Verdict.NO, Verdict.MISREADS)
+
+    @property
+    def blocked_write(self) -> bool:
+        return self.verdict.write.verdict in (Verdict.NO, Verdict.MISREADS)
+
+    def to_json(self) -> dict[str, Any]:
+        c, v = self.client, self.verdict
+        return {
+            "client": c.id, "name": c.name, "family": c.family, "versions": c.versions,
+            "read": access_json(v.read), "write": access_json(v.write),
+            "unblock": None if v.plan is None else self._unblock_json(v.plan),
+            "sources": client_sources(c),
+        }
+
+    def _unblock_json(self, plan: UnblockPlan) -> dict[str, Any]:
+        v = self.verdict
+        return {
+            "possible": plan.possible,
+            "steps": [{"feature": s.feature, "required_by": s.required_by_blocker,
+                       "checkpoint_protection": s.checkpoint_protection,
+                       "rewrite": footprint_json(s.may_rewrite_data, self.footprints.get(s.feature))}
+                      for s in plan.steps],
+            "undroppable": [{"feature": u.feature, "reason": u.reason} for u in plan.undroppable],
+            "protocol_after": protocol_json(plan.protocol_after) if plan.protocol_after is not None else None,
+            "read_after": access_json(v.read_after) if v.read_after is not None else None,
+            "write_after": access_json(v.write_after) if v.write_after is not None else None,
+            "truncate_history_before_write": v.truncate_history_for_write,
+            "notes": list(plan.notes),
+        }
+
+
+@dataclass(frozen=True)
+class TableCompat:
+    """Every selected client's verdicts on ``table`` at ``version``."""
+
+    table: str
+    version: int
+    protocol: Protocol
+    clients: tuple[ClientCompat, ...]
+    notes: tuple[str, ...] = ()
+
+    @property
+    def blocked_read(self) -> list[str]:
+        return [c.client.id for c in self.clients if c.blocked_read]
+
+    @property
+    def blocked_write(self) -> list[str]:
+        return [c.client.id for c in self.clients if c.blocked_write]
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "table": self.table, "version": self.version, "protocol": protocol_json(self.protocol),
+            "clients": [c.to_json() for c in self.clients],
+            "blocked": {"read": self.blocked_read, "write": self.blocked_write},
+        }
+        if self.notes:
+            out["notes"] = list(self.notes)
+        return out
+
+
+@dataclass(frozen=True)
+class TableError:
+    """A table of a fleet that could not be loaded."""
+
+    table: str
+    error_class: str
+    message: str
+    exit_code: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {"table": self.table, "error_class": self.error_class, "message": self.message}
+
+
+@dataclass(frozen=True)
+class FleetCompat:
+    tables: tuple[TableCompat, ...]
+    errors: tuple[TableError, ...]
+    clients: tuple[Client, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"tables": [t.to_json() for t in self.tables],
+                "errors": [e.to_json() for e in self.errors],
+                "clients": [client_json(c) for c in self.clients]}
+
+
+# --- JSON pieces (the document's shape, README "compat") -----------------------------------------
+
+def protocol_json(protocol: Protocol) -> dict[str, Any]:
+    """The protocol with both lists always present (null: not listed, legacy versions)."""
+    return {"minReaderVersion": protocol.min_reader_version,
+            "minWriterVersion": protocol.min_writer_version,
+            "readerFeatures": sorted(protocol.reader_features) if protocol.reader_features is not None else None,
+            "writerFeatures": sorted(protocol.writer_features) if protocol.writer_features is not None else None}
+
+
+def access_json(access: Access) -> dict[str, Any]:
+    return {"verdict": access.verdict.value,
+            "blockers": [{"kind": b.kind, "feature": b.feature, "reason": b.reason} for b in access.blockers],
+            "notes": list(access.notes)}
+
+
+def footprint_json(may_rewrite: bool, footprint: RewriteFootprint | None) -> dict[str, Any]:
+    """``needed``: the drop rewrites data files on this table; ``files`` / ``bytes``: the live
+    files it touches; ``exact`` False: an upper bound (the rewrite decides per file from its
+    footer). Unknown (a catalog name: the files are not reachable): ``needed`` says whether the
+    feature has a data rewrite at all, ``files`` and ``bytes`` are null."""
+    if footprint is None:
+        if not may_rewrite:
+            return {"needed": False, "files": 0, "bytes": 0, "exact": True}
+        return {"needed": True, "files": None, "bytes": None, "exact": False}
+    return {"needed": footprint.needed, "files": footprint.files, "bytes": footprint.bytes,
+            "exact": footprint.exact}
+
+
+def client_json(client: Client) -> dict[str, Any]:
+    return {"client": client.id, "name": client.name, "family": client.family, "versions": client.versions}
+
+
+def client_sources(client: Client) -> list[dict[str, str]]:
+    """The read side's sources, then the write side's, each once."""
+    out: list[dict[str, str]] = []
+    seen: set[tuple[str, str]] = set()
+    for side in (client.read, client.write):
+        for source in (side.sources if side is not None else ()):
+            key = (source.url, source.states)
+            if key not in seen:
+                seen.add(key)
+                out.append({"url": source.url, "states": source.states})
+    return out
+
+
+# --- clients -------------------------------------------------------------------------------------
+
+def resolve_clients(catalogue: Catalogue, names: Sequence[str] | None) -> tuple[Client, ...]:
+    """The catalogue's entries named by ``names`` (an id, an alias, or a family such as
+    ``duckdb``), in catalogue order, each once; every entry when ``names`` is empty. An unknown
+    name is :class:`UnknownClientError` with the nearest names."""
+    if not names:
+        return tuple(catalogue.clients)
+    wanted: set[str] = set()
+    for name in names:
+        try:
+            wanted.update(c.id for c in catalogue.family(name))
+        except UnknownClientError:
+            known = sorted({n for c in catalogue.clients for n in (c.id, *c.aliases, c.family)})
+            close = difflib.get_close_matches(name.strip().lower(), known, n=3, cutoff=0.5)
+            hint = f"did you mean {' or '.join(close)}? " if close else ""
+            raise UnknownClientError(
+                f"no client {name!r} in the catalogue; {hint}known clients: "
+                + ", ".join(c.id for c in catalogue.clients) + " (or a family: "
+                + ", ".join(sorted({c.family for c in catalogue.clients})) + ")",
+                params={"client": name, "suggestions": close}) from None
+    return tuple(c for c in catalogue.clients if c.id in wanted)
+
+
+# --- one table -----------------------------------------------------------------------------------
+
+def compat_of_protocol(table: str, version: int, protocol: Protocol, schema: Mapping[str, Any] | None,
+                       clients: Iterable[Client], footprint_of: FootprintOf,
+                       notes: Sequence[str] = ()) -> TableCompat:
+    """The verdicts of ``clients`` on a table described by its protocol and schema (None: not
+    known, a client that needs it gets ``unknown``); ``footprint_of`` gives each planned
+    feature's rewrite footprint, asked once per feature."""
+    footprints: dict[str, RewriteFootprint | None] = {}
+
+    def footprint(name: str) -> RewriteFootprint | None:
+        if name not in footprints:
+            footprints[name] = footprint_of(name)
+        return footprints[name]
+
+    out = []
+    for client in clients:
+        verdict = client_verdict(client, protocol, schema)
+        steps = verdict.plan.steps if verdict.plan is not None else ()
+        out.append(ClientCompat(verdict, {s.feature: footprint(s.feature) for s in steps}))
+    return TableCompat(table, version, protocol, tuple(out), tuple(notes))
+
+
+def table_compat(table_or_snapshot: str | Snapshot, catalogue: Catalogue,
+                 clients: Sequence[Client] | None = None, *,
+                 storage_options: Mapping[str, str] | None = None) -> TableCompat:
+    """Every client's verdicts on the latest version of a table (a path/URI, or a loaded
+    :class:`Snapshot`); ``clients``: a selection (:func:`resolve_clients`), all by default.
+
+    Only the log is read: the latest snapshot's protocol, metadata and, when a plan drops a
+    feature with a data rewrite, the file state's Arrow columns (sizes, deletion vectors). A
+    table whose reader features this package does not know is still reported (the plan calls
+    them undroppable); an invalid protocol is refused, as by every command."""
+    if isinstance(table_or_snapshot, str):
+        from delta_downgrade.log.delta_log import DeltaLog
+
+        snapshot = DeltaLog(table_or_snapshot, storage_options=storage_options).snapshot(check_read=False)
+    else:
+        snapshot = table_or_snapshot
+    return compat_of_protocol(snapshot.table, snapshot.version, snapshot.protocol, snapshot.schema,
+                              catalogue.clients if clients is None else clients,
+                              _snapshot_footprints(snapshot))
+
+
+def _snapshot_footprints(snapshot: Snapshot) -> FootprintOf:
+    # The feature modules are imported only when a plan has steps: a table every client reads
+    # loads none of them. One TraceContext: the Arrow state is built once for every feature.
+    context: list[TraceContext] = []
+
+    def footprint_of(name: str) -> RewriteFootprint:
+        from delta_downgrade.features import removable
+        from delta_downgrade.features.base import TraceContext
+
+        if not context:
+            context.append(TraceContext(snapshot))
+        return removable(name).rewrite_footprint(context[0])
+
+    return footprint_of
+
+
+# --- a fleet -------------------------------------------------------------------------------------
+
+def fleet_compat(tables: Iterable[str], catalogue: Catalogue, clients: Sequence[Client] | None = None, *,
+                 storage_options: Mapping[str, str] | None = None,
+                 compat_of: Callable[[str], TableCompat] | None = None) -> FleetCompat:
+    """:func:`table_compat` of every table; a table that fails with a
+    :class:`DeltaDowngradeError` (missing, not Delta, invalid protocol …) is an entry in
+    ``errors`` and the others still run. ``compat_of``: how one table is reported (the CLI passes
+    one that also reaches catalog names through Delta SQL); paths by default."""
+    selected = tuple(catalogue.clients if clients is None else clients)
+
+    def by_path(table: str) -> TableCompat:
+        return table_compat(table, catalogue, selected, storage_options=storage_options)
+
+    report = compat_of or by_path
+    done: list[TableCompat] = []
+    errors: list[TableError] = []
+    for table in tables:
+        try:
+            done.append(report(table))
+        except DeltaDowngradeError as exc:
+            errors.append(TableError(table, exc.error_class, str(exc), exc.exit_code))
+    return FleetCompat(tuple(done), tuple(errors), selected)
