@@ -681,3 +681,10 @@ class UnknownClientError(BadInputError):
     """A client name (``--client``) that no catalogue entry has as its id or an alias."""
 
     error_class = "DELTA_DOWNGRADE_UNKNOWN_CLIENT"
+
+
+class ReportDirectoryError(BadInputError):
+    """A report directory (``compat --report DIR``, ``verify_task --compat_report=DIR``) that
+    cannot be created or written. Checked before the report is built: nothing is written."""
+
+    error_class = "DELTA_DOWNGRADE_BAD_REPORT_DIRECTORY"

@@ -47,6 +47,9 @@ TASK_VALUE_KEYS = ("table", "feature", "status", "min_reader_version", "min_writ
                    "needs_truncate", "truncate_after", "exit_code")
 
 TableHandler = Callable[[TaskSettings, str], tuple[dict[str, Any], int]]
+#: Run after every table is handled: values to add to the fleet summary / the task values, and
+#: an exit code for them (a task's own output, e.g. verify's compat report).
+AfterTables = Callable[[TaskSettings, list[str], dict[str, str]], tuple[dict[str, Any], int]]
 
 
 def worst(codes: Sequence[int]) -> int:
@@ -71,7 +74,8 @@ def waiting_outcome(table: str, feature: str | None, exc: RetentionWaitError) ->
     return result, EXIT_OK
 
 
-def run_task(settings_cls: type[TaskSettings], handler: TableHandler, argv: Sequence[str] | None = None) -> int:
+def run_task(settings_cls: type[TaskSettings], handler: TableHandler, argv: Sequence[str] | None = None,
+             *, after: AfterTables | None = None) -> int:
     """Load the settings, then run ``handler`` for every table with the task's log lines printed
     (secrets masked); the worst exit code."""
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -101,7 +105,7 @@ def run_task(settings_cls: type[TaskSettings], handler: TableHandler, argv: Sequ
         return _settings_failed(settings_cls, argv, exc)
     secrets = settings.storage_option_values()
     with console_logging(TASK_STEP_FORMAT, secrets=secrets, progress=progress_mode(sys.stderr, task=True)):
-        return _run_tables(settings, handler, tables, secrets)
+        return _run_tables(settings, handler, tables, secrets, after)
 
 
 def _settings_failed(settings_cls: type[TaskSettings], argv: Sequence[str], exc: DeltaDowngradeError) -> int:
@@ -147,7 +151,7 @@ def argv_secrets(cli: Mapping[str, Any]) -> dict[str, str]:
 
 
 def _run_tables(settings: TaskSettings, handler: TableHandler, tables: list[str],
-                secrets: dict[str, str]) -> int:
+                secrets: dict[str, str], after: AfterTables | None = None) -> int:
     settings_cls = type(settings)
     feature = (getattr(settings, "feature", None) or getattr(settings_cls, "FEATURE", None)
                or getattr(settings, "expect_absent_feature", None))
@@ -170,10 +174,15 @@ def _run_tables(settings: TaskSettings, handler: TableHandler, tables: list[str]
     else:
         with ThreadPoolExecutor(max_workers=max(1, settings.parallelism)) as pool:
             outcomes = list(pool.map(one, tables))
+    added, added_code = after(settings, tables, secrets) if after is not None else ({}, EXIT_OK)
+    if len(outcomes) == 1 and added:
+        # one table: what the task added is part of its RESULT line (a fleet's is in the summary)
+        result, table_code = outcomes[0]
+        outcomes = [({**result, **added}, worst([table_code, added_code]))]
     for result, code in outcomes:
         result.setdefault("exit_code", code)
         emit_result(result, secrets=secrets)
-    code = worst([c for _, c in outcomes])
+    code = worst([c for _, c in outcomes] + [added_code])
     values = _MaskedTaskValues(
         task_values_for(settings.task_key or settings_cls.TASK.removesuffix("_task"), settings.task_values_dir),
         secrets)
@@ -181,13 +190,15 @@ def _run_tables(settings: TaskSettings, handler: TableHandler, tables: list[str]
         # Every key on every path: a downstream reference to a value never set is undefined.
         for key in TASK_VALUE_KEYS:
             values.set(key, outcomes[0][0].get(key))
+        for key, value in added.items():
+            values.set(key, value)
     else:
         # Waiting tables are successes (exit 0), listed apart so the run page shows them.
         summary = {"summary": True, "tables": len(outcomes),
                    "by_status": _count(r.get("status", "?") for r, _ in outcomes),
                    "failed_tables": [r["table"] for r, c in outcomes if c not in (EXIT_OK,)],
                    "waiting_tables": [r["table"] for r, _ in outcomes if r.get("status") == STATUS_WAITING],
-                   "exit_code": code}
+                   **added, "exit_code": code}
         emit_result(summary, secrets=secrets)
         values.set("summary", summary)
         for key in TASK_VALUE_KEYS:  # per-table values live in the summary for a fleet
@@ -195,6 +206,8 @@ def _run_tables(settings: TaskSettings, handler: TableHandler, tables: list[str]
         values.set("status", "fleet")
         values.set("exit_code", code)
         values.set("needs_truncate", any(bool(r.get("needs_truncate")) for r, _ in outcomes))
+        for key, value in added.items():
+            values.set(key, value)
     return code
 
 
@@ -250,9 +263,36 @@ def _verify_one(settings: TaskSettings, table: str) -> tuple[dict[str, Any], int
     return {**verify_result(report), **extra}, EXIT_OK if report.ok else EXIT_FAILURE
 
 
+def _verify_compat_report(settings: TaskSettings, tables: list[str],
+                          secrets: dict[str, str]) -> tuple[dict[str, Any], int]:
+    """``compat_report=DIR``: the client compatibility report of the tables verified (every
+    catalogue client), written after the verification; its paths under ``compat_report`` in the
+    summary and the task values. A report that cannot be written is ``compat_report_error`` and
+    exit 2; the verification's own results stand."""
+    assert isinstance(settings, VerifySettings)
+    if not settings.compat_report:
+        return {}, EXIT_OK
+    from delta_downgrade.app.compat_report import write_compat_report
+    from delta_downgrade.compat.catalogue import packaged_catalogue
+    from delta_downgrade.operations.compat import fleet_compat
+
+    try:
+        document = fleet_compat(tables, packaged_catalogue(), storage_options=secrets or None).to_json()
+        paths = write_compat_report(document, settings.compat_report, storage_options=secrets or None)
+    except DeltaDowngradeError as exc:
+        print(redact_output(f"error: compat report: {exc}", secrets), file=sys.stderr)
+        return {"compat_report": None, "compat_report_error": exc.error_class}, exc.exit_code
+    except Exception:  # noqa: BLE001 - the verification's results are printed all the same
+        print(redact_output(traceback.format_exc(), secrets), end="", file=sys.stderr)
+        return {"compat_report": None, "compat_report_error": "INTERNAL_ERROR"}, EXIT_FAILURE
+    print(f"compat report: {paths.html}", file=sys.stderr)
+    return {"compat_report": {"json": paths.json, "html": paths.html}}, EXIT_OK
+
+
 def verify_task(argv: Sequence[str] | None = None) -> int:
-    """Re-read each table and prove the outcome; exit 1 listing what failed."""
-    return run_task(VerifySettings, _verify_one, argv)
+    """Re-read each table and prove the outcome; exit 1 listing what failed. With
+    ``compat_report=DIR``, also the client compatibility report of those tables."""
+    return run_task(VerifySettings, _verify_one, argv, after=_verify_compat_report)
 
 
 # --- drop and truncate ----------------------------------------------------------------------------

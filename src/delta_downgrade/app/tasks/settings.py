@@ -326,6 +326,8 @@ class VerifySettings(TaskSettings):
     expect_min_writer_version: int | None = None
     expect_boundary_version: int | None = None
     expect_protected_checkpoints: list[str] | None = None
+    #: A directory for the compat report of the tables verified (compat.json, compat.html).
+    compat_report: str | None = None
 
     @field_validator("expect_protected_checkpoints", mode="before")
     @classmethod
@@ -375,6 +377,8 @@ FIELD_HELP: dict[str, str] = {
     "expect_min_writer_version": "check the protocol's writer version",
     "expect_boundary_version": "check the checkpoint-protection boundary",
     "expect_protected_checkpoints": "check that these checkpoint files exist (a,b or a JSON list)",
+    "compat_report": "also write the client compatibility report of the tables verified into this "
+                     "directory: compat.json and compat.html (which tables block which clients)",
 }
 
 

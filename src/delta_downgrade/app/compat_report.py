@@ -1,0 +1,94 @@
+"""The compat report of a fleet: ``DIR/compat.json`` and ``DIR/compat.html``.
+
+``compat --tables-file F --report DIR`` and ``verify_task --compat_report=DIR`` (fleet mode) both
+write it. ``compat.json`` is the fleet document of ``compat --json`` (README "compat") with each
+table's protocol / checkpoint timeline under ``"timeline"``
+(:func:`~delta_downgrade.operations.protocol_timeline.protocol_timeline`, from the log only);
+``compat.html`` is that document drawn (:func:`~delta_downgrade.app.render.compat_html.render_compat_html`).
+
+A table whose timeline cannot be drawn (a gap in its history, a catalog name reached only through
+SQL) keeps its verdicts: ``"timeline"`` is then ``{"error_class", "message"}`` or null. Both files
+are written whole to a temporary name and renamed, so a reader never sees half a report.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping
+
+from delta_downgrade.errors import DeltaDowngradeError, ReportDirectoryError
+
+__all__ = ["CompatReportPaths", "JSON_NAME", "HTML_NAME", "with_timelines", "write_compat_report"]
+
+JSON_NAME = "compat.json"
+HTML_NAME = "compat.html"
+
+
+@dataclass(frozen=True)
+class CompatReportPaths:
+    json: str
+    html: str
+
+
+def with_timelines(document: Mapping[str, Any], *,
+                   storage_options: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """``document`` (a fleet document) with ``"timeline"`` added to each table."""
+    from delta_downgrade.app.render.protocol_timeline import timeline_json
+    from delta_downgrade.app.table_ref import parse_table_ref
+    from delta_downgrade.operations.protocol_timeline import protocol_timeline
+
+    tables = []
+    for table in document.get("tables") or ():
+        entry = dict(table)
+        if "timeline" not in entry:
+            ref = parse_table_ref(str(table.get("table")))
+            if ref.is_name:
+                entry["timeline"] = None  # reached through Delta SQL: this package does not read its log
+            else:
+                try:
+                    entry["timeline"] = timeline_json(
+                        protocol_timeline(ref.path or str(table["table"]), storage_options=storage_options))
+                except DeltaDowngradeError as exc:
+                    entry["timeline"] = {"error_class": exc.error_class, "message": str(exc)}
+                except OSError as exc:  # the log could be listed for the verdicts, not read now
+                    entry["timeline"] = {"error_class": type(exc).__name__, "message": str(exc)}
+        tables.append(entry)
+    return {**document, "tables": tables}
+
+
+def write_compat_report(document: Mapping[str, Any], directory: str, *,
+                        storage_options: Mapping[str, str] | None = None) -> CompatReportPaths:
+    """Write ``directory``/compat.json and compat.html for the fleet ``document`` (timelines added
+    where missing); the two paths. ``directory`` is created when missing; one that cannot be
+    written is :class:`ReportDirectoryError` (exit 2), raised before either file is written."""
+    from delta_downgrade.app.render.compat_html import render_compat_html
+
+    target = Path(directory)
+    try:
+        target.mkdir(parents=True, exist_ok=True)
+        if not os.access(target, os.W_OK):
+            raise PermissionError(f"{target} is not writable")
+    except OSError as exc:
+        raise ReportDirectoryError(
+            f"cannot write the compat report into {directory}: {exc}. Pass --report (compat_report) a "
+            f"directory this user can create or write", params={"directory": str(directory)}) from exc
+    full = with_timelines(document, storage_options=storage_options)
+    json_path, html_path = target / JSON_NAME, target / HTML_NAME
+    _replace(json_path, json.dumps(full, indent=2, sort_keys=False) + "\n")
+    _replace(html_path, render_compat_html(full))
+    return CompatReportPaths(str(json_path.resolve()), str(html_path.resolve()))
+
+
+def _replace(path: Path, text: str) -> None:
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
