@@ -16,6 +16,8 @@
 - `oracle_018`: the same with deltalake 0.18.2 (an older client, reader version 1 only).
 - `duckdb_reader`: the same child process reading through DuckDB's delta extension
   (``duckdb_rows``).
+- `chromium`: a system Chromium's executable for Playwright (``$DELTA_DOWNGRADE_CHROMIUM`` or
+  ``chromium`` & co. on PATH); skips when there is none or Playwright is missing.
 - `s3_endpoint`, `azure_endpoint`, `gcs_endpoint` (and `object_store`, each in turn): a fresh
   bucket on a real local server (tests/object_stores.py); they skip when it cannot start.
 
@@ -233,3 +235,32 @@ def duckdb_reader() -> DeltaRsOracle:
     if importlib.util.find_spec("duckdb_extension_delta") is None or importlib.util.find_spec("duckdb") is None:
         pytest.skip("duckdb-extension-delta is not installed (pip install -e '.[dev]')")
     return DeltaRsOracle(name="duckdb delta extension")
+
+
+#: Executable names of a system Chromium, in the order tried (Debian's ``chromium`` package, its
+#: ``chromium-headless-shell``, other distributions' names). ``$DELTA_DOWNGRADE_CHROMIUM`` wins.
+CHROMIUM_NAMES = ("chromium", "chromium-headless-shell", "chromium-browser", "google-chrome")
+
+
+def find_chromium() -> str | None:
+    env = os.environ.get("DELTA_DOWNGRADE_CHROMIUM")
+    if env:
+        return env if Path(env).exists() else shutil.which(env)
+    for name in CHROMIUM_NAMES:
+        found = shutil.which(name)
+        if found:
+            return found
+    return None
+
+
+@pytest.fixture(scope="session")
+def chromium() -> str:
+    """A system Chromium's executable, driven by Playwright (``executable_path``): .ci/run
+    installs Debian's ``chromium``; Playwright's own browser download is not used."""
+    if importlib.util.find_spec("playwright") is None:
+        pytest.skip("playwright is not installed (pip install -e '.[dev]')")
+    found = find_chromium()
+    if found is None:
+        pytest.skip(f"no Chromium found (tried $DELTA_DOWNGRADE_CHROMIUM, {', '.join(CHROMIUM_NAMES)}): "
+                    "apt-get install chromium")
+    return found

@@ -47,9 +47,9 @@ table{border-collapse:collapse}td,th{border:1px solid #d0d0d0;padding:3px 6px;ve
 table.matrix th.client{writing-mode:vertical-rl;transform:rotate(180deg);white-space:nowrap;font-weight:600;
  font-size:12px;padding:6px 2px;text-align:left}
 table.matrix td.v{padding:0;text-align:center;white-space:nowrap;overflow-wrap:normal}
-table.matrix tr.count td{font-size:11px;text-align:center;color:#7a2d00;font-weight:700}
+table.matrix tr.count td{font-size:11px;text-align:center;color:#7a2d00;font-weight:700;white-space:nowrap;overflow-wrap:normal}
 table.matrix th.table{overflow-wrap:normal;text-align:left;font-weight:normal;max-width:340px;overflow:hidden;text-overflow:ellipsis;white-space:nowrap}
-.cell{display:inline-block;min-width:30px;padding:2px 3px;font-weight:700;font-size:12px;border-radius:2px}
+.cell{display:inline-block;min-width:22px;padding:1px 2px;font-weight:700;font-size:12px;border-radius:2px}
 .v-yes{background:#d3efe4;color:#005c43}.v-no{background:#f6c9a8;color:#7a2d00}
 .v-mis{background:#f1d0e3;color:#6e1f4c}.v-unk{background:#e6e6e6;color:#333}.v-na{background:#fff;color:#888}
 .blocked{font-weight:700;color:#7a2d00}.ok{color:#005c43}
@@ -154,7 +154,7 @@ def _matrix(tables: Sequence[Mapping[str, Any]], clients: Sequence[Mapping[str, 
         cid = str(client.get("client"))
         reads = sum(1 for t in tables if cid in ((t.get("blocked") or {}).get("read") or ()))
         writes = sum(1 for t in tables if cid in ((t.get("blocked") or {}).get("write") or ()))
-        out.append(f"<td>{reads} / {writes}</td>")
+        out.append(f"<td>{reads}/{writes}</td>")
     out.append("</tr>")
     for ti, table in enumerate(tables):
         path = str(table.get("table"))
