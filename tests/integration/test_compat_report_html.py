@@ -9,7 +9,6 @@ import json
 import os
 from pathlib import Path
 
-import pytest
 
 from delta_downgrade.app.compat_report import write_compat_report
 from delta_downgrade.app.render.compat_html import VERDICT_STYLE
