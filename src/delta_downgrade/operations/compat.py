@@ -56,6 +56,11 @@ class ClientCompat:
 
     @property
     def blocked_write(self) -> bool:
+        """Cannot write this table. A client that writes no Delta table at all (``max_version``
+        0: its write verdict is ``no`` on every table) is not blocked by this one."""
+        write = self.client.write
+        if write is not None and write.max_version == 0:
+            return False
         return self.verdict.write.verdict in (Verdict.NO, Verdict.MISREADS)
 
     def to_json(self) -> dict[str, Any]:

@@ -35,6 +35,7 @@ CATALOGUE = load_catalogue({"schema_version": 1, "client": [
     _client("legacy", {"max_version": 1}, {"max_version": 2}, aliases=["old"]),
     _client("plain", {"max_version": 3, "features": []},
             {"max_version": 7, "features": ["appendOnly", "invariants"]}),
+    _client("reader-only", {"max_version": 1}, {"max_version": 0}),
     _client("modern", {"max_version": 3, "features": ["deletionVectors", "columnMapping", "typeWidening",
                                                        "timestampNtz", "v2Checkpoint"]},
             family="other"),
@@ -97,7 +98,9 @@ def test_deletion_vectors_footprint_is_the_files_with_a_dv(tmp_path):
     modern = _client_doc(doc, "modern")
     assert modern["read"]["verdict"] == "yes" and modern["unblock"] is None
     assert modern["write"]["verdict"] == "n/a"
-    assert doc["blocked"] == {"read": ["legacy", "plain"], "write": ["legacy", "plain"]}
+    # reader-only writes no Delta table at all: its write "no" is not this table's doing
+    assert _client_doc(doc, "reader-only")["write"]["verdict"] == "no"
+    assert doc["blocked"] == {"read": ["legacy", "plain", "reader-only"], "write": ["legacy", "plain"]}
 
 
 def test_a_dv_table_without_dvs_needs_no_rewrite(tmp_path):
@@ -184,6 +187,10 @@ def test_steps_drop_dependents_first(tmp_path):
     assert all(s["rewrite"]["needed"] is False for s in steps)
     assert doc["blocked"] == {"read": [], "write": ["plain"]}
 
+    # a client that writes no Delta table is never blocked from writing one
+    alone = table_compat(path, CATALOGUE, resolve_clients(CATALOGUE, ["reader-only"])).to_json()
+    assert alone["clients"][0]["write"]["verdict"] == "no" and alone["blocked"]["write"] == []
+
 
 def test_undroppable_features_say_why(tmp_path):
     path = str(tmp_path / "ntz")
@@ -198,7 +205,7 @@ def test_undroppable_features_say_why(tmp_path):
 
 def test_clients_by_alias_and_family_and_unknown_with_suggestions():
     assert [c.id for c in resolve_clients(CATALOGUE, ["OLD"])] == ["legacy"]
-    assert [c.id for c in resolve_clients(CATALOGUE, ["fam"])] == ["legacy", "plain"]
+    assert [c.id for c in resolve_clients(CATALOGUE, ["fam"])] == ["legacy", "plain", "reader-only"]
     assert [c.id for c in resolve_clients(CATALOGUE, ["modern", "legacy"])] == ["legacy", "modern"]
     with pytest.raises(UnknownClientError) as caught:
         resolve_clients(CATALOGUE, ["moderm"])
@@ -214,5 +221,5 @@ def test_fleet_reports_each_table_and_the_errors(tmp_path):
     assert [t["table"] for t in fleet["tables"]] == [good]
     assert [e["table"] for e in fleet["errors"]] == [missing]
     assert fleet["errors"][0]["error_class"] and fleet["errors"][0]["message"]
-    assert [c["client"] for c in fleet["clients"]] == ["legacy", "plain", "modern"]
+    assert [c["client"] for c in fleet["clients"]] == ["legacy", "plain", "reader-only", "modern"]
     assert set(fleet["clients"][0]) == {"client", "name", "family", "versions"}

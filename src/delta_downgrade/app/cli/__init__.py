@@ -1,7 +1,7 @@
 """The ``delta-downgrade`` command.
 
 One module of this package per subcommand (:mod:`.inspect`, :mod:`.cleanup`, :mod:`.vacuum`,
-:mod:`.drop` for ``drop-feature`` and ``truncate-history``), each with a
+:mod:`.drop` for ``drop-feature`` and ``truncate-history``, :mod:`.compat`), each with a
 ``register(subparsers, commands)`` function, registered below in the order ``--help`` lists them;
 then those that installed distributions declare in :data:`COMMAND_GROUP`. Subcommands are thin:
 parse arguments, call one operation, render its result (``delta_downgrade.app.render``). The
@@ -27,7 +27,7 @@ import sys
 from typing import Callable, NoReturn, Sequence
 
 from delta_downgrade import __version__
-from delta_downgrade.app.cli import cleanup, drop, inspect, storage_option, vacuum
+from delta_downgrade.app.cli import cleanup, compat, drop, inspect, storage_option, vacuum
 from delta_downgrade.errors import BadInputError, DeltaDowngradeError
 
 Command = Callable[[argparse.Namespace], int]
@@ -35,7 +35,8 @@ Register = Callable[[argparse._SubParsersAction, dict[str, Command]], None]
 _COMMANDS: dict[str, Command] = {}
 
 # The subcommands of this package, in the order of ``--help``.
-BUILTIN: tuple[Register, ...] = (inspect.register, cleanup.register, vacuum.register, drop.register)
+BUILTIN: tuple[Register, ...] = (inspect.register, compat.register, cleanup.register, vacuum.register,
+                                  drop.register)
 
 # Entry-point group of subcommands that other installed distributions add (the repository's
 # tools: run-job, validate-bundle); each value is a register(subparsers, commands) function.

@@ -1,0 +1,114 @@
+"""``delta-downgrade compat TABLE [--client NAME]... [--json]`` and ``compat --tables-file F``.
+
+For every client of the packaged catalogue (or those ``--client`` names: an id, an alias or a
+family), whether it can read / write the table's latest version, what blocks it and the plan
+that unblocks it (:mod:`delta_downgrade.operations.compat`); from the log alone, no data file
+read. TABLE is a path/URI, ``delta.`path```, or a catalog name (protocol through ``DESCRIBE
+DETAIL`` on a session with Delta, :mod:`delta_downgrade.app.engines.sql_compat`).
+
+A blocked client is a finding, not a failure: exit 0, RESULT status ``blocked`` (else
+``compatible``). A fleet (``--tables-file``, one table per line) prints a RESULT per table, an
+error RESULT per table that could not be loaded, and a summary; its exit code is the worst of the
+tables'. With ``--json``: one document (the table's, or the fleet's) with the RESULT fields.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Callable
+
+from delta_downgrade.app.cli.storage_option import add_storage_option_argument
+
+Command = Callable[[argparse.Namespace], int]
+
+
+def register(sub: argparse._SubParsersAction, commands: dict[str, Command]) -> None:
+    p = sub.add_parser("compat", help="which clients can read / write a table, what blocks them, and the "
+                                      "drops that would unblock them")
+    p.add_argument("table", nargs="?", default=None,
+                   help="table path/URI, delta.`path`, or catalog name (catalog.schema.table)")
+    p.add_argument("--tables-file", dest="tables_file", default=None, metavar="FILE",
+                   help="a fleet: one table per line (# starts a comment line); one summary")
+    p.add_argument("--client", dest="clients", action="append", default=None, metavar="NAME",
+                   help="only this client (an id, an alias or a family such as duckdb), with the "
+                        "full detail and sources; repeatable")
+    p.add_argument("--json", action="store_true",
+                   help="print one JSON document (README 'compat') with the RESULT fields")
+    add_storage_option_argument(p)
+    commands["compat"] = _run
+
+
+def _run(args: argparse.Namespace) -> int:
+    from delta_downgrade.compat.catalogue import packaged_catalogue
+    from delta_downgrade.errors import BadInputError
+    from delta_downgrade.operations.compat import resolve_clients
+
+    if (args.table is None) == (args.tables_file is None):
+        raise BadInputError("give either TABLE or --tables-file FILE (one of them)", table=args.table)
+    catalogue = packaged_catalogue()
+    clients = resolve_clients(catalogue, args.clients)
+    if args.tables_file is not None:
+        return _run_fleet(args, catalogue, clients)
+    from delta_downgrade.app.cli.output import finish
+    from delta_downgrade.app.render.compat import compat_result, render_text
+
+    report = _compat_of(args, clients)(args.table)
+    return finish(args, compat_result(report), document=report.to_json() if args.json else None,
+                  text=None if args.json else render_text(report, detail=bool(args.clients)),
+                  text_on_stdout=True)
+
+
+def _compat_of(args: argparse.Namespace, clients: tuple) -> Callable[[str], object]:
+    """One table's report: the log through the storage layer for a path/URI, DESCRIBE DETAIL for
+    a catalog name."""
+    from delta_downgrade.app.table_ref import parse_table_ref
+
+    def compat_of(table: str):  # -> TableCompat
+        ref = parse_table_ref(table)
+        if ref.is_name:
+            from delta_downgrade.app.engines.sql_compat import catalog_compat
+            from delta_downgrade.app.engines.sql_session import delta_sql_session
+
+            return catalog_compat(delta_sql_session(ref), ref, clients)
+        from delta_downgrade.compat.catalogue import packaged_catalogue
+        from delta_downgrade.operations.compat import table_compat
+
+        return table_compat(ref.path or table, packaged_catalogue(), clients,
+                            storage_options=args.storage_options)
+
+    return compat_of
+
+
+def _run_fleet(args: argparse.Namespace, catalogue, clients) -> int:
+    import sys
+
+    from delta_downgrade.app.cli.output import finish
+    from delta_downgrade.app.render.compat import compat_result, fleet_summary, render_fleet_text
+    from delta_downgrade.app.render.result import emit_result
+    from delta_downgrade.app.tasks.settings import parse_tables_file
+    from delta_downgrade.errors import EXIT_OK, BadInputError
+    from delta_downgrade.operations.compat import fleet_compat
+
+    try:
+        with open(args.tables_file, encoding="utf-8") as handle:
+            tables = parse_tables_file(handle.read())
+    except OSError as exc:
+        raise BadInputError(f"cannot read the tables file {args.tables_file}: {exc.strerror or exc}") from None
+    if not tables:
+        raise BadInputError(f"the tables file {args.tables_file} names no table")
+    fleet = fleet_compat(tables, catalogue, clients, compat_of=_compat_of(args, clients))
+    code = EXIT_OK
+    if fleet.errors:
+        from delta_downgrade.app.tasks.entrypoints import worst
+
+        code = worst([e.exit_code for e in fleet.errors])
+    if not args.json:
+        print(render_fleet_text(fleet, detail=bool(args.clients)), file=sys.stdout)
+        for table in fleet.tables:
+            emit_result({"command": args.command, **compat_result(table), "exit_code": EXIT_OK},
+                        secrets=args.storage_options)
+        for error in fleet.errors:
+            emit_result({"command": args.command, "table": error.table, "status": "error",
+                         "error_class": error.error_class, "message": error.message,
+                         "exit_code": error.exit_code}, secrets=args.storage_options)
+    return finish(args, fleet_summary(fleet), document=fleet.to_json() if args.json else None, code=code)

@@ -1,0 +1,175 @@
+"""``compat``'s RESULT fields and its text: one line per client (read / write verdict, what blocks
+it, the plan that unblocks it), or with ``--client`` the full detail and the sources. The JSON
+documents are :meth:`TableCompat.to_json` / :meth:`FleetCompat.to_json` (README "compat")."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from delta_downgrade.app.render.result import protocol_fields
+
+if TYPE_CHECKING:
+    from delta_downgrade.operations.compat import ClientCompat, FleetCompat, TableCompat
+
+STATUS_COMPATIBLE = "compatible"
+STATUS_BLOCKED = "blocked"
+
+
+# --- RESULT --------------------------------------------------------------------------------------
+
+def compat_result(report: TableCompat) -> dict[str, Any]:
+    """One table's RESULT: ``compatible`` when no selected client is blocked from reading or
+    writing (a verdict ``no`` or ``misreads``), else ``blocked`` with the client ids. A blocked
+    client is a finding, not a failure: exit 0 either way."""
+    blocked_read, blocked_write = report.blocked_read, report.blocked_write
+    return {"table": report.table, "status": STATUS_BLOCKED if blocked_read or blocked_write else STATUS_COMPATIBLE,
+            "version": report.version, **protocol_fields(report.protocol),
+            "clients": [c.client.id for c in report.clients],
+            "blocked_read": blocked_read, "blocked_write": blocked_write}
+
+
+def fleet_summary(fleet: FleetCompat) -> dict[str, Any]:
+    """The summary RESULT of ``compat --tables-file``: counts, the blocked tables per client, the
+    tables that failed."""
+    blocked = [t for t in fleet.tables if t.blocked_read or t.blocked_write]
+    by_client: dict[str, dict[str, list[str]]] = {}
+    for t in fleet.tables:
+        for c in t.clients:
+            if c.blocked_read or c.blocked_write:
+                entry = by_client.setdefault(c.client.id, {"read": [], "write": []})
+                if c.blocked_read:
+                    entry["read"].append(t.table)
+                if c.blocked_write:
+                    entry["write"].append(t.table)
+    return {"summary": True, "tables": len(fleet.tables) + len(fleet.errors),
+            "status": "error" if fleet.errors else STATUS_BLOCKED if blocked else STATUS_COMPATIBLE,
+            "blocked_tables": [t.table for t in blocked], "failed_tables": [e.table for e in fleet.errors],
+            "blocked_by_client": by_client}
+
+
+# --- text ----------------------------------------------------------------------------------------
+
+def human_bytes(n: int) -> str:
+    size = float(n)
+    for unit in ("B", "KB", "MB", "GB", "TB"):
+        if size < 1000 or unit == "TB":
+            return f"{int(size)} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1000
+    raise AssertionError("unreachable")
+
+
+def _protocol_text(p: dict[str, Any]) -> str:
+    out = f"{p['minReaderVersion']},{p['minWriterVersion']}"
+    if p.get("readerFeatures") is not None:
+        out += " reader[" + ", ".join(p["readerFeatures"]) + "]"
+    if p.get("writerFeatures") is not None:
+        out += " writer[" + ", ".join(p["writerFeatures"]) + "]"
+    return out
+
+
+def _step_text(step: dict[str, Any]) -> str:
+    r = step["rewrite"]
+    text = step["feature"]
+    if r["needed"]:
+        if r["files"] is None:
+            text += " (rewrites data files; counting them needs the log, which a catalog name does not reach)"
+        else:
+            bound = "" if r["exact"] else "up to "
+            text += f" (rewrites {bound}{r['files']} file(s), {human_bytes(r['bytes'])})"
+    return text
+
+
+def plan_text(unblock: dict[str, Any] | None) -> str:
+    """'drop deletionVectors (rewrites 12 file(s), 3.4 MB), then columnMapping; truncate-history
+    before this client may write', or why no plan exists."""
+    if unblock is None:
+        return ""
+    if not unblock["possible"]:
+        return "cannot unblock: " + "; ".join(f"{u['feature']} {u['reason']}" for u in unblock["undroppable"])
+    parts = []
+    if unblock["steps"]:
+        parts.append("drop " + ", then ".join(_step_text(s) for s in unblock["steps"]))
+    if unblock["truncate_history_before_write"]:
+        parts.append("truncate-history before this client may write")
+    after = [(side, unblock[f"{side}_after"]) for side in ("read", "write")]
+    still = [f"{side} {a['verdict']}" for side, a in after if a is not None and a["verdict"] not in ("yes", "n/a")]
+    if still and not unblock["truncate_history_before_write"]:
+        parts.append("afterwards still " + ", ".join(still))
+    parts.extend(unblock["notes"])
+    return "; ".join(parts)
+
+
+def _blocked_by(access: dict[str, Any]) -> str:
+    """The features to blame, then the reasons of blockers no feature owns (a protocol version)."""
+    features = sorted({b["feature"] for b in access["blockers"] if b["feature"]})
+    reasons = sorted({b["reason"] for b in access["blockers"] if not b["feature"]})
+    return ", ".join([*features, *reasons])
+
+
+def _client_line(doc: dict[str, Any], width: int) -> str:
+    read, write = doc["read"], doc["write"]
+    line = f"  {doc['client']:<{width}}  read {read['verdict']:<8} write {write['verdict']:<8}"
+    blocked = _blocked_by(read) or _blocked_by(write)
+    if blocked:
+        line += f" blocked: {blocked}"
+    plan = plan_text(doc["unblock"])
+    if plan:
+        line += f"; {plan}"
+    return line.rstrip()
+
+
+def render_text(report: TableCompat, *, detail: bool = False) -> str:
+    doc = report.to_json()
+    lines = [f"{doc['table']} at version {doc['version']}: protocol {_protocol_text(doc['protocol'])}"]
+    lines.extend(f"  note: {n}" for n in doc.get("notes", ()))
+    if detail:
+        for c in report.clients:
+            lines.extend(_client_detail(c))
+    else:
+        width = max((len(c["client"]) for c in doc["clients"]), default=0)
+        lines.extend(_client_line(c, width) for c in doc["clients"])
+    blocked = doc["blocked"]
+    lines.append("blocked from reading: " + (", ".join(blocked["read"]) or "none")
+                 + "; from writing: " + (", ".join(blocked["write"]) or "none"))
+    return "\n".join(lines)
+
+
+def _access_lines(label: str, access: dict[str, Any], indent: str) -> list[str]:
+    out = [f"{indent}{label}: {access['verdict']}"]
+    out.extend(f"{indent}  - {b['reason']}" for b in access["blockers"])
+    out.extend(f"{indent}  note: {n}" for n in access["notes"])
+    return out
+
+
+def _client_detail(client: ClientCompat) -> list[str]:
+    doc = client.to_json()
+    lines = ["", f"{doc['client']}: {doc['name']} ({doc['family']} {doc['versions']})"]
+    lines += _access_lines("read", doc["read"], "  ")
+    lines += _access_lines("write", doc["write"], "  ")
+    unblock = doc["unblock"]
+    if unblock is not None:
+        lines.append("  unblock: " + ("possible" if unblock["possible"] else "not possible"))
+        for i, step in enumerate(unblock["steps"], 1):
+            why = f" (required by {step['required_by']})" if step["required_by"] else ""
+            protection = "; adds checkpointProtection" if step["checkpoint_protection"] else ""
+            lines.append(f"    {i}. drop-feature {_step_text(step)}{why}{protection}")
+        lines.extend(f"    cannot drop {u['feature']}: {u['reason']}" for u in unblock["undroppable"])
+        if unblock["protocol_after"] is not None:
+            lines.append(f"    protocol after: {_protocol_text(unblock['protocol_after'])}")
+        for side in ("read", "write"):
+            after = unblock[f"{side}_after"]
+            if after is not None:
+                lines += _access_lines(f"{side} after", after, "    ")
+        if unblock["truncate_history_before_write"]:
+            lines.append("    then truncate-history: checkpointProtection stays until it runs, and this "
+                         "client cannot write a table with it")
+        lines.extend(f"    note: {n}" for n in unblock["notes"])
+    lines.append("  sources:")
+    lines.extend(f"    {s['url']} - {s['states']}" for s in doc["sources"])
+    return lines
+
+
+def render_fleet_text(fleet: FleetCompat, *, detail: bool = False) -> str:
+    parts = [render_text(t, detail=detail) for t in fleet.tables]
+    parts.extend(f"{e.table}: error {e.error_class}: {e.message}" for e in fleet.errors)
+    return "\n\n".join(parts)
