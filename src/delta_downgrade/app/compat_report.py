@@ -22,7 +22,8 @@ from typing import Any, Mapping
 
 from delta_downgrade.errors import DeltaDowngradeError, ReportDirectoryError
 
-__all__ = ["CompatReportPaths", "JSON_NAME", "HTML_NAME", "with_timelines", "write_compat_report"]
+__all__ = ["CompatReportPaths", "JSON_NAME", "HTML_NAME", "fleet_document_of", "prepare_report_directory",
+           "with_timelines", "write_compat_report"]
 
 JSON_NAME = "compat.json"
 HTML_NAME = "compat.html"
@@ -60,13 +61,9 @@ def with_timelines(document: Mapping[str, Any], *,
     return {**document, "tables": tables}
 
 
-def write_compat_report(document: Mapping[str, Any], directory: str, *,
-                        storage_options: Mapping[str, str] | None = None) -> CompatReportPaths:
-    """Write ``directory``/compat.json and compat.html for the fleet ``document`` (timelines added
-    where missing); the two paths. ``directory`` is created when missing; one that cannot be
-    written is :class:`ReportDirectoryError` (exit 2), raised before either file is written."""
-    from delta_downgrade.app.render.compat_html import render_compat_html
-
+def prepare_report_directory(directory: str) -> Path:
+    """``directory``, created when missing; one that cannot be created or written is
+    :class:`ReportDirectoryError` (exit 2). Commands call it before looking at any table."""
     target = Path(directory)
     try:
         target.mkdir(parents=True, exist_ok=True)
@@ -76,6 +73,22 @@ def write_compat_report(document: Mapping[str, Any], directory: str, *,
         raise ReportDirectoryError(
             f"cannot write the compat report into {directory}: {exc}. Pass --report (compat_report) a "
             f"directory this user can create or write", params={"directory": str(directory)}) from exc
+    return target
+
+
+def fleet_document_of(table_document: Mapping[str, Any], clients: list[dict[str, Any]]) -> dict[str, Any]:
+    """The fleet document of one table's compat document (a report of one table)."""
+    return {"tables": [dict(table_document)], "errors": [], "clients": clients}
+
+
+def write_compat_report(document: Mapping[str, Any], directory: str, *,
+                        storage_options: Mapping[str, str] | None = None) -> CompatReportPaths:
+    """Write ``directory``/compat.json and compat.html for the fleet ``document`` (timelines added
+    where missing); the two paths. ``directory`` is created when missing; one that cannot be
+    written is :class:`ReportDirectoryError` (exit 2), raised before either file is written."""
+    from delta_downgrade.app.render.compat_html import render_compat_html
+
+    target = prepare_report_directory(directory)
     full = with_timelines(document, storage_options=storage_options)
     json_path, html_path = target / JSON_NAME, target / HTML_NAME
     _replace(json_path, json.dumps(full, indent=2, sort_keys=False) + "\n")

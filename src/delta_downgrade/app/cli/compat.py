@@ -34,6 +34,10 @@ def register(sub: argparse._SubParsersAction, commands: dict[str, Command]) -> N
                         "full detail and sources; repeatable")
     p.add_argument("--json", action="store_true",
                    help="print one JSON document (README 'compat') with the RESULT fields")
+    p.add_argument("--report", dest="report", default=None, metavar="DIR",
+                   help="also write DIR/compat.json (the fleet document, each table with its protocol "
+                        "and checkpoint timeline) and DIR/compat.html (a page to open in a browser: "
+                        "which tables block which clients); their paths are printed")
     add_storage_option_argument(p)
     commands["compat"] = _run
 
@@ -47,13 +51,24 @@ def _run(args: argparse.Namespace) -> int:
         raise BadInputError("give either TABLE or --tables-file FILE (one of them)", table=args.table)
     catalogue = packaged_catalogue()
     clients = resolve_clients(catalogue, args.clients)
+    if args.report is not None:
+        from delta_downgrade.app.compat_report import prepare_report_directory
+
+        prepare_report_directory(args.report)  # exit 2 before any table is looked at
     if args.tables_file is not None:
         return _run_fleet(args, catalogue, clients)
     from delta_downgrade.app.cli.output import finish
     from delta_downgrade.app.render.compat import compat_result, render_text
 
     report = _compat_of(args, clients)(args.table)
-    return finish(args, compat_result(report), document=report.to_json() if args.json else None,
+    result = compat_result(report)
+    if args.report is not None:
+        from delta_downgrade.app.compat_report import fleet_document_of
+        from delta_downgrade.operations.compat import client_json
+
+        result["compat_report"] = _write_report(
+            args, fleet_document_of(report.to_json(), [client_json(c) for c in clients]))
+    return finish(args, result, document=report.to_json() if args.json else None,
                   text=None if args.json else render_text(report, detail=bool(args.clients)),
                   text_on_stdout=True)
 
@@ -111,4 +126,21 @@ def _run_fleet(args: argparse.Namespace, catalogue, clients) -> int:
             emit_result({"command": args.command, "table": error.table, "status": "error",
                          "error_class": error.error_class, "message": error.message,
                          "exit_code": error.exit_code}, secrets=args.storage_options)
-    return finish(args, fleet_summary(fleet), document=fleet.to_json() if args.json else None, code=code)
+    summary = fleet_summary(fleet)
+    if args.report is not None:
+        summary["compat_report"] = _write_report(args, fleet.to_json())
+    return finish(args, summary, document=fleet.to_json() if args.json else None, code=code)
+
+
+def _write_report(args: argparse.Namespace, document: dict) -> dict[str, str]:
+    """``--report DIR``: compat.json and compat.html; their paths (on stderr for the person, and
+    in the RESULT / --json document under ``compat_report``)."""
+    import sys
+
+    from delta_downgrade.app.compat_report import write_compat_report
+    from delta_downgrade.app.storage_options import redact_output
+
+    paths = write_compat_report(document, args.report, storage_options=args.storage_options)
+    print(redact_output(f"compat report: {paths.html}\ncompat report data: {paths.json}",
+                        args.storage_options or {}), file=sys.stderr)
+    return {"json": paths.json, "html": paths.html}
