@@ -10,11 +10,11 @@ with ``featureName`` and ``truncateHistory``), and the boundary
 
 Cost: the listing of ``_delta_log`` (one, which the earliest version needs anyway) gives the
 checkpoints for free; protocol changes and DROP FEATURE commits need the commits themselves, so
-only the most recent :data:`MAX_DRAWN_COMMITS` are read - projected on ``protocol``,
-``metaData`` and ``commitInfo`` (:func:`~delta_downgrade.log.protocol_history.projected_commit_actions`)
-- and the protocol in force where that window starts comes from the snapshot there (its
-checkpoint's protocol and metadata, read projected). Older history is counted, not drawn:
-:attr:`ProtocolTimeline.older_history_not_drawn`.
+only the most recent :data:`MAX_DRAWN_COMMITS` are read - projected on ``protocol`` and
+``commitInfo`` (:func:`~delta_downgrade.log.protocol_history.projected_commit_actions`) - and the
+protocol in force where that window starts and the boundary come from snapshots whose segments
+start at a checkpoint (their protocol and metadata read projected). Older history is counted,
+not drawn: :attr:`ProtocolTimeline.older_history_not_drawn`.
 
 Which checkpoints are protected: Checkpoint Protection RFC, writer requirement (a) - while the
 protocol has ``checkpointProtection``, no checkpoint of a version before the boundary may be
@@ -32,9 +32,9 @@ from typing import Mapping
 from delta_downgrade.errors import DeltaDowngradeError
 from delta_downgrade.log.delta_log import DeltaLog, commit_version
 from delta_downgrade.log.protocol_history import projected_commit_actions
-from delta_downgrade.log.snapshot import BOUNDARY_PROPERTY, Snapshot
+from delta_downgrade.log.snapshot import Snapshot
 from delta_downgrade.protocol import CHECKPOINT_PROTECTION, Protocol
-from delta_downgrade.protocol.actions import CommitInfo, Metadata, ProtocolAction
+from delta_downgrade.protocol.actions import CommitInfo, ProtocolAction
 
 __all__ = ["CheckpointMark", "DropFeatureCommit", "MAX_DRAWN_COMMITS", "MAX_SIDECAR_READS",
            "ProtocolChange", "ProtocolTimeline", "protocol_timeline"]
@@ -115,29 +115,38 @@ def protocol_timeline(location: str, *, log: DeltaLog | None = None,
     earliest = log.earliest_version()
     drawn_from = max(earliest, latest - max(1, max_commits) + 1)
 
-    start = Snapshot(log.storage, log.table, log.segment(drawn_from))
-    protocol = start.protocol
-    boundary = start.boundary_version
-    changes: list[ProtocolChange] = []
+    protocol_actions: list[tuple[int, Protocol]] = []
     drops: list[DropFeatureCommit] = []
     commits = listing.commits_between(drawn_from, latest)
-    for status, actions in projected_commit_actions(log.storage, commits, ("protocol", "metaData", "commitInfo")):
+    for status, actions in projected_commit_actions(log.storage, commits, ("protocol", "commitInfo")):
         version = commit_version(status)
         for action in actions:
-            if isinstance(action, ProtocolAction) and version > drawn_from and action.protocol != protocol:
-                new = action.protocol
-                changes.append(ProtocolChange(version, new, tuple(sorted(new.features - protocol.features)),
-                                              tuple(sorted(protocol.features - new.features))))
-                protocol = new
-            elif isinstance(action, Metadata):
-                value = action.configuration.get(BOUNDARY_PROPERTY)
-                boundary = int(value) if value not in (None, "") else None
+            if isinstance(action, ProtocolAction) and version > drawn_from:
+                protocol_actions.append((version, action.protocol))
             elif isinstance(action, CommitInfo) and action.operation == DROP_FEATURE_OPERATION:
                 params = action.operationParameters or {}
                 drops.append(DropFeatureCommit(version, _text(params.get("featureName")),
                                                _flag(params.get("truncateHistory"))))
+    # The latest snapshot gives the boundary and the latest protocol (its newest checkpoint and
+    # the commits after it). The protocol in force at drawn_from is that of any version before
+    # the window's first protocol action: the newest such version is read, so that its segment
+    # starts at a checkpoint inside the window when there is one (reading the protocol at
+    # drawn_from itself could replay every commit since an old checkpoint: 100k of them).
+    newest = Snapshot(log.storage, log.table, log.segment(latest))
+    boundary = newest.boundary_version
+    before_first_change = protocol_actions[0][0] - 1 if protocol_actions else latest
+    initial = (newest if before_first_change == latest
+               else Snapshot(log.storage, log.table, log.segment(before_first_change))).protocol
+    changes: list[ProtocolChange] = []
+    protocol = initial
+    for version, new in protocol_actions:
+        if new != protocol:
+            changes.append(ProtocolChange(version, new, tuple(sorted(new.features - protocol.features)),
+                                          tuple(sorted(protocol.features - new.features))))
+            protocol = new
 
-    protected_before = boundary if CHECKPOINT_PROTECTION in protocol.features else None
+    protected = CHECKPOINT_PROTECTION in newest.protocol.features
+    protected_before = boundary if protected else None
     shown = [c for c in listing.checkpoints if c.version >= drawn_from]
     sidecar_reads = {c.paths for c in [c for c in shown if c.kind == "v2" and c.complete][-MAX_SIDECAR_READS:]}
     marks = []
@@ -154,9 +163,9 @@ def protocol_timeline(location: str, *, log: DeltaLog | None = None,
             at_boundary=boundary is not None and c.version == boundary))
     return ProtocolTimeline(
         table=location, earliest_version=earliest, latest_version=latest, drawn_from=drawn_from,
-        initial_protocol=start.protocol, protocol_changes=tuple(changes), drop_feature_commits=tuple(drops),
+        initial_protocol=initial, protocol_changes=tuple(changes), drop_feature_commits=tuple(drops),
         checkpoints=tuple(marks), checkpoints_not_drawn=len(listing.checkpoints) - len(shown),
-        boundary_version=boundary, checkpoint_protection=CHECKPOINT_PROTECTION in protocol.features)
+        boundary_version=boundary, checkpoint_protection=protected)
 
 
 def _text(value: object) -> str | None:

@@ -63,6 +63,8 @@ def test_only_the_newest_commits_are_read_and_older_history_is_counted(tmp_path)
         if i % 10 == 0:
             b.checkpoint()
     b.set_protocol(Protocol(1, 4))  # v30: in the window
+    # a commit before the window is never read: damaged, it changes nothing
+    (tmp_path / "t" / "_delta_log" / "00000000000000000015.json").write_text('{"commitInfo": {damaged\n')
     tl = protocol_timeline(str(tmp_path / "t"), max_commits=8)
     assert (tl.earliest_version, tl.latest_version, tl.drawn_from) == (0, 30, 23)
     assert tl.older_history_not_drawn
