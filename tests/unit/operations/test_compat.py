@@ -223,3 +223,17 @@ def test_fleet_reports_each_table_and_the_errors(tmp_path):
     assert fleet["errors"][0]["error_class"] and fleet["errors"][0]["message"]
     assert [c["client"] for c in fleet["clients"]] == ["legacy", "plain", "reader-only", "modern"]
     assert set(fleet["clients"][0]) == {"client", "name", "family", "versions"}
+
+
+def test_the_dv_footprint_is_the_purge_selection(tmp_path):
+    """The files compat counts for deletionVectors are the files the purge plans to rewrite."""
+    from delta_downgrade.features import removable
+    from delta_downgrade.features.base import TraceContext
+    from delta_downgrade.rewrite.dv_purge_plan import files_to_purge
+
+    path = str(tmp_path / "dv")
+    _dv_table(path)
+    snapshot = DeltaLog(path).snapshot()
+    planned = files_to_purge(snapshot)
+    footprint = removable("deletionVectors").rewrite_footprint(TraceContext(snapshot))
+    assert (footprint.files, footprint.bytes) == (len(planned), sum(p.add.size for p in planned)) == (3, footprint.bytes)

@@ -22,8 +22,8 @@ def _subcommands(parser: argparse.ArgumentParser) -> list[str]:
 
 def test_builtin_subcommands_come_first_in_help_order():
     names = _subcommands(cli.build_parser())
-    assert names[:5] == ["inspect", "cleanup", "vacuum", "drop-feature", "truncate-history"]
-    installed = names[5:]
+    assert names[:6] == ["inspect", "compat", "cleanup", "vacuum", "drop-feature", "truncate-history"]
+    installed = names[6:]
     assert installed == sorted(installed)   # the entry-point group, by name
 
 
