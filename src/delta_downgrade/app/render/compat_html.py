@@ -182,7 +182,8 @@ def _short(path: str, limit: int = 48) -> str:
 def _blockers(access: Mapping[str, Any] | None) -> str:
     if not access:
         return ""
-    items = [_e(b.get("reason")) for b in access.get("blockers") or ()]
+    # one line per distinct reason (a combination a client misreads blames each of its features)
+    items = [_e(r) for r in dict.fromkeys(str(b.get("reason")) for b in access.get("blockers") or ())]
     items += [f'<span class="note">{_e(n)}</span>' for n in access.get("notes") or ()]
     return "<ul>" + "".join(f"<li>{i}</li>" for i in items) + "</ul>" if items else ""
 
@@ -231,32 +232,50 @@ def _plan(unblock: Mapping[str, Any] | None) -> str:
     return "".join(parts)
 
 
+_BLOCKING = ("no", "misreads")
+
+
 def _client_section(ci: int, client: Mapping[str, Any], tables: Sequence[Mapping[str, Any]],
                     prefix: str) -> list[str]:
+    """The tables this client cannot read or write (a ``no`` or ``misreads`` verdict), each with
+    its blockers and plan; the tables the catalogue cannot decide for it (``unknown``) counted on
+    one line with their reasons once, so that a client without sources does not fill the page."""
     cid = str(client.get("client"))
     out = [f'<h3 id="{_anchor("client", ci)}">{_e(cid)} <span class="note">{_e(client.get("name"))}; '
            f'versions {_e(client.get("versions"))}</span></h3>']
     rows = []
+    unknown: dict[str, int] = {"read": 0, "write": 0}
+    reasons: dict[str, None] = {}
     for ti, table in enumerate(tables):
         entry = _client_entry(table, cid)
         if entry is None:
             continue
         read = entry.get("read") or {}
         write = entry.get("write") or {}
-        if read.get("verdict") == "yes" and write.get("verdict") in ("yes", "n/a"):
+        if read.get("verdict") in _BLOCKING or write.get("verdict") in _BLOCKING:
+            rows.append(
+                f'<tr><td class="mono"><a href="#{_anchor("table", ti)}">'
+                f'{_e(_name(str(table.get("table")), prefix))}</a></td>'
+                f'<td>{_verdict_cell("read", read.get("verdict"))}{_blockers(read)}</td>'
+                f'<td>{_verdict_cell("write", write.get("verdict"))}{_write_blockers(read, write)}</td>'
+                f'<td>{_plan(entry.get("unblock"))}</td></tr>')
             continue
-        rows.append(
-            f'<tr><td class="mono"><a href="#{_anchor("table", ti)}">{_e(_name(str(table.get("table")), prefix))}</a></td>'
-            f'<td>{_verdict_cell("read", read.get("verdict"))}{_blockers(read)}</td>'
-            f'<td>{_verdict_cell("write", write.get("verdict"))}{_write_blockers(read, write)}</td>'
-            f'<td>{_plan(entry.get("unblock"))}</td></tr>')
-    if not rows:
+        for side, access in (("read", read), ("write", write)):
+            if access.get("verdict") == "unknown":
+                unknown[side] += 1
+                for text in [*(b.get("reason") for b in access.get("blockers") or ()), *(access.get("notes") or ())]:
+                    reasons.setdefault(str(text), None)
+    if rows:
+        out.append(f'<p><span class="blocked">{len(rows)}</span> of {len(tables)} table(s) block it:</p>')
+        out.append("<table><tr><th>table</th><th>read</th><th>write</th><th>plan that unblocks it</th></tr>")
+        out += rows
+        out.append("</table>")
+    else:
         out.append('<p class="ok">\u2713 no table listed blocks it.</p>')
-        return out
-    out.append(f'<p><span class="blocked">{len(rows)}</span> of {len(tables)} table(s) not fully usable:</p>')
-    out.append("<table><tr><th>table</th><th>read</th><th>write</th><th>plan that unblocks it</th></tr>")
-    out += rows
-    out.append("</table>")
+    if unknown["read"] or unknown["write"]:
+        out.append(f'<p>{_verdict_cell("read", "unknown")} for {unknown["read"]} other table(s), '
+                   f'{_verdict_cell("write", "unknown")} for {unknown["write"]}: '
+                   + "; ".join(f'<span class="note">{_e(r)}</span>' for r in list(reasons)[:5]) + "</p>")
     return out
 
 

@@ -164,3 +164,18 @@ def test_report_directory_that_cannot_be_made_is_bad_input(tmp_path, two_tables)
         write_compat_report(_fleet_document(two_tables), str(blocker / "report"))
     assert err.value.exit_code == 2
     assert not (blocker.parent / "compat.json").exists()
+
+
+def test_client_section_lists_blocked_tables_and_counts_unknown_ones(two_tables):
+    doc = with_timelines(_fleet_document(two_tables))
+    page = render_compat_html(doc)
+    ids = [c["client"] for c in doc["clients"]]
+    section = page.split(f'id="client-{ids.index("deltalake-0.18-pyarrow")}"')[1].split("<h3")[0]
+    assert "1</span> of 2 table(s) block it" in section  # the DV table; classic_checkpoint is fine
+    assert "dv_basic_no_checkpoint" in section and "classic_checkpoint" not in section
+    unknown_client = next(c for c in doc["clients"]
+                          if all(t["clients"][ids.index(c["client"])]["write"]["verdict"] == "unknown"
+                                 and t["clients"][ids.index(c["client"])]["read"]["verdict"] not in ("no", "misreads")
+                                 for t in doc["tables"]))
+    section = page.split(f'id="client-{ids.index(unknown_client["client"])}"')[1].split("<h3")[0]
+    assert "no table listed blocks it" in section and "W?</span> for 2:" in section
