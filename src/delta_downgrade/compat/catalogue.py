@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
@@ -79,6 +79,13 @@ class _Side(_Model):
     max_version: Union[int, Unknown]
     versions: list[int] | None = None
     features: Union[list[str], Unknown, None] = None
+    unlisted_features: Literal["unsupported", "unknown"] = "unsupported"
+    """What a feature missing from ``features`` means: ``"unsupported"`` (the source lists every
+    supported feature: a source file's feature set), or ``"unknown"`` (the source names some
+    supported features and is silent on the rest: vendor documentation)."""
+    unsupported_features: list[str] = Field(default_factory=list)
+    """With ``unlisted_features = "unknown"``: the features a source states are not supported
+    (a runtime older than the one that added the feature)."""
     sources: list[Source] = Field(min_length=1)
     notes: str = ""
 
@@ -94,7 +101,22 @@ class _Side(_Model):
                 raise ValueError(f"versions {self.versions} must be distinct, 1..max_version")
         if isinstance(self.features, list) and len(set(self.features)) != len(self.features):
             raise ValueError("a feature is listed twice")
+        if self.unlisted_features == UNKNOWN and not isinstance(self.features, list):
+            raise ValueError('unlisted_features = "unknown" needs a features list')
+        if self.unsupported_features:
+            if self.unlisted_features != UNKNOWN:
+                raise ValueError('unsupported_features is only meaningful with unlisted_features = "unknown"')
+            both = set(self.unsupported_features) & set(self.features or ())
+            if both:
+                raise ValueError(f"{sorted(both)} listed as both supported and unsupported")
         return self
+
+    def undetermined(self, missing: Iterable[str]) -> frozenset[str]:
+        """Of ``missing`` (features the table needs and ``features`` does not list), those whose
+        support no source states: empty unless ``unlisted_features`` is ``"unknown"``."""
+        if self.unlisted_features != UNKNOWN:
+            return frozenset()
+        return frozenset(missing) - set(self.unsupported_features)
 
     def accepts_version(self, version: int) -> bool | None:
         if self.max_version == UNKNOWN:
@@ -191,6 +213,7 @@ class Catalogue(_Model):
                     continue
                 combos = getattr(side, "misreads_with", [])
                 names = [*(side.features if isinstance(side.features, list) else []),
+                         *side.unsupported_features,
                          *(n for combo in combos for n in combo)]
                 if names:
                     for feature in names:
@@ -198,7 +221,8 @@ class Catalogue(_Model):
                             problems.append(f"{client.id}: {side_name} feature {feature!r} is not a "
                                             "known table feature (add it to extra_features if real)")
                         elif (side_name == "read" and feature in FEATURES
-                              and feature in (side.features if isinstance(side.features, list) else ())
+                              and feature in (*(side.features if isinstance(side.features, list)
+                                                else ()), *side.unsupported_features)
                               and FEATURES[feature].is_writer_only):
                             problems.append(f"{client.id}: {feature!r} is a writer feature; readers "
                                             "do not check writer features (PROTOCOL.md 'Table "

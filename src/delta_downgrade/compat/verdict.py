@@ -133,10 +133,13 @@ def read_verdict(client: Client, protocol: Protocol, schema: Mapping[str, Any] |
                                                   "features; the table needs " + ", ".join(sorted(needed)),))
         verdict, blockers = Verdict.YES, []
     else:
-        missing = sorted(needed - supported)
+        unsure = side.undetermined(needed - supported)
+        missing = sorted(needed - supported - unsure)
         if missing and protocol.supports_reader_features:
             blockers = [Blocker("feature", f"reader feature {n} is not supported", n) for n in missing]
             return Access(Verdict.NO, tuple(blockers))
+        if unsure:
+            return Access(Verdict.UNKNOWN, notes=(_unsure_note("reader", unsure),))
         if missing:
             # A legacy reader version accepted without the feature it implies: the client reads,
             # wrongly (column mapping ignored: physical names unresolved, columns come back null).
@@ -196,11 +199,19 @@ def write_verdict(client: Client, protocol: Protocol, schema: Mapping[str, Any] 
     if supported is None:
         return Access(Verdict.UNKNOWN, notes=("the catalogue does not know this client's writer "
                                               "features",))
-    missing = sorted(protocol.features - supported)
+    unsure = side.undetermined(protocol.features - supported)
+    missing = sorted(protocol.features - supported - unsure)
     if missing:
         return Access(Verdict.NO, tuple(Blocker("feature", f"feature {n} is not supported for writes", n)
                                         for n in missing))
+    if unsure:
+        return Access(Verdict.UNKNOWN, notes=(_unsure_note("writer", unsure),))
     return Access(Verdict.YES)
+
+
+def _unsure_note(side: str, features: Iterable[str]) -> str:
+    return (f"no source states whether this client supports {side} feature(s) "
+            + ", ".join(sorted(features)) + " (the catalogue's sources name only some features)")
 
 
 def _version_reason(side: str, version: int, spec: Any) -> str:
