@@ -681,3 +681,11 @@ class UnknownClientError(BadInputError):
     """A client name (``--client``) that no catalogue entry has as its id or an alias."""
 
     error_class = "DELTA_DOWNGRADE_UNKNOWN_CLIENT"
+
+
+class ClientCannotBeUnblockedError(BadInputError):
+    """``drop-feature --for CLIENT`` refused before its first write: what blocks the client cannot
+    be removed by dropping features (a feature Delta cannot drop, a protocol version or schema
+    detail no feature owns), or the catalogue does not know whether the client reads the table."""
+
+    error_class = "DELTA_DOWNGRADE_CLIENT_CANNOT_BE_UNBLOCKED"
