@@ -121,3 +121,31 @@ def test_killed_after_each_step_a_rerun_finishes(tmp_path, oracle_018):
         if k in (1, len(steps) // 2, len(steps)):  # the real reader on a few of them (subprocesses)
             result = oracle_018.pyarrow_rows(path)
             assert result.ok and same_rows(result, expected), (k, result.error)
+
+
+def test_the_task_for_a_client_sets_the_features_dropped_as_task_values(tmp_path, monkeypatch):
+    import json
+
+    from delta_downgrade.app.tasks.entrypoints import drop_feature_task
+    from tests.drop_support import run_task
+
+    path = _table(tmp_path / "t")
+    run_dir = tmp_path / "run"
+    monkeypatch.setenv("DELTA_DOWNGRADE_TASK_KEY", "drop_feature")
+    monkeypatch.setenv("DELTA_DOWNGRADE_TASK_VALUES_DIR", str(run_dir))
+    # Both a feature and a client: exit 2, nothing written.
+    before = _files(path)
+    code, results, err = run_task(drop_feature_task, [f"--table={path}", "--feature=deletionVectors",
+                                                      "--for_client=deltalake-0.18"])
+    assert code == 2 and results[0]["error_class"] == "DELTA_DOWNGRADE_BAD_SETTINGS", (results, err)
+    assert _files(path) == before
+    # The job's form: feature= (empty) next to for_client.
+    code, results, err = run_task(drop_feature_task, [f"--table={path}", "--feature=", "--for_client=deltalake-0.18"])
+    assert code == 0, err
+    [result] = results
+    assert result["client"] == CLIENT and result["features_dropped"] == ["deletionVectors", "vacuumProtocolCheck"]
+    assert result["feature"] == "deletionVectors,vacuumProtocolCheck" and result["status"] == "dropped"
+    assert result["truncate_history_before_write"] is True and result["needs_truncate"] is True
+    values = json.loads((run_dir / "task_values" / "drop_feature.json").read_text())
+    assert values["features_dropped"] == result["features_dropped"] and values["client"] == CLIENT
+    assert values["min_reader_version"] == 1 and values["boundary_version"] == result["boundary_version"]
