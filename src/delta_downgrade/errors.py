@@ -689,3 +689,12 @@ class ClientCannotBeUnblockedError(BadInputError):
     detail no feature owns), or the catalogue does not know whether the client reads the table."""
 
     error_class = "DELTA_DOWNGRADE_CLIENT_CANNOT_BE_UNBLOCKED"
+
+
+class ClientDropIncompleteError(DeltaDowngradeError):
+    """``drop-feature --for CLIENT`` failed on a feature after earlier ones of the same run were
+    dropped: those stay dropped (each drop is complete and the table consistent), so this is not
+    exit 2's "nothing written". The cause's error class and message are in the params; a rerun
+    recomputes the client's verdict and continues with what is left."""
+
+    error_class = "DELTA_DOWNGRADE_CLIENT_DROP_INCOMPLETE"

@@ -149,3 +149,25 @@ def test_the_task_for_a_client_sets_the_features_dropped_as_task_values(tmp_path
     values = json.loads((run_dir / "task_values" / "drop_feature.json").read_text())
     assert values["features_dropped"] == result["features_dropped"] and values["client"] == CLIENT
     assert values["min_reader_version"] == 1 and values["boundary_version"] == result["boundary_version"]
+
+
+def test_a_failure_after_the_first_feature_says_what_was_dropped_and_a_rerun_continues(tmp_path):
+    from delta_downgrade.errors import ClientDropIncompleteError, DeltaDowngradeError as Err
+
+    path = _table(tmp_path / "t")
+    client = packaged_catalogue().client(CLIENT)
+    seen: list[str] = []
+
+    def fail_in_the_second_drop(message: str) -> None:
+        if message.startswith("committed") and any("DROP FEATURE" in m for m in seen):
+            raise Err("injected failure", table=path)
+        seen.append(message)
+    # The first drop (deletionVectors) ends with its downgrade commit and checkpoint; the failure
+    # hits the first step after it, in vacuumProtocolCheck's drop.
+    with pytest.raises(ClientDropIncompleteError) as info, drop_steps(fail_in_the_second_drop):
+        drop_for_client(path, client)
+    assert info.value.exit_code == 1
+    assert info.value.params["features_dropped"] == ["deletionVectors"] and info.value.feature == "vacuumProtocolCheck"
+    assert "deletionVectors" not in DeltaLog(path).snapshot().protocol.features
+    outcome = drop_for_client(path, client)
+    assert outcome.features_dropped == ["vacuumProtocolCheck"]

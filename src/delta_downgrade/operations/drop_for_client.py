@@ -26,7 +26,7 @@ from typing import Any, Callable, Mapping
 from delta_downgrade.clock import SYSTEM_CLOCK, Clock
 from delta_downgrade.compat.catalogue import Client
 from delta_downgrade.compat.verdict import Access, ClientVerdict, Verdict, client_verdict
-from delta_downgrade.errors import ClientCannotBeUnblockedError
+from delta_downgrade.errors import ClientCannotBeUnblockedError, ClientDropIncompleteError, DeltaDowngradeError
 from delta_downgrade.log.delta_log import DeltaLog
 from delta_downgrade.operations.drop_feature import drop_feature, plan_drop
 from delta_downgrade.operations.drop_plan import DropPlan
@@ -125,6 +125,16 @@ def _cannot(table: str, client: Client, reasons: list[str], summary: str) -> Cli
         params={"client": client.id, "reasons": reasons})
 
 
+def _incomplete(table: str, client: Client, done: list[str], failed: str,
+                exc: DeltaDowngradeError) -> ClientDropIncompleteError:
+    return ClientDropIncompleteError(
+        f"dropping {failed} for {client.id} failed after this run dropped {', '.join(done)} (they stay "
+        f"dropped, the table is consistent): [{exc.error_class}] {exc.message}. Fix that, then rerun "
+        f"`drop-feature {table} --for {client.id}`: it continues with what is left", table=table,
+        feature=failed, params={"client": client.id, "features_dropped": done, "cause_error_class": exc.error_class,
+                                "cause_exit_code": exc.exit_code})
+
+
 def plan_for_client(location: str, client: Client, *, clock: Clock = SYSTEM_CLOCK,
                     rewrites: Mapping[str, Callable[[DropRun], Any]] | None = None,
                     log: DeltaLog | None = None, checkpoint_engine: str | None = None,
@@ -151,8 +161,9 @@ def drop_for_client(location: str, client: Client, *, dry_run: bool = False, clo
                     storage_options: Mapping[str, str] | None = None) -> ClientDropOutcome:
     """Drop the features that keep ``client`` from the table at ``location`` (see the module
     docstring). Raises ClientCannotBeUnblockedError or a drop's refusal (exit 2) before the first
-    write; a drop's later error (a conflict, exit 4) leaves the features dropped so far dropped,
-    and a rerun continues from there."""
+    write. A failure after some features of this run were dropped (a DV file that does not
+    resolve, found by the purge; a conflict) is ClientDropIncompleteError (exit 1, the cause in
+    its params): the features dropped so far stay dropped, and a rerun continues from there."""
     log = DeltaLog(location, storage_options=storage_options)
     planned = plan_for_client(location, client, clock=clock, rewrites=rewrites, log=log,
                               checkpoint_engine=checkpoint_engine)
@@ -176,8 +187,14 @@ def drop_for_client(location: str, client: Client, *, dry_run: bool = False, clo
         for name in planned.features:
             # A fresh log per drop: each plans again on the table the previous one left, and
             # performs its plan (the chained plan above was the check before the first write).
-            drops.append(drop_feature(location, name, clock=clock, rewrites=rewrites,
-                                      checkpoint_engine=checkpoint_engine, storage_options=storage_options))
+            try:
+                drops.append(drop_feature(location, name, clock=clock, rewrites=rewrites,
+                                          checkpoint_engine=checkpoint_engine, storage_options=storage_options))
+            except DeltaDowngradeError as exc:
+                done = [d.feature for d in drops if d.status == "dropped"]
+                if not done:
+                    raise  # nothing of this run written before it: the drop's own error and exit code
+                raise _incomplete(log.table, client, done, name, exc) from exc
         table_after = DeltaLog(location, storage_options=storage_options).snapshot(check_read=False)
         dropped = []  # the verdict on the table as written, nothing assumed
     after = _verdict_after(client, table_after.protocol, table_after.schema, dropped)
