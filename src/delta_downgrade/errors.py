@@ -688,3 +688,20 @@ class ReportDirectoryError(BadInputError):
     cannot be created or written. Checked before the report is built: nothing is written."""
 
     error_class = "DELTA_DOWNGRADE_BAD_REPORT_DIRECTORY"
+
+
+class ClientCannotBeUnblockedError(BadInputError):
+    """``drop-feature --for CLIENT`` refused before its first write: what blocks the client cannot
+    be removed by dropping features (a feature Delta cannot drop, a protocol version or schema
+    detail no feature owns), or the catalogue does not know whether the client reads the table."""
+
+    error_class = "DELTA_DOWNGRADE_CLIENT_CANNOT_BE_UNBLOCKED"
+
+
+class ClientDropIncompleteError(DeltaDowngradeError):
+    """``drop-feature --for CLIENT`` failed on a feature after earlier ones of the same run were
+    dropped: those stay dropped (each drop is complete and the table consistent), so this is not
+    exit 2's "nothing written". The cause's error class and message are in the params; a rerun
+    recomputes the client's verdict and continues with what is left."""
+
+    error_class = "DELTA_DOWNGRADE_CLIENT_DROP_INCOMPLETE"

@@ -120,7 +120,7 @@ def read_verdict(client: Client, protocol: Protocol, schema: Mapping[str, Any] |
         return Access(Verdict.UNKNOWN, notes=("the catalogue does not know which reader versions "
                                               "this client accepts",))
     if not accepted:
-        return Access(Verdict.NO, (Blocker("reader_version", _version_reason("reader", r, side)),))
+        return Access(Verdict.NO, _reader_version_blockers(client, protocol, _version_reason("reader", r, side)))
     if protocol.problems():
         # Clients differ on invalid protocols (delta-kernel-rs refuses them outright).
         return Access(Verdict.UNKNOWN, (Blocker("invalid_protocol", "; ".join(protocol.problems())),),
@@ -153,6 +153,20 @@ def read_verdict(client: Client, protocol: Protocol, schema: Mapping[str, Any] |
                     Blocker("feature", "this client reads tables with " + " + ".join(combo)
                             + " wrongly (observed, see the catalogue's sources)", n) for n in combo))
     return _field_metadata_check(side, protocol, schema, verdict, frozenset(dropped))
+
+
+def _reader_version_blockers(client: Client, protocol: Protocol, reason: str) -> tuple[Blocker, ...]:
+    """A refused reader version, blamed on the reader-side features that raise it (PROTOCOL.md
+    "Protocol Evolution": reader version 2 is column mapping, 3 lists readerFeatures) and that the
+    client does not support: dropping them lowers the version (the protocol is normalised on each
+    drop). Every reader-side feature when the client's features are unknown; none (a blocker no
+    drop removes) when the table has no reader-side feature."""
+    needed = protocol.reader_side_features
+    supported = client.read_features()
+    owners = sorted(needed - supported) if supported is not None else sorted(needed)
+    if not owners:
+        return (Blocker("reader_version", reason),)
+    return tuple(Blocker("reader_version", f"{reason}; {n} needs it", n) for n in owners)
 
 
 def _field_metadata_check(side: ReadSide, protocol: Protocol, schema: Mapping[str, Any] | None,

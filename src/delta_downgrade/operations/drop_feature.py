@@ -28,7 +28,7 @@ from delta_downgrade.operations.drop_run import (
     NUMBER_OF_BARRIER_CHECKPOINTS, STATUS_ALREADY_ABSENT, STATUS_DROPPED, DropOutcome, DropRun,
     _DroppedConcurrently, finish, protected_checkpoint_paths, truncate_after_ms,
 )
-from delta_downgrade.operations.drop_plan import DropPlan
+from delta_downgrade.operations.drop_plan import DropPlan, PlannedSnapshot
 from delta_downgrade.operations.drop_validation import clean_feature_name, validate_drop, validate_plan
 from delta_downgrade.operations.truncate import drop_checkpoint_protection
 from delta_downgrade.protocol import CHECKPOINT_PROTECTION, Protocol, TableFeature
@@ -62,15 +62,28 @@ class _Drop:
     truncate_history: bool
     clock: Clock
     checkpoint_engine: str | None
+    start: Snapshot | None = None
+
+
+def _planning_run(log: DeltaLog, feature: str, clock: Clock, start: Snapshot | None, *,
+                  announce: bool = False) -> DropRun:
+    """A planning run; from ``start`` when it is a planned table (an earlier drop's plan), so that
+    this drop's steps are decided on the table the earlier steps leave."""
+    run = DropRun(log, feature, clock=clock, dry_run=True, announce=announce)
+    if isinstance(start, PlannedSnapshot):
+        run._planned = start
+    return run
 
 
 def _prepare(log: DeltaLog, feature: str, *, truncate_history: bool, clock: Clock,
              rewrites: Mapping[str, Callable[[DropRun], Any]] | None,
-             checkpoint_engine: str | None) -> _Drop | FeatureNotPresentError:
+             checkpoint_engine: str | None, start: Snapshot | None = None) -> _Drop | FeatureNotPresentError:
     """Validation in delta-spark's order, then everything the steps will need (pure checks and
-    reads): the drop, or the not-present error of a feature that is already gone."""
+    reads): the drop, or the not-present error of a feature that is already gone. ``start``: the
+    table the drop begins from when it is not the latest version (the table an earlier plan
+    leaves, a :class:`~delta_downgrade.operations.drop_plan.PlannedSnapshot`)."""
     location = log.table
-    start = log.snapshot()
+    start = start if start is not None else log.snapshot()
     name = clean_feature_name(feature)
     before = start.protocol
     try:
@@ -83,8 +96,8 @@ def _prepare(log: DeltaLog, feature: str, *, truncate_history: bool, clock: Cloc
     engine = validate_engine(checkpoint_engine, location)
     validate_plan(start, spec, planned_updates=behaviour.property_updates(start),
                   truncate_history=truncate_history, table=location)
-    behaviour.preflight(DropRun(log, spec.name, clock=clock, dry_run=True), start)
-    return _Drop(log, name, spec, behaviour, before, truncate_history, clock, engine)
+    behaviour.preflight(_planning_run(log, spec.name, clock, start), start)
+    return _Drop(log, name, spec, behaviour, before, truncate_history, clock, engine, start)
 
 
 def _perform(run: DropRun, drop: _Drop) -> DropOutcome:
@@ -105,7 +118,7 @@ def _plan(drop: _Drop, *, announce: bool) -> tuple[DropPlan, DropOutcome | None]
     """Every step of the drop, decided on a planning run (``operations/drop_plan``); a refusal
     raises here, before anything is written. A wait the drop ends with (RetentionWaitError) is
     part of the plan."""
-    run = DropRun(drop.log, drop.spec.name, clock=drop.clock, dry_run=True, announce=announce)
+    run = _planning_run(drop.log, drop.spec.name, drop.clock, drop.start, announce=announce)
     run.checkpoint_engine = drop.checkpoint_engine
     outcome: DropOutcome | None = None
     ending: RetentionWaitError | None = None
@@ -115,23 +128,26 @@ def _plan(drop: _Drop, *, announce: bool) -> tuple[DropPlan, DropOutcome | None]
         ending = exc
     after = outcome.protocol_after if outcome is not None else drop.before
     return DropPlan(drop.log.table, drop.spec.name, list(run.steps), drop.before, after, ending,
-                    messages=list(run.plan)), outcome
+                    messages=list(run.plan), snapshot_after=run.latest()), outcome
 
 
 def plan_drop(location: str, feature: str, *, truncate_history: bool = False, clock: Clock = SYSTEM_CLOCK,
               rewrites: Mapping[str, Callable[[DropRun], Any]] | None = None, log: DeltaLog | None = None,
               checkpoint_engine: str | None = None,
-              storage_options: Mapping[str, str] | None = None) -> DropPlan:
+              storage_options: Mapping[str, str] | None = None, after: DropPlan | None = None) -> DropPlan:
     """The plan of ``drop_feature(location, feature, …)`` with the same arguments: every commit
     (version, ``commitInfo.operation``) and checkpoint (version, kind) in order, and the wait it
     ends with, if any. Nothing is written. Raises what the drop would refuse with; a feature that
-    is already gone plans no step."""
+    is already gone plans no step. ``after``: plan this drop on the table that plan leaves (its
+    ``snapshot_after``), as when several drops run one after the other."""
     log = log or DeltaLog(location, storage_options=storage_options)
+    start = after.snapshot_after if after is not None else None
     drop = _prepare(log, feature, truncate_history=truncate_history, clock=clock, rewrites=rewrites,
-                    checkpoint_engine=checkpoint_engine)
+                    checkpoint_engine=checkpoint_engine, start=start)
     if isinstance(drop, FeatureNotPresentError):
-        protocol = log.snapshot().protocol
-        return DropPlan(log.table, clean_feature_name(feature), [], protocol, protocol)
+        table = start if start is not None else log.snapshot()
+        return DropPlan(log.table, clean_feature_name(feature), [], table.protocol, table.protocol,
+                        snapshot_after=start)
     plan, _ = _plan(drop, announce=False)
     return plan
 

@@ -71,6 +71,9 @@ class DropPlan:
     protocol_after: "Protocol"
     ending: "DeltaDowngradeError | None" = None
     messages: list[str] = field(default_factory=list)
+    #: The table after the planned steps (a :class:`PlannedSnapshot` when a commit is planned):
+    #: where the next drop of a chain is planned from (``plan_drop(after=)``).
+    snapshot_after: "Snapshot | None" = None
 
     @property
     def commits(self) -> list[DropStep]:

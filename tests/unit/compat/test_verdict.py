@@ -184,3 +184,17 @@ def test_an_observed_misread_combination():
     v = read_verdict(c, both)
     assert v.verdict is Verdict.MISREADS and v.blocking_features == ("columnMapping", "timestampNtz")
     assert read_verdict(c, Protocol(3, 7, {"timestampNtz"}, {"timestampNtz"})).verdict is Verdict.YES
+
+
+def test_a_refused_reader_version_is_blamed_on_the_features_that_raise_it():
+    # Reader version 2 is column mapping (PROTOCOL.md "Protocol Evolution"): dropping it lowers
+    # the version, so the plan drops it; a supported reader feature is not blamed.
+    picky = catalogue(client(read={"max_version": 3, "versions": [1, 3], "features": []})).client("c")
+    v = read_verdict(picky, CM_LEGACY)
+    assert v.blocking_features == ("columnMapping",) and v.blockers[0].kind == "reader_version"
+    old = catalogue(client(read={"max_version": 1, "features": ["timestampNtz"]})).client("c")
+    v = read_verdict(old, Protocol(3, 7, {"timestampNtz", "deletionVectors"}, {"timestampNtz", "deletionVectors"}))
+    assert v.blocking_features == ("deletionVectors",)
+    # No reader-side feature: a version no drop lowers, blamed on nothing.
+    v = read_verdict(old, Protocol(3, 7, set(), set()))
+    assert v.verdict is Verdict.NO and v.blocking_features == ()

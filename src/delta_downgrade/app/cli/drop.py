@@ -16,11 +16,37 @@ def _drop(args: argparse.Namespace) -> int:
     from delta_downgrade.app.render.drop import render_summary
     from delta_downgrade.app.render.result import drop_result
 
+    client = getattr(args, "for_client", None)
+    if client is not None or args.feature is None:
+        return _drop_for_client(args, client)
     engine = select_engine(args.engine, args.table)
     # Its steps are logged; main prints them (unless --quiet) as "  {step}" lines on stderr.
     outcome = engine.drop_feature(args.table, args.feature, truncate_history=args.truncate_history,
                                   dry_run=args.dry_run, storage_options=args.storage_options)
     return finish(args, drop_result(outcome), text=render_summary(outcome))
+
+
+def _drop_for_client(args: argparse.Namespace, client: str | None) -> int:
+    """``drop-feature TABLE --for CLIENT``: every feature that blocks the client, in one run."""
+    from delta_downgrade.app.cli.output import finish
+    from delta_downgrade.app.engines import drop_for_client
+    from delta_downgrade.app.render.drop import render_client_summary
+    from delta_downgrade.app.render.result import client_drop_result
+    from delta_downgrade.errors import BadInputError
+
+    if (client is None) == (args.feature is None):
+        raise BadInputError("drop-feature takes either a FEATURE or --for CLIENT (a client of the "
+                            "catalogue, e.g. duckdb or deltalake-0.18), not both"
+                            if client is not None else
+                            "drop-feature needs a FEATURE to drop, or --for CLIENT to drop every feature "
+                            "that keeps that client from the table", table=args.table)
+    if args.truncate_history:
+        raise BadInputError("--for drops each feature on the fast path (checkpoint protection); "
+                            "--truncate-history waits between its phases and is not available with it: "
+                            "run truncate-history after the retention instead", table=args.table)
+    outcome = drop_for_client(args.engine, args.table, client, dry_run=args.dry_run,
+                              storage_options=args.storage_options)
+    return finish(args, client_drop_result(outcome), text=render_client_summary(outcome))
 
 
 def _output_flags(p: argparse.ArgumentParser) -> None:
@@ -36,7 +62,11 @@ def _output_flags(p: argparse.ArgumentParser) -> None:
 def register(sub: argparse._SubParsersAction, commands: dict[str, Callable[[argparse.Namespace], int]]) -> None:
     p = sub.add_parser("drop-feature", help="drop a table feature and lower the protocol")
     p.add_argument("table")
-    p.add_argument("feature", help="feature name (bare, 'quoted' or `backticked`)")
+    p.add_argument("feature", nargs="?", help="feature name (bare, 'quoted' or `backticked`)")
+    p.add_argument("--for", dest="for_client", metavar="CLIENT",
+                   help="instead of FEATURE: drop every feature that keeps CLIENT (a client catalogue id "
+                        "or alias, e.g. duckdb, deltalake-0.18) from reading the table, or from writing "
+                        "it when it reads, in order, in one run (see `compat`)")
     p.add_argument("--truncate-history", action="store_true",
                    help="the two-phase TRUNCATE HISTORY path instead of checkpoint protection")
     p.add_argument("--dry-run", action="store_true", help="print the plan, write nothing")

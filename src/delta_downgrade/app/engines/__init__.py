@@ -62,3 +62,32 @@ def select_engine(name: str, table: str) -> Engine:
     from delta_downgrade.app.engines.delta_sql import DeltaSqlEngine
 
     return DeltaSqlEngine()
+
+
+def drop_for_client(engine: str, table: str, client: str, *, dry_run: bool = False,
+                    storage_options: Mapping[str, str] | None = None, clock: Any = None) -> Any:
+    """``drop-feature TABLE --for CLIENT``: the catalogue entry named ``client`` (an id or an
+    alias; UnknownClientError, exit 2) and the drops that unblock it, on the native engine.
+
+    A catalog name is refused (exit 2, before anything runs): the plan needs the table's schema
+    and each drop's plan from its log, which the delta-sql engine does not read; its features can
+    be dropped one by one with ``drop-feature NAME FEATURE`` as ``compat`` lists them."""
+    from delta_downgrade.app.table_ref import parse_table_ref
+    from delta_downgrade.clock import SYSTEM_CLOCK
+    from delta_downgrade.compat import packaged_catalogue
+    from delta_downgrade.errors import BadInputError, CatalogNameNeedsSqlError
+    from delta_downgrade.operations.drop_for_client import drop_for_client as run
+
+    entry = packaged_catalogue().client(client)
+    ref = parse_table_ref(table)
+    if ref.path is None:
+        raise CatalogNameNeedsSqlError(
+            f"--for {client} works on a table's storage path; {ref.display} is a catalog name. Run "
+            f"`delta-downgrade compat {ref.display} --client {client}` for the features to drop, then "
+            f"`drop-feature {ref.display} FEATURE` for each, in that order", table=ref.display)
+    if engine == "delta-sql":
+        raise BadInputError(
+            f"--for {client} runs on the native engine only (it plans every drop from the table's "
+            f"log); use --engine=auto or native with the table's path", table=ref.display)
+    return run(ref.path, entry, dry_run=dry_run, clock=clock or SYSTEM_CLOCK,
+               storage_options=storage_options or None)

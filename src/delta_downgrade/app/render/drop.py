@@ -1,11 +1,13 @@
 """The readable summary of a drop that ``drop-feature`` and ``truncate-history`` print on stderr
-(the RESULT line on stdout is :func:`delta_downgrade.app.render.result.drop_result`)."""
+(the RESULT line on stdout is :func:`delta_downgrade.app.render.result.drop_result`, for
+``--for CLIENT`` :func:`~delta_downgrade.app.render.result.client_drop_result`)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from delta_downgrade.operations.drop_for_client import ClientDropOutcome
     from delta_downgrade.operations.drop_run import DropOutcome
 
 
@@ -31,4 +33,22 @@ def render_summary(outcome: DropOutcome) -> str:
                      + (", history truncated" if any(s.kind == "truncate" for s in steps) else ""))
     if outcome.deviation:
         lines.append(f"  {outcome.deviation}")
+    return "\n".join(lines)
+
+
+def render_client_summary(outcome: ClientDropOutcome) -> str:
+    """The summary of ``drop-feature --for CLIENT``: the client, each feature's drop (as
+    :func:`render_summary`), and what the client can do now."""
+    client = outcome.client
+    lines = [f"for {client.id} ({client.name}): {outcome.status} on {outcome.table}",
+             f"  before: read {outcome.verdict.read.verdict.value}, write {outcome.verdict.write.verdict.value}",
+             f"  protocol {outcome.protocol_before} -> {outcome.protocol_after}"]
+    if outcome.features_planned:
+        lines.append(f"  features in order: {', '.join(outcome.features_planned)}")
+    lines += ["  " + line for drop in outcome.drops for line in render_summary(drop).splitlines()]
+    lines.append(f"  after: read {outcome.read_after.verdict.value}, write {outcome.write_after.verdict.value}")
+    if outcome.truncate_history_before_write:
+        lines.append(f"  {client.id} may write once checkpointProtection is gone: run truncate-history "
+                     f"after the truncate retention (delta.dropFeatureTruncateHistory.retentionDuration)")
+    lines += [f"  note: {n}" for n in outcome.notes]
     return "\n".join(lines)

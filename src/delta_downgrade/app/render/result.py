@@ -18,6 +18,7 @@ from delta_downgrade.protocol import Protocol
 
 if TYPE_CHECKING:  # the operations load pyarrow: the entry points import this module first
     from delta_downgrade.operations.cleanup import CleanupResult
+    from delta_downgrade.operations.drop_for_client import ClientDropOutcome
     from delta_downgrade.operations.drop_run import DropOutcome
     from delta_downgrade.operations.inspect import TableReport
     from delta_downgrade.operations.vacuum import VacuumResult
@@ -59,6 +60,40 @@ def drop_result(outcome: DropOutcome) -> dict[str, Any]:
         out["unavailable"] = list(unavailable)
     if outcome.error is not None:
         out.update(outcome.error.to_dict())
+    return out
+
+
+def client_drop_result(outcome: ClientDropOutcome) -> dict[str, Any]:
+    """The RESULT of ``drop-feature --for CLIENT`` (``drop_feature_task --for_client``): the keys
+    of :func:`drop_result` for the run as a whole, plus the client and the features. ``feature``
+    keeps its type (one string): the features dropped, comma-joined in order (None when none);
+    ``features_dropped`` is the list, ``features_planned`` the plan's list (the same in a real run
+    that finished; in a dry run the features it would drop). ``commits`` and
+    ``checkpoints_written`` are every drop's, in order; the boundary, protected checkpoints and
+    ``truncate_after`` are the table's after the last drop."""
+    drops = outcome.drops
+    last = drops[-1] if drops else None
+    dropped = outcome.features_dropped
+    out: dict[str, Any] = {
+        "table": outcome.table, "client": outcome.client.id,
+        "feature": ",".join(dropped) if dropped else None,
+        "features_dropped": dropped, "features_planned": list(outcome.features_planned),
+        "status": outcome.status,
+        **protocol_fields(outcome.protocol_after),
+        "protocol_before": outcome.protocol_before.to_action(),
+        "boundary_version": last.boundary_version if last else None,
+        "protected_checkpoints": last.protected_checkpoints if last else [],
+        "needs_truncate": "checkpointProtection" in outcome.protocol_after.features,
+        "truncate_after": last.truncate_after if last else None,
+        "commits": [v for d in drops for v in d.commits],
+        "checkpoints_written": [p for d in drops for p in d.checkpoints_written],
+        "read_before": outcome.verdict.read.verdict.value, "write_before": outcome.verdict.write.verdict.value,
+        "read_after": outcome.read_after.verdict.value, "write_after": outcome.write_after.verdict.value,
+        "truncate_history_before_write": outcome.truncate_history_before_write,
+        "notes": list(outcome.notes),
+    }
+    if outcome.status == "planned":
+        out["plan"] = [f"drop {d.feature}: {step}" for d in drops for step in d.plan]
     return out
 
 

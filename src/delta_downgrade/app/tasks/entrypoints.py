@@ -44,7 +44,7 @@ _SEVERITY = [EXIT_OK, EXIT_WAIT, EXIT_CONFLICT, EXIT_BAD_INPUT, EXIT_FAILURE]
 # (databricks.yml, resources/); set on every path, None when the outcome has no such key.
 TASK_VALUE_KEYS = ("table", "feature", "status", "min_reader_version", "min_writer_version",
                    "reader_features", "writer_features", "boundary_version", "protected_checkpoints",
-                   "needs_truncate", "truncate_after", "exit_code")
+                   "needs_truncate", "truncate_after", "exit_code", "client", "features_dropped")
 
 TableHandler = Callable[[TaskSettings, str], tuple[dict[str, Any], int]]
 #: Run after every table is handled: values to add to the fleet summary / the task values, and
@@ -305,13 +305,37 @@ def _engine_for(settings: TaskSettings, table: str) -> Any:
 
 def _drop_one(settings: TaskSettings, table: str) -> tuple[dict[str, Any], int]:
     assert isinstance(settings, DropFeatureSettings)
+    if settings.for_client:
+        return _drop_for_client_one(settings, table)
     if not settings.feature:
-        raise BadSettingsError("drop_feature_task needs --feature=NAME (for example deletionVectors)",
-                               table=table)
+        raise BadSettingsError("drop_feature_task needs --feature=NAME (for example deletionVectors), "
+                               "or --for_client=CLIENT", table=table)
     engine = _engine_for(settings, table)
     outcome = engine.drop_feature(table, settings.feature, truncate_history=settings.truncate_history,
                                   dry_run=settings.dry_run, storage_options=settings.storage_option_values())
     return drop_result(outcome), EXIT_OK
+
+
+def _drop_for_client_one(settings: DropFeatureSettings, table: str) -> tuple[dict[str, Any], int]:
+    """``--for_client``: the features that block the client, dropped in one run (RESULT keys of a
+    drop, ``feature`` the comma-joined features dropped, plus ``client`` and ``features_dropped``)."""
+    from delta_downgrade.app.engines import drop_for_client
+    from delta_downgrade.app.render.result import client_drop_result
+
+    assert settings.for_client is not None
+    if settings.feature:
+        # In the job, the feature parameter has a deploy-time default: a run for a client clears it.
+        raise BadSettingsError(
+            f"drop_feature_task was given both --feature={settings.feature} and "
+            f"--for_client={settings.for_client}: give one (in the job, run with feature= empty, e.g. "
+            f"--params table=...,for_client={settings.for_client},feature=)", table=table)
+    if settings.truncate_history:
+        raise BadSettingsError("--for_client drops each feature on the fast path; --truncate_history is "
+                               "not available with it (truncate_task finishes after the retention)",
+                               table=table)
+    outcome = drop_for_client(settings.engine, table, settings.for_client, dry_run=settings.dry_run,
+                              storage_options=settings.storage_option_values())
+    return client_drop_result(outcome), EXIT_OK
 
 
 def _truncate_one(settings: TaskSettings, table: str) -> tuple[dict[str, Any], int]:

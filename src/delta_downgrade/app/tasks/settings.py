@@ -339,10 +339,12 @@ class DropFeatureSettings(TaskSettings):
     TASK: ClassVar[str] = "drop_feature_task"
 
     feature: str | None = None
+    #: Instead of ``feature``: a client catalogue id or alias whose blocking features are dropped.
+    for_client: str | None = None
     truncate_history: bool = False
     dry_run: bool = False
 
-    @field_validator("feature")
+    @field_validator("feature", "for_client")
     @classmethod
     def _feature(cls, value: str | None) -> str | None:
         return value.strip() if value else value
@@ -370,6 +372,9 @@ FIELD_HELP: dict[str, str] = {
     "storage_options": "the store's credentials and endpoint as a JSON object (deltalake's keys); "
                        "or repeated --storage_option KEY=VALUE; values are never printed",
     "feature": "the feature to drop (bare, 'quoted' or `backticked`; any case)",
+    "for_client": "instead of --feature: drop every feature that keeps this client (a client catalogue "
+                  "id or alias, e.g. duckdb, deltalake-0.18) from the table, in order, in one run; in the "
+                  "job, pass feature= (empty) with it",
     "truncate_history": "drop with TRUNCATE HISTORY (waits for the retention)",
     "dry_run": "print the plan, write nothing",
     "expect_absent_feature": "check that this feature is gone from the protocol",

@@ -42,8 +42,9 @@ def test_drop_result_keys_in_order_and_every_task_value_key_present():
                             "reader_features", "writer_features", "protocol_before", "boundary_version",
                             "protected_checkpoints", "needs_truncate", "truncate_after", "commits",
                             "checkpoints_written"]
-    # exit_code is added by the task itself
-    assert set(TASK_VALUE_KEYS) - set(result) == {"exit_code"}
+    # exit_code is added by the task itself; client and features_dropped belong to a run for a
+    # client (client_drop_result), the task sets them to None for a single feature's drop
+    assert set(TASK_VALUE_KEYS) - set(result) == {"exit_code", "client", "features_dropped"}
 
 
 def test_plan_only_for_a_planned_drop_and_error_fields_merged():

@@ -1,0 +1,223 @@
+"""``drop-feature --for CLIENT``: drop every feature that keeps a catalogue client from the table,
+in one run, one feature after the other through the single-feature drop (``drop_feature``: its
+validation, its plan-then-perform, its fast path with protected checkpoints).
+
+What to drop is the client's verdict on the table as it is now (``compat.verdict.client_verdict``:
+the features that block reading, or when it reads, writing; each feature's dependents first).
+Everything is decided before the first write: the plan of every drop, each planned on the table
+the previous ones leave (``plan_drop(after=)``), so a feature whose drop cannot finish (no Spark
+for a rewrite, a property it cannot honour) refuses the whole run with nothing written.
+
+A rerun after a crash recomputes the verdict from the table's current state: features already
+dropped no longer block and are skipped, and the half-done one is finished by its own drop, which
+is resumable (``operations/drop_feature``).
+
+checkpointProtection, which every fast drop of a history-protected feature adds, is never dropped
+here: only ``truncate-history`` after the truncate retention removes it (Checkpoint Protection RFC,
+"Dropping the feature"). When it is all that keeps the client from writing, the outcome says so
+(``truncate_history_before_write``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping
+
+from delta_downgrade.clock import SYSTEM_CLOCK, Clock
+from delta_downgrade.compat.catalogue import Client
+from delta_downgrade.compat.verdict import Access, ClientVerdict, Verdict, client_verdict
+from delta_downgrade.errors import ClientCannotBeUnblockedError, ClientDropIncompleteError, DeltaDowngradeError
+from delta_downgrade.log.delta_log import DeltaLog
+from delta_downgrade.operations.drop_feature import drop_feature, plan_drop
+from delta_downgrade.operations.drop_plan import DropPlan
+from delta_downgrade.operations.drop_run import LOGGER, DropOutcome, DropRun
+from delta_downgrade.protocol import CHECKPOINT_PROTECTION, Protocol
+
+__all__ = ["ClientDropOutcome", "STATUS_ALREADY_COMPATIBLE", "drop_for_client", "plan_for_client"]
+
+#: Nothing to drop: the client reads (and, if it writes, writes) the table, or only
+#: ``truncate-history`` is left before it may write.
+STATUS_ALREADY_COMPATIBLE = "already_compatible"
+
+_BLOCKED = (Verdict.NO, Verdict.MISREADS)
+
+
+@dataclass
+class ClientDropOutcome:
+    """The outcome of one ``--for`` run: ``drops`` are the single-feature outcomes in order (a dry
+    run: their plans, status ``planned``); ``features_dropped`` the features this run dropped;
+    ``verdict`` the client's verdict on the table before the run, ``read_after``/``write_after``
+    the verdicts on the table as the run leaves it (a dry run: as planned)."""
+
+    table: str
+    client: Client
+    status: str
+    features_planned: list[str]
+    protocol_before: Protocol
+    protocol_after: Protocol
+    verdict: ClientVerdict
+    read_after: Access
+    write_after: Access
+    drops: list[DropOutcome] = field(default_factory=list)
+    plans: list[DropPlan] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def features_dropped(self) -> list[str]:
+        return [d.feature for d in self.drops if d.status == "dropped"]
+
+    @property
+    def truncate_history_before_write(self) -> bool:
+        """Only checkpointProtection keeps the client from writing: ``truncate-history`` (after
+        the truncate retention) completes the job."""
+        return (self.write_after.verdict is Verdict.NO
+                and set(self.write_after.blocking_features) == {CHECKPOINT_PROTECTION})
+
+
+@dataclass(frozen=True)
+class _ClientPlan:
+    verdict: ClientVerdict
+    features: list[str]
+    plans: list[DropPlan]
+    notes: list[str]
+
+
+def _features_to_drop(table: str, client: Client, verdict: ClientVerdict) -> tuple[list[str], list[str]]:
+    """The features to drop, in order, and notes; or the refusal (nothing written yet)."""
+    read, write = verdict.read, verdict.write
+    plan = verdict.plan
+    notes: list[str] = []
+    if plan is None:
+        if read.verdict in _BLOCKED:
+            raise _cannot(table, client, [b.reason for b in read.blockers],
+                          "what blocks it is not a table feature, so no drop removes it")
+        if read.verdict is Verdict.UNKNOWN:
+            raise _cannot(table, client, list(read.notes),
+                          "the catalogue does not know whether this client reads the table; "
+                          "nothing is dropped on a guess")
+        if write.verdict is Verdict.NO:
+            # A writer-version blocker no feature owns (legacy writer versions 3-6 refused).
+            raise _cannot(table, client, [b.reason for b in write.blockers],
+                          f"{client.id} reads the table already; what keeps it from writing is not "
+                          "a table feature, so no drop removes it")
+        if write.verdict is Verdict.UNKNOWN:
+            notes.append(f"the catalogue does not know whether {client.id} can write this table")
+        return [], notes
+    if plan.undroppable:
+        raise _cannot(table, client, [f"{u.feature}: {u.reason}" for u in plan.undroppable],
+                      "a feature that blocks it cannot be dropped")
+    unowned = [n for n in plan.notes if n.startswith("no feature drop removes")]
+    if unowned:
+        raise _cannot(table, client, unowned, "a blocker is not a table feature")
+    features = [s.feature for s in plan.steps if s.feature != CHECKPOINT_PROTECTION]
+    if len(features) < len(plan.steps):
+        notes.append("checkpointProtection is dropped by truncate-history once its retention has passed, "
+                     "not by this run")
+    return features, notes
+
+
+def _cannot(table: str, client: Client, reasons: list[str], summary: str) -> ClientCannotBeUnblockedError:
+    listed = "; ".join(reasons) if reasons else "no reason given by the catalogue"
+    return ClientCannotBeUnblockedError(
+        f"cannot make {table} usable by {client.id} ({client.name}) by dropping features: {summary} "
+        f"({listed}). Nothing was written. `delta-downgrade compat {table} --client {client.id}` "
+        f"shows the verdict and its sources", table=table,
+        params={"client": client.id, "reasons": reasons})
+
+
+def _incomplete(table: str, client: Client, done: list[str], failed: str,
+                exc: DeltaDowngradeError) -> ClientDropIncompleteError:
+    return ClientDropIncompleteError(
+        f"dropping {failed} for {client.id} failed after this run dropped {', '.join(done)} (they stay "
+        f"dropped, the table is consistent): [{exc.error_class}] {exc.message}. Fix that, then rerun "
+        f"`drop-feature {table} --for {client.id}`: it continues with what is left", table=table,
+        feature=failed, params={"client": client.id, "features_dropped": done, "cause_error_class": exc.error_class,
+                                "cause_exit_code": exc.exit_code})
+
+
+def plan_for_client(location: str, client: Client, *, clock: Clock = SYSTEM_CLOCK,
+                    rewrites: Mapping[str, Callable[[DropRun], Any]] | None = None,
+                    log: DeltaLog | None = None, checkpoint_engine: str | None = None,
+                    storage_options: Mapping[str, str] | None = None) -> _ClientPlan:
+    """The client's verdict on the latest version and the plan of every drop that unblocks it,
+    each planned on the table the previous ones leave. Raises the refusal of any of them (or
+    :class:`ClientCannotBeUnblockedError`) before anything is written."""
+    log = log or DeltaLog(location, storage_options=storage_options)
+    snapshot = log.snapshot()
+    verdict = client_verdict(client, snapshot.protocol, snapshot.schema)
+    features, notes = _features_to_drop(log.table, client, verdict)
+    plans: list[DropPlan] = []
+    for name in features:
+        # Fast path only: the TRUNCATE HISTORY path waits between its phases, which one run
+        # dropping several features cannot do.
+        plans.append(plan_drop(location, name, clock=clock, rewrites=rewrites, log=log,
+                               checkpoint_engine=checkpoint_engine, after=plans[-1] if plans else None))
+    return _ClientPlan(verdict, features, plans, notes)
+
+
+def drop_for_client(location: str, client: Client, *, dry_run: bool = False, clock: Clock = SYSTEM_CLOCK,
+                    rewrites: Mapping[str, Callable[[DropRun], Any]] | None = None,
+                    checkpoint_engine: str | None = None,
+                    storage_options: Mapping[str, str] | None = None) -> ClientDropOutcome:
+    """Drop the features that keep ``client`` from the table at ``location`` (see the module
+    docstring). Raises ClientCannotBeUnblockedError or a drop's refusal (exit 2) before the first
+    write. A failure after some features of this run were dropped (a DV file that does not
+    resolve, found by the purge; a conflict) is ClientDropIncompleteError (exit 1, the cause in
+    its params): the features dropped so far stay dropped, and a rerun continues from there."""
+    log = DeltaLog(location, storage_options=storage_options)
+    planned = plan_for_client(location, client, clock=clock, rewrites=rewrites, log=log,
+                              checkpoint_engine=checkpoint_engine)
+    verdict = planned.verdict
+    before = log.snapshot().protocol
+    notes = list(planned.notes)
+    if not planned.features:
+        return ClientDropOutcome(log.table, client, STATUS_ALREADY_COMPATIBLE, [], before, before, verdict,
+                                 verdict.read, verdict.write, notes=notes)
+    drops: list[DropOutcome] = []
+    if dry_run:
+        for plan in planned.plans:
+            # The plan already made, told as a single drop's dry run tells its steps.
+            LOGGER.info("drop %s:", plan.feature, extra={"table": log.table})
+            for message in plan.messages:
+                LOGGER.info("  %s", message, extra={"table": log.table})
+            drops.append(_planned_outcome(plan))
+        table_after = planned.plans[-1].snapshot_after or log.snapshot()
+        dropped = list(planned.features)  # their field metadata goes with them (typeChanges)
+    else:
+        for name in planned.features:
+            # A fresh log per drop: each plans again on the table the previous one left, and
+            # performs its plan (the chained plan above was the check before the first write).
+            try:
+                drops.append(drop_feature(location, name, clock=clock, rewrites=rewrites,
+                                          checkpoint_engine=checkpoint_engine, storage_options=storage_options))
+            except DeltaDowngradeError as exc:
+                done = [d.feature for d in drops if d.status == "dropped"]
+                if not done:
+                    raise  # nothing of this run written before it: the drop's own error and exit code
+                raise _incomplete(log.table, client, done, name, exc) from exc
+        table_after = DeltaLog(location, storage_options=storage_options).snapshot(check_read=False)
+        dropped = []  # the verdict on the table as written, nothing assumed
+    after = _verdict_after(client, table_after.protocol, table_after.schema, dropped)
+    if after.read.verdict in _BLOCKED:
+        notes.append(f"{client.id} still cannot read the table: "
+                     + "; ".join(b.reason for b in after.read.blockers))
+    elif after.write.verdict is Verdict.NO and set(after.write.blocking_features) != {CHECKPOINT_PROTECTION}:
+        notes.append(f"{client.id} reads the table now; writing stays blocked: "
+                     + "; ".join(b.reason for b in after.write.blockers))
+    return ClientDropOutcome(log.table, client, "planned" if dry_run else "dropped", list(planned.features),
+                             before, table_after.protocol, verdict, after.read, after.write, drops,
+                             list(planned.plans), notes)
+
+
+def _verdict_after(client: Client, protocol: Protocol, schema: Any, dropped: list[str]) -> ClientVerdict:
+    from delta_downgrade.compat.verdict import read_verdict, write_verdict
+
+    return ClientVerdict(client, read_verdict(client, protocol, schema, dropped=dropped),
+                         write_verdict(client, protocol, schema, dropped=dropped))
+
+
+def _planned_outcome(plan: DropPlan) -> DropOutcome:
+    from delta_downgrade.operations.drop_run import STATUS_PLANNED
+
+    return DropOutcome(plan.table, plan.feature, STATUS_PLANNED, plan.protocol_before, plan.protocol_after,
+                       None, [], [], [], plan=list(plan.messages), planned=list(plan.steps))
