@@ -14,6 +14,7 @@ its features, reader version 3 lists them in ``readerFeatures``.
 
 from __future__ import annotations
 
+import difflib
 import re
 import sys
 from collections.abc import Iterable, Mapping
@@ -243,9 +244,17 @@ class Catalogue(_Model):
         for client in self.clients:
             if wanted == client.id or wanted in (a.lower() for a in client.aliases):
                 return client
-        raise UnknownClientError(
-            f"no client {name!r} in the catalogue; known: " + ", ".join(c.id for c in self.clients),
-            params={"client": name})
+        raise self._unknown(name)
+
+    def _unknown(self, name: str) -> UnknownClientError:
+        known = sorted({n for c in self.clients for n in (c.id, *c.aliases, c.family)})
+        close = difflib.get_close_matches(name.strip().lower(), known, n=3, cutoff=0.5)
+        hint = f"did you mean {' or '.join(close)}? " if close else ""
+        return UnknownClientError(
+            f"no client {name!r} in the catalogue; {hint}families: "
+            + ", ".join(sorted({c.family for c in self.clients}))
+            + " (`delta-downgrade compat TABLE --json` lists every client id)",
+            params={"client": name, "suggestions": close})
 
     def family(self, name: str) -> list[Client]:
         """Every entry of a family (``deltalake``, ``duckdb``) or, failing that, the one named."""

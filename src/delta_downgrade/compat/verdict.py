@@ -196,7 +196,9 @@ def write_verdict(client: Client, protocol: Protocol, schema: Mapping[str, Any] 
     if side is None:
         return Access(Verdict.NOT_APPLICABLE, notes=("this entry describes a read path only",))
     if side.max_version == 0:
-        return Access(Verdict.NO, (Blocker("writer_version", "this client does not write Delta tables"),))
+        # A read-only client (a query engine's reader, a sharing recipient): no table blocks its
+        # writes, there are none to unblock.
+        return Access(Verdict.NOT_APPLICABLE, notes=("this client does not write Delta tables",))
     read = read_verdict(client, protocol, schema, dropped=dropped)
     if read.verdict in (Verdict.NO, Verdict.MISREADS):
         return Access(Verdict.NO, read.blockers, ("a writer must read the table first",))

@@ -15,14 +15,13 @@ and :meth:`FleetCompat.to_json` are the ``compat --json`` documents the README d
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from delta_downgrade.compat.catalogue import Catalogue, Client
 from delta_downgrade.compat.verdict import Access, ClientVerdict, UnblockPlan, Verdict, client_verdict
-from delta_downgrade.errors import DeltaDowngradeError, UnknownClientError
+from delta_downgrade.errors import DeltaDowngradeError
 from delta_downgrade.protocol.protocol import Protocol
 
 if TYPE_CHECKING:
@@ -56,11 +55,7 @@ class ClientCompat:
 
     @property
     def blocked_write(self) -> bool:
-        """Cannot write this table. A client that writes no Delta table at all (``max_version``
-        0: its write verdict is ``no`` on every table) is not blocked by this one."""
-        write = self.client.write
-        if write is not None and write.max_version == 0:
-            return False
+        """Cannot write this table (a client that writes no Delta table at all is ``n/a``)."""
         return self.verdict.write.verdict in (Verdict.NO, Verdict.MISREADS)
 
     def to_json(self) -> dict[str, Any]:
@@ -199,17 +194,7 @@ def resolve_clients(catalogue: Catalogue, names: Sequence[str] | None) -> tuple[
         return tuple(catalogue.clients)
     wanted: set[str] = set()
     for name in names:
-        try:
-            wanted.update(c.id for c in catalogue.family(name))
-        except UnknownClientError:
-            known = sorted({n for c in catalogue.clients for n in (c.id, *c.aliases, c.family)})
-            close = difflib.get_close_matches(name.strip().lower(), known, n=3, cutoff=0.5)
-            hint = f"did you mean {' or '.join(close)}? " if close else ""
-            raise UnknownClientError(
-                f"no client {name!r} in the catalogue; {hint}known clients: "
-                + ", ".join(c.id for c in catalogue.clients) + " (or a family: "
-                + ", ".join(sorted({c.family for c in catalogue.clients})) + ")",
-                params={"client": name, "suggestions": close}) from None
+        wanted.update(c.id for c in catalogue.family(name))
     return tuple(c for c in catalogue.clients if c.id in wanted)
 
 

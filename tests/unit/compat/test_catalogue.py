@@ -113,7 +113,7 @@ def test_delta_sharing_parquet_format_serves_reader_version_one_only(cat):
     v = read_verdict(cat.client("delta-sharing"), DV)
     assert v.verdict is Verdict.NO and v.blockers[0].kind == "reader_version"
     assert verdict(cat, "delta-sharing", CM_LEGACY) is Verdict.NO
-    assert write_verdict(cat.client("delta-sharing"), PLAIN).verdict is Verdict.NO  # read-only
+    assert write_verdict(cat.client("delta-sharing"), PLAIN).verdict is Verdict.NOT_APPLICABLE  # read-only
 
 
 def test_delta_sharing_delta_format_reads_what_the_client_announces(cat):
@@ -183,7 +183,7 @@ def test_documented_only_clients_say_unknown_beyond_their_documents(cat):
     assert verdict(cat, "athena", NTZ) is Verdict.YES
     assert verdict(cat, "snowflake-delta-iceberg-before-2026-03", DV) is Verdict.NO
     assert verdict(cat, "snowflake-delta-iceberg-before-2026-03", CM_LEGACY) is Verdict.YES
-    assert write_verdict(cat.client("athena"), PLAIN).verdict is Verdict.NO
+    assert write_verdict(cat.client("athena"), PLAIN).verdict is Verdict.NOT_APPLICABLE  # read-only
     # Fabric's SQL endpoint reads name-mode column mapping but not id mode, which the protocol
     # cannot tell apart: unknown.
     assert verdict(cat, "fabric", DV) is Verdict.YES

@@ -8,6 +8,7 @@ import copy
 import pytest
 
 from delta_downgrade.compat import (
+    Access,
     Verdict, client_verdict, load_catalogue, packaged_catalogue, read_verdict, unblock_plan,
     write_verdict,
 )
@@ -93,7 +94,9 @@ def test_write_side_absent_or_zero():
     c = catalogue(client(read={"max_version": 1})).client("c")
     assert write_verdict(c, Protocol(1, 1)).verdict is Verdict.NOT_APPLICABLE
     ro = catalogue(client(read={"max_version": 1}, write={"max_version": 0})).client("c")
-    assert write_verdict(ro, Protocol(1, 1)).verdict is Verdict.NO
+    # a read-only client: writes are not applicable on any table (nothing to unblock)
+    assert write_verdict(ro, Protocol(1, 1)) == Access(Verdict.NOT_APPLICABLE,
+                                                       notes=("this client does not write Delta tables",))
 
 
 def test_scalar_field_metadata_reader():

@@ -98,8 +98,9 @@ def test_deletion_vectors_footprint_is_the_files_with_a_dv(tmp_path):
     modern = _client_doc(doc, "modern")
     assert modern["read"]["verdict"] == "yes" and modern["unblock"] is None
     assert modern["write"]["verdict"] == "n/a"
-    # reader-only writes no Delta table at all: its write "no" is not this table's doing
-    assert _client_doc(doc, "reader-only")["write"]["verdict"] == "no"
+    # reader-only writes no Delta table at all: its writes are n/a, not this table's doing
+    reader_only = _client_doc(doc, "reader-only")["write"]
+    assert reader_only["verdict"] == "n/a" and reader_only["notes"] == ["this client does not write Delta tables"]
     assert doc["blocked"] == {"read": ["legacy", "plain", "reader-only"], "write": ["legacy", "plain"]}
 
 
@@ -189,7 +190,7 @@ def test_steps_drop_dependents_first(tmp_path):
 
     # a client that writes no Delta table is never blocked from writing one
     alone = table_compat(path, CATALOGUE, resolve_clients(CATALOGUE, ["reader-only"])).to_json()
-    assert alone["clients"][0]["write"]["verdict"] == "no" and alone["blocked"]["write"] == []
+    assert alone["clients"][0]["write"]["verdict"] == "n/a" and alone["blocked"]["write"] == []
 
 
 def test_undroppable_features_say_why(tmp_path):
