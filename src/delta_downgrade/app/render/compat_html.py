@@ -26,6 +26,8 @@ from __future__ import annotations
 import html
 from typing import Any, Iterable, Mapping, Sequence
 
+from delta_downgrade.app.render.compat import human_bytes
+
 __all__ = ["VERDICT_STYLE", "render_compat_html"]
 
 #: verdict -> (symbol, css class, words). Okabe-Ito colours in the CSS below; the symbol and the
@@ -211,7 +213,7 @@ def _plan(unblock: Mapping[str, Any] | None) -> str:
             if rewrite.get("needed"):
                 files, size = rewrite.get("files"), rewrite.get("bytes")
                 text += (" - rewrites " + ("? files" if files is None else f"{_e(files)} file(s)")
-                         + ("" if size is None else f", {_e(_bytes(size))}"))
+                         + ("" if size is None else f", {_e(human_bytes(size))}"))
             if step.get("checkpoint_protection"):
                 text += " - adds checkpointProtection"
             items.append(f"<li>{text}</li>")
@@ -318,15 +320,6 @@ def _ids(ids: Iterable[str] | None) -> str:
     if not ids:
         return '<span class="ok">none</span>'
     return '<span class="blocked">' + ", ".join(_e(i) for i in ids) + "</span>"
-
-
-def _bytes(n: Any) -> str:
-    size = float(n)
-    for unit in ("B", "KB", "MB", "GB", "TB"):
-        if size < 1024 or unit == "TB":
-            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
-        size /= 1024
-    return str(n)
 
 
 # --- the timeline picture -------------------------------------------------------------------------
