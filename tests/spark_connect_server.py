@@ -26,6 +26,18 @@ from pathlib import Path
 
 SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
 
+#: What makes a child process's SparkSession a Connect client: SPARK_REMOTE (and the package's
+#: DELTA_DOWNGRADE_SPARK_REMOTE), and SPARK_CONNECT_MODE_ENABLED / SPARK_LOCAL_REMOTE, which
+#: pyspark sets in os.environ once this process has built a Connect session (pyspark/sql/session.py)
+#: - a child inheriting them asks for Connect even through a classic builder.
+CONNECT_ENV = ("SPARK_REMOTE", "DELTA_DOWNGRADE_SPARK_REMOTE", "SPARK_CONNECT_MODE_ENABLED", "SPARK_LOCAL_REMOTE")
+
+
+def classic_environment(env: "dict[str, str] | None" = None) -> dict[str, str]:
+    """``env`` (default: this process's) without what would make a child's Spark a Connect client."""
+    return {k: v for k, v in (os.environ if env is None else env).items() if k not in CONNECT_ENV}
+
+
 
 def free_port() -> int:
     with socket.socket() as s:
@@ -48,8 +60,7 @@ class ConnectServer:
         for key, value in conf.items():
             argv += ["--conf", f"{key}={value}"]
         argv.append("spark-internal")
-        env = {k: v for k, v in os.environ.items()
-               if k not in ("SPARK_REMOTE", "SPARK_CONNECT_MODE_ENABLED", "SPARK_LOCAL_REMOTE")}
+        env = classic_environment()
         env.update(PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable,
                    PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
         self._log = open(self.log_path, "wb")

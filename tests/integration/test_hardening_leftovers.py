@@ -27,6 +27,7 @@ from delta_downgrade.clock import ManualClock
 from delta_downgrade.errors import DeltaDowngradeError
 from delta_downgrade.log.delta_log import DeltaLog
 from delta_downgrade.operations.vacuum import vacuum
+from tests.spark_connect_server import classic_environment
 
 HOUR = 3600
 
@@ -165,7 +166,7 @@ def killed_rewrite(golden_table, tmp_path):
     script.write_text(_KILLED_WRITE)
     # A classic session of its own even under the Spark Connect switch: what is killed must be
     # the process that runs the write's tasks (a Connect server would outlive its client).
-    env = {k: v for k, v in os.environ.items() if k not in ("SPARK_REMOTE", "DELTA_DOWNGRADE_SPARK_REMOTE")}
+    env = classic_environment()
     env.update(PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable)
     proc = subprocess.Popen([sys.executable, str(script), str(staging), str(purge)], env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,

@@ -22,6 +22,7 @@ import yaml
 from delta_downgrade.log.delta_log import DeltaLog
 from delta_downgrade.app.render.result import parse_result_lines
 from tests.process_support import tree_hashes
+from tests.spark_connect_server import classic_environment
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -39,7 +40,7 @@ def _clone(tmp_path: Path) -> Path:
 def _cli(args: list[str], cwd: Path, timeout: float = 600, *, classic_spark: bool = False) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith("DELTA_DOWNGRADE_TASK")}
     if classic_spark:  # the tasks start their own Spark JVM, under the Spark Connect switch too
-        env = {k: v for k, v in env.items() if k not in ("SPARK_REMOTE", "DELTA_DOWNGRADE_SPARK_REMOTE")}
+        env = classic_environment(env)
     return subprocess.run([sys.executable, "-m", "delta_downgrade.app.cli", *args], cwd=cwd, env=env,
                           capture_output=True, text=True, timeout=timeout)
 

@@ -29,6 +29,7 @@ from delta_downgrade.log.delta_log import DeltaLog
 from delta_downgrade_tools.builders import TableBuilder
 
 from tests.vacuum_backends import BACKENDS, make_backend
+from tests.spark_connect_server import classic_environment
 
 _KILLED_REWRITE = textwrap.dedent("""
     import sys, time
@@ -74,7 +75,7 @@ def killed_rewrite_template(tmp_path_factory) -> tuple[Path, str]:
     script.write_text(_KILLED_REWRITE)
     # A classic session of its own even under the Spark Connect switch: what is killed must be
     # the process that runs the write's tasks (a Connect server would outlive its client).
-    env = {k: v for k, v in os.environ.items() if k not in ("SPARK_REMOTE", "DELTA_DOWNGRADE_SPARK_REMOTE")}
+    env = classic_environment()
     env.update(PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable)
     proc = subprocess.Popen([sys.executable, str(script), str(output)], env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
