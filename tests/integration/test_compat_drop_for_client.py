@@ -105,13 +105,15 @@ def test_drop_for_client_makes_the_real_client_read_the_original_rows(table, gol
     droppable = [c for c in blocked if c not in impossible]
     if droppable and reference is None:
         # No reader gives the original rows: a damaged table (a deletion vector that does not
-        # resolve). The drop must fail rather than resurrect deleted rows, and leave the blocking
-        # reader feature in place, so the verdicts still hold (checked below).
+        # resolve). The run must refuse before its first write rather than resurrect deleted
+        # rows: exit 2, the table byte-identical, so the verdicts still hold (checked below).
         request.getfixturevalue("spark")
         for client in droppable:
+            before = _files(path)
             with pytest.raises(DeltaDowngradeError) as info:
                 drop_for_client(path, catalogue.client(client))
-            assert info.value.exit_code != 0
+            assert info.value.exit_code == 2, (client, info.value)
+            assert _files(path) == before, f"--for {client} refused but changed {table}"
         after = DeltaLog(path).snapshot(check_read=False)
         assert set(verdicts[droppable[0]].read.blocking_features) & after.protocol.features, after.protocol
         droppable = []

@@ -171,3 +171,49 @@ def test_a_failure_after_the_first_feature_says_what_was_dropped_and_a_rerun_con
     assert "deletionVectors" not in DeltaLog(path).snapshot().protocol.features
     outcome = drop_for_client(path, client)
     assert outcome.features_dropped == ["vacuumProtocolCheck"]
+
+
+def _chained_rewrite_tables() -> list[str]:
+    """Golden tables whose plan for CLIENT drops two or more features, one with a data rewrite:
+    later drops are planned on the table an earlier rewrite leaves."""
+    from delta_downgrade.compat import client_verdict
+    from tests.conftest import _golden_dir
+
+    root = _golden_dir()
+    if not root.is_dir():
+        return []
+    client, found = packaged_catalogue().client(CLIENT), []
+    for table in sorted(p for p in root.iterdir() if (p / "_delta_log").is_dir()):
+        try:
+            snapshot = DeltaLog(str(table)).snapshot(check_read=False)
+        except DeltaDowngradeError:
+            continue
+        plan = client_verdict(client, snapshot.protocol, snapshot.schema).plan
+        if plan is not None and plan.possible and len(plan.steps) >= 2 and any(s.may_rewrite_data for s in plan.steps):
+            found.append(table.name)
+    return found
+
+
+@pytest.mark.parametrize("table", _chained_rewrite_tables())
+def test_a_chain_after_a_data_rewrite_plans_what_the_run_writes(table, golden_table, spark, oracle, oracle_018):
+    # A rewrite's plan keeps every file (rewritten in place, DVs as the rewrite leaves them), so a
+    # later drop's plan - a DV purge's batches, its DV check - is the one the run performs.
+    path = golden_table(table)
+    reference = oracle.scan_rows(path)
+    client = packaged_catalogue().client(CLIENT)
+    try:
+        plan = drop_for_client(path, client, dry_run=True)
+    except DeltaDowngradeError as refused:
+        # A damaged table (a DV file that does not resolve): the plan refuses, and so does the
+        # run, with the same error and before its first write.
+        assert refused.exit_code == 2 and not reference.ok, refused
+        before = _files(path)
+        with pytest.raises(type(refused)) as info:
+            drop_for_client(path, client)
+        assert info.value.exit_code == 2 and _files(path) == before
+        return
+    outcome = drop_for_client(path, client)
+    assert [d.written for d in outcome.drops] == [p.steps for p in plan.plans], table
+    assert outcome.features_dropped == plan.features_planned
+    result = oracle_018.pyarrow_rows(path)
+    assert result.ok and same_rows(result, reference), (table, result.error)

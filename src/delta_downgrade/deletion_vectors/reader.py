@@ -92,6 +92,11 @@ class DvFileReader:
                 outside = self._outside[parent] = open_storage(parent, options=self.storage_options)
         return outside, name, f"p:{dv.pathOrInlineDv}"
 
+    def file_exists(self, dv: DeletionVectorDescriptor) -> bool:
+        """Whether the DV file of a ``u``/``p`` descriptor exists: one status call, nothing read."""
+        storage, path, _ = self._file_of(dv)
+        return bool(storage.exists(path))
+
     def _remember(self, key: tuple[str, int, int], data: bytes) -> None:
         with self._lock:
             if self._cached_bytes + len(data) > self.max_cached_bytes:

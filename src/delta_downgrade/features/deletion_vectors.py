@@ -12,7 +12,7 @@ from delta_downgrade.features.base import (
 )
 from delta_downgrade.log.commit import rebase_over_blind_appends
 from delta_downgrade.log.file_summary import (
-    deletion_vector_files, file_counts, tombstone_paths, tombstones_with_relative_dvs,
+    deletion_vector_file_refs, deletion_vector_files, file_counts, tombstone_paths, tombstones_with_relative_dvs,
 )
 from delta_downgrade.log.snapshot import Snapshot
 from delta_downgrade.protocol.actions import AddCDCFile, AddFile, AnyAction, Metadata, RemoveFile
@@ -22,6 +22,31 @@ if TYPE_CHECKING:  # imported where a run is built: a trace check needs no commi
     from delta_downgrade.operations.drop_run import DropRun
 
 ENABLE_PROPERTY = "delta.enableDeletionVectors"
+
+
+def _require_dv_files(snapshot: Snapshot) -> None:
+    """Every on-disk DV file of the live files exists (PROTOCOL.md "Deletion Vector Descriptor
+    Schema": ``u`` relative to the table, ``p`` absolute): one status call per distinct DV file.
+    The purge's own planning reads each DV, but a drop planned after another feature's (``--for``
+    chains several) only reaches it after the earlier drops were written; a missing DV file must
+    refuse the run before its first write."""
+    from delta_downgrade.deletion_vectors.reader import DeletionVectorNotFoundError, DvFileReader
+    from delta_downgrade.protocol.actions import DeletionVectorDescriptor
+    from delta_downgrade.rewrite.data_files import storage_options_of
+
+    reader = DvFileReader(snapshot.storage, storage_options=storage_options_of(snapshot.storage))
+    missing = []
+    for kind, where in deletion_vector_file_refs(snapshot.arrow_state()):
+        dv = DeletionVectorDescriptor(storageType=kind, pathOrInlineDv=where, sizeInBytes=0, cardinality=0)
+        if not reader.file_exists(dv):
+            missing.append(reader.location(dv))
+    if missing:
+        shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
+        raise DeletionVectorNotFoundError(
+            f"{len(missing)} deletion vector file(s) of live data files do not exist: {shown}. Without "
+            f"them the rows they delete cannot be told apart, so nothing was written. Restore the DV "
+            f"files (or remove the data files that reference them) and run the drop again",
+            table=snapshot.table, params={"missing": missing})
 
 
 class DeletionVectors(RemovableFeature):
@@ -36,6 +61,7 @@ class DeletionVectors(RemovableFeature):
         # its planning run (the drop's plan) verifies every DV (deleted rows never return) and
         # makes its own refusals.
         require_rewrite(run, self.rewrite, f"{with_dv} live file(s) carry deletion vectors")
+        _require_dv_files(snapshot)
 
     def property_updates(self, snapshot: Snapshot) -> dict[str, str | None]:
         if TraceContext(snapshot).prop_true(ENABLE_PROPERTY):

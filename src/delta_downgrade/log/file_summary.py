@@ -75,6 +75,31 @@ def deletion_vector_files(state: ArrowState) -> tuple[int, int]:
     return files, size
 
 
+def deletion_vector_file_refs(state: ArrowState) -> list[tuple[str, str]]:
+    """Each distinct (storageType, pathOrInlineDv) of the live files' on-disk deletion vectors
+    (``u`` and ``p``; inline DVs have no file): DV files are shared by many data files, so this
+    is far shorter than the file list."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from delta_downgrade.log.arrow_columns import chunked_field
+
+    found: set[tuple[str, str]] = set()
+    for adds, _ in state.file_parts():
+        if len(adds) == 0:
+            continue
+        dv = chunked_field(adds, "deletionVector")
+        if dv.null_count == len(dv):
+            continue
+        dv = dv.filter(pc.is_valid(dv))
+        kind = pc.struct_field(dv, "storageType")
+        where = pc.struct_field(dv, "pathOrInlineDv")
+        on_disk = pc.is_in(kind, value_set=pa.array(["u", "p"]))
+        pairs = pa.table({"k": kind.filter(on_disk), "p": where.filter(on_disk)}).group_by(["k", "p"]).aggregate([])
+        found.update(zip(pairs.column("k").to_pylist(), pairs.column("p").to_pylist()))
+    return sorted(found)
+
+
 def live_files_with(state: ArrowState, *fields: str) -> int:
     """How many live files have a value in any of ``fields`` of ``add``."""
     import pyarrow.compute as pc

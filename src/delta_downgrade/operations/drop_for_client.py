@@ -161,8 +161,8 @@ def drop_for_client(location: str, client: Client, *, dry_run: bool = False, clo
                     storage_options: Mapping[str, str] | None = None) -> ClientDropOutcome:
     """Drop the features that keep ``client`` from the table at ``location`` (see the module
     docstring). Raises ClientCannotBeUnblockedError or a drop's refusal (exit 2) before the first
-    write. A failure after some features of this run were dropped (a DV file that does not
-    resolve, found by the purge; a conflict) is ClientDropIncompleteError (exit 1, the cause in
+    write. A failure after some features of this run were dropped (a write conflict, a lost
+    Spark session) is ClientDropIncompleteError (exit 1, the cause in
     its params): the features dropped so far stay dropped, and a rerun continues from there."""
     log = DeltaLog(location, storage_options=storage_options)
     planned = plan_for_client(location, client, clock=clock, rewrites=rewrites, log=log,

@@ -148,7 +148,12 @@ def remove_column_mapping(run: "DropRun", *, workers: int = DEFAULT_WORKERS,
 
     now = run.clock.now_ms()
     if run.dry_run:
-        run.commit([*(remove_action(a, now) for a, _ in plans), *domains, new_metadata], "REMOVE COLUMN MAPPING",
+        # Planned as rewritten in place: the same path, rows and deletion vector (carried over,
+        # see the module doc), partition values under logical names. The real commit removes each
+        # file and adds its rewrite under a path Spark picks; a drop planned after this one
+        # (drop-feature --for chains them) must still see every file and its DV.
+        planned = [replace(a, partitionValues=rekeyed_partitions(a), dataChange=False) for a, _ in (*plans, *keep)]
+        run.commit([*planned, *domains, new_metadata], "REMOVE COLUMN MAPPING",
                    {"numRewrittenFiles": len(plans)})
         return True
 

@@ -425,9 +425,13 @@ def purge_deletion_vectors(run: "DropRun", *, batch_files: int = DEFAULT_BATCH_F
         # One planned commit per batch, as the run commits them: the removes (with their DVs:
         # the DV tombstones step is decided from them) and the re-adds of files whose DV deletes
         # nothing; only the adds of the files Spark will write are unknown before it writes them.
+        # The rewritten files are planned at their old path without their DV (a remove and an add
+        # of one path with different DVs, as a DELETE commits them), so that a drop planned after
+        # this one (drop-feature --for chains them) still sees every file.
         for batch in batches:
-            run.commit(_batch_actions(_Batch(batch, group_batch(batch)), run.clock.now_ms()),
-                       PURGE_OPERATION, PURGE_PARAMETERS)
+            actions = _batch_actions(_Batch(batch, group_batch(batch)), run.clock.now_ms())
+            actions += [replace(f.add, deletionVector=None, dataChange=False) for f in batch if f.cardinality]
+            run.commit(actions, PURGE_OPERATION, PURGE_PARAMETERS)
         run.progress(f"would purge {total_files} file(s) with deletion vectors ({total_bytes} bytes) "
                      f"in {len(batches)} batch(es)")
         return True

@@ -143,11 +143,14 @@ def rewrite_type_widening(run: "DropRun", *, batch_files: int = DEFAULT_BATCH_FI
     rewritten = 0
     if run.dry_run:
         now = run.clock.now_ms()
+        # Planned as rewritten in place (same path, rows and DV): the real batches remove each
+        # file and add its rewrite under a path Spark picks; a drop planned after this one
+        # (drop-feature --for chains them) must still see every file.
         for batch in batches:
-            run.commit([remove_action(a, now) for a, _ in batch], "REORG",
+            run.commit([replace(a, dataChange=False) for a, _ in batch], "REORG",
                        {"predicate": "[]", "rewriteTypeWidening": True, "numFiles": len(batch)})
         for respell_batch in respell_batches:
-            run.commit([remove_action(a, now) for a, _ in respell_batch], "REORG",
+            run.commit([replace(a, dataChange=False) for a, _ in respell_batch], "REORG",
                        {"predicate": "[]", "rewriteTypeWidening": True, "numFiles": len(respell_batch)})
         rewritten = len(stale) + len(metadata_only)
     else:

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from delta_downgrade.errors import NotSupportedYetError
+from delta_downgrade.errors import DeletionVectorNotFoundError, NotSupportedYetError
 from delta_downgrade.operations.drop_feature import drop_feature
 from delta_downgrade_tools.builders import TableBuilder
 from delta_downgrade_tools.dv_builder import create_dv_table, delete_rows
@@ -58,3 +58,28 @@ def test_a_substitute_purge_runs_once_in_the_plan_of_a_dry_run(tmp_path, monkeyp
     assert outcome.status == "planned"
     assert calls == [True]  # the plan is the dry run: the purge runs once, as a planning run
     assert _tree(path) == before
+
+
+@pytest.mark.parametrize("dry_run", [False, True])
+def test_a_missing_dv_file_refuses_before_anything_is_written(tmp_path, dry_run):
+    # The check needs no purge to run (a substitute that would succeed): the DV file's absence is
+    # found from the log and one status call, before the first write.
+    path = str(tmp_path / "t")
+    _dv_table(path)
+    dv_files = [f for f in _tree(path) if f.endswith(".bin")]
+    assert len(dv_files) == 1
+    os.remove(os.path.join(path, dv_files[0]))
+    before = _tree(path)
+    with pytest.raises(DeletionVectorNotFoundError) as caught:
+        drop_feature(path, "deletionVectors", dry_run=dry_run, rewrites={"deletionVectors": lambda run: False})
+    assert caught.value.exit_code == 2
+    assert caught.value.params["missing"] == dv_files
+    assert "nothing was written" in caught.value.message
+    assert _tree(path) == before
+
+
+def test_present_dv_files_pass_the_check(tmp_path):
+    path = str(tmp_path / "t")
+    _dv_table(path)
+    outcome = drop_feature(path, "deletionVectors", dry_run=True, rewrites={"deletionVectors": lambda run: False})
+    assert outcome.status == "planned"
