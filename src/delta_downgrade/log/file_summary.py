@@ -7,7 +7,7 @@ pyarrow."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable, Iterator
 
 if TYPE_CHECKING:
     from delta_downgrade.log.arrow_replay import ArrowState
@@ -54,22 +54,30 @@ def file_counts(state: ArrowState) -> FileCounts:
     return FileCounts(files, size, with_dv, deleted, tombstones)
 
 
-def deletion_vector_files(state: ArrowState) -> tuple[int, int]:
-    """(count, bytes) of the live files that carry a deletion vector: what the DV purge rewrites
-    (``rewrite/dv_purge_plan.files_to_purge`` selects the same files, ``add.deletionVector`` not
-    null)."""
+def _parts_with_deletion_vectors(state: ArrowState) -> Iterator[tuple[Any, Any, Any]]:
+    """(adds, their ``deletionVector`` column, its validity mask) of each part of the live file
+    state in which some file carries a deletion vector."""
     import pyarrow.compute as pc
 
     from delta_downgrade.log.arrow_columns import chunked_field
 
-    files = size = 0
     for adds, _ in state.file_parts():
         if len(adds) == 0:
             continue
         dv = chunked_field(adds, "deletionVector")
         if dv.null_count == len(dv):
             continue
-        with_dv = pc.is_valid(dv)
+        yield adds, dv, pc.is_valid(dv)
+
+
+def deletion_vector_files(state: ArrowState) -> tuple[int, int]:
+    """(count, bytes) of the live files that carry a deletion vector: what the DV purge rewrites
+    (``rewrite/dv_purge_plan.files_to_purge`` selects the same files, ``add.deletionVector`` not
+    null)."""
+    from delta_downgrade.log.arrow_columns import chunked_field
+
+    files = size = 0
+    for adds, dv, with_dv in _parts_with_deletion_vectors(state):
         files += len(dv) - dv.null_count
         size += _total(chunked_field(adds, "size").filter(with_dv))
     return files, size
@@ -82,16 +90,9 @@ def deletion_vector_file_refs(state: ArrowState) -> list[tuple[str, str]]:
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    from delta_downgrade.log.arrow_columns import chunked_field
-
     found: set[tuple[str, str]] = set()
-    for adds, _ in state.file_parts():
-        if len(adds) == 0:
-            continue
-        dv = chunked_field(adds, "deletionVector")
-        if dv.null_count == len(dv):
-            continue
-        dv = dv.filter(pc.is_valid(dv))
+    for _adds, dv, with_dv in _parts_with_deletion_vectors(state):
+        dv = dv.filter(with_dv)
         kind = pc.struct_field(dv, "storageType")
         where = pc.struct_field(dv, "pathOrInlineDv")
         on_disk = pc.is_in(kind, value_set=pa.array(["u", "p"]))
