@@ -114,8 +114,9 @@ def pytest_collection_modifyitems(config, items):
     if connect:
         # Under Connect: every integration test (a subprocess may start Spark without the test
         # saying so), and the unit tests that use Spark; the other unit tests never reach Spark.
+        # Integration tests marked no_spark run log-only commands and never start Spark.
         unit = str(REPO_ROOT / "tests" / "unit")
-        spark_free = [i for i in items if str(i.path).startswith(unit)
+        spark_free = [i for i in items if (str(i.path).startswith(unit) or i.get_closest_marker("no_spark"))
                       and "spark" not in set(getattr(i, "fixturenames", ()))
                       and i.get_closest_marker("spark") is None]
         if spark_free:

@@ -24,7 +24,8 @@ from delta_downgrade.log.delta_log import DeltaLog
 from tests.conftest import _golden_dir
 from tests.oracle import OracleResult, same_rows
 
-pytestmark = [pytest.mark.golden, pytest.mark.oracle]
+# Log-only verdicts and outside readers: no Spark, so the Spark Connect pass leaves it out.
+pytestmark = [pytest.mark.golden, pytest.mark.oracle, pytest.mark.no_spark]
 
 # client id -> (fixture, read call)
 CLIENTS = {

@@ -21,7 +21,8 @@ from delta_downgrade.log.delta_log import DeltaLog
 from delta_downgrade.operations.compat import table_compat
 from tests.conftest import _golden_dir
 
-pytestmark = [pytest.mark.golden]
+# compat is log-only (a test asserts it imports no pyspark): the Spark Connect pass leaves it out.
+pytestmark = [pytest.mark.golden, pytest.mark.no_spark]
 
 VERDICTS = {"yes", "no", "misreads", "unknown"}
 

@@ -9,11 +9,15 @@ import json
 import os
 from pathlib import Path
 
+import pytest
 
 from delta_downgrade.app.compat_report import write_compat_report
 from delta_downgrade.app.render.compat_html import VERDICT_STYLE
 from delta_downgrade.compat.catalogue import packaged_catalogue
 from delta_downgrade.operations.compat import fleet_compat
+
+# The compat report reads logs only: the Spark Connect pass leaves it out.
+pytestmark = [pytest.mark.no_spark]
 
 VIEWPORT = {"width": 1400, "height": 1000}
 
