@@ -22,13 +22,13 @@ from typing import TYPE_CHECKING, Any
 from delta_downgrade.compat.catalogue import Catalogue, Client
 from delta_downgrade.compat.verdict import Access, ClientVerdict, UnblockPlan, Verdict, client_verdict
 from delta_downgrade.errors import DeltaDowngradeError
-from delta_downgrade.protocol.protocol import Protocol
+from delta_downgrade.protocol.protocol import Protocol, protocol_document
 
 if TYPE_CHECKING:
     from delta_downgrade.features.base import RewriteFootprint, TraceContext
     from delta_downgrade.log.snapshot import Snapshot
 
-__all__ = ["ClientCompat", "FleetCompat", "TableCompat", "TableError", "fleet_compat", "protocol_json",
+__all__ = ["ClientCompat", "FleetCompat", "TableCompat", "TableError", "fleet_compat",
            "resolve_clients", "table_compat", "compat_of_protocol"]
 
 FootprintOf = Callable[[str], "RewriteFootprint | None"]
@@ -76,7 +76,7 @@ class ClientCompat:
                        "rewrite": footprint_json(s.may_rewrite_data, self.footprints.get(s.feature))}
                       for s in plan.steps],
             "undroppable": [{"feature": u.feature, "reason": u.reason} for u in plan.undroppable],
-            "protocol_after": protocol_json(plan.protocol_after) if plan.protocol_after is not None else None,
+            "protocol_after": protocol_document(plan.protocol_after) if plan.protocol_after is not None else None,
             "read_after": access_json(v.read_after) if v.read_after is not None else None,
             "write_after": access_json(v.write_after) if v.write_after is not None else None,
             "truncate_history_before_write": v.truncate_history_for_write,
@@ -104,7 +104,7 @@ class TableCompat:
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
-            "table": self.table, "version": self.version, "protocol": protocol_json(self.protocol),
+            "table": self.table, "version": self.version, "protocol": protocol_document(self.protocol),
             "clients": [c.to_json() for c in self.clients],
             "blocked": {"read": self.blocked_read, "write": self.blocked_write},
         }
@@ -139,14 +139,6 @@ class FleetCompat:
 
 
 # --- JSON pieces (the document's shape, README "compat") -----------------------------------------
-
-def protocol_json(protocol: Protocol) -> dict[str, Any]:
-    """The protocol with both lists always present (null: not listed, legacy versions)."""
-    return {"minReaderVersion": protocol.min_reader_version,
-            "minWriterVersion": protocol.min_writer_version,
-            "readerFeatures": sorted(protocol.reader_features) if protocol.reader_features is not None else None,
-            "writerFeatures": sorted(protocol.writer_features) if protocol.writer_features is not None else None}
-
 
 def access_json(access: Access) -> dict[str, Any]:
     return {"verdict": access.verdict.value,

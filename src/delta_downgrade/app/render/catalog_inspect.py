@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from delta_downgrade.app.render.inspect import INSPECT_FORMAT_VERSION, iso_utc
+from delta_downgrade.app.render.inspect import INSPECT_FORMAT_VERSION, iso_utc, protocol_lines
 from delta_downgrade.protocol.protocol import protocol_document
 from delta_downgrade.protocol.support import Operation, unsupported_features
 
@@ -58,11 +58,7 @@ def render_catalog_text(report: CatalogTableReport) -> str:
     cp = doc["checkpoint_protection"]
     lines = [f"table            {doc['table']} (through {doc['source']})",
              f"version          {doc['version']} (history back to {doc['earliest_version']}) at {doc['timestamp']}",
-             f"protocol         reader {p['minReaderVersion']}, writer {p['minWriterVersion']}"]
-    if p["readerFeatures"] is not None:
-        lines.append(f"  reader features  {', '.join(p['readerFeatures']) or '(none)'}")
-    if p["writerFeatures"] is not None:
-        lines.append(f"  writer features  {', '.join(p['writerFeatures']) or '(none)'}")
+             *protocol_lines(p)]
     lines.append(f"checkpoint protection  {'on' if cp['feature_present'] else 'off'}"
                  + (f", boundary version {cp['boundary_version']}" if cp["boundary_version"] is not None else ""))
     lines.append(f"droppable        {', '.join(doc['droppable_features']) or '(none)'}")

@@ -96,17 +96,23 @@ def render_json(report: TableReport) -> str:
     return json.dumps(inspect_document(report), indent=2, sort_keys=False, default=str)
 
 
+def protocol_lines(p: dict[str, Any]) -> list[str]:
+    """The aligned protocol lines of ``inspect``'s text, from a :func:`protocol_document`."""
+    lines = [f"protocol         reader {p['minReaderVersion']}, writer {p['minWriterVersion']}"]
+    if p["readerFeatures"] is not None:
+        lines.append(f"  reader features  {', '.join(p['readerFeatures']) or '(none)'}")
+    if p["writerFeatures"] is not None:
+        lines.append(f"  writer features  {', '.join(p['writerFeatures']) or '(none)'}")
+    return lines
+
+
 def render_text(report: TableReport) -> str:
     """``inspect``: a readable, aligned rendering of the report."""
     p = protocol_document(report.protocol)
     lines = [f"table            {report.table}",
              f"version          {report.version} (latest {report.latest_version}, earliest retained "
              f"{report.earliest_version}) at {iso_utc(report.timestamp_ms)}",
-             f"protocol         reader {p['minReaderVersion']}, writer {p['minWriterVersion']}"]
-    if p["readerFeatures"] is not None:
-        lines.append(f"  reader features  {', '.join(p['readerFeatures']) or '(none)'}")
-    if p["writerFeatures"] is not None:
-        lines.append(f"  writer features  {', '.join(p['writerFeatures']) or '(none)'}")
+             *protocol_lines(p)]
     implicit = sorted(report.protocol.implicit_features)
     if implicit:
         lines.append(f"  implied by legacy versions  {', '.join(implicit)}")
