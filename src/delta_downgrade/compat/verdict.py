@@ -60,6 +60,12 @@ class Access:
     def blocking_features(self) -> tuple[str, ...]:
         return tuple(sorted({b.feature for b in self.blockers if b.feature is not None}))
 
+    @property
+    def blocked_only_by_checkpoint_protection(self) -> bool:
+        """Refused (for writes) by checkpointProtection alone, which the fast drops add and only
+        ``truncate-history`` removes (Checkpoint Protection RFC, "Dropping the feature")."""
+        return self.verdict is Verdict.NO and set(self.blocking_features) == {CHECKPOINT_PROTECTION}
+
 
 # Field metadata keys whose values are JSON objects or arrays, and the features that write them
 # (PROTOCOL.md "Type Widening" delta.typeChanges, "Iceberg Compatibility V2"
@@ -357,6 +363,5 @@ def client_verdict(client: Client, protocol: Protocol, schema: Mapping[str, Any]
     dropped = [s.feature for s in plan.steps]
     read_after = read_verdict(client, after, schema, dropped=dropped)
     write_after = write_verdict(client, after, schema, dropped=dropped)
-    truncate = (write_after.verdict is Verdict.NO
-                and set(write_after.blocking_features) == {CHECKPOINT_PROTECTION})
-    return ClientVerdict(client, read, write, plan, read_after, write_after, truncate)
+    return ClientVerdict(client, read, write, plan, read_after, write_after,
+                         write_after.blocked_only_by_checkpoint_protection)

@@ -25,7 +25,7 @@ from typing import Any, Callable, Mapping
 
 from delta_downgrade.clock import SYSTEM_CLOCK, Clock
 from delta_downgrade.compat.catalogue import Client
-from delta_downgrade.compat.verdict import Access, ClientVerdict, Verdict, client_verdict
+from delta_downgrade.compat.verdict import Access, ClientVerdict, Verdict, client_verdict, read_verdict, write_verdict
 from delta_downgrade.errors import ClientCannotBeUnblockedError, ClientDropIncompleteError, DeltaDowngradeError
 from delta_downgrade.log.delta_log import DeltaLog
 from delta_downgrade.operations.drop_feature import drop_feature, plan_drop
@@ -70,8 +70,7 @@ class ClientDropOutcome:
     def truncate_history_before_write(self) -> bool:
         """Only checkpointProtection keeps the client from writing: ``truncate-history`` (after
         the truncate retention) completes the job."""
-        return (self.write_after.verdict is Verdict.NO
-                and set(self.write_after.blocking_features) == {CHECKPOINT_PROTECTION})
+        return self.write_after.blocked_only_by_checkpoint_protection
 
 
 @dataclass(frozen=True)
@@ -201,7 +200,7 @@ def drop_for_client(location: str, client: Client, *, dry_run: bool = False, clo
     if after.read.verdict in _BLOCKED:
         notes.append(f"{client.id} still cannot read the table: "
                      + "; ".join(b.reason for b in after.read.blockers))
-    elif after.write.verdict is Verdict.NO and set(after.write.blocking_features) != {CHECKPOINT_PROTECTION}:
+    elif after.write.verdict is Verdict.NO and not after.write.blocked_only_by_checkpoint_protection:
         notes.append(f"{client.id} reads the table now; writing stays blocked: "
                      + "; ".join(b.reason for b in after.write.blockers))
     return ClientDropOutcome(log.table, client, "planned" if dry_run else "dropped", list(planned.features),
@@ -210,8 +209,6 @@ def drop_for_client(location: str, client: Client, *, dry_run: bool = False, clo
 
 
 def _verdict_after(client: Client, protocol: Protocol, schema: Any, dropped: list[str]) -> ClientVerdict:
-    from delta_downgrade.compat.verdict import read_verdict, write_verdict
-
     return ClientVerdict(client, read_verdict(client, protocol, schema, dropped=dropped),
                          write_verdict(client, protocol, schema, dropped=dropped))
 
