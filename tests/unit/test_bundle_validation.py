@@ -35,13 +35,6 @@ def _task(jobs, job, key):
     return next(t for t in jobs[job]["tasks"] if t["task_key"] == key)
 
 
-def test_repository_bundle_is_valid_against_the_built_wheel(jobs, built_wheel):
-    entry_points = wheel_entry_points(built_wheel)
-    assert entry_points == SCRIPTS
-    assert validate_jobs(jobs, entry_points) == []
-    assert {"delta_downgrade", "truncate_history", "delta_downgrade_classic"} <= set(jobs)
-
-
 def test_broken_entry_point_is_reported(jobs):
     broken = copy.deepcopy(jobs)
     _task(broken, "delta_downgrade", "drop_feature")["python_wheel_task"]["entry_point"] = "drop_featur_task"

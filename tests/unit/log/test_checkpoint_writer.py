@@ -572,45 +572,6 @@ def _drop_log_except_checkpoint(root: Path, keep_from_version: int) -> None:
             p.unlink()
 
 
-@pytest.mark.parametrize("partitioned", [False, True], ids=["flat", "partitioned"])
-@pytest.mark.parametrize("part_size", [None, 2], ids=["classic", "multipart"])
-def test_delta_rs_reads_state_from_our_checkpoint_only(tmp_path, oracle, partitioned, part_size):
-    root = tmp_path / "t"
-    state, rows_by_file = _build_table(root, partitioned)
-    result = write_checkpoint(LocalStorage(root), 2, state, part_size=part_size)
-    assert (result.parts is None) == (part_size is None)
-    _drop_log_except_checkpoint(root, 3)
-    assert not (root / commit_path(0)).exists()
-
-    # one more commit after the checkpoint: delta-rs must replay it on top of the checkpoint
-    add5, rows5 = _write_data_file(root, [100, 101], "b", partitioned, "f5")
-    _commit(root, 3, [add5])
-    expected_rows = [r for rows in rows_by_file.values() for r in rows] + rows5
-    expected_files = sorted(str(root / a.path) for a in [*state.adds, add5])
-
-    assert oracle.version(str(root)).unwrap() == 3
-    assert sorted(oracle.files(str(root)).unwrap()) == expected_files
-    got = oracle.pyarrow_rows(str(root)).unwrap()
-    assert sorted(got, key=lambda r: r["id"]) == sorted(expected_rows, key=lambda r: r["id"])
-    assert sorted(oracle.scan_rows(str(root)).unwrap(), key=lambda r: r["id"]) == \
-        sorted(expected_rows, key=lambda r: r["id"])
-
-    # and the state at the checkpoint version itself
-    assert sorted(oracle.files(str(root), version=2).unwrap()) == sorted(
-        str(root / a.path) for a in state.adds)
-
-
-def test_delta_rs_reads_our_checkpoint_without_last_checkpoint(tmp_path, oracle):
-    root = tmp_path / "t"
-    state, rows_by_file = _build_table(root, partitioned=False)
-    write_checkpoint(LocalStorage(root), 2, state, update_last_checkpoint=False)
-    _drop_log_except_checkpoint(root, 3)
-    assert not (root / LAST_CHECKPOINT).exists()
-    rows = oracle.pyarrow_rows(str(root)).unwrap()
-    expected = sorted(r["id"] for rs in rows_by_file.values() for r in rs)
-    assert sorted(r["id"] for r in rows) == expected
-
-
 # --- golden tables: replay the JSON log, checkpoint, drop the log, compare data -----------------
 
 def _dv_key(action: AddFile | RemoveFile) -> tuple[str, str | None]:
@@ -666,32 +627,6 @@ def _checkpoint_only_copy(src: str, dest: Path, part_size: int | None) -> Checkp
     return write_checkpoint(storage, version, state, part_size=part_size)
 
 
-@pytest.mark.parametrize("name", ["dv_basic_no_checkpoint", "dv_partitioned_checkpoint",
-                                  "dv_cm_name_checkpoint", "row_tracking_dv",
-                                  "domain_metadata_user_domains", "cm_name_partitioned"])
-@pytest.mark.parametrize("part_size", [None, 2], ids=["classic", "multipart"])
-def test_delta_rs_scan_equal_after_replacing_log_by_our_checkpoint(golden_table, tmp_path, oracle,
-                                                                    name, part_size):
-    """Deletion vectors (descriptors in add), partition values, column mapping, row tracking and
-    domain metadata all survive: delta-rs's DataFusion scan of a table whose log is only our
-    checkpoint equals its scan of the original log."""
-    src = golden_table(name)
-    before = oracle.scan_rows(src)
-    if not before.ok:
-        pytest.skip(f"delta-rs cannot scan the original {name}: {before.error}")
-    _, state = _replay(Path(src))
-    result = _checkpoint_only_copy(src, tmp_path / "copy", part_size)
-    if part_size is not None and len(state.adds) + len(state.removes) > 2 and \
-            "v2Checkpoint" not in (state.protocol.writerFeatures or ()):
-        assert result.parts is not None
-    after = oracle.scan_rows(str(tmp_path / "copy"))
-    assert after.ok, after.error
-    canon = lambda rows: sorted(json.dumps(r, sort_keys=True) for r in rows)  # noqa: E731
-    assert canon(after.value) == canon(before.value)
-    assert oracle.protocol(str(tmp_path / "copy")).unwrap() == oracle.protocol(src).unwrap()
-    assert len(oracle.files(str(tmp_path / "copy")).unwrap()) == len(state.adds)
-
-
 def test_checkpoint_of_golden_dv_table_keeps_dv_descriptors(golden_table, tmp_path):
     src = golden_table("dv_partitioned_checkpoint")
     _, state = _replay(Path(src))
@@ -701,15 +636,3 @@ def test_checkpoint_of_golden_dv_table_keeps_dv_descriptors(golden_table, tmp_pa
     got = {v["path"]: v for k, v in rows if k == "add"}
     for a in state.adds:
         assert _normalise_row("add", got[a.path]) == _expected_add(a)
-
-
-
-def test_delta_rs_reads_multipart_checkpoint_with_empty_parts(tmp_path, oracle):
-    root = tmp_path / "t"
-    state, rows_by_file = _build_table(root, partitioned=True)
-    result = write_checkpoint(LocalStorage(root), 2, state, part_size=1)
-    assert result.parts == 5 and 0 in result.part_rows, result.part_rows
-    _drop_log_except_checkpoint(root, 3)
-    rows = oracle.pyarrow_rows(str(root)).unwrap()
-    expected = [r for rs in rows_by_file.values() for r in rs]
-    assert sorted(rows, key=lambda r: r["id"]) == sorted(expected, key=lambda r: r["id"])

@@ -56,20 +56,3 @@ def _small_table(root: Path) -> str:
         info = {"commitInfo": {"timestamp": v, "operation": "WRITE"}}
         (root / LOG_DIR / f"{v:020d}.json").write_text("\n".join(json.dumps(x) for x in [info, *lines]) + "\n")
     return str(root)
-
-
-def test_help_imports_no_engine_no_arrow_no_settings():
-    result = _run_main(["--help"])
-    assert result["code"] == 0 and "inspect" in result["out"]
-    assert result["heavy"] == []
-
-
-def test_inspect_of_a_small_table_imports_no_arrow(tmp_path):
-    path = _small_table(tmp_path / "t")
-    result = _run_main(["inspect", path, "--json"])
-    assert result["code"] == 0
-    assert result["heavy"] == []
-    document = json.loads(result["out"])
-    assert document["files"]["live_files"] == 1 and document["files"]["live_bytes"] == 20
-    assert document["files"]["tombstones"] == 1
-    assert [(s["start_version"], s["end_version"]) for s in document["protocol_history"]] == [(0, 2)]
