@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import copy
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from delta_downgrade.errors import BadJobDefinitionError
 from delta_downgrade_tools.bundle_check import load_jobs, validate_jobs, wheel_entry_points
 
 REPO = Path(__file__).resolve().parents[2]
@@ -28,10 +26,6 @@ def built_wheel(tmp_path_factory):
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
     return next(out.glob("delta_downgrade-*.whl"))
-
-
-def _task(jobs, job, key):
-    return next(t for t in jobs[job]["tasks"] if t["task_key"] == key)
 
 
 def test_repository_bundle_is_valid_against_the_built_wheel(jobs, built_wheel):

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-import random
 import shutil
 import time
 from pathlib import Path
@@ -14,23 +12,15 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from delta_downgrade.protocol.actions import (AddFile, DeletionVectorDescriptor, DomainMetadata, Metadata,
+from delta_downgrade.protocol.actions import (AddFile, DomainMetadata, Metadata,
                                      ProtocolAction, RemoveFile, Txn, parse_commit)
-from delta_downgrade.log import last_checkpoint as lc
-from delta_downgrade.log.checkpoint_schema import CHECKPOINT_SCHEMA
-from delta_downgrade.log.checkpoint_writer import (DEFAULT_PART_SIZE, CheckpointContent,
-                                                   CheckpointResult, plan_num_parts,
-                                                   resolve_part_size, split_into_parts,
-                                                   write_checkpoint)
-from delta_downgrade.log.spark_hash import spark_murmur3_hash, spark_murmur3_hashes, spark_partition_of
-from delta_downgrade.log.files import (LAST_CHECKPOINT, classic_checkpoint_path, commit_path,
+from delta_downgrade.log.checkpoint_writer import (CheckpointContent,
+                                                   CheckpointResult, write_checkpoint)
+from delta_downgrade.log.files import (LAST_CHECKPOINT, commit_path,
                                        parse_log_file)
 from delta_downgrade.storage.local import LocalStorage
 
 # --- helpers -------------------------------------------------------------------------------------
-
-DV = {"storageType": "u", "pathOrInlineDv": "ab^-aqEH.-t@S}K{vb[*k^", "offset": 1,
-      "sizeInBytes": 36, "cardinality": 2}
 
 
 def _metadata(**kw: Any) -> Metadata:
@@ -41,69 +31,8 @@ def _metadata(**kw: Any) -> Metadata:
     return Metadata(**base)
 
 
-def _content(n_adds: int = 3, n_removes: int = 1, **kw: Any) -> CheckpointContent:
-    adds = [AddFile(path=f"part-{i:05d}.parquet", partitionValues={}, size=100 + i,
-                    modificationTime=1700000000000 + i, dataChange=True,
-                    stats=json.dumps({"numRecords": i})) for i in range(n_adds)]
-    removes = [RemoveFile(path=f"gone-{i}.parquet", deletionTimestamp=1700000001000 + i,
-                          dataChange=True, extendedFileMetadata=True, partitionValues={},
-                          size=7) for i in range(n_removes)]
-    base = dict(protocol=ProtocolAction(1, 2), metadata=_metadata(), adds=adds, removes=removes)
-    base.update(kw)
-    return CheckpointContent(**base)
-
-
-def _rows(root: Path | str, rel: str) -> list[dict[str, Any]]:
-    return pq.read_table(os.path.join(str(root), rel)).to_pylist()
-
-
-def _only(row: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-    """The one non-null column of a checkpoint row."""
-    present = [(k, v) for k, v in row.items() if v is not None]
-    assert len(present) == 1, row
-    return present[0]
-
-
 def _as_map(value: Any) -> dict | None:
     return None if value is None else dict(value)
-
-
-def _expected_add(a: AddFile) -> dict[str, Any]:
-    dv = a.dv
-    return {
-        "path": a.path, "partitionValues": dict(a.partitionValues), "size": a.size,
-        "modificationTime": a.modificationTime, "dataChange": False,
-        "tags": None if a.tags is None else dict(a.tags),
-        "deletionVector": None if dv is None else {
-            "storageType": dv.storageType, "pathOrInlineDv": dv.pathOrInlineDv,
-            "offset": dv.offset, "sizeInBytes": dv.sizeInBytes, "cardinality": dv.cardinality,
-            "maxRowIndex": dv.maxRowIndex},
-        "baseRowId": a.baseRowId, "defaultRowCommitVersion": a.defaultRowCommitVersion,
-        "clusteringProvider": a.clusteringProvider, "stats": a.stats,
-    }
-
-
-def _normalise_row(kind: str, value: dict[str, Any]) -> dict[str, Any]:
-    """pyarrow gives maps as lists of pairs; make them dicts for comparisons."""
-    out = dict(value)
-    for key in ("partitionValues", "tags", "configuration"):
-        if key in out and not isinstance(out[key], str):
-            out[key] = _as_map(out[key])
-    if kind == "metaData":
-        out["format"] = {**out["format"], "options": _as_map(out["format"]["options"])}
-    return out
-
-
-class RecordingStorage(LocalStorage):
-    """LocalStorage that also records the order of its atomic writes (the writes are real)."""
-
-    def __init__(self, root: str | os.PathLike[str]) -> None:
-        super().__init__(root)
-        self.writes: list[str] = []
-
-    def write_atomic(self, rel_path: str, data: bytes) -> None:
-        super().write_atomic(rel_path, data)
-        self.writes.append(rel_path)
 
 
 def _skeleton(t: pa.DataType) -> Any:
@@ -115,10 +44,6 @@ def _skeleton(t: pa.DataType) -> Any:
     if pa.types.is_list(t) or pa.types.is_large_list(t):
         return {"list": _skeleton(t.value_type)}
     return str(t)
-
-
-def _skeleton_schema(schema: pa.Schema) -> list:
-    return [(f.name, _skeleton(f.type)) for f in schema]
 
 
 def _diff(ours: Any, theirs: Any, path: str, out: list[str]) -> None:

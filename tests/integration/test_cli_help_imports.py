@@ -2,21 +2,8 @@
 
 from __future__ import annotations
 
-import argparse
-import json
 import subprocess
 import sys
-
-import pytest
-
-from delta_downgrade.app import cli
-from delta_downgrade.app.cli import cleanup, drop, inspect, vacuum
-from delta_downgrade.app.render.result import parse_result_lines
-
-
-def _subcommands(parser: argparse.ArgumentParser) -> list[str]:
-    action = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
-    return list(action.choices)
 
 
 def test_help_imports_no_operation():

@@ -4,29 +4,6 @@ from __future__ import annotations
 
 import sys
 
-import pytest
-
-from delta_downgrade import spark as sparkmod
-
-
-def _connect_like_session(extensions: str):
-    """A session stand-in of the Connect client's class module that fails the test if anything
-    reaches for a JVM."""
-
-    class Conf:
-        def get(self, key, default=None):
-            return extensions if key == "spark.sql.extensions" else default
-
-    class Session:
-        conf = Conf()
-
-        @property
-        def _jvm(self):
-            raise AssertionError("has_delta_sql touched _jvm on a Connect session")
-
-    Session.__module__ = "pyspark.sql.connect.session"
-    return Session()
-
 
 def test_active_session_without_pyspark_imported_imports_nothing():
     import subprocess

@@ -10,8 +10,6 @@ import time
 
 import pytest
 
-from delta_downgrade.errors import BadInputError
-from delta_downgrade.protocol.table_config import parse_interval_ms
 from tests.process_support import assert_bad_input, run_cli, tree_hashes
 
 

@@ -2,20 +2,13 @@
 
 from __future__ import annotations
 
-import ast
 import os
 import subprocess
 import sys
 import textwrap
-from pathlib import Path
 
 import pytest
 
-import delta_downgrade.storage as storage_pkg
-from delta_downgrade.errors import UnsupportedStorageError
-from delta_downgrade.storage import SCHEMES, implementation_for, open_storage
-from delta_downgrade.storage.hadoop import HadoopStorage
-from delta_downgrade.storage.local import LocalStorage
 
 IMPLEMENTATIONS = ("delta_downgrade.storage.local", "delta_downgrade.storage.hadoop",
                    "delta_downgrade.storage.object_store")
@@ -30,9 +23,6 @@ class InMemoryStorage:
     @classmethod
     def from_location(cls, location: str, options=None) -> InMemoryStorage:
         return cls(location)
-
-
-IN_MEMORY = f"{__name__}:InMemoryStorage"
 
 
 def test_unserved_scheme_is_unsupported_storage_before_a_jvm(tmp_path):

@@ -9,24 +9,6 @@ import sys
 import textwrap
 from pathlib import Path
 
-import pytest
-
-from delta_downgrade.errors import BadInputError
-from delta_downgrade.app.tasks.settings import DropFeatureSettings
-from delta_downgrade.app.tasks.settings import VerifySettings, load_settings
-from delta_downgrade.app.tasks.task_values import LocalTaskValues, read_task_values
-
-
-@pytest.fixture(autouse=True)
-def _clean_env(monkeypatch):
-    for key in list(os.environ):
-        if key.startswith("DELTA_DOWNGRADE_"):
-            monkeypatch.delenv(key)
-
-
-def _bad_input(exc_info, error_class: str) -> None:
-    assert exc_info.value.exit_code == 2
-    assert exc_info.value.error_class == error_class, exc_info.value
 
 
 def test_12_temp_file_is_created_exclusively_with_a_random_name(tmp_path):

@@ -4,14 +4,12 @@ when an entry point or a task-value reference is broken."""
 from __future__ import annotations
 
 import copy
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from delta_downgrade.errors import BadJobDefinitionError
-from delta_downgrade_tools.bundle_check import load_jobs, validate_jobs, wheel_entry_points
+from delta_downgrade_tools.bundle_check import load_jobs, validate_jobs
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPTS = {"delta-downgrade", "drop_feature_task", "verify_task", "truncate_task"}
@@ -20,15 +18,6 @@ SCRIPTS = {"delta-downgrade", "drop_feature_task", "verify_task", "truncate_task
 @pytest.fixture(scope="module")
 def jobs():
     return load_jobs(REPO)
-
-
-@pytest.fixture(scope="module")
-def built_wheel(tmp_path_factory):
-    out = tmp_path_factory.mktemp("wheel")
-    proc = subprocess.run([sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(out), str(REPO)],
-                          capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    return next(out.glob("delta_downgrade-*.whl"))
 
 
 def _task(jobs, job, key):

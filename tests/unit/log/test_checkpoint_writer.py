@@ -537,41 +537,6 @@ def _commit(root: Path, version: int, actions: list) -> None:
     storage.put_if_absent(commit_path(version), ("\n".join(lines) + "\n").encode())
 
 
-def _build_table(root: Path, partitioned: bool) -> tuple[CheckpointContent, dict[str, list]]:
-    """Commits 0..2 (adds, a txn, a remove); returns the state at 2 and the rows per live file."""
-    root.mkdir(parents=True, exist_ok=True)
-    parts = ["a", "b", None, "a", "b"]
-    files = {}
-    for i in range(5):
-        add, rows = _write_data_file(root, list(range(10 * i, 10 * i + 3)), parts[i], partitioned,
-                                     f"f{i}")
-        files[f"f{i}"] = (add, rows)
-    protocol = ProtocolAction(1, 2)
-    metadata = _metadata(schemaString=_schema_string(partitioned),
-                         partitionColumns=["part"] if partitioned else [])
-    _commit(root, 0, [protocol, metadata, files["f0"][0], files["f1"][0]])
-    txn = Txn("stream-1", 3, int(time.time() * 1000))
-    _commit(root, 1, [txn, files["f2"][0], files["f3"][0]])
-    f1 = files["f1"][0]
-    remove = RemoveFile(path=f1.path, deletionTimestamp=int(time.time() * 1000), dataChange=True,
-                        extendedFileMetadata=True, partitionValues=f1.partitionValues,
-                        size=f1.size)
-    _commit(root, 2, [remove, files["f4"][0]])
-    live = {k: v for k, v in files.items() if k != "f1"}
-    state = CheckpointContent(protocol, metadata, adds=[v[0] for v in live.values()],
-                              removes=[remove], txns=[txn])
-    return state, {k: v[1] for k, v in live.items()}
-
-
-def _drop_log_except_checkpoint(root: Path, keep_from_version: int) -> None:
-    """Delete every commit (and crc) up to ``keep_from_version - 1``: only the checkpoint can
-    explain that state now."""
-    for p in (root / "_delta_log").iterdir():
-        lf = parse_log_file(p.name)
-        if lf is not None and lf.kind in ("commit", "crc") and lf.version < keep_from_version:
-            p.unlink()
-
-
 # --- golden tables: replay the JSON log, checkpoint, drop the log, compare data -----------------
 
 def _dv_key(action: AddFile | RemoveFile) -> tuple[str, str | None]:

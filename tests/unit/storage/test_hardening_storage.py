@@ -4,23 +4,11 @@ changed. Every command runs as its own process, as a user runs it."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-import textwrap
-import time
 
 import pytest
 
 from delta_downgrade.errors import BadInputError
 from delta_downgrade.protocol.table_config import parse_interval_ms
-from tests.process_support import assert_bad_input, run_cli, tree_hashes
-
-
-def _cli(*args: str, timeout: float = 120, **kwargs) -> tuple[subprocess.CompletedProcess, float]:
-    started = time.monotonic()
-    proc = run_cli(*args, timeout=timeout, **kwargs)
-    return proc, time.monotonic() - started
 
 
 @pytest.fixture

@@ -4,10 +4,6 @@ imports no implementation), unserved schemes refused as bad input, and explicit 
 from __future__ import annotations
 
 import ast
-import os
-import subprocess
-import sys
-import textwrap
 from pathlib import Path
 
 import pytest
@@ -91,14 +87,6 @@ def test_a_registry_entry_adds_or_replaces_an_implementation(monkeypatch):
     assert isinstance(open_storage("mem://t"), InMemoryStorage)
     assert isinstance(open_storage("gs://bucket/t"), InMemoryStorage)
     assert implementation_for("hdfs://nn/t") is HadoopStorage
-
-
-def _cli(args: list[str], env_extra: dict[str, str], cwd) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("DATABRICKS_RUNTIME_VERSION", "SPARK_REMOTE", "DELTA_DOWNGRADE_SPARK_REMOTE")}
-    env.update(env_extra, PYTHONPATH=os.pathsep.join(sys.path))
-    return subprocess.run([sys.executable, "-m", "delta_downgrade.app.cli", *args],
-                          capture_output=True, text=True, timeout=120, env=env, cwd=cwd)
 
 
 def test_hadoop_storage_under_spark_connect_is_refused_in_process(monkeypatch):

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
-import sys
 
 import pytest
 

@@ -6,11 +6,6 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-import textwrap
-from pathlib import Path
 
 import pytest
 
@@ -18,13 +13,6 @@ from delta_downgrade.errors import BadInputError
 from delta_downgrade.app.tasks.settings import DropFeatureSettings
 from delta_downgrade.app.tasks.settings import VerifySettings, load_settings
 from delta_downgrade.app.tasks.task_values import LocalTaskValues, read_task_values
-
-
-@pytest.fixture(autouse=True)
-def _clean_env(monkeypatch):
-    for key in list(os.environ):
-        if key.startswith("DELTA_DOWNGRADE_"):
-            monkeypatch.delenv(key)
 
 
 def _bad_input(exc_info, error_class: str) -> None:
