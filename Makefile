@@ -5,7 +5,13 @@ SHELL := /bin/bash
 
 VENV    := .venv
 PY      := $(VENV)/bin/python
-STAMP   := $(VENV)/.installed
+# One stamp per set of packages: `make demo` installs the package with its `local` extra and the
+# repository's tools (a ~0.7 GB venv); `make test` adds the `test` dependency group and the outside
+# readers. Each is re-installed when a pyproject.toml is newer than its stamp.
+DEMO_STAMP := $(VENV)/.installed-demo
+TEST_STAMP := $(VENV)/.installed-test
+# pip's and npm's own output goes here, shown only when an install fails.
+INSTALL_LOG := $(VENV)/install.log
 # deltalake 0.18.2, an older client the tests read with, beside the venv's deltalake 1.6.6: both
 # cannot be installed in one environment, so this one goes to its own directory (PYTHONPATH).
 DELTALAKE_018 := $(VENV)/deltalake-0.18.2
@@ -16,15 +22,26 @@ NODE_DIR := $(VENV)/node
 # Interpreters tried in order for a new venv; override with `make venv PYTHON=/path/to/python3.x`.
 PYTHON_CANDIDATES := python3 python3.13 python3.12 python3.11 python3.10
 PYTEST_ARGS ?=
+# Test processes: 2 (pytest-xdist) on this project's 2-core machines, each with one Spark session;
+# `make test PYTEST_WORKERS=0` runs in one process.
+PYTEST_WORKERS ?= 2
+PYTEST := $(VENV)/bin/pytest -q $(if $(filter-out 0,$(PYTEST_WORKERS)),-n $(PYTEST_WORKERS))
+# Which tests used Spark in the classic pass: the Connect pass runs those (tests/spark_use.py).
+SPARK_RECORD := .test-records/spark-use
 # PySpark honours $JAVA_HOME before PATH; check the java it will actually use.
 JAVA := $(if $(JAVA_HOME),$(JAVA_HOME)/bin/java,java)
-# pip on some machines prints one "WARNING: Location '...' is ignored" per index; drop those lines
-# (the `|| true` keeps grep's "nothing left" status from failing; pipefail keeps pip's status).
-QUIET_PIP := { grep -v "WARNING: Location" || true; }
+# Runs an install step with its output in $(INSTALL_LOG); on failure shows the log's end.
+define quietly
+	@echo "  $(1)"
+	@{ echo "== $(1)"; } >> $(INSTALL_LOG)
+	@$(2) >> $(INSTALL_LOG) 2>&1 || { echo "ERROR: '$(1)' failed; the end of $(INSTALL_LOG):" >&2; \
+	  tail -n 40 $(INSTALL_LOG) >&2; exit 1; }
+endef
 
-.PHONY: venv check-java test test-classic test-connect demo wheel clean distclean
+.PHONY: venv venv-test check-java test test-unit test-classic test-connect demo wheel clean distclean
 
-venv: $(STAMP)
+venv: $(DEMO_STAMP)
+venv-test: $(TEST_STAMP)
 
 $(PY):
 	@py=""; \
@@ -43,24 +60,28 @@ $(PY):
 	  echo "ERROR: '$$py -m venv' failed; on Debian/Ubuntu install the python3-venv package" >&2; \
 	  rm -rf $(VENV); exit 1; }
 
-# Re-install only when a pyproject.toml is newer than the stamp (or the venv is new). The
-# repository-only tools (tools/: table builders, demo, run-job/validate-bundle) are installed
+# The repository-only tools (tools/: table builders, demo, run-job/validate-bundle) are installed
 # here next to the package and nowhere else: the wheel (`make wheel`) never contains them.
-$(STAMP): pyproject.toml tools/pyproject.toml | $(PY)
-	@echo "$(PY) -m pip install --upgrade pip"
-	@$(PY) -m pip install --upgrade pip 2>&1 | $(QUIET_PIP)
-	@echo "$(PY) -m pip install -e '.[dev]' -e tools"
-	@$(PY) -m pip install -e '.[dev]' -e tools 2>&1 | $(QUIET_PIP)
-	@echo "$(PY) -m pip install --target $(DELTALAKE_018) deltalake==0.18.2"
+$(DEMO_STAMP): pyproject.toml tools/pyproject.toml | $(PY)
+	@echo "Installing into $(VENV) (pip's output: $(INSTALL_LOG))"
+	$(call quietly,pip install --upgrade pip,$(PY) -m pip install --upgrade pip)
+	$(call quietly,pip install -e '.[local]' -e tools,$(PY) -m pip install -e '.[local]' -e tools)
+	@touch $@
+
+# pip >= 25.1 reads dependency groups (--group); the step above upgraded it.
+$(TEST_STAMP): $(DEMO_STAMP) pyproject.toml
+	@echo "Installing the test tools into $(VENV) (output: $(INSTALL_LOG))"
+	$(call quietly,pip install --group test,$(PY) -m pip install -e '.[local]' --group test)
 	@rm -rf $(DELTALAKE_018)
-	@$(PY) -m pip install --no-deps --target $(DELTALAKE_018) deltalake==0.18.2 pyarrow-hotfix==0.7 2>&1 | $(QUIET_PIP)
+	$(call quietly,pip install --target $(DELTALAKE_018) deltalake==0.18.2,$(PY) -m pip install --no-deps --target $(DELTALAKE_018) deltalake==0.18.2 pyarrow-hotfix==0.7)
 	@if command -v npm >/dev/null 2>&1; then \
-	  echo "npm install --prefix $(NODE_DIR) azurite@$(AZURITE_VERSION)"; \
-	  npm install --prefix $(NODE_DIR) --no-audit --no-fund --loglevel=error azurite@$(AZURITE_VERSION); \
+	  echo "  npm install azurite@$(AZURITE_VERSION)"; \
+	  npm install --prefix $(NODE_DIR) --no-audit --no-fund --loglevel=error azurite@$(AZURITE_VERSION) \
+	    >> $(INSTALL_LOG) 2>&1 || { tail -n 40 $(INSTALL_LOG) >&2; exit 1; }; \
 	else \
 	  echo "npm not found: Azurite is not installed and the Azure object-store tests will skip"; \
 	fi
-	@touch $(STAMP)
+	@touch $@
 
 check-java:
 	@if ! command -v "$(JAVA)" >/dev/null 2>&1; then \
@@ -83,25 +104,29 @@ check-java:
 	fi; \
 	echo "Java $$raw OK ($(JAVA))"
 
-# The whole suite on classic Spark, then every integration test and every unit test that uses
-# Spark again on Spark Connect (a Connect
-# server of its own, as Databricks serverless; tests/spark_connect_server.py).
+# The whole suite on classic Spark (recording which tests used Spark), then those tests again on
+# Spark Connect (a Connect server of its own, as Databricks serverless;
+# tests/spark_connect_server.py).
 test: test-classic test-connect
 
-test-classic: venv check-java
-	$(VENV)/bin/pytest -q $(PYTEST_ARGS)
+# The inner loop: the unit tier starts no JVM, server or child process (tests/unit_tier_guard.py).
+test-unit: venv-test
+	$(VENV)/bin/pytest -q tests/unit $(PYTEST_ARGS)
 
-test-connect: venv check-java
-	$(VENV)/bin/pytest -q --spark-connect $(PYTEST_ARGS)
+test-classic: venv-test check-java
+	$(PYTEST) --spark-record=$(SPARK_RECORD) $(PYTEST_ARGS)
+
+test-connect: venv-test check-java
+	$(PYTEST) --spark-connect --spark-record=$(SPARK_RECORD) $(PYTEST_ARGS)
 
 demo: venv check-java
 	$(PY) -m delta_downgrade_tools.demo
 
-wheel: venv
+wheel: venv-test
 	$(PY) -m build --wheel
 
 clean:
-	rm -rf build dist .pytest_cache spark-warehouse metastore_db derby.log
+	rm -rf build dist .pytest_cache .test-records spark-warehouse metastore_db derby.log
 	find . -path ./$(VENV) -prune -o \( -name __pycache__ -o -name '*.egg-info' \) -type d -print0 \
 	  | xargs -0 rm -rf
 

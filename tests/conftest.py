@@ -36,6 +36,12 @@ from pathlib import Path
 
 import pytest
 
+# pytest keeps each test module with its asserts rewritten in __pycache__, unless bytecode writing
+# is off (PYTHONDONTWRITEBYTECODE, set in many images): then every run rewrites ~4,000 asserts again,
+# about 10 s of collection. This file is imported before any test module, so this turns the cache
+# back on for them (and for the package's own modules imported from here on).
+sys.dont_write_bytecode = False
+
 TESTS_DIR = Path(__file__).resolve().parent
 REPO_ROOT = TESTS_DIR.parent
 
@@ -86,6 +92,11 @@ _CONNECT_SERVER = None
 
 def pytest_configure(config):
     global _CONNECT_SERVER
+    # Python workers of every Spark session the tests start (the spark fixture's, the one the CLI
+    # starts when a test runs it in this process, a child's) run this interpreter, not whatever
+    # `python3` is on PATH.
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     spark_use.configure(config, connect=spark_connect_mode(config))
     if not spark_connect_mode(config) or config.option.collectonly:
         return

@@ -17,9 +17,6 @@ Connect)."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -28,9 +25,13 @@ from delta_downgrade.compat import Verdict, packaged_catalogue, read_verdict
 from delta_downgrade.compat.verdict import client_verdict
 from delta_downgrade.errors import DeltaDowngradeError
 from delta_downgrade.log.delta_log import DeltaLog
-from delta_downgrade.operations.drop_for_client import STATUS_ALREADY_COMPATIBLE, drop_for_client
+from delta_downgrade.operations.drop_for_client import (
+    STATUS_ALREADY_COMPATIBLE,
+    drop_for_client,
+)
 from tests.conftest import _golden_dir
 from tests.oracle import OracleResult, same_rows
+from tests.process_support import run_cli
 
 pytestmark = [pytest.mark.golden, pytest.mark.oracle]
 
@@ -68,9 +69,7 @@ def _files(path: str) -> dict[str, bytes]:
 
 
 def _cli(*args: str) -> tuple[int, dict]:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(_REPO / "src"), str(_REPO)])}
-    proc = subprocess.run([sys.executable, "-m", "delta_downgrade.app.cli", *args, "--json", "--quiet"],
-                          capture_output=True, text=True, env=env, timeout=600)
+    proc = run_cli(*args, "--json", "--quiet")
     return proc.returncode, json.loads(proc.stdout) if proc.stdout.strip() else {"stderr": proc.stderr}
 
 

@@ -27,6 +27,7 @@ from delta_downgrade.clock import ManualClock
 from delta_downgrade.errors import DeltaDowngradeError
 from delta_downgrade.log.delta_log import DeltaLog
 from delta_downgrade.operations.vacuum import vacuum
+from tests.process_support import run_cli
 from tests.spark_connect_server import classic_environment
 
 HOUR = 3600
@@ -88,8 +89,7 @@ def test_failed_multipart_checkpoint_leaves_no_part(golden_root, tiny_fs, tmp_pa
 # --- cleanup of stale temporary files ----------------------------------------------------------------
 
 def _cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "delta_downgrade.app.cli", *args], capture_output=True,
-                          text=True, timeout=300)
+    return run_cli(*args)
 
 
 def test_cleanup_removes_stale_package_temps_only(golden_table):

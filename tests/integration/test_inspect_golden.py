@@ -5,12 +5,11 @@ table files otherwise. Bad tables must fail with their own named error and exit 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import pytest
 
 from delta_downgrade.app.cli import main
+from tests.process_support import run_cli
 
 # Checkpoint inventory, read by hand from each table's _delta_log: version -> (kind, parts).
 CHECKPOINTS: dict[str, dict[int, tuple[str, int]]] = {
@@ -74,8 +73,7 @@ READS_FINE = {"bad_empty_last_checkpoint", "bad_dv_file_unresolvable"}
 
 
 def _inspect(path: str, *extra: str) -> dict:
-    proc = subprocess.run([sys.executable, "-m", "delta_downgrade.app.cli", "inspect", path, "--json", *extra],
-                          capture_output=True, text=True, timeout=120)
+    proc = run_cli("inspect", path, "--json", *extra)
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout)
 

@@ -16,9 +16,7 @@ has no such hook, so the Azure truncation runs the operation with a clock moved 
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -31,6 +29,7 @@ from delta_downgrade.operations.drop_feature import drop_feature
 from delta_downgrade.operations.inspect import inspect_table
 from tests.object_stores import Endpoint
 from tests.oracle import same_rows
+from tests.process_support import run_cli
 
 pytestmark = pytest.mark.golden
 
@@ -67,9 +66,7 @@ def test_inspect_equals_local(object_store: Endpoint, golden_root: Path) -> None
 
 def _cli(*args: str, options: dict[str, str], timeout: float = 300) -> subprocess.CompletedProcess:
     flags = [f for key, value in options.items() for f in ("--storage-option", f"{key}={value}")]
-    return subprocess.run([sys.executable, "-m", "delta_downgrade.app.cli", *args, *flags],
-                          capture_output=True, text=True, timeout=timeout,
-                          env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    return run_cli(*args, *flags, timeout=timeout)
 
 
 def test_inspect_cli_json_on_the_bucket(object_store: Endpoint, golden_root: Path) -> None:

@@ -10,12 +10,12 @@ import time
 
 import pytest
 
-from tests.process_support import assert_bad_input, run_cli, tree_hashes
+from tests.process_support import assert_bad_input, run_cli_process, tree_hashes
 
 
 def _cli(*args: str, timeout: float = 120, **kwargs) -> tuple[subprocess.CompletedProcess, float]:
     started = time.monotonic()
-    proc = run_cli(*args, timeout=timeout, **kwargs)
+    proc = run_cli_process(*args, timeout=timeout, **kwargs)
     return proc, time.monotonic() - started
 
 

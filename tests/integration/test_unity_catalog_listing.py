@@ -20,7 +20,12 @@ import pytest
 from delta_downgrade.app.unity_catalog import full_name, list_delta_tables, parse_source
 from delta_downgrade.errors import BadSettingsError, UnityCatalogListingError
 
-pytest.importorskip("databricks.sdk")
+
+@pytest.fixture(autouse=True)
+def _databricks_sdk():
+    # At run time, not at import: importing the SDK takes ~2 s, which every collection would pay.
+    pytest.importorskip("databricks.sdk")
+
 
 TOKEN = "dapi-test-token"
 

@@ -29,6 +29,8 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
+from delta_downgrade_tools.builders import TableBuilder
+from delta_downgrade_tools.dv_builder import create_dv_table, delete_rows
 
 from delta_downgrade.app import cli
 from delta_downgrade.app.render.result import parse_result_lines
@@ -36,11 +38,9 @@ from delta_downgrade.app.tasks.entrypoints import verify_task
 from delta_downgrade.log.delta_log import DeltaLog
 from delta_downgrade.log.files import LOG_DIR, SIDECAR_DIR, classify
 from delta_downgrade.protocol import Protocol
-from delta_downgrade_tools.builders import TableBuilder
-from delta_downgrade_tools.dv_builder import create_dv_table, delete_rows
 from tests.drop_support import run_task
 from tests.oracle import same_rows
-from tests.process_support import run_cli
+from tests.process_support import run_cli_process
 
 VPC = "vacuumProtocolCheck"
 CP = "checkpointProtection"
@@ -75,7 +75,7 @@ def run_main(*argv: str) -> tuple[int, list[dict[str, Any]], str]:
 
 def run_subprocess(*argv: str) -> tuple[int, list[dict[str, Any]], str]:
     """The CLI as a user runs it."""
-    done = run_cli(*argv)
+    done = run_cli_process(*argv)
     return done.returncode, parse_result_lines(done.stdout), done.stderr
 
 
