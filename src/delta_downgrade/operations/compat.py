@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from delta_downgrade.features.base import RewriteFootprint, TraceContext
     from delta_downgrade.log.snapshot import Snapshot
 
-__all__ = ["ClientCompat", "FleetCompat", "TableCompat", "TableError", "fleet_compat",
+__all__ = ["catalogue_entry_json", "ClientCompat", "FleetCompat", "TableCompat", "TableError", "fleet_compat",
            "resolve_clients", "table_compat", "compat_of_protocol"]
 
 FootprintOf = Callable[[str], "RewriteFootprint | None"]
@@ -161,6 +161,22 @@ def footprint_json(may_rewrite: bool, footprint: RewriteFootprint | None) -> dic
 
 def client_json(client: Client) -> dict[str, Any]:
     return {"client": client.id, "name": client.name, "family": client.family, "versions": client.versions}
+
+
+def catalogue_entry_json(client: Client) -> dict[str, Any]:
+    """One entry of ``compat --list-clients --json``: what names it (id, aliases, product and
+    release range, read path), what it accepts, and the sources of each side."""
+    def side(s: Any) -> dict[str, Any] | None:
+        if s is None:
+            return None
+        return {"max_version": s.max_version, "versions": s.versions, "features": s.features,
+                "sources": [{"url": x.url, "states": x.states} for x in s.sources]}
+
+    releases = client.releases
+    return {**client_json(client), "aliases": list(client.aliases), "product": client.product_name,
+            "releases": None if releases is None else {"from": releases.start, "before": releases.before},
+            "path": client.path, "tested_here": client.tested_here or None,
+            "read": side(client.read), "write": side(client.write)}
 
 
 def client_sources(client: Client) -> list[dict[str, str]]:

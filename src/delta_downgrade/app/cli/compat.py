@@ -32,6 +32,10 @@ def register(sub: argparse._SubParsersAction, commands: dict[str, Command]) -> N
     p.add_argument("--client", dest="clients", action="append", default=None, metavar="NAME",
                    help="only this client (an id, an alias or a family such as duckdb), with the "
                         "full detail and sources; repeatable")
+    p.add_argument("--list-clients", dest="list_clients", action="store_true",
+                   help="list every catalogue entry (id, aliases, product and release range, read path, "
+                        "sources) and exit; no table needed. --client / --for take an id, an alias, a "
+                        "family, or a product with a version: deltalake==0.18.2, 'trino 447', 'dbr 15.4'")
     p.add_argument("--json", action="store_true",
                    help="print one JSON document (README 'compat') with the RESULT fields")
     p.add_argument("--report", dest="report", default=None, metavar="DIR",
@@ -47,6 +51,8 @@ def _run(args: argparse.Namespace) -> int:
     from delta_downgrade.errors import BadInputError
     from delta_downgrade.operations.compat import resolve_clients
 
+    if args.list_clients:
+        return _list_clients(args)
     if (args.table is None) == (args.tables_file is None):
         raise BadInputError("give either TABLE or --tables-file FILE (one of them)", table=args.table)
     catalogue = packaged_catalogue()
@@ -144,3 +150,19 @@ def _write_report(args: argparse.Namespace, document: dict) -> dict[str, str]:
     print(redact_output(f"compat report: {paths.html}\ncompat report data: {paths.json}",
                         args.storage_options or {}), file=sys.stderr)
     return {"json": paths.json, "html": paths.html}
+
+
+def _list_clients(args: argparse.Namespace) -> int:
+    """``compat --list-clients``: the catalogue itself, no table read."""
+    from delta_downgrade.app.cli.output import finish
+    from delta_downgrade.app.render.compat import render_client_list
+    from delta_downgrade.compat.catalogue import packaged_catalogue
+    from delta_downgrade.errors import BadInputError
+    from delta_downgrade.operations.compat import catalogue_entry_json
+
+    if args.table is not None or args.tables_file is not None or args.report is not None:
+        raise BadInputError("--list-clients lists the catalogue; it takes no TABLE, --tables-file or --report")
+    entries = [catalogue_entry_json(c) for c in packaged_catalogue().clients]
+    return finish(args, {"status": "listed", "entries": len(entries)},
+                  document={"clients": entries} if args.json else None,
+                  text=None if args.json else render_client_list(entries), text_on_stdout=True)

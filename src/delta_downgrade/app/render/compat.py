@@ -173,3 +173,33 @@ def render_fleet_text(fleet: FleetCompat, *, detail: bool = False) -> str:
     parts = [render_text(t, detail=detail) for t in fleet.tables]
     parts.extend(f"{e.table}: error {e.error_class}: {e.message}" for e in fleet.errors)
     return "\n\n".join(parts)
+
+
+# --- the catalogue -------------------------------------------------------------------------------
+
+def _max(side: dict[str, Any] | None) -> str:
+    if side is None:
+        return "-"
+    return str(side["max_version"]) + (f" {side['versions']}" if side["versions"] else "")
+
+
+def render_client_list(entries: list[dict[str, Any]]) -> str:
+    """``compat --list-clients``: one line per entry (id, how to name it with a version, read
+    path, the highest reader / writer versions it accepts), its sources below it."""
+    lines = []
+    for e in entries:
+        releases = e["releases"]
+        spelled = e["product"] + " " + (
+            (f">= {releases['from']}" if releases["from"] else "")
+            + (", " if releases["from"] and releases["before"] else "")
+            + (f"< {releases['before']}" if releases["before"] else "")) if releases else f"versions: {e['versions']}"
+        path = f"  path {e['path']}" if e["path"] else ""
+        aliases = f"  aliases {', '.join(e['aliases'])}" if e["aliases"] else ""
+        lines.append(f"{e['client']}: {spelled}{path}  reader <= {_max(e['read'])}  writer <= "
+                     f"{_max(e['write'])}{aliases}")
+        urls = dict.fromkeys(s["url"] for side in (e["read"], e["write"]) if side for s in side["sources"])
+        lines.extend(f"    source: {u}" for u in urls)
+    lines.append(f"{len(entries)} entries. Name one by id, alias, family, or product and version "
+                 "(deltalake==0.18.2, 'polars 1.41', 'trino 447', 'dbr 15.4'); a product whose "
+                 "release has several read paths takes the path in brackets (deltalake[rust]==0.18.2).")
+    return "\n".join(lines)
