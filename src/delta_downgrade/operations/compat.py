@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from delta_downgrade.compat.catalogue import Catalogue, Client
@@ -29,7 +30,7 @@ if TYPE_CHECKING:
     from delta_downgrade.log.snapshot import Snapshot
 
 __all__ = ["catalogue_entry_json", "ClientCompat", "FleetCompat", "TableCompat", "TableError", "fleet_compat",
-           "resolve_clients", "table_compat", "compat_of_protocol"]
+           "resolve_clients", "table_compat", "table_summary", "compat_of_protocol"]
 
 FootprintOf = Callable[[str], "RewriteFootprint | None"]
 """Feature name -> its rewrite footprint on the table; None when the table's files are not
@@ -93,6 +94,7 @@ class TableCompat:
     protocol: Protocol
     clients: tuple[ClientCompat, ...]
     notes: tuple[str, ...] = ()
+    schema: Mapping[str, Any] | None = field(default=None, compare=False, repr=False)
 
     @property
     def blocked_read(self) -> list[str]:
@@ -102,11 +104,19 @@ class TableCompat:
     def blocked_write(self) -> list[str]:
         return [c.client.id for c in self.clients if c.blocked_write]
 
+    @cached_property
+    def summary(self) -> dict[str, Any]:
+        """How many clients read / write the table, the features that block them, and the one
+        drop (with the dependents it needs dropped first) that unblocks the most clients:
+        :func:`table_summary`."""
+        return table_summary(self)
+
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
             "table": self.table, "version": self.version, "protocol": protocol_document(self.protocol),
             "clients": [c.to_json() for c in self.clients],
             "blocked": {"read": self.blocked_read, "write": self.blocked_write},
+            "summary": self.summary,
         }
         if self.notes:
             out["notes"] = list(self.notes)
@@ -192,6 +202,70 @@ def client_sources(client: Client) -> list[dict[str, str]]:
     return out
 
 
+# --- the summary ---------------------------------------------------------------------------------
+
+_BLOCKING = (Verdict.NO, Verdict.MISREADS)
+
+
+def _counts(accesses: Iterable[Access]) -> dict[str, int]:
+    out = {"yes": 0, "blocked": 0, "unknown": 0, "n/a": 0}
+    for a in accesses:
+        key = ("blocked" if a.verdict in _BLOCKING else "yes" if a.verdict is Verdict.YES
+               else "n/a" if a.verdict is Verdict.NOT_APPLICABLE else "unknown")
+        out[key] += 1
+    return out
+
+
+def table_summary(report: TableCompat) -> dict[str, Any]:
+    """The summary of one table (``summary`` in its ``compat --json`` document):
+
+    - ``clients``; ``read`` / ``write``: how many verdicts are yes, blocked (no or misreads),
+      unknown, n/a (an entry that does not write);
+    - ``blocking_features``: each feature blamed by a blocked client, with how many clients it
+      blocks from reading and from writing, most first;
+    - ``best_drop``: of the drops of one blocking feature (its dependents first, as
+      :func:`~delta_downgrade.compat.verdict.unblock_plan` orders them), the one after which the
+      most clients now blocked can read (then write) - verdicts taken on the protocol the drop
+      leaves, checkpointProtection included where the fast drop adds it; null when nothing blocks
+      or no single drop unblocks anyone."""
+    from delta_downgrade.compat.verdict import read_verdict, unblock_plan, write_verdict
+
+    reads = [c.verdict.read for c in report.clients]
+    writes = [c.verdict.write for c in report.clients]
+    blocks: dict[str, dict[str, int]] = {}
+    for c in report.clients:
+        for side, access in (("read", c.verdict.read), ("write", c.verdict.write)):
+            if access.verdict in _BLOCKING:
+                for feature in access.blocking_features:
+                    blocks.setdefault(feature, {"read": 0, "write": 0})[side] += 1
+    ranked = sorted(blocks.items(), key=lambda kv: (-kv[1]["read"], -kv[1]["write"], kv[0]))
+    best: dict[str, Any] | None = None
+    best_key: tuple[int, int, int] | None = None
+    blocked = [c for c in report.clients if c.blocked_read or c.blocked_write]
+    for feature, _ in ranked:
+        plan = unblock_plan(report.protocol, [feature])
+        if not plan.possible or plan.protocol_after is None:
+            continue
+        dropped = [s.feature for s in plan.steps]
+        now_read, now_write = [], []
+        for c in blocked:
+            if c.blocked_read and read_verdict(c.client, plan.protocol_after, report.schema,
+                                               dropped=dropped).verdict is Verdict.YES:
+                now_read.append(c.client.id)
+            if c.blocked_write and write_verdict(c.client, plan.protocol_after, report.schema,
+                                                 dropped=dropped).verdict is Verdict.YES:
+                now_write.append(c.client.id)
+        key = (len(now_read), len(now_write), -len(dropped))
+        if (now_read or now_write) and (best_key is None or key > best_key):
+            best_key = key
+            best = {"feature": feature, "drops": dropped, "then_readable_by": now_read,
+                    "then_writable_by": now_write}
+    return {"clients": len(report.clients), "read": _counts(reads), "write": _counts(writes),
+            "blocking_features": [{"feature": f, "blocks_read": n["read"], "blocks_write": n["write"]}
+                                  for f, n in ranked],
+            "best_drop": best}
+
+
 # --- clients -------------------------------------------------------------------------------------
 
 def resolve_clients(catalogue: Catalogue, names: Sequence[str] | None) -> tuple[Client, ...]:
@@ -226,7 +300,7 @@ def compat_of_protocol(table: str, version: int, protocol: Protocol, schema: Map
         verdict = client_verdict(client, protocol, schema)
         steps = verdict.plan.steps if verdict.plan is not None else ()
         out.append(ClientCompat(verdict, {s.feature: footprint(s.feature) for s in steps}))
-    return TableCompat(table, version, protocol, tuple(out), tuple(notes))
+    return TableCompat(table, version, protocol, tuple(out), tuple(notes), schema)
 
 
 def table_compat(table_or_snapshot: str | Snapshot, catalogue: Catalogue,

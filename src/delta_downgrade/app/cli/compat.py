@@ -36,6 +36,8 @@ def register(sub: argparse._SubParsersAction, commands: dict[str, Command]) -> N
                    help="list every catalogue entry (id, aliases, product and release range, read path, "
                         "sources) and exit; no table needed. --client / --for take an id, an alias, a "
                         "family, or a product with a version: deltalake==0.18.2, 'trino 447', 'dbr 15.4'")
+    p.add_argument("--details", action="store_true",
+                   help="after each table's summary, one line per client (verdicts, blockers, plan)")
     p.add_argument("--json", action="store_true",
                    help="print one JSON document (README 'compat') with the RESULT fields")
     p.add_argument("--report", dest="report", default=None, metavar="DIR",
@@ -75,7 +77,7 @@ def _run(args: argparse.Namespace) -> int:
         result["compat_report"] = _write_report(
             args, fleet_document_of(report.to_json(), [client_json(c) for c in clients]))
     return finish(args, result, document=report.to_json() if args.json else None,
-                  text=None if args.json else render_text(report, detail=bool(args.clients)),
+                  text=None if args.json else render_text(report, detail=bool(args.clients), details=args.details),
                   text_on_stdout=True)
 
 
@@ -124,7 +126,7 @@ def _run_fleet(args: argparse.Namespace, catalogue, clients) -> int:
 
         code = worst([e.exit_code for e in fleet.errors])
     if not args.json:
-        print(render_fleet_text(fleet, detail=bool(args.clients)), file=sys.stdout)
+        print(render_fleet_text(fleet, detail=bool(args.clients), details=args.details), file=sys.stdout)
         for table in fleet.tables:
             emit_result({"command": args.command, **compat_result(table), "exit_code": EXIT_OK},
                         secrets=args.storage_options)

@@ -118,19 +118,67 @@ def _client_line(doc: dict[str, Any], width: int) -> str:
     return line.rstrip()
 
 
-def render_text(report: TableCompat, *, detail: bool = False) -> str:
+def _families(ids: list[str], family_of: dict[str, str]) -> str:
+    """'deltalake x6, trino x5': the blocked clients counted by family, most first."""
+    counts: dict[str, int] = {}
+    for cid in ids:
+        counts[family_of.get(cid, cid)] = counts.get(family_of.get(cid, cid), 0) + 1
+    return ", ".join(f"{f} \u00d7{n}" for f, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
+def summary_lines(doc: dict[str, Any], indent: str = "  ") -> list[str]:
+    """The summary of one table's document: who can read / write it, what blocks them, and the
+    one drop that unblocks the most."""
+    s = doc.get("summary")
+    if not s:
+        return []
+    r, w = s["read"], s["write"]
+    writers = s["clients"] - w["n/a"]
+    line = (f"{indent}read by {r['yes']} of {s['clients']} clients ({r['blocked']} blocked"
+            + (f", {r['unknown']} unknown" if r["unknown"] else "") + f"); written by {w['yes']} of "
+            f"{writers} writing clients ({w['blocked']} blocked" + (f", {w['unknown']} unknown" if w["unknown"] else "")
+            + ")")
+    lines = [line]
+    family_of = {c["client"]: c["family"] for c in doc["clients"]}
+    blocked = doc["blocked"]
+    if blocked["read"]:
+        lines.append(f"{indent}cannot read: {_families(blocked['read'], family_of)}")
+    if blocked["write"]:
+        lines.append(f"{indent}cannot write: {_families(blocked['write'], family_of)}")
+    if s["blocking_features"]:
+        lines.append(f"{indent}blocking features: " + ", ".join(
+            f"{b['feature']} (read {b['blocks_read']}, write {b['blocks_write']})" for b in s["blocking_features"]))
+    best = s["best_drop"]
+    if best is not None:
+        drops = ", then ".join(best["drops"])
+        lines.append(f"{indent}the drop that unblocks most: {drops} -> +{len(best['then_readable_by'])} "
+                     f"reader(s), +{len(best['then_writable_by'])} writer(s)")
+    elif s["blocking_features"]:
+        lines.append(f"{indent}no single feature drop unblocks a client (see --details)")
+    return lines
+
+
+_HINT = "(--details: one line per client; --client NAME: its verdicts, plan and sources)"
+
+
+def render_text(report: TableCompat, *, detail: bool = False, details: bool = False, hint: bool = True) -> str:
+    """The summary of the table; then one line per client with ``details``, or each client's full
+    verdicts, plan and sources with ``detail`` (``--client``)."""
     doc = report.to_json()
     lines = [f"{doc['table']} at version {doc['version']}: protocol {_protocol_text(doc['protocol'])}"]
     lines.extend(f"  note: {n}" for n in doc.get("notes", ()))
+    lines.extend(summary_lines(doc))
     if detail:
         for c in report.clients:
             lines.extend(_client_detail(c))
-    else:
+    elif details:
         width = max((len(c["client"]) for c in doc["clients"]), default=0)
         lines.extend(_client_line(c, width) for c in doc["clients"])
-    blocked = doc["blocked"]
-    lines.append("blocked from reading: " + (", ".join(blocked["read"]) or "none")
-                 + "; from writing: " + (", ".join(blocked["write"]) or "none"))
+        blocked = doc["blocked"]
+        lines.append("blocked from reading: " + (", ".join(blocked["read"]) or "none")
+                     + "; from writing: " + (", ".join(blocked["write"]) or "none"))
+    elif hint:
+        lines.append(_HINT)
     return "\n".join(lines)
 
 
@@ -169,9 +217,35 @@ def _client_detail(client: ClientCompat) -> list[str]:
     return lines
 
 
-def render_fleet_text(fleet: FleetCompat, *, detail: bool = False) -> str:
-    parts = [render_text(t, detail=detail) for t in fleet.tables]
+def render_fleet_text(fleet: FleetCompat, *, detail: bool = False, details: bool = False) -> str:
+    """Each table's summary (and details, as :func:`render_text`), the tables that failed, and
+    the fleet in three lines: how many tables block a client, the clients blocked by the most
+    tables, the features that block in the most tables."""
+    parts = [render_text(t, detail=detail, details=details, hint=False) for t in fleet.tables]
     parts.extend(f"{e.table}: error {e.error_class}: {e.message}" for e in fleet.errors)
+    blocked = [t for t in fleet.tables if t.blocked_read or t.blocked_write]
+    by_client: dict[str, int] = {}
+    by_feature: dict[str, int] = {}
+    for t in fleet.tables:
+        for cid in dict.fromkeys([*t.blocked_read, *t.blocked_write]):
+            by_client[cid] = by_client.get(cid, 0) + 1
+        for b in t.summary["blocking_features"]:
+            by_feature[b["feature"]] = by_feature.get(b["feature"], 0) + 1
+
+    def top(counts: dict[str, int]) -> str:
+        ranked = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+        more = f", and {len(ranked) - 8} more" if len(ranked) > 8 else ""
+        return ", ".join(f"{k} ({n})" for k, n in ranked[:8]) + more
+
+    fleet_lines = [f"fleet: {len(fleet.tables) + len(fleet.errors)} table(s), {len(blocked)} block at least "
+                   f"one client" + (f", {len(fleet.errors)} could not be read" if fleet.errors else "")]
+    if by_client:
+        fleet_lines.append(f"  clients blocked in the most tables: {top(by_client)}")
+    if by_feature:
+        fleet_lines.append(f"  features blocking in the most tables: {top(by_feature)}")
+    if not (detail or details):
+        fleet_lines.append(_HINT)
+    parts.append("\n".join(fleet_lines))
     return "\n\n".join(parts)
 
 
