@@ -38,6 +38,9 @@ def register(sub: argparse._SubParsersAction, commands: dict[str, Command]) -> N
                         "family, or a product with a version: deltalake==0.18.2, 'trino 447', 'dbr 15.4'")
     p.add_argument("--details", action="store_true",
                    help="after each table's summary, one line per client (verdicts, blockers, plan)")
+    p.add_argument("--versions", action="store_true",
+                   help="time travel per client: which retained versions each client can read (the "
+                        "protocol in force at each version, from the log's protocol history)")
     p.add_argument("--json", action="store_true",
                    help="print one JSON document (README 'compat') with the RESULT fields")
     p.add_argument("--report", dest="report", default=None, metavar="DIR",
@@ -59,6 +62,9 @@ def _run(args: argparse.Namespace) -> int:
         raise BadInputError("give either TABLE or --tables-file FILE (one of them)", table=args.table)
     catalogue = packaged_catalogue()
     clients = resolve_clients(catalogue, args.clients)
+    if args.versions and args.table is None:
+        raise BadInputError("--versions takes one TABLE (not --tables-file): the compat report "
+                            "(--report) marks each table's readable versions on its timeline")
     if args.report is not None:
         from delta_downgrade.app.compat_report import prepare_report_directory
 
@@ -70,15 +76,39 @@ def _run(args: argparse.Namespace) -> int:
 
     report = _compat_of(args, clients)(args.table)
     result = compat_result(report)
+    versions = _versions(args, clients) if args.versions else None
     if args.report is not None:
         from delta_downgrade.app.compat_report import fleet_document_of
         from delta_downgrade.operations.compat import client_json
 
         result["compat_report"] = _write_report(
             args, fleet_document_of(report.to_json(), [client_json(c) for c in clients]))
-    return finish(args, result, document=report.to_json() if args.json else None,
-                  text=None if args.json else render_text(report, detail=bool(args.clients), details=args.details),
-                  text_on_stdout=True)
+    document = report.to_json() if args.json else None
+    text = None if args.json else render_text(report, detail=bool(args.clients), details=args.details)
+    if versions is not None:
+        from delta_downgrade.app.render.compat import render_versions
+
+        if document is not None:
+            document["versions"] = versions
+        else:
+            text = f"{text}\n{render_versions(versions)}"
+    return finish(args, result, document=document, text=text, text_on_stdout=True)
+
+
+def _versions(args: argparse.Namespace, clients: tuple) -> dict:
+    """``--versions``: each client's readable retained versions (a path's log; a catalog name is
+    refused: its history is not read through SQL)."""
+    from delta_downgrade.app.table_ref import parse_table_ref
+    from delta_downgrade.errors import BadInputError
+    from delta_downgrade.operations.protocol_timeline import protocol_timeline
+    from delta_downgrade.operations.version_access import client_versions, versions_json
+
+    ref = parse_table_ref(args.table)
+    if ref.is_name:
+        raise BadInputError(f"--versions reads the table's protocol history from its log; {ref.display} is a "
+                            "catalog name: pass the table's storage path", table=ref.display)
+    timeline = protocol_timeline(ref.path or args.table, storage_options=args.storage_options)
+    return versions_json(timeline, client_versions(timeline, clients))
 
 
 def _compat_of(args: argparse.Namespace, clients: tuple) -> Callable[[str], object]:

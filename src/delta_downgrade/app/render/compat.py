@@ -277,3 +277,36 @@ def render_client_list(entries: list[dict[str, Any]]) -> str:
                  "(deltalake==0.18.2, 'polars 1.41', 'trino 447', 'dbr 15.4'); a product whose "
                  "release has several read paths takes the path in brackets (deltalake[rust]==0.18.2).")
     return "\n".join(lines)
+
+
+# --- time travel per client ----------------------------------------------------------------------
+
+def _span(a: int, b: int) -> str:
+    return f"v{a}" if a == b else f"v{a}-{b}"
+
+
+def _ranges(ranges: list[list[int]]) -> str:
+    return ", ".join(_span(a, b) for a, b in ranges) or "none"
+
+
+def render_versions(doc: dict[str, Any]) -> str:
+    """``--versions``: the protocol spans of the retained history, then per client the versions
+    it reads and why not the others."""
+    spans = doc["spans"]
+    head = (f"time travel: versions {doc['earliest_version']} to {doc['latest_version']} retained; "
+            "protocol " + "; ".join(f"{_span(s['from'], s['to'])} {_protocol_text(s['protocol'])}" for s in spans))
+    if doc["boundary_version"] is not None:
+        head += f"; checkpoint protection boundary v{doc['boundary_version']}"
+    lines = [head]
+    if doc["judged_from"] > doc["earliest_version"]:
+        lines.append(f"  versions {doc['earliest_version']} to {doc['judged_from'] - 1}: older than the "
+                     "protocol history read (not judged)")
+    width = max((len(c["client"]) for c in doc["clients"]), default=0)
+    every = [[spans[0]["from"], spans[-1]["to"]]]
+    for c in doc["clients"]:
+        reads = "every version" if c["readable"] == every else _ranges(c["readable"])
+        others = [f"{_span(s['from'], s['to'])} {s['verdict']}" + (f" ({', '.join(s['features'])})" if s["features"] else "")
+                  for s in c["spans"] if s["verdict"] != "yes"]
+        lines.append(f"  {c['client']:<{width}}  reads {reads}" + (f"; not {'; '.join(others)}" if others else ""))
+    lines.append("  (the schema checked at every version is the latest one's)")
+    return "\n".join(lines)
