@@ -205,6 +205,8 @@ def client_sources(client: Client) -> list[dict[str, str]]:
 # --- the summary ---------------------------------------------------------------------------------
 
 _BLOCKING = (Verdict.NO, Verdict.MISREADS)
+#: Of the blocking features, how many (the most blocking) are tried in pairs.
+_PAIRED = 6
 
 
 def _counts(accesses: Iterable[Access]) -> dict[str, int]:
@@ -226,8 +228,9 @@ def table_summary(report: TableCompat) -> dict[str, Any]:
     - ``best_drop``: of the drops of one blocking feature (its dependents first, as
       :func:`~delta_downgrade.compat.verdict.unblock_plan` orders them), the one after which the
       most clients now blocked can read (then write) - verdicts taken on the protocol the drop
-      leaves, checkpointProtection included where the fast drop adds it; null when nothing blocks
-      or no single drop unblocks anyone."""
+      leaves, checkpointProtection included where the fast drop adds it; when no single feature
+      unblocks anyone, the best pair; null when nothing blocks or nothing so small helps.
+      ``features`` names what is dropped for, ``drops`` every drop in order."""
     from delta_downgrade.compat.verdict import read_verdict, unblock_plan, write_verdict
 
     reads = [c.verdict.read for c in report.clients]
@@ -239,13 +242,12 @@ def table_summary(report: TableCompat) -> dict[str, Any]:
                 for feature in access.blocking_features:
                     blocks.setdefault(feature, {"read": 0, "write": 0})[side] += 1
     ranked = sorted(blocks.items(), key=lambda kv: (-kv[1]["read"], -kv[1]["write"], kv[0]))
-    best: dict[str, Any] | None = None
-    best_key: tuple[int, int, int] | None = None
     blocked = [c for c in report.clients if c.blocked_read or c.blocked_write]
-    for feature, _ in ranked:
-        plan = unblock_plan(report.protocol, [feature])
+
+    def unblocked_by(features: tuple[str, ...]) -> dict[str, Any] | None:
+        plan = unblock_plan(report.protocol, features)
         if not plan.possible or plan.protocol_after is None:
-            continue
+            return None
         dropped = [s.feature for s in plan.steps]
         now_read, now_write = [], []
         for c in blocked:
@@ -255,11 +257,21 @@ def table_summary(report: TableCompat) -> dict[str, Any]:
             if c.blocked_write and write_verdict(c.client, plan.protocol_after, report.schema,
                                                  dropped=dropped).verdict is Verdict.YES:
                 now_write.append(c.client.id)
-        key = (len(now_read), len(now_write), -len(dropped))
-        if (now_read or now_write) and (best_key is None or key > best_key):
-            best_key = key
-            best = {"feature": feature, "drops": dropped, "then_readable_by": now_read,
-                    "then_writable_by": now_write}
+        if not (now_read or now_write):
+            return None
+        return {"features": list(features), "drops": dropped, "then_readable_by": now_read,
+                "then_writable_by": now_write}
+
+    def best_of(candidates: Iterable[tuple[str, ...]]) -> dict[str, Any] | None:
+        found = [r for r in map(unblocked_by, candidates) if r is not None]
+        return max(found, key=lambda r: (len(r["then_readable_by"]), len(r["then_writable_by"]),
+                                         -len(r["drops"])), default=None)
+
+    names = [f for f, _ in ranked]
+    # one feature; when no single drop unblocks anyone (a client missing two reader features),
+    # the best pair of the most blocking features
+    best = best_of((f,) for f in names) or best_of(
+        (a, b) for i, a in enumerate(names[:_PAIRED]) for b in names[i + 1:_PAIRED])
     return {"clients": len(report.clients), "read": _counts(reads), "write": _counts(writes),
             "blocking_features": [{"feature": f, "blocks_read": n["read"], "blocks_write": n["write"]}
                                   for f, n in ranked],
