@@ -155,3 +155,18 @@ def test_list_clients_needs_no_table_and_lists_every_entry():
 def test_list_clients_takes_no_table():
     code, _, _ = _cli("compat", "some/table", "--list-clients")
     assert code == EXIT_BAD_INPUT
+
+
+@pytest.mark.parametrize("spelled, error_class", [
+    ("dbr 15.3", "DELTA_DOWNGRADE_CLIENT_VERSION_NOT_IN_CATALOGUE"),
+    ("polars 1", "DELTA_DOWNGRADE_AMBIGUOUS_CLIENT"),
+])
+def test_task_for_client_takes_the_same_spellings(tmp_path, spelled, error_class):
+    from delta_downgrade.app.tasks.entrypoints import drop_feature_task
+
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        code = drop_feature_task([f"--table={tmp_path / 'no-table'}", f"--for_client={spelled}"])
+    assert code == EXIT_BAD_INPUT
+    result = json.loads(out.getvalue().strip().splitlines()[-1].removeprefix("RESULT "))
+    assert result["error_class"] == error_class
