@@ -79,3 +79,10 @@ def test_versions_needs_one_table(tmp_path):
     tables_file.write_text("x\n")
     code, _ = _cli("compat", "--tables-file", str(tables_file), "--versions")
     assert code == 2
+
+
+def test_versions_of_a_catalog_name_is_refused_before_any_session():
+    code, out = _cli("compat", "main.sales.events", "--versions")
+    assert code == 2
+    result = json.loads(out.strip().splitlines()[-1].removeprefix("RESULT "))
+    assert result["error_class"] == "DELTA_DOWNGRADE_BAD_INPUT" and "catalog name" in result["message"]

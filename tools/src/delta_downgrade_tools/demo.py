@@ -109,13 +109,19 @@ def catalogue_access(path: str) -> dict[str, Any]:
 
 
 def client_access(path: str, spelled: str) -> tuple[str, str, str]:
-    """(entry id, read verdict, write verdict) of the named client on the table's latest version."""
+    """(entry id, read verdict, write verdict) of the named client on the table's latest version;
+    a blocked verdict names the features to blame ("no (checkConstraints)")."""
     from delta_downgrade.compat import client_verdict, packaged_catalogue
 
     client = packaged_catalogue().client(spelled)
     snapshot = DeltaLog(path).snapshot(check_read=False)
     verdict = client_verdict(client, snapshot.protocol, snapshot.schema)
-    return client.id, verdict.read.verdict.value, verdict.write.verdict.value
+
+    def said(access: Any) -> str:
+        blamed = ", ".join(access.blocking_features)
+        return access.verdict.value + (f" ({blamed})" if blamed and access.verdict.value != "yes" else "")
+
+    return client.id, said(verdict.read), said(verdict.write)
 
 
 def _access_line(counts: dict[str, Any]) -> str:

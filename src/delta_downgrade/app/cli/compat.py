@@ -62,9 +62,8 @@ def _run(args: argparse.Namespace) -> int:
         raise BadInputError("give either TABLE or --tables-file FILE (one of them)", table=args.table)
     catalogue = packaged_catalogue()
     clients = resolve_clients(catalogue, args.clients)
-    if args.versions and args.table is None:
-        raise BadInputError("--versions takes one TABLE (not --tables-file): the compat report "
-                            "(--report) marks each table's readable versions on its timeline")
+    if args.versions:
+        _check_versions_target(args)
     if args.report is not None:
         from delta_downgrade.app.compat_report import prepare_report_directory
 
@@ -95,18 +94,28 @@ def _run(args: argparse.Namespace) -> int:
     return finish(args, result, document=document, text=text, text_on_stdout=True)
 
 
-def _versions(args: argparse.Namespace, clients: tuple) -> dict:
-    """``--versions``: each client's readable retained versions (a path's log; a catalog name is
-    refused: its history is not read through SQL)."""
+def _check_versions_target(args: argparse.Namespace) -> None:
+    """``--versions`` needs one table's log: refused (exit 2) before anything is read otherwise."""
     from delta_downgrade.app.table_ref import parse_table_ref
     from delta_downgrade.errors import BadInputError
-    from delta_downgrade.operations.protocol_timeline import protocol_timeline
-    from delta_downgrade.operations.version_access import client_versions, versions_json
 
+    if args.table is None:
+        raise BadInputError("--versions takes one TABLE (not --tables-file): the compat report "
+                            "(--report) marks each table's readable versions on its timeline")
     ref = parse_table_ref(args.table)
     if ref.is_name:
         raise BadInputError(f"--versions reads the table's protocol history from its log; {ref.display} is a "
                             "catalog name: pass the table's storage path", table=ref.display)
+
+
+def _versions(args: argparse.Namespace, clients: tuple) -> dict:
+    """``--versions``: each client's readable retained versions (a path's log; a catalog name is
+    refused: its history is not read through SQL)."""
+    from delta_downgrade.app.table_ref import parse_table_ref
+    from delta_downgrade.operations.protocol_timeline import protocol_timeline
+    from delta_downgrade.operations.version_access import client_versions, versions_json
+
+    ref = parse_table_ref(args.table)
     timeline = protocol_timeline(ref.path or args.table, storage_options=args.storage_options)
     return versions_json(timeline, client_versions(timeline, clients))
 

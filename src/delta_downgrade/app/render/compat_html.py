@@ -33,7 +33,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from jinja2 import Environment, PackageLoader, StrictUndefined
 
-from delta_downgrade.app.render.compat import human_bytes, plan_text
+from delta_downgrade.app.render.compat import plan_text
 
 __all__ = ["VERDICT_STYLE", "render_compat_html", "report_context", "timeline_svg"]
 
@@ -58,8 +58,6 @@ _CELL_CODE = {"v-yes": "y", "v-no": "n", "v-mis": "m", "v-unk": "u", "v-na": "a"
 def _environment() -> Environment:
     env = Environment(loader=PackageLoader("delta_downgrade.app.render", "templates"),
                       autoescape=True, undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
-    env.globals["verdict"] = _verdict
-    env.filters["bytes"] = human_bytes
     return env
 
 
@@ -257,9 +255,6 @@ def timeline_shapes(timeline: Mapping[str, Any], clients: Sequence[str] = ()) ->
 
     def x(version: float) -> float:
         return round(_LEFT + (version - first) * width / span if last > first else _LEFT + width / 2, 1)
-
-    def anchor(at: float) -> str:
-        return "end" if at > _LEFT + width * 0.6 else "start"
 
     def place(at: float, text: str) -> dict[str, Any]:
         """A label at ``at``: growing right, or left when it would pass the picture's right edge,
