@@ -1,9 +1,12 @@
-"""``delta-downgrade compat TABLE [--client NAME]... [--json]`` and ``compat --tables-file F``.
+"""``delta-downgrade compat TABLE [--client NAME]... [--details] [--versions] [--json]``,
+``compat --tables-file F`` and ``compat --list-clients``.
 
-For every client of the packaged catalogue (or those ``--client`` names: an id, an alias or a
-family), whether it can read / write the table's latest version, what blocks it and the plan
-that unblocks it (:mod:`delta_downgrade.operations.compat`); from the log alone, no data file
-read. TABLE is a path/URI, ``delta.`path```, or a catalog name (protocol through ``DESCRIBE
+For every client of the packaged catalogue (or those ``--client`` names: an id, an alias, a
+family, or a product and version such as ``deltalake==0.18.2``), whether it can read / write the
+table's latest version, what blocks it and the plan that unblocks it
+(:mod:`delta_downgrade.operations.compat`); from the log alone, no data file read. The text is a
+summary first (``--details``: a line per client); ``--versions`` adds time travel per client
+(:mod:`delta_downgrade.operations.version_access`). TABLE is a path/URI, ``delta.`path```, or a catalog name (protocol through ``DESCRIBE
 DETAIL`` on a session with Delta, :mod:`delta_downgrade.app.engines.sql_compat`).
 
 A blocked client is a finding, not a failure: exit 0, RESULT status ``blocked`` (else
@@ -30,8 +33,9 @@ def register(sub: argparse._SubParsersAction, commands: dict[str, Command]) -> N
     p.add_argument("--tables-file", dest="tables_file", default=None, metavar="FILE",
                    help="a fleet: one table per line (# starts a comment line); one summary")
     p.add_argument("--client", dest="clients", action="append", default=None, metavar="NAME",
-                   help="only this client (an id, an alias or a family such as duckdb), with the "
-                        "full detail and sources; repeatable")
+                   help="only this client (an id, an alias, a family such as duckdb, or a product and "
+                        "version such as deltalake==0.18.2 or 'trino 447'), with the full detail and "
+                        "sources; repeatable")
     p.add_argument("--list-clients", dest="list_clients", action="store_true",
                    help="list every catalogue entry (id, aliases, product and release range, read path, "
                         "sources) and exit; no table needed. --client / --for take an id, an alias, a "
