@@ -126,6 +126,13 @@ def _families(ids: list[str], family_of: dict[str, str]) -> str:
     return ", ".join(f"{f} \u00d7{n}" for f, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
+def drops_text(drops: list[str]) -> str:
+    """The drops of a plan in order; checkpointProtection is named by the command that removes it
+    (Checkpoint Protection RFC, "Dropping the feature": only by truncating history)."""
+    return ", then ".join("truncate-history (checkpointProtection)" if d == "checkpointProtection" else d
+                          for d in drops)
+
+
 def summary_lines(doc: dict[str, Any], indent: str = "  ") -> list[str]:
     """The summary of one table's document: who can read / write it, what blocks them, and the
     one drop that unblocks the most."""
@@ -150,7 +157,7 @@ def summary_lines(doc: dict[str, Any], indent: str = "  ") -> list[str]:
             f"{b['feature']} (read {b['blocks_read']}, write {b['blocks_write']})" for b in s["blocking_features"]))
     best = s["best_drop"]
     if best is not None:
-        drops = ", then ".join(best["drops"])
+        drops = drops_text(best["drops"])
         lines.append(f"{indent}the drop that unblocks most: {drops} -> +{len(best['then_readable_by'])} "
                      f"reader(s), +{len(best['then_writable_by'])} writer(s)")
     elif s["blocking_features"]:

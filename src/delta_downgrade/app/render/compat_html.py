@@ -33,7 +33,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from jinja2 import Environment, PackageLoader, StrictUndefined
 
-from delta_downgrade.app.render.compat import plan_text
+from delta_downgrade.app.render.compat import drops_text, plan_text
 
 __all__ = ["VERDICT_STYLE", "render_compat_html", "report_context", "timeline_svg"]
 
@@ -217,12 +217,22 @@ def _table_section(ti: int, table: Mapping[str, Any], name: str, entries: Mappin
     for g in groups.values():
         g["clients"] = _by_family(g["ids"], family_of, label_of)
     summary = table.get("summary") or {}
+    best = summary.get("best_drop")
     timeline = table.get("timeline")
     drawn = isinstance(timeline, Mapping) and "latest_version" in timeline
+    # time travel per client: each protocol span, and who cannot read its versions (by family)
+    travel = []
+    for span in (timeline.get("spans") or ()) if drawn else ():  # type: ignore[union-attr]
+        readers = set(span.get("readers") or ())
+        travel.append({"from": span.get("from"), "to": span.get("to"), "readers": len(readers),
+                       "judged": span.get("judged"),
+                       "protocol": span.get("protocol") or {},
+                       "not": _by_family([c for c in entries if c not in readers], family_of, label_of)})
     return {
         "index": ti, "path": table.get("table"), "name": name, "version": table.get("version"),
         "protocol": table.get("protocol") or {}, "summary": summary, "notes": table.get("notes") or (),
-        "groups": list(groups.values()),
+        "groups": list(groups.values()), "travel": travel,
+        "best_drop": None if not best else {**best, "text": drops_text(best["drops"])},
         "timeline": timeline_shapes(timeline, list(entries)) if drawn else None,  # type: ignore[arg-type]
         "timeline_error": timeline if isinstance(timeline, Mapping) and not drawn else None,
     }
