@@ -26,8 +26,9 @@ __all__ = ["CompatReportPaths", "JSON_NAME", "HTML_NAME", "fleet_document_of", "
            "with_timelines", "write_compat_report"]
 
 JSON_NAME = "compat.json"
-REPORT_FILE_MODE = 0o644
 HTML_NAME = "compat.html"
+#: Both files: readable by colleagues the report is shared with.
+REPORT_FILE_MODE = 0o644
 
 
 @dataclass(frozen=True)
