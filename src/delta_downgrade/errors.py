@@ -683,6 +683,20 @@ class UnknownClientError(BadInputError):
     error_class = "DELTA_DOWNGRADE_UNKNOWN_CLIENT"
 
 
+class AmbiguousClientError(UnknownClientError):
+    """A client spelt with a version (``polars 1``, ``deltalake 1.6``) that more than one catalogue
+    entry covers, or that entries cover only in part: the message names them."""
+
+    error_class = "DELTA_DOWNGRADE_AMBIGUOUS_CLIENT"
+
+
+class UncoveredClientVersionError(UnknownClientError):
+    """A client spelt with a version no catalogue entry covers (``dbr 15.3``, ``polars 1.45``):
+    the message names the nearest entries below and above it."""
+
+    error_class = "DELTA_DOWNGRADE_CLIENT_VERSION_NOT_IN_CATALOGUE"
+
+
 class ReportDirectoryError(BadInputError):
     """A report directory (``compat --report DIR``, ``verify_task --compat_report=DIR``) that
     cannot be created or written. Checked before the report is built: nothing is written."""

@@ -27,6 +27,8 @@ __all__ = ["CompatReportPaths", "JSON_NAME", "HTML_NAME", "fleet_document_of", "
 
 JSON_NAME = "compat.json"
 HTML_NAME = "compat.html"
+#: Both files: readable by colleagues the report is shared with.
+REPORT_FILE_MODE = 0o644
 
 
 @dataclass(frozen=True)
@@ -42,6 +44,7 @@ def with_timelines(document: Mapping[str, Any], *,
     from delta_downgrade.app.table_ref import parse_table_ref
     from delta_downgrade.operations.protocol_timeline import protocol_timeline
 
+    clients = _catalogue_clients(document)
     tables = []
     for table in document.get("tables") or ():
         entry = dict(table)
@@ -52,13 +55,23 @@ def with_timelines(document: Mapping[str, Any], *,
             else:
                 try:
                     entry["timeline"] = timeline_json(
-                        protocol_timeline(ref.path or str(table["table"]), storage_options=storage_options))
+                        protocol_timeline(ref.path or str(table["table"]), storage_options=storage_options),
+                        clients)
                 except DeltaDowngradeError as exc:
                     entry["timeline"] = {"error_class": exc.error_class, "message": str(exc)}
                 except OSError as exc:  # the log could be listed for the verdicts, not read now
                     entry["timeline"] = {"error_class": type(exc).__name__, "message": str(exc)}
         tables.append(entry)
     return {**document, "tables": tables}
+
+
+def _catalogue_clients(document: Mapping[str, Any]) -> list:
+    """The catalogue entries of the document's clients (the packaged catalogue's ids)."""
+    from delta_downgrade.compat.catalogue import packaged_catalogue
+
+    catalogue = packaged_catalogue()
+    by_id = {c.id: c for c in catalogue.clients}
+    return [by_id[str(c.get("client"))] for c in document.get("clients") or () if str(c.get("client")) in by_id]
 
 
 def prepare_report_directory(directory: str) -> Path:
@@ -101,6 +114,9 @@ def _replace(path: Path, text: str) -> None:
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
+        # mkstemp makes the file 0600; a report is for colleagues to open: 0644, as a plain
+        # file written through open() would be under the usual umask.
+        os.chmod(tmp, REPORT_FILE_MODE)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

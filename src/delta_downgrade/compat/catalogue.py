@@ -23,9 +23,13 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Literal, Union
 
+from packaging.version import InvalidVersion, Version
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from delta_downgrade.errors import BadClientCatalogueError, UnknownClientError
+from delta_downgrade.compat.spelling import normalise_product, parse_spelling
+from delta_downgrade.errors import (
+    AmbiguousClientError, BadClientCatalogueError, UncoveredClientVersionError, UnknownClientError,
+)
 from delta_downgrade.protocol.features import (
     TABLE_FEATURES_READER_VERSION,
     TABLE_FEATURES_WRITER_VERSION,
@@ -38,7 +42,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
-__all__ = ["Catalogue", "Client", "ReadSide", "Source", "WriteSide", "UNKNOWN", "load_catalogue",
+__all__ = ["Catalogue", "Client", "ReadSide", "Releases", "Source", "WriteSide", "UNKNOWN", "load_catalogue",
            "packaged_catalogue"]
 
 UNKNOWN = "unknown"
@@ -143,6 +147,57 @@ class WriteSide(_Side):
     """``max_version`` 0: the client does not write Delta tables."""
 
 
+class Releases(_Model):
+    """A release range of a product: ``from`` (inclusive) up to ``before`` (exclusive), PEP 440
+    versions (Trino's 447 and Databricks' 15.4 parse as such); either end may be open."""
+
+    start: str | None = Field(default=None, alias="from")
+    before: str | None = None
+
+    @model_validator(mode="after")
+    def _ordered(self) -> "Releases":
+        if self.start is None and self.before is None:
+            raise ValueError("a release range needs from, before or both")
+        try:
+            low, high = self.low, self.high
+        except InvalidVersion as exc:
+            raise ValueError(f"not a release version: {exc}") from None
+        if low is not None and high is not None and not low < high:
+            raise ValueError(f"from {self.start} is not below before {self.before}")
+        return self
+
+    @property
+    def low(self) -> Version | None:
+        return None if self.start is None else Version(self.start)
+
+    @property
+    def high(self) -> Version | None:
+        return None if self.before is None else Version(self.before)
+
+    def holds(self, low: Version, high: Version, *, inclusive_high: bool) -> bool:
+        """Whether every release from ``low`` to ``high`` (exclusive unless ``inclusive_high``)
+        lies in this range."""
+        if self.low is not None and low < self.low:
+            return False
+        if self.high is None:
+            return True
+        return high < self.high if inclusive_high else high <= self.high
+
+    def overlaps(self, low: Version, high: Version, *, inclusive_high: bool) -> bool:
+        if self.high is not None and low >= self.high:
+            return False
+        if self.low is None:
+            return True
+        return high >= self.low if inclusive_high else high > self.low
+
+    def text(self) -> str:
+        if self.start is None:
+            return f"< {self.before}"
+        if self.before is None:
+            return f">= {self.start}"
+        return f">= {self.start}, < {self.before}"
+
+
 class Client(_Model):
     """One client (and read path) over one version range."""
 
@@ -150,6 +205,10 @@ class Client(_Model):
     name: str
     family: str
     versions: str
+    product: str | None = None
+    """What users name with a version (``delta-sharing-spark 3.3``); the family when not given."""
+    releases: Releases | None = None
+    path: str | None = None
     aliases: list[str] = Field(default_factory=list)
     tested_here: str = ""
     read: ReadSide
@@ -161,6 +220,10 @@ class Client(_Model):
         if not _ID.match(value):
             raise ValueError(f"a client id is lower-case [a-z0-9.+-], got {value!r}")
         return value
+
+    @property
+    def product_name(self) -> str:
+        return self.product or self.family
 
     def read_features(self) -> frozenset[str] | None:
         """The reader features supported; None when unknown. Omitted in the file: the legacy
@@ -196,6 +259,10 @@ class Catalogue(_Model):
 
     schema_version: Literal[1]
     extra_features: list[str] = Field(default_factory=list)
+    default_paths: dict[str, str] = Field(default_factory=dict)
+    """product -> the read path a spelling without a path means (deltalake: pyarrow)."""
+    product_names: dict[str, str] = Field(default_factory=dict)
+    """Other names users give a product (``dbr`` -> ``databricks``)."""
     clients: list[Client] = Field(alias="client", min_length=1)
 
     @model_validator(mode="after")
@@ -234,17 +301,120 @@ class Catalogue(_Model):
                         and side.max_version >= needs_list):
                     problems.append(f"{client.id}: {side_name} accepts version {side.max_version}, so "
                                     "its features must be listed (or be \"unknown\")")
+        products = {c.product_name for c in self.clients}
+        for spelled, product in self.product_names.items():
+            if product not in products:
+                problems.append(f"product_names: {spelled!r} names {product!r}, no entry's product")
+        for product, path in self.default_paths.items():
+            if not any(c.product_name == product and c.path == path for c in self.clients):
+                problems.append(f"default_paths: no {product} entry has path {path!r}")
         if problems:
             raise ValueError("; ".join(problems))
         return self
 
     def client(self, name: str) -> Client:
-        """The entry whose id or alias is ``name`` (case-insensitive)."""
+        """The entry ``name`` means: its id or an alias (case-insensitive), or a product with a
+        version (``deltalake==0.18.2``, ``trino 447``, :mod:`delta_downgrade.compat.spelling`)
+        whose release one entry covers - on the product's default read path when it has several.
+        An ambiguous or uncovered version is an error naming the nearest entries."""
+        found = self._named(name)
+        if found is not None:
+            return found
+        by_version = self._by_version(name, all_paths=False)
+        if by_version is not None:
+            return by_version[0]
+        raise self._unknown(name)
+
+    def family(self, name: str) -> list[Client]:
+        """Every entry of a family (``deltalake``, ``duckdb``); else the one named; else, for a
+        product with a version, every entry covering it (each read path)."""
+        wanted = name.strip().lower()
+        found = [c for c in self.clients if c.family.lower() == wanted]
+        if found:
+            return found
+        named = self._named(name)
+        if named is not None:
+            return [named]
+        by_version = self._by_version(name, all_paths=True)
+        if by_version is not None:
+            return by_version
+        raise self._unknown(name)
+
+    def products(self) -> list[str]:
+        return sorted({c.product_name for c in self.clients if c.releases is not None})
+
+    def _named(self, name: str) -> Client | None:
         wanted = name.strip().lower()
         for client in self.clients:
             if wanted == client.id or wanted in (a.lower() for a in client.aliases):
                 return client
-        raise self._unknown(name)
+        return None
+
+    def _product(self, spelled: str) -> str | None:
+        names = {normalise_product(k): v for k, v in self.product_names.items()}
+        if spelled in names:
+            return names[spelled]
+        products = {normalise_product(c.product_name): c.product_name for c in self.clients}
+        return products.get(spelled)
+
+    def _by_version(self, name: str, *, all_paths: bool) -> list[Client] | None:
+        """The entries covering a versioned spelling; None when ``name`` is not one (or names no
+        product of the catalogue)."""
+        spelling = parse_spelling(name)
+        if spelling is None:
+            return None
+        product = self._product(spelling.product)
+        if product is None:
+            return None
+        entries = [c for c in self.clients if c.product_name == product and c.releases is not None]
+        what = spelling.describe()
+        if not entries:
+            ids = ", ".join(c.id for c in self.clients if c.product_name == product)
+            raise UncoveredClientVersionError(
+                f"{name!r}: the catalogue's {product} entries have no release numbers; name one of "
+                f"them: {ids} (`delta-downgrade compat --list-clients`)",
+                params={"client": name, "suggestions": ids.split(", ")})
+        if spelling.path is not None:
+            paths = sorted({c.path for c in entries if c.path})
+            entries = [c for c in entries if c.path == spelling.path]
+            if not entries:
+                raise UnknownClientError(
+                    f"{name!r}: {product} has no read path {spelling.path!r} in the catalogue"
+                    + (f"; its paths: {', '.join(paths)}" if paths else "; it has one read path: "
+                       f"leave the path out"), params={"client": name, "suggestions": paths})
+        span = (spelling.low, spelling.high)
+        holding = [c for c in entries if c.releases.holds(*span, inclusive_high=spelling.pinned)]  # type: ignore[union-attr]
+        partial = [c for c in entries if c not in holding
+                   and c.releases.overlaps(*span, inclusive_high=spelling.pinned)]  # type: ignore[union-attr]
+        if holding and not partial:
+            if all_paths and len({c.path for c in holding}) == len(holding):
+                return holding
+            if len(holding) == 1 and (spelling.path is not None or holding[0].path is None
+                                      or holding[0].path == self.default_paths.get(product, holding[0].path)):
+                return holding
+            default = self.default_paths.get(product)
+            on_default = [c for c in holding if c.path == default]
+            if spelling.path is None and len(on_default) == 1:
+                return on_default
+            if spelling.path is None and default is not None and not on_default:
+                raise AmbiguousClientError(
+                    f"{name!r}: the catalogue covers {what} only on the "
+                    + " and ".join(sorted({str(c.path) for c in holding})) + " read path ("
+                    + _listed(holding) + f"), not on {product}'s default {default} path; name the "
+                    f"path: {product}[{holding[0].path}]=={spelling.version}",
+                    params={"client": name, "suggestions": [c.id for c in holding]})
+        if holding or partial:
+            raise AmbiguousClientError(
+                f"{name!r}: {what} is not one catalogue entry: "
+                + ("it spans " if partial else "entries ") + _listed([*holding, *partial])
+                + "; name a full version (`delta-downgrade compat --list-clients` shows each range)",
+                params={"client": name, "suggestions": [c.id for c in (*holding, *partial)]})
+        nearest = _nearest(entries, spelling.low, spelling.high)
+        raise UncoveredClientVersionError(
+            f"{name!r}: no catalogue entry covers {what}; the nearest: " + _listed(nearest)
+            + ". The catalogue states only what public sources say: pick the entry you mean, or "
+            "`delta-downgrade compat --list-clients` for every range",
+            params={"client": name, "suggestions": [c.id for c in nearest]})
 
     def _unknown(self, name: str) -> UnknownClientError:
         known = sorted({n for c in self.clients for n in (c.id, *c.aliases, c.family)})
@@ -253,14 +423,28 @@ class Catalogue(_Model):
         return UnknownClientError(
             f"no client {name!r} in the catalogue; {hint}families: "
             + ", ".join(sorted({c.family for c in self.clients}))
-            + " (`delta-downgrade compat TABLE --json` lists every client id)",
+            + "; a version may follow a product (" + ", ".join(self.products())
+            + "), e.g. deltalake==0.18.2 or 'trino 447' (`delta-downgrade compat --list-clients` "
+            "lists every entry)",
             params={"client": name, "suggestions": close})
 
-    def family(self, name: str) -> list[Client]:
-        """Every entry of a family (``deltalake``, ``duckdb``) or, failing that, the one named."""
-        wanted = name.strip().lower()
-        found = [c for c in self.clients if c.family.lower() == wanted]
-        return found or [self.client(name)]
+
+def _listed(clients: Iterable[Client]) -> str:
+    return ", ".join(f"{c.id} ({c.releases.text() if c.releases else c.versions})" for c in clients)
+
+
+def _nearest(entries: list[Client], low: Version, high: Version) -> list[Client]:
+    """The entry just below the spelled releases and the one just above (by release range)."""
+    below = [c for c in entries if c.releases and c.releases.high is not None and c.releases.high <= low]
+    above = [c for c in entries if c.releases and c.releases.low is not None and c.releases.low >= high]
+    out = []
+    if below:
+        top = max(c.releases.high for c in below)  # type: ignore[union-attr,type-var]
+        out += [c for c in below if c.releases.high == top]  # type: ignore[union-attr]
+    if above:
+        bottom = min(c.releases.low for c in above)  # type: ignore[union-attr,type-var]
+        out += [c for c in above if c.releases.low == bottom]  # type: ignore[union-attr]
+    return out
 
 
 def load_catalogue(source: str | Path | Mapping[str, Any]) -> Catalogue:

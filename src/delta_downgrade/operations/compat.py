@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from delta_downgrade.compat.catalogue import Catalogue, Client
@@ -28,8 +29,8 @@ if TYPE_CHECKING:
     from delta_downgrade.features.base import RewriteFootprint, TraceContext
     from delta_downgrade.log.snapshot import Snapshot
 
-__all__ = ["ClientCompat", "FleetCompat", "TableCompat", "TableError", "fleet_compat",
-           "resolve_clients", "table_compat", "compat_of_protocol"]
+__all__ = ["catalogue_entry_json", "ClientCompat", "FleetCompat", "TableCompat", "TableError", "fleet_compat",
+           "resolve_clients", "table_compat", "table_summary", "compat_of_protocol"]
 
 FootprintOf = Callable[[str], "RewriteFootprint | None"]
 """Feature name -> its rewrite footprint on the table; None when the table's files are not
@@ -93,6 +94,7 @@ class TableCompat:
     protocol: Protocol
     clients: tuple[ClientCompat, ...]
     notes: tuple[str, ...] = ()
+    schema: Mapping[str, Any] | None = field(default=None, compare=False, repr=False)
 
     @property
     def blocked_read(self) -> list[str]:
@@ -102,11 +104,19 @@ class TableCompat:
     def blocked_write(self) -> list[str]:
         return [c.client.id for c in self.clients if c.blocked_write]
 
+    @cached_property
+    def summary(self) -> dict[str, Any]:
+        """How many clients read / write the table, the features that block them, and the one
+        drop (with the dependents it needs dropped first) that unblocks the most clients:
+        :func:`table_summary`."""
+        return table_summary(self)
+
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
             "table": self.table, "version": self.version, "protocol": protocol_document(self.protocol),
             "clients": [c.to_json() for c in self.clients],
             "blocked": {"read": self.blocked_read, "write": self.blocked_write},
+            "summary": self.summary,
         }
         if self.notes:
             out["notes"] = list(self.notes)
@@ -163,6 +173,22 @@ def client_json(client: Client) -> dict[str, Any]:
     return {"client": client.id, "name": client.name, "family": client.family, "versions": client.versions}
 
 
+def catalogue_entry_json(client: Client) -> dict[str, Any]:
+    """One entry of ``compat --list-clients --json``: what names it (id, aliases, product and
+    release range, read path), what it accepts, and the sources of each side."""
+    def side(s: Any) -> dict[str, Any] | None:
+        if s is None:
+            return None
+        return {"max_version": s.max_version, "versions": s.versions, "features": s.features,
+                "sources": [{"url": x.url, "states": x.states} for x in s.sources]}
+
+    releases = client.releases
+    return {**client_json(client), "aliases": list(client.aliases), "product": client.product_name,
+            "releases": None if releases is None else {"from": releases.start, "before": releases.before},
+            "path": client.path, "tested_here": client.tested_here or None,
+            "read": side(client.read), "write": side(client.write)}
+
+
 def client_sources(client: Client) -> list[dict[str, str]]:
     """The read side's sources, then the write side's, each once."""
     out: list[dict[str, str]] = []
@@ -174,6 +200,82 @@ def client_sources(client: Client) -> list[dict[str, str]]:
                 seen.add(key)
                 out.append({"url": source.url, "states": source.states})
     return out
+
+
+# --- the summary ---------------------------------------------------------------------------------
+
+_BLOCKING = (Verdict.NO, Verdict.MISREADS)
+#: Of the blocking features, how many (the most blocking) are tried in pairs.
+_PAIRED = 6
+
+
+def _counts(accesses: Iterable[Access]) -> dict[str, int]:
+    out = {"yes": 0, "blocked": 0, "unknown": 0, "n/a": 0}
+    for a in accesses:
+        key = ("blocked" if a.verdict in _BLOCKING else "yes" if a.verdict is Verdict.YES
+               else "n/a" if a.verdict is Verdict.NOT_APPLICABLE else "unknown")
+        out[key] += 1
+    return out
+
+
+def table_summary(report: TableCompat) -> dict[str, Any]:
+    """The summary of one table (``summary`` in its ``compat --json`` document):
+
+    - ``clients``; ``read`` / ``write``: how many verdicts are yes, blocked (no or misreads),
+      unknown, n/a (an entry that does not write);
+    - ``blocking_features``: each feature blamed by a blocked client, with how many clients it
+      blocks from reading and from writing, most first;
+    - ``best_drop``: of the drops of one blocking feature (its dependents first, as
+      :func:`~delta_downgrade.compat.verdict.unblock_plan` orders them), the one after which the
+      most clients now blocked can read (then write) - verdicts taken on the protocol the drop
+      leaves, checkpointProtection included where the fast drop adds it; when no single feature
+      unblocks anyone, the best pair; null when nothing blocks or nothing so small helps.
+      ``features`` names what is dropped for, ``drops`` every drop in order."""
+    from delta_downgrade.compat.verdict import read_verdict, unblock_plan, write_verdict
+
+    reads = [c.verdict.read for c in report.clients]
+    writes = [c.verdict.write for c in report.clients]
+    blocks: dict[str, dict[str, int]] = {}
+    for c in report.clients:
+        for side, access in (("read", c.verdict.read), ("write", c.verdict.write)):
+            if access.verdict in _BLOCKING:
+                for feature in access.blocking_features:
+                    blocks.setdefault(feature, {"read": 0, "write": 0})[side] += 1
+    ranked = sorted(blocks.items(), key=lambda kv: (-kv[1]["read"], -kv[1]["write"], kv[0]))
+    blocked = [c for c in report.clients if c.blocked_read or c.blocked_write]
+
+    def unblocked_by(features: tuple[str, ...]) -> dict[str, Any] | None:
+        plan = unblock_plan(report.protocol, features)
+        if not plan.possible or plan.protocol_after is None:
+            return None
+        dropped = [s.feature for s in plan.steps]
+        now_read, now_write = [], []
+        for c in blocked:
+            if c.blocked_read and read_verdict(c.client, plan.protocol_after, report.schema,
+                                               dropped=dropped).verdict is Verdict.YES:
+                now_read.append(c.client.id)
+            if c.blocked_write and write_verdict(c.client, plan.protocol_after, report.schema,
+                                                 dropped=dropped).verdict is Verdict.YES:
+                now_write.append(c.client.id)
+        if not (now_read or now_write):
+            return None
+        return {"features": list(features), "drops": dropped, "then_readable_by": now_read,
+                "then_writable_by": now_write}
+
+    def best_of(candidates: Iterable[tuple[str, ...]]) -> dict[str, Any] | None:
+        found = [r for r in map(unblocked_by, candidates) if r is not None]
+        return max(found, key=lambda r: (len(r["then_readable_by"]), len(r["then_writable_by"]),
+                                         -len(r["drops"])), default=None)
+
+    names = [f for f, _ in ranked]
+    # one feature; when no single drop unblocks anyone (a client missing two reader features),
+    # the best pair of the most blocking features
+    best = best_of((f,) for f in names) or best_of(
+        (a, b) for i, a in enumerate(names[:_PAIRED]) for b in names[i + 1:_PAIRED])
+    return {"clients": len(report.clients), "read": _counts(reads), "write": _counts(writes),
+            "blocking_features": [{"feature": f, "blocks_read": n["read"], "blocks_write": n["write"]}
+                                  for f, n in ranked],
+            "best_drop": best}
 
 
 # --- clients -------------------------------------------------------------------------------------
@@ -210,7 +312,7 @@ def compat_of_protocol(table: str, version: int, protocol: Protocol, schema: Map
         verdict = client_verdict(client, protocol, schema)
         steps = verdict.plan.steps if verdict.plan is not None else ()
         out.append(ClientCompat(verdict, {s.feature: footprint(s.feature) for s in steps}))
-    return TableCompat(table, version, protocol, tuple(out), tuple(notes))
+    return TableCompat(table, version, protocol, tuple(out), tuple(notes), schema)
 
 
 def table_compat(table_or_snapshot: str | Snapshot, catalogue: Catalogue,

@@ -27,7 +27,7 @@ the boundary itself (the downgrade commit's) is not covered by rule (a) and is m
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Mapping
+from typing import Any, Mapping
 
 from delta_downgrade.errors import DeltaDowngradeError
 from delta_downgrade.log.delta_log import DeltaLog, commit_version
@@ -93,6 +93,7 @@ class ProtocolTimeline:
     checkpoints_not_drawn: int      # checkpoints before ``drawn_from``
     boundary_version: int | None    # delta.requireCheckpointProtectionBeforeVersion (latest)
     checkpoint_protection: bool     # the latest protocol has checkpointProtection
+    latest_schema: Mapping[str, Any] | None = None  # the latest version's schema (field metadata checks)
 
     @property
     def older_history_not_drawn(self) -> bool:
@@ -165,7 +166,14 @@ def protocol_timeline(location: str, *, log: DeltaLog | None = None,
         table=location, earliest_version=earliest, latest_version=latest, drawn_from=drawn_from,
         initial_protocol=initial, protocol_changes=tuple(changes), drop_feature_commits=tuple(drops),
         checkpoints=tuple(marks), checkpoints_not_drawn=len(listing.checkpoints) - len(shown),
-        boundary_version=boundary, checkpoint_protection=protected)
+        boundary_version=boundary, checkpoint_protection=protected, latest_schema=_schema(newest))
+
+
+def _schema(snapshot: Snapshot) -> Mapping[str, Any] | None:
+    try:
+        return snapshot.schema
+    except (DeltaDowngradeError, ValueError):  # no metaData or an unparsable schema: drawn without it
+        return None
 
 
 def _text(value: object) -> str | None:

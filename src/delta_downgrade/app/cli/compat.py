@@ -1,9 +1,12 @@
-"""``delta-downgrade compat TABLE [--client NAME]... [--json]`` and ``compat --tables-file F``.
+"""``delta-downgrade compat TABLE [--client NAME]... [--details] [--versions] [--json]``,
+``compat --tables-file F`` and ``compat --list-clients``.
 
-For every client of the packaged catalogue (or those ``--client`` names: an id, an alias or a
-family), whether it can read / write the table's latest version, what blocks it and the plan
-that unblocks it (:mod:`delta_downgrade.operations.compat`); from the log alone, no data file
-read. TABLE is a path/URI, ``delta.`path```, or a catalog name (protocol through ``DESCRIBE
+For every client of the packaged catalogue (or those ``--client`` names: an id, an alias, a
+family, or a product and version such as ``deltalake==0.18.2``), whether it can read / write the
+table's latest version, what blocks it and the plan that unblocks it
+(:mod:`delta_downgrade.operations.compat`); from the log alone, no data file read. The text is a
+summary first (``--details``: a line per client); ``--versions`` adds time travel per client
+(:mod:`delta_downgrade.operations.version_access`). TABLE is a path/URI, ``delta.`path```, or a catalog name (protocol through ``DESCRIBE
 DETAIL`` on a session with Delta, :mod:`delta_downgrade.app.engines.sql_compat`).
 
 A blocked client is a finding, not a failure: exit 0, RESULT status ``blocked`` (else
@@ -30,8 +33,18 @@ def register(sub: argparse._SubParsersAction, commands: dict[str, Command]) -> N
     p.add_argument("--tables-file", dest="tables_file", default=None, metavar="FILE",
                    help="a fleet: one table per line (# starts a comment line); one summary")
     p.add_argument("--client", dest="clients", action="append", default=None, metavar="NAME",
-                   help="only this client (an id, an alias or a family such as duckdb), with the "
-                        "full detail and sources; repeatable")
+                   help="only this client (an id, an alias, a family such as duckdb, or a product and "
+                        "version such as deltalake==0.18.2 or 'trino 447'), with the full detail and "
+                        "sources; repeatable")
+    p.add_argument("--list-clients", dest="list_clients", action="store_true",
+                   help="list every catalogue entry (id, aliases, product and release range, read path, "
+                        "sources) and exit; no table needed. --client / --for take an id, an alias, a "
+                        "family, or a product with a version: deltalake==0.18.2, 'trino 447', 'dbr 15.4'")
+    p.add_argument("--details", action="store_true",
+                   help="after each table's summary, one line per client (verdicts, blockers, plan)")
+    p.add_argument("--versions", action="store_true",
+                   help="time travel per client: which retained versions each client can read (the "
+                        "protocol in force at each version, from the log's protocol history)")
     p.add_argument("--json", action="store_true",
                    help="print one JSON document (README 'compat') with the RESULT fields")
     p.add_argument("--report", dest="report", default=None, metavar="DIR",
@@ -47,10 +60,14 @@ def _run(args: argparse.Namespace) -> int:
     from delta_downgrade.errors import BadInputError
     from delta_downgrade.operations.compat import resolve_clients
 
+    if args.list_clients:
+        return _list_clients(args)
     if (args.table is None) == (args.tables_file is None):
         raise BadInputError("give either TABLE or --tables-file FILE (one of them)", table=args.table)
     catalogue = packaged_catalogue()
     clients = resolve_clients(catalogue, args.clients)
+    if args.versions:
+        _check_versions_target(args)
     if args.report is not None:
         from delta_downgrade.app.compat_report import prepare_report_directory
 
@@ -62,15 +79,49 @@ def _run(args: argparse.Namespace) -> int:
 
     report = _compat_of(args, clients)(args.table)
     result = compat_result(report)
+    versions = _versions(args, clients) if args.versions else None
     if args.report is not None:
         from delta_downgrade.app.compat_report import fleet_document_of
         from delta_downgrade.operations.compat import client_json
 
         result["compat_report"] = _write_report(
             args, fleet_document_of(report.to_json(), [client_json(c) for c in clients]))
-    return finish(args, result, document=report.to_json() if args.json else None,
-                  text=None if args.json else render_text(report, detail=bool(args.clients)),
-                  text_on_stdout=True)
+    document = report.to_json() if args.json else None
+    text = None if args.json else render_text(report, detail=bool(args.clients), details=args.details)
+    if versions is not None:
+        from delta_downgrade.app.render.compat import render_versions
+
+        if document is not None:
+            document["versions"] = versions
+        else:
+            text = f"{text}\n{render_versions(versions)}"
+    return finish(args, result, document=document, text=text, text_on_stdout=True)
+
+
+def _check_versions_target(args: argparse.Namespace) -> None:
+    """``--versions`` needs one table's log: refused (exit 2) before anything is read otherwise."""
+    from delta_downgrade.app.table_ref import parse_table_ref
+    from delta_downgrade.errors import BadInputError
+
+    if args.table is None:
+        raise BadInputError("--versions takes one TABLE (not --tables-file): the compat report "
+                            "(--report) marks each table's readable versions on its timeline")
+    ref = parse_table_ref(args.table)
+    if ref.is_name:
+        raise BadInputError(f"--versions reads the table's protocol history from its log; {ref.display} is a "
+                            "catalog name: pass the table's storage path", table=ref.display)
+
+
+def _versions(args: argparse.Namespace, clients: tuple) -> dict:
+    """``--versions``: each client's readable retained versions (a path's log; a catalog name is
+    refused: its history is not read through SQL)."""
+    from delta_downgrade.app.table_ref import parse_table_ref
+    from delta_downgrade.operations.protocol_timeline import protocol_timeline
+    from delta_downgrade.operations.version_access import client_versions, versions_json
+
+    ref = parse_table_ref(args.table)
+    timeline = protocol_timeline(ref.path or args.table, storage_options=args.storage_options)
+    return versions_json(timeline, client_versions(timeline, clients))
 
 
 def _compat_of(args: argparse.Namespace, clients: tuple) -> Callable[[str], object]:
@@ -118,7 +169,7 @@ def _run_fleet(args: argparse.Namespace, catalogue, clients) -> int:
 
         code = worst([e.exit_code for e in fleet.errors])
     if not args.json:
-        print(render_fleet_text(fleet, detail=bool(args.clients)), file=sys.stdout)
+        print(render_fleet_text(fleet, detail=bool(args.clients), details=args.details), file=sys.stdout)
         for table in fleet.tables:
             emit_result({"command": args.command, **compat_result(table), "exit_code": EXIT_OK},
                         secrets=args.storage_options)
@@ -144,3 +195,19 @@ def _write_report(args: argparse.Namespace, document: dict) -> dict[str, str]:
     print(redact_output(f"compat report: {paths.html}\ncompat report data: {paths.json}",
                         args.storage_options or {}), file=sys.stderr)
     return {"json": paths.json, "html": paths.html}
+
+
+def _list_clients(args: argparse.Namespace) -> int:
+    """``compat --list-clients``: the catalogue itself, no table read."""
+    from delta_downgrade.app.cli.output import finish
+    from delta_downgrade.app.render.compat import render_client_list
+    from delta_downgrade.compat.catalogue import packaged_catalogue
+    from delta_downgrade.errors import BadInputError
+    from delta_downgrade.operations.compat import catalogue_entry_json
+
+    if args.table is not None or args.tables_file is not None or args.report is not None:
+        raise BadInputError("--list-clients lists the catalogue; it takes no TABLE, --tables-file or --report")
+    entries = [catalogue_entry_json(c) for c in packaged_catalogue().clients]
+    return finish(args, {"status": "listed", "entries": len(entries)},
+                  document={"clients": entries} if args.json else None,
+                  text=None if args.json else render_client_list(entries), text_on_stdout=True)

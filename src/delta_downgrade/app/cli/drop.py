@@ -64,8 +64,9 @@ def register(sub: argparse._SubParsersAction, commands: dict[str, Callable[[argp
     p.add_argument("table")
     p.add_argument("feature", nargs="?", help="feature name (bare, 'quoted' or `backticked`)")
     p.add_argument("--for", dest="for_client", metavar="CLIENT",
-                   help="instead of FEATURE: drop every feature that keeps CLIENT (a client catalogue id "
-                        "or alias, e.g. duckdb, deltalake-0.18) from reading the table, or from writing "
+                   help="instead of FEATURE: drop every feature that keeps CLIENT (a client catalogue id, "
+                        "alias, or product and version, e.g. duckdb, deltalake==0.18.2, 'trino 447'; "
+                        "`compat --list-clients` lists them) from reading the table, or from writing "
                         "it when it reads, in order, in one run (see `compat`)")
     p.add_argument("--truncate-history", action="store_true",
                    help="the two-phase TRUNCATE HISTORY path instead of checkpoint protection")

@@ -1,135 +1,84 @@
-"""The compat report as one self-contained HTML page: which tables block which clients.
+"""The compat report as one self-contained HTML page: which tables block which clients, for a fleet
+of a few tables or of thousands.
 
 Input: the fleet document of ``compat --tables-file F`` (README "compat"), each table carrying its
 ``timeline`` (:func:`~delta_downgrade.app.render.protocol_timeline.timeline_json`, or null, or an
 ``{"error_class", "message"}`` when the log cannot be drawn). The page is a pure function of that
 document, so ``compat.json`` and ``compat.html`` always say the same.
 
-What a person sees, top down:
+What a person sees, top down (the page's height grows with the tables, never with tables x
+clients: what is per table and per client sits in a collapsed ``<details>``):
 
-1. a matrix, tables × clients: each cell the read and the write verdict, as a colour, a symbol
-   and a letter (colour-blind safe: the Okabe-Ito palette, and the symbol alone tells the
-   verdict), each table linking to its section;
-2. the tables that could not be loaded;
-3. one section per client: the tables it cannot read or write, with blockers and the plan;
-4. one section per table: its protocol, features, and the protocol / checkpoint timeline as an
-   inline SVG (commits as a line, checkpoints as marks, protected ones filled, protocol changes
-   and DROP FEATURE commits labelled, the Checkpoint Protection boundary dashed).
+1. the fleet in one sentence and a legend;
+2. clients by family, their versions as columns: how many tables each cannot read or write;
+3. feature -> the clients it blocks (by family) and the tables that carry it;
+4. the matrix, tables x clients grouped by family: each cell the read and the write verdict as
+   two symbols (colour-blind safe: Okabe-Ito colours, and the symbol alone tells the verdict);
+5. the tables that could not be loaded;
+6. one collapsed section per table: its protocol, the clients it blocks grouped by their plan, and
+   the protocol / checkpoint timeline as inline SVG - protocol bands (each with how many clients
+   read the versions in it: time travel per client), DROP FEATURE commits, the Checkpoint
+   Protection boundary, protected checkpoints - under one legend that wraps to the page's width.
 
 Self-contained: inline CSS and SVG only - no script, font, image or link outside the page, so it
-opens offline from a file and cannot run anything. Every string from the document (table paths,
-reasons, feature names) is HTML-escaped where it is written (:func:`_e`).
+opens offline from a file and cannot run anything. Rendered by Jinja2 templates
+(``templates/``, shipped in the wheel) with autoescaping on: every string from the document is
+escaped by the engine, none by hand.
 """
 
 from __future__ import annotations
 
-import html
+from functools import lru_cache
 from typing import Any, Iterable, Mapping, Sequence
 
-from delta_downgrade.app.render.compat import human_bytes
+from jinja2 import Environment, PackageLoader, StrictUndefined
 
-__all__ = ["VERDICT_STYLE", "render_compat_html"]
+from delta_downgrade.app.render.compat import drops_text, plan_text
 
-#: verdict -> (symbol, css class, words). Okabe-Ito colours in the CSS below; the symbol and the
-#: letter carry the verdict without colour.
+__all__ = ["VERDICT_STYLE", "render_compat_html", "report_context", "timeline_svg"]
+
+#: verdict -> (symbol, css class, words). Okabe-Ito colours in the CSS; the symbol carries the
+#: verdict without colour.
 VERDICT_STYLE: dict[str, tuple[str, str, str]] = {
     "yes": ("\u2713", "v-yes", "yes"),
     "no": ("\u2717", "v-no", "no"),
     "misreads": ("\u26a0", "v-mis", "misreads: accepts the table and returns wrong data"),
     "unknown": ("?", "v-unk", "unknown: the catalogue has no source"),
-    "n/a": ("\u2013", "v-na", "n/a: a read path only"),
+    "n/a": ("\u2013", "v-na", "n/a: does not write Delta tables, or a read path only"),
 }
-
-_CSS = """
-body{font:14px/1.4 system-ui,-apple-system,'Segoe UI',Roboto,sans-serif;margin:16px 24px;color:#1a1a1a;background:#fff}
-h1{font-size:22px;margin:0 0 4px}h2{font-size:18px;margin:28px 0 8px;border-bottom:2px solid #ddd}
-h3{font-size:15px;margin:18px 0 6px}code,.mono{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:12px}
-.sum{color:#444;margin:0 0 10px}.legend span.cell{margin-right:10px}
-table{border-collapse:collapse}td,th{border:1px solid #d0d0d0;padding:3px 6px;vertical-align:top;overflow-wrap:anywhere}
-table.matrix th.client{writing-mode:vertical-rl;transform:rotate(180deg);white-space:nowrap;font-weight:600;
- font-size:12px;padding:6px 2px;text-align:left}
-table.matrix td.v{padding:0;text-align:center;white-space:nowrap;overflow-wrap:normal}
-table.matrix tr.count td{font-size:11px;text-align:center;color:#7a2d00;font-weight:700;white-space:nowrap;overflow-wrap:normal}
-table.matrix th.table{overflow-wrap:normal;text-align:left;font-weight:normal;max-width:340px;overflow:hidden;text-overflow:ellipsis;white-space:nowrap}
-.cell{display:inline-block;min-width:22px;padding:1px 2px;font-weight:700;font-size:12px;border-radius:2px}
-.v-yes{background:#d3efe4;color:#005c43}.v-no{background:#f6c9a8;color:#7a2d00}
-.v-mis{background:#f1d0e3;color:#6e1f4c}.v-unk{background:#e6e6e6;color:#333}.v-na{background:#fff;color:#888}
-.blocked{font-weight:700;color:#7a2d00}.ok{color:#005c43}
-.note{color:#555;font-size:12px}.err{background:#fff4e5}
-ul{margin:2px 0 2px 18px;padding:0}li{margin:1px 0}
-svg{display:block;margin:4px 0 10px;max-width:100%}
-.kv td:first-child{color:#555;white-space:nowrap}
-"""
+_BLOCKING = ("no", "misreads")
+#: verdict css class -> (background, text colour) of the matrix's cells (Okabe-Ito based), and the
+#: one-letter code of each in the cell's class (a 1,000-table matrix has 50,000 cells: short markup).
+_CELL_COLOURS = {"v-yes": ("#d3efe4", "#005c43"), "v-no": ("#f6c9a8", "#7a2d00"), "v-mis": ("#f1d0e3", "#6e1f4c"),
+                 "v-unk": ("#e6e6e6", "#333"), "v-na": ("#ffffff", "#555")}
+_CELL_CODE = {"v-yes": "y", "v-no": "n", "v-mis": "m", "v-unk": "u", "v-na": "a"}
 
 
-def _e(value: Any) -> str:
-    """Escaped text: every value from the document goes through here."""
-    return html.escape("" if value is None else str(value), quote=True)
+@lru_cache(maxsize=1)
+def _environment() -> Environment:
+    env = Environment(loader=PackageLoader("delta_downgrade.app.render", "templates"),
+                      autoescape=True, undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    return env
 
 
-def _anchor(prefix: str, index: int) -> str:
-    return f"{prefix}-{index}"
-
-
-def _verdict_cell(side: str, verdict: str | None) -> str:
-    symbol, css, words = VERDICT_STYLE.get(verdict or "unknown", VERDICT_STYLE["unknown"])
-    letter = "R" if side == "read" else "W"
-    return f'<span class="cell {css}" title="{_e(side)}: {_e(words)}">{letter}{symbol}</span>'
+def _verdict(value: str | None) -> dict[str, str]:
+    symbol, css, words = VERDICT_STYLE.get(value or "unknown", VERDICT_STYLE["unknown"])
+    return {"symbol": symbol, "css": css, "words": words, "value": value or "unknown"}
 
 
 def render_compat_html(document: Mapping[str, Any], *, title: str = "Delta client compatibility") -> str:
-    tables: Sequence[Mapping[str, Any]] = document.get("tables") or ()
-    errors: Sequence[Mapping[str, Any]] = document.get("errors") or ()
-    clients: Sequence[Mapping[str, Any]] = document.get("clients") or ()
-    out: list[str] = [
-        "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
-        # No network, no script: the page's own policy says so too.
-        "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'\">",
-        '<meta name="viewport" content="width=device-width,initial-scale=1">',
-        f"<title>{_e(title)}</title><style>{_CSS}</style></head><body>",
-        f"<h1>{_e(title)}</h1>",
-    ]
-    blocked_tables = sum(1 for t in tables if (t.get("blocked") or {}).get("read") or (t.get("blocked") or {}).get("write"))
-    out.append(f'<p class="sum">{len(tables)} table(s), {len(clients)} client(s); '
-               f'{blocked_tables} table(s) block at least one client'
-               + (f"; {len(errors)} table(s) could not be read" if errors else "") + ".</p>")
-    out.append('<p class="legend">' + "".join(
-        f'<span class="cell {css}">{symbol}</span> {_e(words.split(":")[0])} &nbsp; '
-        for symbol, css, words in VERDICT_STYLE.values())
-        + '<span class="note">R = read the latest version, W = write it.</span></p>')
-    prefix = _common_prefix([str(t.get("table")) for t in tables])
-    if prefix:
-        out.append(f'<p class="note">table paths below are under <code>{_e(prefix)}</code></p>')
-    out += _matrix(tables, clients, prefix)
-    if errors:
-        out.append('<h2 id="errors">Tables that could not be read</h2><table><tr><th>table</th>'
-                   '<th>error class</th><th>message</th></tr>')
-        for err in errors:
-            out.append(f'<tr class="err"><td class="mono">{_e(err.get("table"))}</td>'
-                       f'<td class="mono">{_e(err.get("error_class"))}</td><td>{_e(err.get("message"))}</td></tr>')
-        out.append("</table>")
-    out.append("<h2>By client</h2>")
-    for ci, client in enumerate(clients):
-        out += _client_section(ci, client, tables, prefix)
-    out.append("<h2>By table</h2>")
-    out.append(_TIMELINE_LEGEND)
-    for ti, table in enumerate(tables):
-        out += _table_section(ti, table)
-    out.append("</body></html>")
-    return "\n".join(out) + "\n"
+    return _environment().get_template("compat_report.html.j2").render(**report_context(document, title=title))
 
 
-# --- the matrix ---------------------------------------------------------------------------------
+def timeline_svg(timeline: Mapping[str, Any]) -> str:
+    """One table's timeline picture, alone (the page draws it inside the table's section)."""
+    return _environment().get_template("timeline.svg.j2").render(t=timeline_shapes(timeline))
 
-def _client_entry(table: Mapping[str, Any], client_id: str) -> Mapping[str, Any] | None:
-    for entry in table.get("clients") or ():
-        if entry.get("client") == client_id:
-            return entry
-    return None
 
+# --- the view the templates draw ----------------------------------------------------------------
 
 def _common_prefix(paths: Sequence[str]) -> str:
-    """The directory part every table path shares (shown once above the matrix), or ""."""
+    """The directory part every table path shares (shown once), or ""."""
     if len(paths) < 2:
         return ""
     first, last = min(paths), max(paths)
@@ -139,305 +88,260 @@ def _common_prefix(paths: Sequence[str]) -> str:
     return first[:first.rfind("/", 0, n) + 1] if "/" in first[:n] else ""
 
 
-def _name(path: str, prefix: str) -> str:
-    return _short(path[len(prefix):] if prefix and path.startswith(prefix) else path)
+def _short(path: str, prefix: str, limit: int = 44) -> str:
+    name = path[len(prefix):] if prefix and path.startswith(prefix) else path
+    return name if len(name) <= limit else "\u2026" + name[-(limit - 1):]
 
 
-def _matrix(tables: Sequence[Mapping[str, Any]], clients: Sequence[Mapping[str, Any]], prefix: str) -> list[str]:
-    out = ['<table class="matrix"><tr><th>table \\ client</th>']
-    for ci, client in enumerate(clients):
-        out.append(f'<th class="client" title="{_e(client.get("name"))} ({_e(client.get("versions"))})">'
-                   f'<a href="#{_anchor("client", ci)}">{_e(client.get("client"))}</a></th>')
-    out.append("</tr>")
-    # how many tables each client cannot read / write: the row a person reads first
-    out.append('<tr class="count"><td class="note" title="tables the client cannot read (or misreads) / '
-               'cannot write">blocked: read / write</td>')
-    for client in clients:
-        cid = str(client.get("client"))
-        reads = sum(1 for t in tables if cid in ((t.get("blocked") or {}).get("read") or ()))
-        writes = sum(1 for t in tables if cid in ((t.get("blocked") or {}).get("write") or ()))
-        out.append(f"<td>{reads}/{writes}</td>")
-    out.append("</tr>")
+def _label(client: Mapping[str, Any]) -> str:
+    """The client's column label under its family: the id without the family's name."""
+    cid, family = str(client.get("client")), str(client.get("family"))
+    for prefix in (f"{family}-", "dbr-"):
+        if cid.startswith(prefix) and len(cid) > len(prefix):
+            return cid[len(prefix):]
+    return cid
+
+
+def _families(clients: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    order: dict[str, list[Mapping[str, Any]]] = {}
+    for c in clients:
+        order.setdefault(str(c.get("family")), []).append(c)
+    return [{"family": f, "clients": members} for f, members in order.items()]
+
+
+def _by_family(ids: Iterable[str], family_of: Mapping[str, str], label_of: Mapping[str, str]) -> list[dict[str, Any]]:
+    grouped: dict[str, list[str]] = {}
+    for cid in ids:
+        grouped.setdefault(family_of.get(cid, cid), []).append(label_of.get(cid, cid))
+    return [{"family": f, "labels": labels} for f, labels in grouped.items()]
+
+
+def _carried(protocol: Mapping[str, Any]) -> frozenset[str]:
+    """The features a protocol document has, listed or implied by legacy versions."""
+    from delta_downgrade.protocol.protocol import Protocol
+
+    try:
+        return Protocol.from_action({k: v for k, v in protocol.items() if v is not None}).features
+    except Exception:  # an invalid protocol the verdicts already flag: its listed names
+        return frozenset([*(protocol.get("readerFeatures") or ()), *(protocol.get("writerFeatures") or ())])
+
+
+def report_context(document: Mapping[str, Any], *, title: str = "Delta client compatibility") -> dict[str, Any]:
+    tables: Sequence[Mapping[str, Any]] = document.get("tables") or ()
+    errors: Sequence[Mapping[str, Any]] = document.get("errors") or ()
+    clients: Sequence[Mapping[str, Any]] = document.get("clients") or ()
+    # the matrix's columns: clients grouped by family (families in the order they first appear)
+    ids = [str(c.get("client")) for fam in _families(clients) for c in fam["clients"]]
+    family_of = {str(c.get("client")): str(c.get("family")) for c in clients}
+    label_of = {str(c.get("client")): _label(c) for c in clients}
+    prefix = _common_prefix([str(t.get("table")) for t in tables])
+
+    cannot_read = {cid: 0 for cid in ids}
+    cannot_write = {cid: 0 for cid in ids}
+    unknown = {cid: 0 for cid in ids}
+    blocked_by_feature: dict[str, dict[str, set[str]]] = {}
+    tables_with_feature: dict[str, list[int]] = {}
+    rows, sections = [], []
     for ti, table in enumerate(tables):
-        path = str(table.get("table"))
-        out.append(f'<tr><th class="table" title="{_e(path)}"><a href="#{_anchor("table", ti)}">'
-                   f'{_e(_name(path, prefix))}</a></th>')
-        for client in clients:
-            entry = _client_entry(table, str(client.get("client")))
-            if entry is None:
-                out.append('<td class="v"></td>')
+        entries = {str(e.get("client")): e for e in table.get("clients") or ()}
+        cells = []
+        for cid in ids:
+            e = entries.get(cid)
+            if e is None:
+                cells.append(None)
                 continue
-            out.append('<td class="v">' + _verdict_cell("read", (entry.get("read") or {}).get("verdict"))
-                       + _verdict_cell("write", (entry.get("write") or {}).get("verdict")) + "</td>")
-        out.append("</tr>")
-    out.append("</table>")
-    return out
+            read, write = (e.get("read") or {}), (e.get("write") or {})
+            rv, wv = read.get("verdict"), write.get("verdict")
+            cannot_read[cid] += rv in _BLOCKING
+            cannot_write[cid] += wv in _BLOCKING
+            unknown[cid] += "unknown" in (rv, wv)
+            for side, access in (("read", read), ("write", write)):
+                if access.get("verdict") in _BLOCKING:
+                    for b in access.get("blockers") or ():
+                        if b.get("feature"):
+                            blocked_by_feature.setdefault(b["feature"], {"read": set(), "write": set()})[side].add(cid)
+            cells.append({"read": _verdict(rv), "write": _verdict(wv), "client": cid,
+                          "css": _CELL_CODE[_verdict(rv)["css"]] + _CELL_CODE[_verdict(wv)["css"]]})
+        for feature in _carried(table.get("protocol") or {}):
+            tables_with_feature.setdefault(feature, []).append(ti)
+        name = _short(str(table.get("table")), prefix)
+        rows.append({"index": ti, "path": table.get("table"), "name": name, "cells": cells})
+        sections.append(_table_section(ti, table, name, entries, family_of, label_of))
+
+    families = []
+    for fam in _families(clients):
+        families.append({"family": fam["family"], "clients": [
+            {"id": c.get("client"), "label": label_of[str(c.get("client"))], "name": c.get("name"),
+             "versions": c.get("versions"), "cannot_read": cannot_read[str(c.get("client"))],
+             "cannot_write": cannot_write[str(c.get("client"))], "unknown": unknown[str(c.get("client"))]}
+            for c in fam["clients"]]})
+    columns = [{"id": c["id"], "label": c["label"], "name": c["name"], "versions": c["versions"], "first": i == 0}
+               for fam in families for i, c in enumerate(fam["clients"])]
+    features = []
+    for feature, sides in blocked_by_feature.items():
+        carrying = tables_with_feature.get(feature, [])
+        features.append({
+            "feature": feature,
+            "read": _by_family([c for c in ids if c in sides["read"]], family_of, label_of),
+            "write_only": _by_family([c for c in ids if c in sides["write"] and c not in sides["read"]],
+                                     family_of, label_of),
+            "clients": len(sides["read"] | sides["write"]),
+            "tables": [{"index": i, "name": rows[i]["name"], "path": rows[i]["path"]} for i in carrying],
+        })
+    features.sort(key=lambda f: (-f["clients"], -len(f["tables"]), f["feature"]))
+    blocked_tables = sum(1 for t in tables if (t.get("blocked") or {}).get("read") or (t.get("blocked") or {}).get("write"))
+    return {
+        "title": title, "tables": rows, "sections": sections, "columns": columns, "errors": errors, "families": families,
+        "features": features, "prefix": prefix, "client_count": len(clients), "table_count": len(tables),
+        "blocked_tables": blocked_tables, "legend": [VERDICT_STYLE[k] + (k,) for k in VERDICT_STYLE],
+        "cell_colours": [(_CELL_CODE[css], colours) for css, colours in _CELL_COLOURS.items()],
+    }
 
 
-def _short(path: str, limit: int = 48) -> str:
-    """The end of a long path (the table's own name is what tells rows apart)."""
-    return path if len(path) <= limit else "\u2026" + path[-(limit - 1):]
-
-
-# --- per client ---------------------------------------------------------------------------------
-
-def _blockers(access: Mapping[str, Any] | None) -> str:
-    if not access:
-        return ""
-    # one line per distinct reason (a combination a client misreads blames each of its features)
-    items = [_e(r) for r in dict.fromkeys(str(b.get("reason")) for b in access.get("blockers") or ())]
-    items += [f'<span class="note">{_e(n)}</span>' for n in access.get("notes") or ()]
-    return "<ul>" + "".join(f"<li>{i}</li>" for i in items) + "</ul>" if items else ""
-
-
-def _write_blockers(read: Mapping[str, Any], write: Mapping[str, Any]) -> str:
-    """The write side's blockers, or a pointer to the read side's when they are the same (a
-    writer must read first): the page stays small for a large fleet."""
-    if write.get("blockers") and write.get("blockers") == read.get("blockers"):
-        return '<div class="note">as for reads</div>'
-    return _blockers(write)
-
-
-def _plan(unblock: Mapping[str, Any] | None) -> str:
-    if not unblock:
-        return '<span class="note">no plan: no table feature blocks it</span>'
-    parts: list[str] = []
-    steps = unblock.get("steps") or ()
-    if steps:
-        items = []
-        for step in steps:
-            text = f"drop <code>{_e(step.get('feature'))}</code>"
-            if step.get("required_by"):
-                text += f" (required by {_e(step.get('required_by'))})"
-            rewrite = step.get("rewrite") or {}
-            if rewrite.get("needed"):
-                files, size = rewrite.get("files"), rewrite.get("bytes")
-                text += (" - rewrites " + ("? files" if files is None else f"{_e(files)} file(s)")
-                         + ("" if size is None else f", {_e(human_bytes(size))}"))
-            if step.get("checkpoint_protection"):
-                text += " - adds checkpointProtection"
-            items.append(f"<li>{text}</li>")
-        parts.append("<ol>" + "".join(items) + "</ol>")
-    for u in unblock.get("undroppable") or ():
-        parts.append(f'<div class="blocked">cannot drop <code>{_e(u.get("feature"))}</code>: {_e(u.get("reason"))}</div>')
-    after = []
-    for side in ("read", "write"):
-        access = unblock.get(f"{side}_after")
-        if access:
-            after.append(_verdict_cell(side, access.get("verdict")))
-    if after:
-        parts.append('<div>after the plan: ' + " ".join(after) + "</div>")
-    if unblock.get("truncate_history_before_write"):
-        parts.append("<div>then <code>truncate-history</code> before this client may write</div>")
-    for note in unblock.get("notes") or ():
-        parts.append(f'<div class="note">{_e(note)}</div>')
-    return "".join(parts)
-
-
-_BLOCKING = ("no", "misreads")
-
-
-def _client_section(ci: int, client: Mapping[str, Any], tables: Sequence[Mapping[str, Any]],
-                    prefix: str) -> list[str]:
-    """The tables this client cannot read or write (a ``no`` or ``misreads`` verdict), each with
-    its blockers and plan; the tables the catalogue cannot decide for it (``unknown``) counted on
-    one line with their reasons once, so that a client without sources does not fill the page."""
-    cid = str(client.get("client"))
-    out = [f'<h3 id="{_anchor("client", ci)}">{_e(cid)} <span class="note">{_e(client.get("name"))}; '
-           f'versions {_e(client.get("versions"))}</span></h3>']
-    rows = []
-    unknown: dict[str, int] = {"read": 0, "write": 0}
-    reasons: dict[str, None] = {}
-    for ti, table in enumerate(tables):
-        entry = _client_entry(table, cid)
-        if entry is None:
+def _table_section(ti: int, table: Mapping[str, Any], name: str, entries: Mapping[str, Mapping[str, Any]],
+                   family_of: Mapping[str, str], label_of: Mapping[str, str]) -> dict[str, Any]:
+    """One table's collapsed section: its summary line, the blocked clients grouped by what blocks
+    them and the plan (one row per distinct plan, not per client), the timeline."""
+    groups: dict[tuple[str, ...], dict[str, Any]] = {}
+    for cid, e in entries.items():
+        read, write = (e.get("read") or {}), (e.get("write") or {})
+        if read.get("verdict") not in _BLOCKING and write.get("verdict") not in _BLOCKING:
             continue
-        read = entry.get("read") or {}
-        write = entry.get("write") or {}
-        if read.get("verdict") in _BLOCKING or write.get("verdict") in _BLOCKING:
-            rows.append(
-                f'<tr><td class="mono"><a href="#{_anchor("table", ti)}">'
-                f'{_e(_name(str(table.get("table")), prefix))}</a></td>'
-                f'<td>{_verdict_cell("read", read.get("verdict"))}{_blockers(read)}</td>'
-                f'<td>{_verdict_cell("write", write.get("verdict"))}{_write_blockers(read, write)}</td>'
-                f'<td>{_plan(entry.get("unblock"))}</td></tr>')
-            continue
-        for side, access in (("read", read), ("write", write)):
-            if access.get("verdict") == "unknown":
-                unknown[side] += 1
-                for text in [*(b.get("reason") for b in access.get("blockers") or ()), *(access.get("notes") or ())]:
-                    reasons.setdefault(str(text), None)
-    if rows:
-        out.append(f'<p><span class="blocked">{len(rows)}</span> of {len(tables)} table(s) block it:</p>')
-        out.append("<table><tr><th>table</th><th>read</th><th>write</th><th>plan that unblocks it</th></tr>")
-        out += rows
-        out.append("</table>")
-    else:
-        out.append('<p class="ok">\u2713 no table listed blocks it.</p>')
-    if unknown["read"] or unknown["write"]:
-        out.append(f'<p>{_verdict_cell("read", "unknown")} for {unknown["read"]} other table(s), '
-                   f'{_verdict_cell("write", "unknown")} for {unknown["write"]}: '
-                   + "; ".join(f'<span class="note">{_e(r)}</span>' for r in list(reasons)[:5]) + "</p>")
-    return out
-
-
-# --- per table ----------------------------------------------------------------------------------
-
-def _features(protocol: Mapping[str, Any], key: str) -> str:
-    names = protocol.get(key)
-    if names is None:
-        return '<span class="note">not listed (a legacy protocol version implies them)</span>'
-    return ", ".join(f"<code>{_e(n)}</code>" for n in names) or '<span class="note">empty</span>'
-
-
-def _table_section(ti: int, table: Mapping[str, Any]) -> list[str]:
-    protocol = table.get("protocol") or {}
-    blocked = table.get("blocked") or {}
-    out = [f'<h3 id="{_anchor("table", ti)}" class="mono">{_e(table.get("table"))}</h3>',
-           '<table class="kv">',
-           f'<tr><td>version</td><td>{_e(table.get("version"))}</td></tr>',
-           f'<tr><td>protocol</td><td>reader {_e(protocol.get("minReaderVersion"))}, '
-           f'writer {_e(protocol.get("minWriterVersion"))}</td></tr>',
-           f'<tr><td>reader features</td><td>{_features(protocol, "readerFeatures")}</td></tr>',
-           f'<tr><td>writer features</td><td>{_features(protocol, "writerFeatures")}</td></tr>',
-           f'<tr><td>cannot read</td><td>{_ids(blocked.get("read"))}</td></tr>',
-           f'<tr><td>cannot write</td><td>{_ids(blocked.get("write"))}</td></tr>',
-           "</table>"]
-    for note in table.get("notes") or ():
-        out.append(f'<div class="note">{_e(note)}</div>')
+        reasons = list(dict.fromkeys(str(b.get("reason")) for side in (read, write)
+                                     for b in side.get("blockers") or ()))
+        plan = plan_text(e.get("unblock")) or "no plan"
+        key = (str(read.get("verdict")), str(write.get("verdict")), plan, *reasons)
+        group = groups.setdefault(key, {"read": _verdict(read.get("verdict")), "write": _verdict(write.get("verdict")),
+                                        "reasons": reasons, "plan": plan, "ids": []})
+        group["ids"].append(cid)
+    for g in groups.values():
+        g["clients"] = _by_family(g["ids"], family_of, label_of)
+    summary = table.get("summary") or {}
+    best = summary.get("best_drop")
     timeline = table.get("timeline")
-    if isinstance(timeline, Mapping) and "latest_version" in timeline:
-        out.append(timeline_svg(timeline))
-    elif isinstance(timeline, Mapping):
-        out.append(f'<p class="note">no timeline: {_e(timeline.get("error_class"))} {_e(timeline.get("message"))}</p>')
-    else:
-        out.append('<p class="note">no timeline (the table was described through a catalog, not its log)</p>')
-    return out
-
-
-def _ids(ids: Iterable[str] | None) -> str:
-    ids = list(ids or ())
-    if not ids:
-        return '<span class="ok">none</span>'
-    return '<span class="blocked">' + ", ".join(_e(i) for i in ids) + "</span>"
+    drawn = isinstance(timeline, Mapping) and "latest_version" in timeline
+    # time travel per client: each protocol span, and who cannot read its versions (by family)
+    travel = []
+    for span in (timeline.get("spans") or ()) if drawn else ():  # type: ignore[union-attr]
+        readers = set(span.get("readers") or ())
+        travel.append({"from": span.get("from"), "to": span.get("to"), "readers": len(readers),
+                       "judged": span.get("judged"),
+                       "protocol": span.get("protocol") or {},
+                       "not": _by_family([c for c in entries if c not in readers], family_of, label_of)})
+    return {
+        "index": ti, "path": table.get("table"), "name": name, "version": table.get("version"),
+        "protocol": table.get("protocol") or {}, "summary": summary, "notes": table.get("notes") or (),
+        "groups": list(groups.values()), "travel": travel,
+        "best_drop": None if not best else {**best, "text": drops_text(best["drops"])},
+        "timeline": timeline_shapes(timeline, list(entries)) if drawn else None,  # type: ignore[arg-type]
+        "timeline_error": timeline if isinstance(timeline, Mapping) and not drawn else None,
+    }
 
 
 # --- the timeline picture -------------------------------------------------------------------------
 
-_W, _LEFT, _RIGHT = 960, 60, 60
-_LINE_Y = 64
-_LABEL_ROWS = 3
+_W, _LEFT, _RIGHT = 960, 48, 56
+_LINE_Y = 70
 #: Protocol changes and drops labelled with text (the newest); older ones are marks only.
-MAX_LABELS = 12
-_BLUE, _ORANGE, _PURPLE = "#0072B2", "#D55E00", "#CC79A7"
-
-_TIMELINE_LEGEND = (
-    '<svg xmlns="http://www.w3.org/2000/svg" width="820" height="26" role="img" '
-    'font-family="system-ui,sans-serif" font-size="11"><title>timeline legend</title>'
-    f'<rect x="4" y="8" width="10" height="10" fill="#fff" stroke="{_BLUE}" stroke-width="1.5"/>'
-    '<text x="18" y="17">checkpoint</text>'
-    f'<rect x="90" y="8" width="10" height="10" fill="{_BLUE}" stroke="{_BLUE}" stroke-width="1.5"/>'
-    '<text x="104" y="17">protected (rule a)</text>'
-    f'<path d="M215 7 l6 6 l-6 6 l-6 -6 z" fill="#fff" stroke="{_BLUE}" stroke-width="1.5"/>'
-    '<text x="226" y="17">V2 checkpoint</text>'
-    f'<rect x="315" y="10" width="10" height="10" fill="#fff" stroke="{_BLUE}"/>'
-    f'<rect x="312" y="7" width="10" height="10" fill="#fff" stroke="{_BLUE}"/>'
-    '<text x="330" y="17">multi-part</text>'
-    f'<path d="M400 8 h12 l-6 9 z" fill="{_PURPLE}"/><text x="416" y="17">DROP FEATURE commit</text>'
-    '<line x1="548" y1="6" x2="548" y2="20" stroke="#000" stroke-width="1.5"/>'
-    '<text x="553" y="17">protocol change</text>'
-    f'<line x1="660" y1="4" x2="660" y2="22" stroke="{_ORANGE}" stroke-width="1.5" stroke-dasharray="4,2"/>'
-    '<text x="665" y="17">boundary (requireCheckpointProtectionBeforeVersion)</text></svg>')
+MAX_LABELS = 8
+_BAND_FILLS = ("#e8f1f8", "#f6efe2")
+#: The width of one character of the pictures' 11 px sans-serif text, rounded up (a label is
+#: placed and shortened with it; the browser test checks that every label stays inside).
+_CHAR_W = 6.5
 
 
-def timeline_svg(timeline: Mapping[str, Any]) -> str:
-    """The timeline as inline SVG: versions left to right on the commit line; checkpoints as
+def timeline_shapes(timeline: Mapping[str, Any], clients: Sequence[str] = ()) -> dict[str, Any]:
+    """The timeline's geometry: versions left to right on the commit line; protocol bands behind
+    it (each span of one protocol, with how many clients read its versions); checkpoints as
     squares (multi-part: a double square; V2: a diamond), filled when Checkpoint Protection rule
-    (a) keeps them; DROP FEATURE commits as triangles above with the feature; protocol changes
-    as ticks below with the features added (+) and removed (−); the boundary as a dashed line; a
-    break mark and a note when older history is not drawn. Every mark has a ``<title>`` (its
-    tooltip) with the details."""
+    (a) keeps them; DROP FEATURE commits as triangles above; protocol changes as ticks below with
+    the features added (+) and removed (-); the boundary as a dashed line; a break mark when older
+    history is not drawn. Every mark carries its details as a tooltip (a band's: the clients of
+    ``clients`` that cannot read its versions)."""
     first, last = int(timeline["drawn_from"]), int(timeline["latest_version"])
     span = max(last - first, 1)
     width = _W - _LEFT - _RIGHT
+    step = width / span if last > first else width
 
-    def x(version: int) -> float:
+    def x(version: float) -> float:
         return round(_LEFT + (version - first) * width / span if last > first else _LEFT + width / 2, 1)
 
-    def anchor(at: float) -> str:
-        # labels near the right end grow leftwards, so that none is cut at the picture's edge
-        return "end" if at > _LEFT + width * 0.6 else "start"
+    def place(at: float, text: str) -> dict[str, Any]:
+        """A label at ``at``: growing right, or left when it would pass the picture's right edge,
+        shortened (with its full text as tooltip) when it fits neither way."""
+        need = len(text) * _CHAR_W
+        if at + need <= _W - 4:
+            return {"x": at, "anchor": "start", "text": text, "full": text}
+        if at - need >= 4:
+            return {"x": at, "anchor": "end", "text": text, "full": text}
+        room = max(at - 4, _W - 4 - at)
+        keep = max(int(room / _CHAR_W) - 1, 4)
+        right = at + need > _W - 4 and at - 4 > _W - 4 - at
+        return {"x": at, "anchor": "end" if right else "start", "text": text[:keep] + "\u2026", "full": text}
 
-    changes = list(timeline.get("protocol_changes") or ())
-    drops = list(timeline.get("drop_feature_commits") or ())
-    height = _LINE_Y + 24 + 15 * _LABEL_ROWS + 4
-    p: list[str] = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{_W}" height="{height}" '
-                    f'viewBox="0 0 {_W} {height}" role="img" font-family="system-ui,sans-serif" font-size="11">',
-                    f"<title>protocol and checkpoint timeline, versions {first} to {last}</title>"]
-    p.append(f'<line x1="{x(first)}" y1="{_LINE_Y}" x2="{x(last)}" y2="{_LINE_Y}" stroke="#555" stroke-width="2"/>')
-    p.append(f'<text x="{x(first) - 8}" y="{_LINE_Y + 4}" text-anchor="end">v{first}</text>')
-    if last != first:
-        p.append(f'<text x="{x(last) + 8}" y="{_LINE_Y + 4}">v{last}</text>')
-    if timeline.get("older_history_not_drawn"):
-        earliest = timeline.get("earliest_version")
-        not_drawn = timeline.get("checkpoints_not_drawn") or 0
-        p.append(f'<path d="M{x(first) - 3} {_LINE_Y - 9} l4 5 l-4 6 l4 5" fill="none" stroke="#555"/>')
-        p.append(f'<text x="4" y="12" fill="#7a2d00">older history not drawn: versions {_e(earliest)} to '
-                 f"{first - 1} ({_e(not_drawn)} checkpoint(s))</text>")
-    boundary = timeline.get("boundary_version")
-    if boundary is not None and first <= int(boundary) <= last:
-        bx = x(int(boundary))
-        p.append(f'<line x1="{bx}" y1="{_LINE_Y - 20}" x2="{bx}" y2="{height - 2}" stroke="{_ORANGE}" '
-                 f'stroke-width="1.5" stroke-dasharray="5,3"><title>boundary v{_e(boundary)}: '
-                 f"delta.requireCheckpointProtectionBeforeVersion</title></line>")
-        p.append(f'<text x="{bx + (-4 if anchor(bx) == "end" else 4)}" y="{height - 3}" '
-                 f'text-anchor="{anchor(bx)}" fill="#7a2d00">boundary v{_e(boundary)}'
-                 + (" (checkpointProtection)" if timeline.get("checkpoint_protection") else "") + "</text>")
+    bands = []
+    for i, s in enumerate(timeline.get("spans") or ()):
+        x0 = max(_LEFT - 6, x(int(s["from"])) - step / 2) if last > first else _LEFT - 6
+        x1 = min(_W - _RIGHT + 6, x(int(s["to"])) + step / 2) if last > first else _W - _RIGHT + 6
+        proto = s.get("protocol") or {}
+        features = sorted({*(proto.get("readerFeatures") or ()), *(proto.get("writerFeatures") or ())})
+        readers = s.get("readers")
+        label = f"{proto.get('minReaderVersion')},{proto.get('minWriterVersion')}"
+        bands.append({
+            "x": round(x0, 1), "w": round(max(x1 - x0, 2), 1), "fill": _BAND_FILLS[i % 2],
+            "label": label, "wide": x1 - x0 >= 90,
+            # a narrow band's label grows leftwards from its right edge, one line lower
+            "text_x": round(x0 + 4 if x1 - x0 >= 90 else x1 - 2, 1),
+            "text_y": 15 if x1 - x0 >= 90 else 27, "anchor": "start" if x1 - x0 >= 90 else "end",
+            "readers": None if readers is None else len(readers), "judged": s.get("judged"),
+            "title": (f"v{s['from']}-{s['to']}: protocol {label}" + (f" [{', '.join(features)}]" if features else "")
+                      + ("" if readers is None else f"; read by {len(readers)} of {s.get('judged')} clients"
+                         + (f"; not by: {', '.join(c for c in (clients or ()) if c not in readers)}"
+                            if clients and len(readers) < len(clients) else ""))),
+        })
+    checkpoints = []
     for c in timeline.get("checkpoints") or ():
-        p.append(_checkpoint_mark(c, x(int(c["version"]))))
-    for d in drops:
-        dx = x(int(d["version"]))
-        label = f"DROP FEATURE {d.get('feature') or '?'}" + (" (truncate history)" if d.get("truncate_history") else "")
-        p.append(f'<path d="M{dx - 6} {_LINE_Y - 22} h12 l-6 9 z" fill="{_PURPLE}"><title>v{_e(d["version"])}: '
-                 f"{_e(label)}</title></path>")
-    for i, d in enumerate(drops[-MAX_LABELS:]):
-        dx = x(int(d["version"]))
-        p.append(f'<text x="{dx}" y="{_LINE_Y - 26 - 11 * (i % 2)}" text-anchor="{anchor(dx)}" '
-                 f'fill="#6e1f4c">drop {_e(d.get("feature") or "?")}</text>')
-    for c in changes:
-        tx = x(int(c["version"]))
-        p.append(f'<line x1="{tx}" y1="{_LINE_Y + 6}" x2="{tx}" y2="{_LINE_Y + 14}" stroke="#000" stroke-width="1.5"/>')
+        kind = c.get("kind")
+        what = (f"checkpoint v{c['version']}: {kind}"
+                + (f", {c.get('parts')} part(s)" if kind == "multipart" else "")
+                + (f", {c.get('sidecars')} sidecar(s)" if c.get("sidecars") is not None else "")
+                + (", protected (Checkpoint Protection rule a)" if c.get("protected") else "")
+                + (", at the boundary" if c.get("at_boundary") else "")
+                + ("" if c.get("complete", True) else ", INCOMPLETE: a part is missing"))
+        checkpoints.append({"x": x(int(c["version"])), "kind": kind, "protected": bool(c.get("protected")),
+                            "at_boundary": bool(c.get("at_boundary")), "complete": c.get("complete", True),
+                            "title": what})
+    drops = list(timeline.get("drop_feature_commits") or ())
+    drop_marks = [{"x": x(int(d["version"])),
+                   "title": f"v{d['version']}: DROP FEATURE {d.get('feature') or '?'}"
+                            + (" (truncate history)" if d.get("truncate_history") else "")} for d in drops]
+    drop_labels = [{**place(x(int(d["version"])), f"drop {d.get('feature') or '?'}"), "y": _LINE_Y - 26 - 11 * (i % 2)}
+                   for i, d in enumerate(drops[-MAX_LABELS:])]
+    changes = list(timeline.get("protocol_changes") or ())
+    ticks = [x(int(c["version"])) for c in changes]
+    change_labels = []
     for i, c in enumerate(changes[-MAX_LABELS:]):
-        tx = x(int(c["version"]))
         proto = c.get("protocol") or {}
         delta = " ".join([*(f"+{a}" for a in c.get("added") or ()), *(f"\u2212{r}" for r in c.get("removed") or ())])
-        label = f"v{c['version']}: {proto.get('minReaderVersion')}/{proto.get('minWriterVersion')} {delta}".strip()
-        p.append(f'<text x="{tx}" y="{_LINE_Y + 26 + 15 * (i % _LABEL_ROWS)}" text-anchor="{anchor(tx)}">'
-                 f"{_e(label)}</text>")
-    if not changes:
-        ip = timeline.get("initial_protocol") or {}
-        p.append(f'<text x="{_LEFT}" y="{_LINE_Y + 26}" fill="#555">no protocol change since v{first} '
-                 f"(reader {_e(ip.get('minReaderVersion'))}, writer {_e(ip.get('minWriterVersion'))})</text>")
-    p.append("</svg>")
-    return "".join(p)
-
-
-def _checkpoint_mark(c: Mapping[str, Any], cx: float) -> str:
-    kind = c.get("kind")
-    fill = _BLUE if c.get("protected") else "#fff"
-    stroke = _ORANGE if c.get("at_boundary") else _BLUE
-    dash = "" if c.get("complete", True) else ' stroke-dasharray="2,2"'
-    what = (f"checkpoint v{c['version']}: {kind}"
-            + (f", {c.get('parts')} part(s)" if kind == "multipart" else "")
-            + (f", {c.get('sidecars')} sidecar(s)" if c.get("sidecars") is not None else "")
-            + (", protected (Checkpoint Protection rule a)" if c.get("protected") else "")
-            + (", at the boundary" if c.get("at_boundary") else "")
-            + ("" if c.get("complete", True) else ", INCOMPLETE: a part is missing"))
-    title = f"<title>{_e(what)}</title>"
-    if kind == "v2":
-        return (f'<path d="M{cx} {_LINE_Y - 7} l7 7 l-7 7 l-7 -7 z" fill="{fill}" stroke="{stroke}" '
-                f'stroke-width="1.5"{dash}>{title}</path>')
-    back = (f'<rect x="{cx - 2}" y="{_LINE_Y - 8}" width="10" height="10" fill="#fff" stroke="{stroke}"/>'
-            if kind == "multipart" else "")
-    return (f'{back}<rect x="{cx - 5}" y="{_LINE_Y - 5}" width="10" height="10" fill="{fill}" stroke="{stroke}" '
-            f'stroke-width="1.5"{dash}>{title}</rect>')
+        text = f"v{c['version']}: {proto.get('minReaderVersion')}/{proto.get('minWriterVersion')} {delta}".strip()
+        change_labels.append({**place(x(int(c["version"])), text), "y": _LINE_Y + 26 + 13 * (i % 2)})
+    boundary = timeline.get("boundary_version")
+    boundary_mark = None
+    if boundary is not None and first <= int(boundary) <= last:
+        bx = x(int(boundary))
+        label = place(bx, f"boundary v{boundary}"
+                      + (" (checkpointProtection)" if timeline.get("checkpoint_protection") else ""))
+        boundary_mark = {**label, "x": bx, "text_x": bx + (-4 if label["anchor"] == "end" else 4)}
+    initial = timeline.get("initial_protocol") or {}
+    height = _LINE_Y + 58
+    return {
+        "width": _W, "height": height, "line_y": _LINE_Y, "first": first, "last": last,
+        "x_first": x(first), "x_last": x(last), "bands": bands, "checkpoints": checkpoints,
+        "drop_marks": drop_marks, "drop_labels": drop_labels, "ticks": ticks, "change_labels": change_labels,
+        "boundary": boundary_mark,
+        "older": ({"earliest": timeline.get("earliest_version"), "to": first - 1,
+                   "checkpoints": timeline.get("checkpoints_not_drawn") or 0}
+                  if timeline.get("older_history_not_drawn") else None),
+        "no_change": None if changes else (f"no protocol change since v{first} (reader "
+                                           f"{initial.get('minReaderVersion')}, writer {initial.get('minWriterVersion')})"),
+    }

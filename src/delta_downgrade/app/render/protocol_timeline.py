@@ -3,15 +3,31 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Sequence
 
+from delta_downgrade.compat.catalogue import Client
 from delta_downgrade.operations.protocol_timeline import ProtocolTimeline
+from delta_downgrade.operations.version_access import client_versions, protocol_spans
 from delta_downgrade.protocol.protocol import protocol_document
 
 __all__ = ["timeline_json"]
 
 
-def timeline_json(timeline: ProtocolTimeline) -> dict[str, Any]:
+def timeline_json(timeline: ProtocolTimeline, clients: Sequence[Client] | None = None) -> dict[str, Any]:
+    """The timeline; with ``clients``, ``spans`` (each run of versions with one protocol) says
+    which of them read those versions (time travel per client, operations.version_access)."""
+    out = _timeline_json(timeline)
+    if clients is not None:
+        per_client = client_versions(timeline, clients)
+        out["spans"] = [
+            {"from": span.first, "to": span.last, "protocol": protocol_document(span.protocol),
+             "readers": [cv.client.id for cv in per_client if cv.spans[i].verdict.value == "yes"],
+             "judged": len(per_client)}
+            for i, span in enumerate(protocol_spans(timeline))]
+    return out
+
+
+def _timeline_json(timeline: ProtocolTimeline) -> dict[str, Any]:
     return {
         "earliest_version": timeline.earliest_version,
         "latest_version": timeline.latest_version,

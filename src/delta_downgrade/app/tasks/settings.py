@@ -373,8 +373,8 @@ FIELD_HELP: dict[str, str] = {
                        "or repeated --storage_option KEY=VALUE; values are never printed",
     "feature": "the feature to drop (bare, 'quoted' or `backticked`; any case)",
     "for_client": "instead of --feature: drop every feature that keeps this client (a client catalogue "
-                  "id or alias, e.g. duckdb, deltalake-0.18) from the table, in order, in one run; in the "
-                  "job, pass feature= (empty) with it",
+                  "id, alias, or product and version, e.g. duckdb, deltalake==0.18.2, 'trino 447') from the "
+                  "table, in order, in one run; in the job, pass feature= (empty) with it",
     "truncate_history": "drop with TRUNCATE HISTORY (waits for the retention)",
     "dry_run": "print the plan, write nothing",
     "expect_absent_feature": "check that this feature is gone from the protocol",

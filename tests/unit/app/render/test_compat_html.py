@@ -1,6 +1,7 @@
 """The compat report's HTML page, from fleet documents of real tables (operations.compat on golden
-copies): the matrix says what the document says, every string is escaped, nothing is loaded from
-outside the page, and a fleet of 40 tables stays small."""
+copies): the matrix says what the document says, the family and feature views count what the
+document says, every string is escaped (Jinja2's autoescaping), nothing is loaded from outside the
+page, per-table sections are collapsed, and both files are readable by others (0644)."""
 
 from __future__ import annotations
 
@@ -18,12 +19,13 @@ from delta_downgrade.operations.compat import fleet_compat
 
 
 class _Matrix(HTMLParser):
-    """(row title, column index) -> the text of each verdict cell, from ``table.matrix``."""
+    """row title -> the symbols of each verdict cell (read, write), from every ``table.matrix``
+    block."""
 
     def __init__(self) -> None:
         super().__init__()
         self.in_matrix = False
-        self.row: list[list[str]] | None = None
+        self.row: list[str] | None = None
         self.row_title: str | None = None
         self.cells: dict[str, list[list[str]]] = {}
         self.in_cell = False
@@ -36,23 +38,21 @@ class _Matrix(HTMLParser):
             self.row, self.row_title = [], None
         elif self.in_matrix and tag == "th" and a.get("class") == "table":
             self.row_title = a.get("title")
-        elif self.in_matrix and tag == "td" and a.get("class") == "v" and self.row is not None:
-            self.row.append([])
-        elif self.in_matrix and tag == "span" and self.row:
+        elif self.in_matrix and tag == "td" and (a.get("class") or "").split()[:1] == ["v"] and self.row is not None:
+            self.row.append("")
             self.in_cell = True
-            self.row[-1].append("")
 
     def handle_endtag(self, tag):
-        if tag == "span":
+        if tag == "td":
             self.in_cell = False
         elif tag == "tr" and self.in_matrix and self.row_title is not None:
-            self.cells[self.row_title] = self.row or []
+            self.cells[self.row_title] = [list(cell) for cell in self.row or []]
         elif tag == "table":
             self.in_matrix = False
 
     def handle_data(self, data):
-        if self.in_cell and self.row:
-            self.row[-1][-1] += data
+        if self.in_cell and self.row is not None:
+            self.row[-1] += data
 
 
 def _fleet_document(paths):
@@ -64,21 +64,30 @@ def two_tables(golden_table):
     return [golden_table("dv_basic_no_checkpoint"), golden_table("classic_checkpoint")]
 
 
+def _client_order(doc):
+    """The matrix's column order: clients grouped by family, families in catalogue order."""
+    families: dict[str, list[str]] = {}
+    for c in doc["clients"]:
+        families.setdefault(c["family"], []).append(c["client"])
+    return [cid for members in families.values() for cid in members]
+
+
 def test_matrix_cells_are_the_documents_verdicts(two_tables):
     doc = with_timelines(_fleet_document(two_tables))
     parser = _Matrix()
     parser.feed(render_compat_html(doc))
+    order = _client_order(doc)
     for table in doc["tables"]:
         row = parser.cells[table["table"]]
         assert len(row) == len(doc["clients"])
-        for cell, entry in zip(row, table["clients"]):
-            read, write = entry["read"]["verdict"], entry["write"]["verdict"]
-            assert cell == ["R" + VERDICT_STYLE[read][0], "W" + VERDICT_STYLE[write][0]], entry["client"]
+        by_id = {e["client"]: e for e in table["clients"]}
+        for cell, cid in zip(row, order):
+            read, write = by_id[cid]["read"]["verdict"], by_id[cid]["write"]["verdict"]
+            assert cell == [VERDICT_STYLE[read][0], VERDICT_STYLE[write][0]], cid
     # the DV table blocks deltalake 0.18 (reader version 3): a cross symbol, not only a colour
     dv = parser.cells[two_tables[0]]
-    client_ids = [c["client"] for c in doc["clients"]]
-    assert dv[client_ids.index("deltalake-0.18-pyarrow")][0] == "R\u2717"
-    assert parser.cells[two_tables[1]][client_ids.index("deltalake-0.18-pyarrow")][0] == "R\u2713"
+    assert dv[order.index("deltalake-0.18-pyarrow")][0] == "\u2717"
+    assert parser.cells[two_tables[1]][order.index("deltalake-0.18-pyarrow")][0] == "\u2713"
 
 
 def test_every_string_is_escaped(two_tables):
@@ -89,8 +98,8 @@ def test_every_string_is_escaped(two_tables):
     doc["errors"] = [{"table": "<b>bad</b>", "error_class": "X<", "message": "</td><script>1</script>"}]
     page = render_compat_html(doc)
     assert "<script" not in page.lower() and "<img" not in page and "<b>bad" not in page
-    assert "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;" in page
-    assert "&lt;img src=x onerror=&quot;alert(1)&quot;&gt;" in page
+    assert "&lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt;" in page
+    assert "&lt;img src=x onerror=&#34;alert(1)&#34;&gt;" in page
 
 
 def test_self_contained_no_outside_reference(two_tables):
@@ -113,6 +122,13 @@ def test_timeline_drawn_and_a_drop_labelled(golden_table):
     assert "boundary v4 (checkpointProtection)" in page
     assert "drop deletionVectors" in page and "+checkpointProtection \u2212deletionVectors" in page
     assert page.count("protected (Checkpoint Protection rule a)") == 3
+    # protocol bands: before the drop (deletionVectors) and from it on, each with its readers; the
+    # clients without deletion vectors read only the versions from the boundary on
+    spans = tl["spans"]
+    assert [s["to"] for s in spans][-1] == tl["latest_version"] and spans[-1]["from"] == 4
+    assert set(spans[0]["readers"]) < set(spans[-1]["readers"])
+    assert "deltalake-0.18-pyarrow" in spans[-1]["readers"] and "deltalake-0.18-pyarrow" not in spans[0]["readers"]
+    assert f"read by {len(spans[-1]['readers'])}/{spans[-1]['judged']}" in page
 
 
 def test_older_history_marker(tmp_path):
@@ -151,10 +167,10 @@ def test_golden_fleet_report_stays_small_and_both_files_agree(golden_root, tmp_p
     paths = write_compat_report(_fleet_document(tables), str(tmp_path / "report"))
     html_size = Path(paths.html).stat().st_size
     doc = json.loads(Path(paths.json).read_text())
-    # The page grows with tables x clients (a matrix cell, and a plan line where the table blocks
-    # the client): at most 400 bytes a pair, about 700 KB for the golden fleet x 50 clients.
+    # A matrix cell per pair (about 80 bytes), plan rows grouped per table: at most 250 bytes a
+    # pair, about 450 KB for the golden fleet x 50 clients.
     pairs = len(tables) * len(doc["clients"])
-    assert html_size < 400 * pairs, (html_size, pairs)
+    assert html_size < 250 * pairs, (html_size, pairs)
     assert len(doc["tables"]) + len(doc["errors"]) == len(tables)
     assert all("timeline" in t for t in doc["tables"])
     assert Path(paths.html).read_text() == render_compat_html(doc)
@@ -169,16 +185,36 @@ def test_report_directory_that_cannot_be_made_is_bad_input(tmp_path, two_tables)
     assert not (blocker.parent / "compat.json").exists()
 
 
-def test_client_section_lists_blocked_tables_and_counts_unknown_ones(two_tables):
+def test_family_and_feature_views_count_what_the_document_says(two_tables):
     doc = with_timelines(_fleet_document(two_tables))
     page = render_compat_html(doc)
-    ids = [c["client"] for c in doc["clients"]]
-    section = page.split(f'id="client-{ids.index("deltalake-0.18-pyarrow")}"')[1].split("<h3")[0]
-    assert "1</span> of 2 table(s) block it" in section  # the DV table; classic_checkpoint is fine
-    assert "dv_basic_no_checkpoint" in section and "classic_checkpoint" not in section
-    unknown_client = next(c for c in doc["clients"]
-                          if all(t["clients"][ids.index(c["client"])]["write"]["verdict"] == "unknown"
-                                 and t["clients"][ids.index(c["client"])]["read"]["verdict"] not in ("no", "misreads")
-                                 for t in doc["tables"]))
-    section = page.split(f'id="client-{ids.index(unknown_client["client"])}"')[1].split("<h3")[0]
-    assert "no table listed blocks it" in section and "W?</span> for 2:" in section
+    blocking = ("no", "misreads")
+    for client in doc["clients"]:
+        cid = client["client"]
+        entries = [next(e for e in t["clients"] if e["client"] == cid) for t in doc["tables"]]
+        reads = sum(e["read"]["verdict"] in blocking for e in entries)
+        writes = sum(e["write"]["verdict"] in blocking for e in entries)
+        cell = page.split(f'<td data-client="{cid}">')[1].split("</td>")[0]
+        assert f">{reads} / {writes}</span>" in cell, cid
+    # deletionVectors keeps deltalake 0.18 from reading, and the DV table carries it
+    features = page.split('<table class="features">')[1].split("</table>")[0]
+    dv_row = features.split("<code>deletionVectors</code>")[1].split("</tr>")[0]
+    assert "0.18-pyarrow" in dv_row and "1 table(s)" in dv_row and "dv_basic_no_checkpoint" in dv_row
+
+
+def test_per_table_sections_are_collapsed_and_grouped_by_plan(two_tables):
+    doc = with_timelines(_fleet_document(two_tables))
+    page = render_compat_html(doc)
+    sections = page.split('<details class="table"')[1:]
+    assert len(sections) == 2 and not any(s.startswith(" open") for s in sections)
+    dv = sections[0].split("</details>")[0]
+    # one row per distinct plan, not one per client
+    blocked = doc["tables"][0]["blocked"]
+    assert dv.count("<tr>") - 1 < len(set(blocked["read"]) | set(blocked["write"]))
+    assert "drop deletionVectors" in dv
+
+
+def test_report_files_are_readable_by_others(tmp_path, two_tables):
+    paths = write_compat_report(_fleet_document(two_tables), str(tmp_path / "report"))
+    for path in (paths.json, paths.html):
+        assert Path(path).stat().st_mode & 0o777 == 0o644
