@@ -5,14 +5,14 @@ SHELL := /bin/bash
 
 VENV    := .venv
 PY      := $(VENV)/bin/python
-# One stamp per set of packages: `make demo` installs the package with its `local` extra and the
-# repository's tools (a ~0.7 GB venv); `make test` adds the `test` dependency group and the outside
+# One stamp per set of packages: `make demo` installs the package with its `local` extra, the
+# repository's tools and deltalake 0.18.2 (the client it reads its result with); `make test` adds the `test` dependency group and the outside
 # readers. Each is re-installed when a pyproject.toml is newer than its stamp.
 DEMO_STAMP := $(VENV)/.installed-demo
 TEST_STAMP := $(VENV)/.installed-test
 # pip's and npm's own output goes here, shown only when an install fails.
 INSTALL_LOG := $(VENV)/install.log
-# deltalake 0.18.2, an older client the tests read with, beside the venv's deltalake 1.6.6: both
+# deltalake 0.18.2, an older client the demo and the tests read with, beside the venv's deltalake 1.6.6: both
 # cannot be installed in one environment, so this one goes to its own directory (PYTHONPATH).
 DELTALAKE_018 := $(VENV)/deltalake-0.18.2
 # Azurite (the Azure Blob emulator the object-store tests start) from the npm registry, into the
@@ -66,14 +66,14 @@ $(DEMO_STAMP): pyproject.toml tools/pyproject.toml | $(PY)
 	@echo "Installing into $(VENV) (pip's output: $(INSTALL_LOG))"
 	$(call quietly,pip install --upgrade pip,$(PY) -m pip install --upgrade pip)
 	$(call quietly,pip install -e '.[local]' -e tools,$(PY) -m pip install -e '.[local]' -e tools)
+	@rm -rf $(DELTALAKE_018)
+	$(call quietly,pip install --target $(DELTALAKE_018) deltalake==0.18.2,$(PY) -m pip install --no-deps --target $(DELTALAKE_018) deltalake==0.18.2 pyarrow-hotfix==0.7)
 	@touch $@
 
 # pip >= 25.1 reads dependency groups (--group); the step above upgraded it.
 $(TEST_STAMP): $(DEMO_STAMP) pyproject.toml
 	@echo "Installing the test tools into $(VENV) (output: $(INSTALL_LOG))"
 	$(call quietly,pip install --group test,$(PY) -m pip install -e '.[local]' --group test)
-	@rm -rf $(DELTALAKE_018)
-	$(call quietly,pip install --target $(DELTALAKE_018) deltalake==0.18.2,$(PY) -m pip install --no-deps --target $(DELTALAKE_018) deltalake==0.18.2 pyarrow-hotfix==0.7)
 	@if command -v npm >/dev/null 2>&1; then \
 	  echo "  npm install azurite@$(AZURITE_VERSION)"; \
 	  npm install --prefix $(NODE_DIR) --no-audit --no-fund --loglevel=error azurite@$(AZURITE_VERSION) \
