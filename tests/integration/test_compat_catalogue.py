@@ -25,7 +25,7 @@ from tests.conftest import _golden_dir
 from tests.oracle import OracleResult, same_rows
 
 # Log-only verdicts and outside readers: no Spark, so the Spark Connect pass leaves it out.
-pytestmark = [pytest.mark.golden, pytest.mark.oracle, pytest.mark.no_spark]
+pytestmark = [pytest.mark.golden, pytest.mark.oracle]
 
 # client id -> (fixture, read call)
 CLIENTS = {

@@ -22,7 +22,7 @@ from delta_downgrade.operations.compat import table_compat
 from tests.conftest import _golden_dir
 
 # compat is log-only (a test asserts it imports no pyspark): the Spark Connect pass leaves it out.
-pytestmark = [pytest.mark.golden, pytest.mark.no_spark]
+pytestmark = [pytest.mark.golden]
 
 VERDICTS = {"yes", "no", "misreads", "unknown"}
 

@@ -10,14 +10,12 @@ import json
 from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 
-import pytest
 
 from delta_downgrade.app.cli import main
 from delta_downgrade.app.render.compat_html import render_compat_html
 from delta_downgrade.app.render.result import parse_result_lines
 
 # The compat report reads logs only: the Spark Connect pass leaves it out.
-pytestmark = [pytest.mark.no_spark]
 
 
 def _cli(*argv: str) -> tuple[int, str, str]:

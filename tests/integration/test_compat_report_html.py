@@ -19,7 +19,6 @@ import shutil
 import time
 from pathlib import Path
 
-import pytest
 
 from delta_downgrade.app.compat_report import write_compat_report
 from delta_downgrade.app.render.compat_html import VERDICT_STYLE
@@ -27,7 +26,6 @@ from delta_downgrade.compat.catalogue import packaged_catalogue
 from delta_downgrade.operations.compat import fleet_compat
 
 # The compat report reads logs only: the Spark Connect pass leaves it out.
-pytestmark = [pytest.mark.no_spark]
 
 MAX_WIDTH = 1600
 VIEWPORT = {"width": MAX_WIDTH, "height": 1000}

@@ -14,7 +14,6 @@ import pytest
 
 from delta_downgrade.app.cli import main
 
-pytestmark = [pytest.mark.no_spark]
 
 CLIENT = "deltalake==1.6.6"
 
