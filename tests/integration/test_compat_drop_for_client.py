@@ -29,7 +29,7 @@ from delta_downgrade.operations.drop_for_client import (
     STATUS_ALREADY_COMPATIBLE,
     drop_for_client,
 )
-from tests.conftest import _golden_dir
+from tests.golden_cases import golden_cases
 from tests.oracle import OracleResult, same_rows
 from tests.process_support import run_cli
 
@@ -45,11 +45,8 @@ _BLOCKED = (Verdict.NO, Verdict.MISREADS)
 _REPO = Path(__file__).resolve().parents[2]
 
 
-def _blocked_tables() -> list[str]:
+def _blocked_tables(root: Path) -> list[str]:
     """Golden tables that at least one of CLIENTS cannot read (or misreads), by the catalogue."""
-    root = _golden_dir()
-    if not root.is_dir():
-        return []
     catalogue = packaged_catalogue()
     out = []
     for table in sorted(p.name for p in root.iterdir() if (p / "_delta_log").is_dir()):
@@ -81,7 +78,7 @@ def _reference(path: str, oracle, duckdb_reader) -> OracleResult | None:
     return None
 
 
-@pytest.mark.parametrize("table", _blocked_tables())
+@pytest.mark.parametrize("table", golden_cases(_blocked_tables))
 def test_drop_for_client_makes_the_real_client_read_the_original_rows(table, golden_table, request, oracle,
                                                                       duckdb_reader):
     path = golden_table(table)

@@ -16,6 +16,7 @@ from delta_downgrade.log.delta_log import DeltaLog
 from delta_downgrade.operations.drop_for_client import STATUS_ALREADY_COMPATIBLE, drop_for_client
 from delta_downgrade.protocol import Protocol
 from delta_downgrade_tools.builders import TableBuilder
+from tests.golden_cases import golden_cases
 from tests.logging_support import drop_steps
 from tests.oracle import same_rows
 
@@ -173,15 +174,11 @@ def test_a_failure_after_the_first_feature_says_what_was_dropped_and_a_rerun_con
     assert outcome.features_dropped == ["vacuumProtocolCheck"]
 
 
-def _chained_rewrite_tables() -> list[str]:
+def _chained_rewrite_tables(root: Path) -> list[str]:
     """Golden tables whose plan for CLIENT drops two or more features, one with a data rewrite:
     later drops are planned on the table an earlier rewrite leaves."""
     from delta_downgrade.compat import client_verdict
-    from tests.conftest import _golden_dir
 
-    root = _golden_dir()
-    if not root.is_dir():
-        return []
     client, found = packaged_catalogue().client(CLIENT), []
     for table in sorted(p for p in root.iterdir() if (p / "_delta_log").is_dir()):
         try:
@@ -194,7 +191,7 @@ def _chained_rewrite_tables() -> list[str]:
     return found
 
 
-@pytest.mark.parametrize("table", _chained_rewrite_tables())
+@pytest.mark.parametrize("table", golden_cases(_chained_rewrite_tables))
 def test_a_chain_after_a_data_rewrite_plans_what_the_run_writes(table, golden_table, spark, oracle, oracle_018):
     # A rewrite's plan keeps every file (rewritten in place, DVs as the rewrite leaves them), so a
     # later drop's plan - a DV purge's batches, its DV check - is the one the run performs.

@@ -28,19 +28,16 @@ from delta_downgrade.operations.drop_feature import drop_feature, plan_drop
 from delta_downgrade.operations.drop_plan import CHECKPOINT, COMMIT, DropPlan, DropStep
 from delta_downgrade.protocol import CHECKPOINT_PROTECTION
 from delta_downgrade.protocol.features import get_feature
-from tests.conftest import _golden_dir
+from tests.golden_cases import golden_cases
 
 pytestmark = pytest.mark.golden
 
 DAY_MS = 86_400_000
 
 
-def _cases() -> list[tuple[str, str]]:
+def _cases(root: Path) -> list[tuple[str, str]]:
     """(table, feature) for every golden table whose protocol can be read and every removable
     feature it lists (the registry decides what is removable)."""
-    root = _golden_dir()
-    if not root.is_dir():
-        return []
     out = []
     for name in sorted(os.listdir(root)):
         if not (root / name / "_delta_log").is_dir():
@@ -56,7 +53,7 @@ def _cases() -> list[tuple[str, str]]:
     return out
 
 
-CASES = _cases()
+CASES = golden_cases(_cases)
 HISTORY_PROTECTED = [(t, f) for t, f in CASES
                      if f != CHECKPOINT_PROTECTION and get_feature(f).requires_history_protection]
 
