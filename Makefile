@@ -22,7 +22,36 @@ JAVA := $(if $(JAVA_HOME),$(JAVA_HOME)/bin/java,java)
 # (the `|| true` keeps grep's "nothing left" status from failing; pipefail keeps pip's status).
 QUIET_PIP := { grep -v "WARNING: Location" || true; }
 
-.PHONY: venv check-java test test-classic test-connect demo wheel clean distclean
+.PHONY: venv check-java test test-classic test-connect demo wheel clean distclean databricks-cli
+
+# The Databricks CLI (Go; not on PyPI or npm), built from its Go module at a pinned version into
+# .tools/bin (ignored by git), once per version: the tests run its `bundle validate` and
+# `bundle deploy`. Its go.mod needs Go >= 1.26 (.ci/run installs it where missing). `go install
+# module@version` asks the module proxy for the module's version list (its deprecation check),
+# which some proxies refuse; a throw-away module that requires the pinned version builds the same
+# package from the same checksum-verified sources without that call.
+DATABRICKS_CLI_VERSION := 1.12.1
+# The `go` line of that version's go.mod: an older Go (>= 1.21) fetches this toolchain itself from
+# the module proxy (GOTOOLCHAIN=auto).
+DATABRICKS_CLI_GO := 1.26.0
+TOOLS_BIN := .tools/bin
+DATABRICKS_CLI := $(TOOLS_BIN)/databricks-$(DATABRICKS_CLI_VERSION)
+GO ?= $(shell command -v go 2>/dev/null || echo /usr/local/go/bin/go)
+
+databricks-cli: $(DATABRICKS_CLI)
+
+$(DATABRICKS_CLI):
+	@mkdir -p $(TOOLS_BIN) .tools/build
+	@echo "building the Databricks CLI v$(DATABRICKS_CLI_VERSION) with $$($(GO) version) (a few minutes, once)"
+	@cd .tools/build && rm -f go.mod go.sum && $(GO) mod init databricks-cli-build >/dev/null 2>&1 \
+	  && $(GO) mod edit -go=$(DATABRICKS_CLI_GO) -require=github.com/databricks/cli@v$(DATABRICKS_CLI_VERSION) \
+	  && start=$$(date +%s) \
+	  && GOTOOLCHAIN=auto $(GO) build -mod=mod -trimpath \
+	     -ldflags '-s -w -X github.com/databricks/cli/internal/build.buildVersion=$(DATABRICKS_CLI_VERSION)' -o ../../$(DATABRICKS_CLI).tmp github.com/databricks/cli \
+	  && echo "built in $$(( $$(date +%s) - start )) s"
+	@mv $(DATABRICKS_CLI).tmp $(DATABRICKS_CLI)
+	@ln -sf databricks-$(DATABRICKS_CLI_VERSION) $(TOOLS_BIN)/databricks
+	@$(DATABRICKS_CLI) --version
 
 venv: $(STAMP)
 
@@ -88,10 +117,10 @@ check-java:
 # server of its own, as Databricks serverless; tests/spark_connect_server.py).
 test: test-classic test-connect
 
-test-classic: venv check-java
+test-classic: venv check-java databricks-cli
 	$(VENV)/bin/pytest -q $(PYTEST_ARGS)
 
-test-connect: venv check-java
+test-connect: venv check-java databricks-cli
 	$(VENV)/bin/pytest -q --spark-connect $(PYTEST_ARGS)
 
 demo: venv check-java

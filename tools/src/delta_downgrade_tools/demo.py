@@ -1,7 +1,7 @@
 """``make demo``: build a sample table with the package's own builder, then run the bundle's jobs
 on it locally, as a deployment would: the drop job (drop_feature → verify; it ends green with the
 truncate waiting for its retention), then — once ``truncate_after`` has passed — the
-truncate_history job over a tables file naming the table. It prints the protocol after each task
+truncate_history job over the tables the drop recorded as waiting. It prints the protocol after each task
 and checks at the end that the table's rows are exactly the rows it started with.
 
 The sample table: reader 3 / writer 7 with deletionVectors (some rows deleted through DVs),
@@ -99,8 +99,10 @@ def main(argv: list[str] | None = None) -> int:
               + (f", {task.attempts} attempts" if task.attempts > 1 else "") + f"): {describe(table)}", flush=True)
 
     print("== running resources/delta_downgrade.job.yml locally (the README's run-job line)", flush=True)
+    # the drop job records the waiting table here; the truncate_history job finishes what it finds
+    waiting = {"waiting_dir": os.path.join(args.dir, "waiting")}
     drop = run_job(REPO / "resources" / "delta_downgrade.job.yml",
-                   params={"table": table, "feature": "deletionVectors"},
+                   params={"table": table, "feature": "deletionVectors"}, variables=waiting,
                    run_dir=os.path.join(args.dir, "drop-run"), after_task=after_task)
     pending = pending_truncates(drop)
     runs = [drop]
@@ -110,9 +112,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"== truncate waiting until {due} (the table's one-minute truncate retention); "
               f"sleeping {wait_s:.0f} s, then the truncate_history job runs as its schedule would", flush=True)
         time.sleep(wait_s)
-        tables_file = os.path.join(args.dir, "tables.txt")
-        Path(tables_file).write_text(table + "\n")
-        runs.append(run_job(REPO / "resources" / "truncate_history.job.yml", params={"tables_file": tables_file},
+        runs.append(run_job(REPO / "resources" / "truncate_history.job.yml", variables=waiting,
                             run_dir=os.path.join(args.dir, "truncate-run"), after_task=after_task))
     after = visible_rows(table)
     final = DeltaLog(table).snapshot()
