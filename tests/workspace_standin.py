@@ -104,7 +104,9 @@ class WorkspaceState:
                 if p.startswith(prefix) and "/" not in p[len(prefix):]]
 
 
-StatementHandler = Callable[[str, str], tuple[list[str], list[list[Any]]]]
+#: (statement, warehouse id) -> (columns, rows); a column is a name (STRING) or (name, type name);
+#: a value is sent as JSON_ARRAY sends it: a string, or null (other values are JSON-encoded).
+StatementHandler = Callable[[str, str], tuple[list[Any], list[list[Any]]]]
 
 
 class WorkspaceStandIn:
@@ -282,9 +284,10 @@ class WorkspaceStandIn:
         except ApiError as exc:
             return {"statement_id": statement_id,
                     "status": {"state": "FAILED", "error": {"error_code": exc.error_code, "message": exc.message}}}
-        schema = {"column_count": len(columns),
-                  "columns": [{"name": c, "position": i, "type_name": "STRING", "type_text": "STRING"}
-                              for i, c in enumerate(columns)]}
+        typed = [c if isinstance(c, tuple) else (c, "STRING") for c in columns]
+        schema = {"column_count": len(typed),
+                  "columns": [{"name": name, "position": i, "type_name": kind, "type_text": kind}
+                              for i, (name, kind) in enumerate(typed)]}
         data = [[None if v is None else (v if isinstance(v, str) else json.dumps(v)) for v in row] for row in rows]
         return {"statement_id": statement_id, "status": {"state": "SUCCEEDED"},
                 "manifest": {"format": "JSON_ARRAY", "schema": schema, "total_chunk_count": 1,
