@@ -291,5 +291,6 @@ def _assert_wheel_has_the_entry_points(data: bytes, tmp_name: str) -> None:
     with zipfile.ZipFile(io.BytesIO(data)) as zf:
         entry_points = next(n for n in zf.namelist() if n.endswith(".dist-info/entry_points.txt"))
         text = zf.read(entry_points).decode()
+        assert "delta_downgrade/log4j2.properties" in zf.namelist()  # the quiet local Spark start
     for name in ("drop_feature_task", "verify_task", "truncate_task"):
         assert re.search(rf"^{name} = ", text, re.M), f"{tmp_name} does not declare {name}"
