@@ -36,7 +36,8 @@ DATABRICKS_CLI_VERSION := 1.12.1
 DATABRICKS_CLI_GO := 1.26.0
 TOOLS_BIN := .tools/bin
 DATABRICKS_CLI := $(TOOLS_BIN)/databricks-$(DATABRICKS_CLI_VERSION)
-GO ?= $(shell command -v go 2>/dev/null || echo /usr/local/go/bin/go)
+# go on PATH, else the Go .ci/run fetched (.tools/go), else /usr/local/go.
+GO ?= $(shell command -v go 2>/dev/null || { test -x $(CURDIR)/.tools/go/bin/go && echo $(CURDIR)/.tools/go/bin/go; } || echo /usr/local/go/bin/go)
 
 databricks-cli: $(DATABRICKS_CLI)
 

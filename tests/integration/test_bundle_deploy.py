@@ -99,10 +99,11 @@ def workflow_bundle_commands() -> dict[str, list[str]]:
 
 
 def readme_prod_variables() -> set[str]:
-    """The variables the README's prod deployment names (`--var NAME=…`)."""
+    """The variables the README's prod deploy command names (`--var NAME=…`)."""
     text = (REPO / "README.md").read_text()
     section = text.split("## The job", 1)[1].split("\n## ", 1)[0]
-    return set(re.findall(r"--var (\w+)=", section))
+    (line,) = re.findall(r"`databricks bundle deploy -t prod [^`]*`", section)
+    return set(re.findall(r"--var (\w+)=", line))
 
 
 def _declared_variables(root: Path, target: str) -> tuple[set[str], set[str]]:
