@@ -21,6 +21,9 @@ pytest.importorskip("databricks.sdk")
 from delta_downgrade.app.render.result import parse_result_lines  # noqa: E402
 from tests.workspace_standin import ApiError, WorkspaceStandIn  # noqa: E402
 
+# no Spark: the Connect pass (`pytest --spark-connect`) leaves it out
+pytestmark = pytest.mark.no_spark
+
 NAME = "main.sales.events"
 IDENT = "`main`.`sales`.`events`"
 WAREHOUSE = "4b9b953939869799"
@@ -104,10 +107,13 @@ def test_drop_feature_on_a_warehouse_reports_what_a_session_does(tmp_path):
     assert waiting["error_class"] == "DELTA_FEATURE_DROP_CHECKPOINT_PROTECTION_WAIT_FOR_RETENTION_PERIOD"
 
 
-def test_inspect_reads_the_protocol_on_a_warehouse(tmp_path):
+def test_inspect_and_compat_read_the_protocol_on_a_warehouse(tmp_path):
     table = OneDeltaTable()
     with WorkspaceStandIn(statement_handler=table) as ws:
         proc = _cli(ws, tmp_path, "inspect", NAME)
+        compat = _cli(ws, tmp_path, "compat", NAME, "--client", "deltalake-0.18")
+    assert compat.returncode == 0, compat.stderr
+    assert "deletionVectors" in compat.stdout, compat.stdout
     assert proc.returncode == 0, proc.stderr
     (result,) = parse_result_lines(proc.stdout)
     assert (result["min_reader_version"], result["min_writer_version"]) == (3, 7)
