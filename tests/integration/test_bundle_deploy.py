@@ -215,6 +215,12 @@ def deployed(databricks_cli, tmp_path_factory) -> dict[str, WorkspaceStandIn]:
             proc = _run(databricks_cli, argv, root, _env(ws, tmp / f"home-{target}"))
             assert proc.returncode == 0, proc.stdout + proc.stderr
             assert "Deployment complete!" in proc.stderr + proc.stdout
+            if target == "dev":
+                # A second deploy updates the same jobs (each deploy builds a new wheel version in
+                # dev): jobs/reset, never a second create.
+                ws.first_jobs = {job_id: json.loads(json.dumps(job)) for job_id, job in ws.state.jobs.items()}
+                again = _run(databricks_cli, argv, root, _env(ws, tmp / f"home-{target}"))
+                assert again.returncode == 0, again.stdout + again.stderr
         out[target] = ws
     return out
 
@@ -236,6 +242,21 @@ def test_deploy_reaches_the_workspace_with_the_jobs_as_designed(deployed, target
     jobs = ws.jobs_by_name()
     assert set(jobs) == {f"{prefix}delta_downgrade", f"{prefix}truncate_history"}
     assert len(ws.calls("POST", "/api/2.2/jobs/create")) == 2
+    if target == "dev":
+        resets = ws.calls("POST", "/api/2.2/jobs/reset")
+        assert sorted(int(r.body["job_id"]) for r in resets) == sorted(ws.first_jobs)
+        for job_id, first in ws.first_jobs.items():  # the same jobs, with the new wheel
+            wheel = lambda job: job["settings"]["environments"][0]["spec"]["dependencies"]  # noqa: E731
+            assert wheel(ws.state.jobs[job_id]) != wheel(first)
+            assert {k: v for k, v in ws.state.jobs[job_id]["settings"].items() if k != "environments"} == \
+                {k: v for k, v in first["settings"].items() if k != "environments"}
+    else:
+        # prod: the deploying user keeps managing every job (the target's CAN_MANAGE, which the
+        # CLI sends as ownership for the deploying user)
+        for job_id in ws.state.jobs:
+            acl = ws.state.permissions[f"jobs/{job_id}"]["access_control_list"]
+            assert any(e.get("user_name") == USER_NAME and e["permission_level"] in ("CAN_MANAGE", "IS_OWNER")
+                       for e in acl), acl
     email = USER_NAME if target == "dev" else ALERT_EMAIL
 
     drop = jobs[f"{prefix}delta_downgrade"]["settings"]
