@@ -112,7 +112,13 @@ StatementHandler = Callable[[str, str], tuple[list[Any], list[list[Any]]]]
 class WorkspaceStandIn:
     """``with WorkspaceStandIn() as ws:`` a server at ``ws.url``; ``ws.requests`` in order."""
 
-    def __init__(self, statement_handler: StatementHandler | None = None) -> None:
+    def __init__(self, statement_handler: StatementHandler | None = None, *, chunk_rows: int = 1000,
+                 pending: Callable[[str], bool] = lambda statement: False) -> None:
+        """``chunk_rows``: rows per result chunk (more rows: the next chunks by their index);
+        ``pending(statement)``: answer that statement ``PENDING`` first, its result on the poll."""
+        self.chunk_rows, self.pending = chunk_rows, pending
+        self._finished: dict[str, dict[str, Any]] = {}
+        self._chunks: dict[str, list[list[list[Any]]]] = {}
         self.state = WorkspaceState()
         self.requests: list[Recorded] = []
         self.unknown: list[str] = []
@@ -271,10 +277,17 @@ class WorkspaceStandIn:
         raise ApiError(404, "ENDPOINT_NOT_FOUND", f"No API found for '{method} jobs/{verb}'")
 
     def _statements(self, method: str, path: str, body: Any) -> Any:
-        """The Statement Execution API: a statement runs to completion at once (``SUCCEEDED`` with
-        an ``INLINE`` ``JSON_ARRAY`` result, every value a string or null), or ``FAILED`` with the
-        error the handler raised."""
-        if method != "POST" or path.rstrip("/") != "/api/2.0/sql/statements":
+        """The Statement Execution API: ``POST`` runs a statement (``SUCCEEDED`` with an
+        ``INLINE`` ``JSON_ARRAY`` result, every value a string or null, ``chunk_rows`` rows per
+        chunk; or ``FAILED`` with the error the handler raised; or ``PENDING`` first when
+        ``pending`` says so), ``GET …/{id}`` polls it, ``GET …/{id}/result/chunks/{n}`` gives a
+        further chunk."""
+        parts = path.rstrip("/").split("/")[5:]  # after /api/2.0/sql/statements
+        if method == "GET" and len(parts) == 1 and parts[0] in self._finished:
+            return self._finished[parts[0]]
+        if method == "GET" and len(parts) == 4 and parts[1:3] == ["result", "chunks"] and parts[0] in self._chunks:
+            return self._chunk(parts[0], int(parts[3]))
+        if method != "POST" or parts:
             raise ApiError(404, "ENDPOINT_NOT_FOUND", f"No API found for '{method} {path}'")
         if self.statement_handler is None:
             raise ApiError(404, "ENDPOINT_NOT_FOUND", "no SQL warehouse here")
@@ -282,15 +295,33 @@ class WorkspaceStandIn:
         try:
             columns, rows = self.statement_handler(body["statement"], body.get("warehouse_id", ""))
         except ApiError as exc:
-            return {"statement_id": statement_id,
-                    "status": {"state": "FAILED", "error": {"error_code": exc.error_code, "message": exc.message}}}
-        typed = [c if isinstance(c, tuple) else (c, "STRING") for c in columns]
-        schema = {"column_count": len(typed),
-                  "columns": [{"name": name, "position": i, "type_name": kind, "type_text": kind}
-                              for i, (name, kind) in enumerate(typed)]}
-        data = [[None if v is None else (v if isinstance(v, str) else json.dumps(v)) for v in row] for row in rows]
-        return {"statement_id": statement_id, "status": {"state": "SUCCEEDED"},
-                "manifest": {"format": "JSON_ARRAY", "schema": schema, "total_chunk_count": 1,
-                             "total_row_count": len(data), "chunks": [{"chunk_index": 0, "row_offset": 0,
-                                                                       "row_count": len(data)}]},
-                "result": {"chunk_index": 0, "row_offset": 0, "row_count": len(data), "data_array": data}}
+            answer: dict[str, Any] = {"statement_id": statement_id, "status": {
+                "state": "FAILED", "error": {"error_code": exc.error_code, "message": exc.message}}}
+        else:
+            typed = [c if isinstance(c, tuple) else (c, "STRING") for c in columns]
+            schema = {"column_count": len(typed),
+                      "columns": [{"name": name, "position": i, "type_name": kind, "type_text": kind}
+                                  for i, (name, kind) in enumerate(typed)]}
+            data = [[None if v is None else (v if isinstance(v, str) else json.dumps(v)) for v in row]
+                    for row in rows]
+            chunks = [data[i:i + self.chunk_rows] for i in range(0, len(data), self.chunk_rows)] or [[]]
+            self._chunks[statement_id] = chunks
+            answer = {"statement_id": statement_id, "status": {"state": "SUCCEEDED"},
+                      "manifest": {"format": "JSON_ARRAY", "schema": schema, "total_chunk_count": len(chunks),
+                                   "total_row_count": len(data),
+                                   "chunks": [{"chunk_index": i, "row_offset": i * self.chunk_rows,
+                                               "row_count": len(c)} for i, c in enumerate(chunks)]},
+                      "result": self._chunk(statement_id, 0)}
+        self._finished[statement_id] = answer
+        if self.pending(body["statement"]):
+            return {"statement_id": statement_id, "status": {"state": "PENDING"}}
+        return answer
+
+    def _chunk(self, statement_id: str, index: int) -> dict[str, Any]:
+        chunks = self._chunks[statement_id]
+        result: dict[str, Any] = {"chunk_index": index, "row_offset": index * self.chunk_rows,
+                                  "row_count": len(chunks[index]), "data_array": chunks[index]}
+        if index + 1 < len(chunks):
+            result["next_chunk_index"] = index + 1
+            result["next_chunk_internal_link"] = f"/api/2.0/sql/statements/{statement_id}/result/chunks/{index + 1}"
+        return result

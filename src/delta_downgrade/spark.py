@@ -167,10 +167,13 @@ def get_spark(app_name: str = "delta-downgrade") -> SparkSession:
         for key, value in conf.items():
             builder = builder.config(key, value)
         started = time.monotonic()
-        log_file = _launch_quiet_jvm(conf)
+        log_file = _quiet_jvm_log()
         where = f"; its log: {log_file}" if log_file else ""
+        # Said before the JVM starts: the start is what takes 10-70 s.
         _say(f"starting Spark ({conf['spark.master']}{where}) ... ", end="")
         try:
+            if log_file is not None:
+                _launch_quiet_jvm(conf, log_file)
             session = builder.getOrCreate()
         except BaseException:
             _say("failed\n")
@@ -205,26 +208,40 @@ def _say(text: str, *, end: str = "", stream: TextIO | None = None) -> None:
     out.flush()
 
 
-def _launch_quiet_jvm(conf: dict[str, str]) -> str | None:
-    """Start the driver JVM (pyspark's gateway) with its stdout and stderr in a log file of its
-    own, and hand it to pyspark (which then starts no JVM of its own); the file's path. None when
-    a JVM is already running in this process, or when Spark's lines are wanted on stderr
-    (``DELTA_DOWNGRADE_SPARK_LOG_LEVEL`` WARN or lower)."""
+def _quiet_jvm_log() -> str | None:
+    """A new log file for the driver JVM's stdout and stderr; None when a JVM is already running
+    in this process, or when Spark's lines are wanted on stderr (``DELTA_DOWNGRADE_SPARK_LOG_LEVEL``
+    WARN or lower)."""
     if _log_level().upper() not in _ABOVE_WARN:
         return None
-    from pyspark import SparkConf, SparkContext
-    from pyspark.java_gateway import launch_gateway
+    from pyspark import SparkContext
 
     if SparkContext._gateway is not None:  # type: ignore[attr-defined]
         return None
+    fd, path = tempfile.mkstemp(prefix="delta-downgrade-spark-", suffix=".log")
+    os.close(fd)
+    return path
+
+
+def _launch_quiet_jvm(conf: dict[str, str], log_file: str) -> None:
+    """Start the driver JVM (pyspark's gateway) with its stdout and stderr in ``log_file``, and
+    hand it to pyspark, which then starts no JVM of its own."""
+    from pyspark import SparkConf, SparkContext
+    from pyspark.java_gateway import launch_gateway
+
     spark_conf = SparkConf(loadDefaults=False)
     for key, value in conf.items():
         spark_conf.set(key, value)
-    fd, path = tempfile.mkstemp(prefix="delta-downgrade-spark-", suffix=".log")
-    with os.fdopen(fd, "wb") as log:  # the child keeps its own copy of the descriptor
-        gateway = launch_gateway(spark_conf, popen_kwargs={"stdout": log, "stderr": log})
+    try:
+        with open(log_file, "ab") as log:  # the child keeps its own copy of the descriptor
+            gateway = launch_gateway(spark_conf, popen_kwargs={"stdout": log, "stderr": log})
+    except Exception:
+        # The JVM did not start (no Java, a bad option): its own words are in the log, not on
+        # stderr; show them, as an unredirected start would have.
+        with open(log_file, encoding="utf-8", errors="replace") as fh:
+            sys.stderr.write("\n" + fh.read()[-4000:])
+        raise
     SparkContext._ensure_initialized(gateway=gateway, conf=spark_conf)  # type: ignore[attr-defined]
-    return path
 
 
 def _log_level() -> str:

@@ -87,11 +87,15 @@ def _cli(ws: WorkspaceStandIn, tmp_path, *args: str) -> subprocess.CompletedProc
 
 def test_drop_feature_on_a_warehouse_reports_what_a_session_does(tmp_path):
     table = OneDeltaTable()
-    with WorkspaceStandIn(statement_handler=table) as ws:
+    # The DROP FEATURE runs on past the first answer (PENDING, then polled).
+    with WorkspaceStandIn(statement_handler=table,
+                          pending=lambda statement: statement.startswith("ALTER TABLE")) as ws:
         proc = _cli(ws, tmp_path, "drop-feature", NAME, "deletionVectors")
         wait = _cli(ws, tmp_path, "truncate-history", NAME)
         assert ws.unknown == []
     assert proc.returncode == 0, proc.stderr
+    polls = [r.path for r in ws.requests if r.method == "GET" and r.path.startswith("/api/2.0/sql/statements/")]
+    assert len(polls) == 2 and all(p.count("/") == 5 for p in polls), polls  # drop, then truncate
     assert "starting Spark" not in proc.stderr  # no JVM: the warehouse ran it
     (result,) = parse_result_lines(proc.stdout)
     assert result["table"] == NAME and result["feature"] == "deletionVectors" and result["status"] == "dropped"
@@ -109,7 +113,7 @@ def test_drop_feature_on_a_warehouse_reports_what_a_session_does(tmp_path):
 
 def test_inspect_and_compat_read_the_protocol_on_a_warehouse(tmp_path):
     table = OneDeltaTable()
-    with WorkspaceStandIn(statement_handler=table) as ws:
+    with WorkspaceStandIn(statement_handler=table, chunk_rows=2) as ws:  # HISTORY's 3 rows: 2 chunks
         proc = _cli(ws, tmp_path, "inspect", NAME)
         compat = _cli(ws, tmp_path, "compat", NAME, "--client", "deltalake-0.18")
     assert compat.returncode == 0, compat.stderr
@@ -118,6 +122,8 @@ def test_inspect_and_compat_read_the_protocol_on_a_warehouse(tmp_path):
     (result,) = parse_result_lines(proc.stdout)
     assert (result["min_reader_version"], result["min_writer_version"]) == (3, 7)
     assert result["droppable_features"] == ["deletionVectors"] and result["latest_version"] == 2
+    assert "history back to 0" in proc.stdout  # the oldest commit came in the second chunk
+    assert any(r.path.endswith("/result/chunks/1") for r in ws.requests)
     assert all(s.startswith(("DESCRIBE DETAIL", "DESCRIBE HISTORY", "SELECT")) for s in table.statements)
 
 
