@@ -11,8 +11,8 @@ same fields.
 A statement's rows come back as ``JSON_ARRAY`` (every value a string or null) with the columns'
 types in the manifest; :class:`WarehouseRow` gives them the Python types a Spark ``Row`` has
 (integers, booleans, arrays and maps decoded, timestamps as datetimes). A failed statement raises
-:class:`StatementFailed`, whose message keeps the runtime's ``[ERROR_CLASS]`` prefix, so that
-``run_sql`` maps it like a session's error.
+``errors.WarehouseStatementFailed``, whose message keeps the runtime's ``[ERROR_CLASS]`` prefix,
+so that ``run_sql`` maps it like a session's error.
 """
 
 from __future__ import annotations
@@ -23,6 +23,8 @@ import time
 from datetime import datetime, timezone
 from typing import Any
 
+from delta_downgrade.errors import WarehouseStatementFailed
+
 WAREHOUSE_ENV = "DELTA_DOWNGRADE_WAREHOUSE_ID"
 #: How long one call waits for a statement before polling (the API allows 5 to 50 seconds).
 _WAIT = "30s"
@@ -30,14 +32,6 @@ _POLL_S = 2.0
 _INTEGRAL = frozenset({"BYTE", "SHORT", "INT", "LONG"})
 _FRACTIONAL = frozenset({"FLOAT", "DOUBLE"})
 _JSON = frozenset({"ARRAY", "MAP", "STRUCT"})
-
-
-class StatementFailed(Exception):
-    """A statement the warehouse ran and refused; ``str`` is the runtime's message."""
-
-    def __init__(self, message: str, error_code: str | None = None) -> None:
-        super().__init__(message)
-        self.error_code = error_code
 
 
 def warehouse_id() -> str | None:
@@ -108,7 +102,7 @@ class WarehouseSession:
             error = response.status.error if response.status is not None else None
             message = (error.message if error is not None and error.message else
                        f"the statement ended {getattr(state, 'value', state)}")
-            raise StatementFailed(message, getattr(getattr(error, "error_code", None), "value", None))
+            raise WarehouseStatementFailed(message, getattr(getattr(error, "error_code", None), "value", None))
         columns = [(c.name, getattr(c.type_name, "value", c.type_name) or "STRING")
                    for c in ((response.manifest.schema.columns or []) if response.manifest and
                              response.manifest.schema else [])]
