@@ -1,5 +1,5 @@
 """Catalog names from a laptop: with DATABRICKS_HOST, a token and DELTA_DOWNGRADE_WAREHOUSE_ID,
-`inspect` and `drop-feature` run Delta's SQL on a SQL warehouse through databricks-sdk's Statement
+`inspect`, `compat`, `drop-feature`, `truncate-history` and the verify task run Delta's SQL on a SQL warehouse through databricks-sdk's Statement
 Execution API, with the RESULT fields of a session. No warehouse runs here: the workspace stand-in
 (tests/workspace_standin.py) answers ``/api/2.0/sql/statements`` in the documented shape
 (``JSON_ARRAY`` rows, typed columns in the manifest, ``FAILED`` with the runtime's error), and a
@@ -69,6 +69,8 @@ class OneDeltaTable:
             self.reader, self.writer = 1, 7
             self.properties = {"delta.requireCheckpointProtectionBeforeVersion": str(version)}
             return [], []
+        if statement == f"SELECT * FROM {IDENT} LIMIT 1":
+            return [("id", "LONG"), ("amount", "DOUBLE")], [[1, 2.5]]
         if statement == f"ALTER TABLE {IDENT} DROP FEATURE `checkpointProtection` TRUNCATE HISTORY":
             raise ApiError(400, "BAD_REQUEST",
                            "[DELTA_FEATURE_DROP_CHECKPOINT_PROTECTION_WAIT_FOR_RETENTION_PERIOD] The "
@@ -76,13 +78,19 @@ class OneDeltaTable:
         raise ApiError(400, "BAD_REQUEST", f"[PARSE_SYNTAX_ERROR] not modelled: {statement}")
 
 
-def _cli(ws: WorkspaceStandIn, tmp_path, *args: str) -> subprocess.CompletedProcess:
+def _task(ws: WorkspaceStandIn, tmp_path, entry_point: str, *args: str) -> subprocess.CompletedProcess:
+    """A wheel task's entry point, as a job on a laptop or CI would call it."""
+    code = f"import sys; from delta_downgrade.app.tasks.entrypoints import {entry_point}; sys.exit({entry_point}())"
+    return _cli(ws, tmp_path, *args, argv0=["-c", code])
+
+
+def _cli(ws: WorkspaceStandIn, tmp_path, *args: str, argv0: list[str] | None = None) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("DATABRICKS_", "SPARK_REMOTE",
                                                                     "DELTA_DOWNGRADE_SPARK_REMOTE"))}
     env.update(DATABRICKS_HOST=ws.url, DATABRICKS_TOKEN="dapi-standin-token", HOME=str(tmp_path),
                DELTA_DOWNGRADE_WAREHOUSE_ID=WAREHOUSE, PYTHONPATH=os.pathsep.join(sys.path))
-    return subprocess.run([sys.executable, "-m", "delta_downgrade.app.cli", *args], cwd=tmp_path, env=env,
-                          capture_output=True, text=True, timeout=300)
+    return subprocess.run([sys.executable, *(argv0 or ["-m", "delta_downgrade.app.cli"]), *args], cwd=tmp_path,
+                          env=env, capture_output=True, text=True, timeout=300)
 
 
 def test_drop_feature_on_a_warehouse_reports_what_a_session_does(tmp_path):
@@ -92,6 +100,9 @@ def test_drop_feature_on_a_warehouse_reports_what_a_session_does(tmp_path):
                           pending=lambda statement: statement.startswith("ALTER TABLE")) as ws:
         proc = _cli(ws, tmp_path, "drop-feature", NAME, "deletionVectors")
         wait = _cli(ws, tmp_path, "truncate-history", NAME)
+        verify = _task(ws, tmp_path, "verify_task", f"--table={NAME}", "--expect_absent_feature=deletionVectors",
+                       "--expect_min_reader_version=1", "--expect_min_writer_version=7",
+                       "--expect_boundary_version=3")
         assert ws.unknown == []
     assert proc.returncode == 0, proc.stderr
     polls = [r.path for r in ws.requests if r.method == "GET" and r.path.startswith("/api/2.0/sql/statements/")]
@@ -109,6 +120,10 @@ def test_drop_feature_on_a_warehouse_reports_what_a_session_does(tmp_path):
     assert wait.returncode == 3, wait.stderr
     (waiting,) = parse_result_lines(wait.stdout)
     assert waiting["error_class"] == "DELTA_FEATURE_DROP_CHECKPOINT_PROTECTION_WAIT_FOR_RETENTION_PERIOD"
+    # The verify task proves the drop on the warehouse too (DETAIL, HISTORY, a read).
+    assert verify.returncode == 0, verify.stderr
+    (verified,) = parse_result_lines(verify.stdout)
+    assert verified["status"] == "verified" and verified["failed_checks"] == []
 
 
 def test_inspect_and_compat_read_the_protocol_on_a_warehouse(tmp_path):
