@@ -1,6 +1,7 @@
 """Catalog names from a laptop: with DATABRICKS_HOST, a token and DELTA_DOWNGRADE_WAREHOUSE_ID,
-`inspect`, `compat`, `drop-feature`, `truncate-history` and the verify task run Delta's SQL on a SQL warehouse through databricks-sdk's Statement
-Execution API, with the RESULT fields of a session. No warehouse runs here: the workspace stand-in
+`inspect`, `compat`, `drop-feature`, `truncate-history` and the verify task run Delta's SQL on a
+SQL warehouse through databricks-sdk's Statement Execution API, with the RESULT fields of a
+session. No warehouse runs here: the workspace stand-in
 (tests/workspace_standin.py) answers ``/api/2.0/sql/statements`` in the documented shape
 (``JSON_ARRAY`` rows, typed columns in the manifest, ``FAILED`` with the runtime's error), and a
 table's answers come from a small model of one Delta table below (DESCRIBE DETAIL / HISTORY,
