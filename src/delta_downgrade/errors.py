@@ -719,3 +719,13 @@ class ClientDropIncompleteError(DeltaDowngradeError):
     recomputes the client's verdict and continues with what is left."""
 
     error_class = "DELTA_DOWNGRADE_CLIENT_DROP_INCOMPLETE"
+
+
+class WarehouseStatementFailed(Exception):
+    """A statement a SQL warehouse ran and refused (app/engines/sql_warehouse.py). Not one of
+    ours: ``str`` is the runtime's message, its ``[ERROR_CLASS]`` first, so that ``run_sql`` maps
+    it like a Spark session's error (``map_error``); ``error_code`` is the API's."""
+
+    def __init__(self, message: str, error_code: str | None = None) -> None:
+        super().__init__(message)
+        self.error_code = error_code

@@ -18,7 +18,14 @@ Environment variables (local runs only, i.e. when ``DATABRICKS_RUNTIME_VERSION``
   configured by `local_conf` (without ``spark.master``, which pyspark refuses next to a remote).
 - ``DELTA_DOWNGRADE_SPARK_MASTER``: the master URL of a classic session, default ``local[2]``.
 - ``DELTA_DOWNGRADE_SPARK_LOG_LEVEL``: Spark's log level in a session this package starts,
-  default ``ERROR`` (``WARN`` or ``INFO`` to see Spark's own lines again).
+  default ``ERROR`` (``WARN`` or ``INFO`` to see Spark's own lines again, on stderr).
+
+A quiet start: a classic local session this package starts logs through the shipped
+``log4j2.properties`` (errors only), and its JVM's stdout and stderr go to a log file of their own
+(the JVM's own start-up lines, such as "Using incubator modules", are no log4j lines), so that no
+JVM line reaches the user's stderr. One line says ``starting Spark (…)`` when the 10–70 s start
+begins, and how long it took when it ends. pyspark's pandas-version warning is filtered wherever a
+session is started or found.
 - ``DELTA_DOWNGRADE_DELTA_JARS``: comma-separated Delta jar paths (delta-spark, delta-storage).
   When set, the jars go on ``spark.jars`` and the Delta SQL extension and catalog are configured,
   which enables the ``delta-sql`` engine. The PyPI ``delta-spark`` wheel ships no jars and Maven
@@ -29,8 +36,11 @@ from __future__ import annotations
 
 import os
 import sys
+import tempfile
+import time
 import warnings
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import SparkSession
@@ -67,11 +77,23 @@ def is_connect_session(spark: Any) -> bool:
     return type(spark).__module__.startswith("pyspark.sql.connect.")
 
 
+#: The shipped log4j2 configuration of a local session (errors only).
+LOG4J2_CONFIG = Path(__file__).with_name("log4j2.properties")
+
+
+def filter_pyspark_warnings() -> None:
+    """Drop pyspark's import-time warnings that are no concern of the user's (pyspark checks the
+    pandas version on import and warns about pandas 3, which it uses only for pandas
+    conversions, none of which this package makes)."""
+    warnings.filterwarnings("ignore", message=r"PySpark does not yet fully support pandas", category=FutureWarning)
+
+
 def active_session() -> SparkSession | None:
     """The Spark session active in this thread, classic or Connect; None without importing PySpark
     when nothing has imported it."""
     if "pyspark.sql" not in sys.modules:
         return None
+    filter_pyspark_warnings()
     from pyspark.sql import SparkSession
 
     # pyspark's getActiveSession answers for Connect only once its Connect mode flag is set (a
@@ -105,6 +127,9 @@ def local_conf(*, remote: bool = False) -> dict[str, str]:
     }
     if not remote:
         conf["spark.master"] = os.environ.get("DELTA_DOWNGRADE_SPARK_MASTER") or DEFAULT_MASTER
+        if _log_level().upper() in _ABOVE_WARN and LOG4J2_CONFIG.is_file():
+            # The driver JVM is the one spark-submit starts: its Java options are set at launch.
+            conf["spark.driver.extraJavaOptions"] = f"-Dlog4j2.configurationFile={LOG4J2_CONFIG.as_uri()}"
     jars = [j.strip() for j in os.environ.get("DELTA_DOWNGRADE_DELTA_JARS", "").split(",") if j.strip()]
     if jars:
         conf["spark.jars"] = ",".join(jars)
@@ -123,6 +148,7 @@ def get_spark(app_name: str = "delta-downgrade") -> SparkSession:
     a classic session configured by `local_conf`. Confs only take effect when this call starts
     Spark; an already running session is returned as is and keeps its own log level.
     """
+    filter_pyspark_warnings()
     try:
         from pyspark.sql import SparkSession
     except ImportError as exc:
@@ -137,9 +163,23 @@ def get_spark(app_name: str = "delta-downgrade") -> SparkSession:
         return builder.getOrCreate()
     url = connect_url()
     if url is None:
-        for key, value in local_conf().items():
+        conf = local_conf()
+        for key, value in conf.items():
             builder = builder.config(key, value)
-        return builder.getOrCreate()
+        started = time.monotonic()
+        log_file = _quiet_jvm_log()
+        where = f"; its log: {log_file}" if log_file else ""
+        # Said before the JVM starts: the start is what takes 10-70 s.
+        _say(f"starting Spark ({conf['spark.master']}{where}) ... ", end="")
+        try:
+            if log_file is not None:
+                _launch_quiet_jvm(conf, log_file)
+            session = builder.getOrCreate()
+        except BaseException:
+            _say("failed\n")
+            raise
+        _say(f"{time.monotonic() - started:.1f} s\n")
+        return session
     builder = builder.remote(url)
     if url.startswith("local"):
         # pyspark starts its bundled Connect server in this process with these confs (a server at
@@ -149,10 +189,8 @@ def get_spark(app_name: str = "delta-downgrade") -> SparkSession:
     with warnings.catch_warnings():
         # pyspark hands the static confs to the server it starts, then sets them once more from
         # the client, which the server refuses ("Failed to set spark.ui.enabled ...
-        # CANNOT_MODIFY_CONFIG") although they are in force; and it warns about pandas 3 on import.
+        # CANNOT_MODIFY_CONFIG") although they are in force.
         warnings.filterwarnings("ignore", message=r"Failed to set spark\.", category=UserWarning)
-        warnings.filterwarnings("ignore", message=r"PySpark does not yet fully support pandas",
-                                category=FutureWarning)
         session = builder.getOrCreate()
     # Spark Connect's client draws no progress bar unless SPARK_CONNECT_PROGRESS_BAR_ENABLED=1 is
     # the user's choice. It repeats some of the server's WARN log lines as Python warnings
@@ -162,6 +200,48 @@ def get_spark(app_name: str = "delta-downgrade") -> SparkSession:
         warnings.filterwarnings("ignore", message=r"WARN ", category=UserWarning,
                                 module=r"pyspark\.sql\.connect\.")
     return session
+
+
+def _say(text: str, *, end: str = "", stream: TextIO | None = None) -> None:
+    out = stream or sys.stderr
+    out.write(text + end)
+    out.flush()
+
+
+def _quiet_jvm_log() -> str | None:
+    """A new log file for the driver JVM's stdout and stderr; None when a JVM is already running
+    in this process, or when Spark's lines are wanted on stderr (``DELTA_DOWNGRADE_SPARK_LOG_LEVEL``
+    WARN or lower)."""
+    if _log_level().upper() not in _ABOVE_WARN:
+        return None
+    from pyspark import SparkContext
+
+    if SparkContext._gateway is not None:  # type: ignore[attr-defined]
+        return None
+    fd, path = tempfile.mkstemp(prefix="delta-downgrade-spark-", suffix=".log")
+    os.close(fd)
+    return path
+
+
+def _launch_quiet_jvm(conf: dict[str, str], log_file: str) -> None:
+    """Start the driver JVM (pyspark's gateway) with its stdout and stderr in ``log_file``, and
+    hand it to pyspark, which then starts no JVM of its own."""
+    from pyspark import SparkConf, SparkContext
+    from pyspark.java_gateway import launch_gateway
+
+    spark_conf = SparkConf(loadDefaults=False)
+    for key, value in conf.items():
+        spark_conf.set(key, value)
+    try:
+        with open(log_file, "ab") as log:  # the child keeps its own copy of the descriptor
+            gateway = launch_gateway(spark_conf, popen_kwargs={"stdout": log, "stderr": log})
+    except Exception:
+        # The JVM did not start (no Java, a bad option): its own words are in the log, not on
+        # stderr; show them, as an unredirected start would have.
+        with open(log_file, encoding="utf-8", errors="replace") as fh:
+            sys.stderr.write("\n" + fh.read()[-4000:])
+        raise
+    SparkContext._ensure_initialized(gateway=gateway, conf=spark_conf)  # type: ignore[attr-defined]
 
 
 def _log_level() -> str:

@@ -268,13 +268,21 @@ def test_without_delta_one_line_and_exit_2_for_names_and_paths(golden_table, tmp
     assert log_snapshot_files(path) == before
 
 
-def test_a_bare_relative_directory_is_a_name_and_the_error_says_how_to_give_the_path(golden_table, tmp_path):
+def test_a_bare_directory_name_is_the_directory_with_a_note(golden_table, tmp_path):
     path = Path(golden_table("vacuum_protocol_check"))
-    proc = _subprocess(["-m", "delta_downgrade.app.cli", "inspect", path.name], path.parent)
+    bare = _subprocess(["-m", "delta_downgrade.app.cli", "inspect", path.name, "--no-history"], path.parent)
+    assert bare.returncode == 0, bare.stderr
+    assert f"note: {path.name} is taken as the directory ./{path.name} here" in bare.stderr
+    dotted = _subprocess(["-m", "delta_downgrade.app.cli", "inspect", f"./{path.name}", "--no-history"], path.parent)
+    assert dotted.returncode == 0, dotted.stderr
+    assert "note:" not in dotted.stderr
+    assert bare.stdout.replace(path.name, "T").replace("./T", "T") == dotted.stdout.replace(path.name, "T").replace("./T", "T")
+
+
+def test_a_catalog_name_without_delta_names_no_flag_inspect_lacks(tmp_path):
+    proc = _subprocess(["-m", "delta_downgrade.app.cli", "inspect", "main.sales.no_such_dir"], tmp_path)
     assert proc.returncode == 2
-    assert f"(for the directory {path.name} here, give ./{path.name})" in proc.stderr
-    proc = _subprocess(["-m", "delta_downgrade.app.cli", "inspect", f"./{path.name}", "--no-history"], path.parent)
-    assert proc.returncode == 0, proc.stderr
+    assert "catalog name" in proc.stderr and "--engine" not in proc.stderr, proc.stderr
 
 
 def test_a_read_the_runtime_refuses_is_a_failed_check(catalog):

@@ -109,8 +109,11 @@ def test_the_truncate_history_job_is_green_truncating_the_due_table_and_reportin
     repo = Path(__file__).resolve().parents[2]
     due = fast_dropped(str(tmp_path / "due"), days_ago=3)
     waiting = fast_dropped(str(tmp_path / "waiting"))
-    listing = tmp_path / "tables.txt"
-    listing.write_text(f"# the fleet\n{due}\n{waiting}\n")
+    from delta_downgrade.app.tasks.waiting_records import record_waiting, waiting_tables
+
+    waiting_dir = str(tmp_path / "waiting_records")
+    for table in (due, waiting):  # as the drop job records them
+        record_waiting(waiting_dir, table)
     clone = tmp_path / "clone"
     clone.mkdir()
     shutil.copy(repo / "databricks.yml", clone / "databricks.yml")
@@ -118,7 +121,7 @@ def test_the_truncate_history_job_is_green_truncating_the_due_table_and_reportin
     run_dir = tmp_path / "run"
     env = {k: v for k, v in os.environ.items() if not k.startswith("DELTA_DOWNGRADE_TASK")}
     proc = subprocess.run([sys.executable, "-m", "delta_downgrade.app.cli", "run-job", "resources/truncate_history.job.yml",
-                           "--param", f"tables_file={listing}", "--run-dir", str(run_dir)],
+                           "--var", f"waiting_dir={waiting_dir}", "--run-dir", str(run_dir)],
                           cwd=clone, env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "truncate_history run" in proc.stderr and "truncate=success" in proc.stderr
@@ -129,3 +132,4 @@ def test_the_truncate_history_job_is_green_truncating_the_due_table_and_reportin
     assert CP not in (latest(due).protocol.writer_features or ())
     assert CP in latest(waiting).protocol.writer_features
     assert f"truncate: waiting: {waiting} needs_truncate=true" in proc.stderr
+    assert waiting_tables(waiting_dir) == [waiting]  # the due table is done and forgotten

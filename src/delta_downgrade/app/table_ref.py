@@ -2,8 +2,11 @@
 
 A table argument is one of:
 
-- a path or URI (``/data/t``, ``./t``, ``s3://bucket/t``, ``abfss://c@a.dfs.core.windows.net/t``):
-  the native engine reads and writes its log through the storage layer;
+- a path or URI (``/data/t``, ``./t``, ``s3://bucket/t``, ``abfss://c@a.dfs.core.windows.net/t``),
+  or any argument that names an existing directory (``my_table`` in the current folder): the
+  native engine reads and writes its log through the storage layer. A directory whose name also
+  reads as a catalog name is taken as the path, with a note on stderr saying so and how to name
+  the catalog table instead;
 - ``delta.`<path>``` (Delta's SQL spelling of a path-based table, what a notebook user copies):
   unwrapped to the path, so that the native engine reads it like any other path;
 - a catalog name ``[catalog.][schema.]table`` (1 to 3 parts), each part plain (letters, digits,
@@ -17,7 +20,9 @@ or any storage access.
 
 from __future__ import annotations
 
+import os
 import re
+import sys
 from dataclasses import dataclass
 
 from delta_downgrade.errors import InvalidIdentifierError
@@ -137,9 +142,30 @@ def parse_table_ref(text: str) -> TableRef:
             return TableRef(text, path=parts[1])
     if is_path(table):
         return TableRef(text, path=table)
+    if os.path.isdir(table):
+        _note_directory(table)
+        return TableRef(text, path=table)
     parts = split_multipart(table)
     if len(parts) > MAX_NAME_PARTS:
         raise InvalidIdentifierError(
             f"table name {table!r} has {len(parts)} parts; a catalog name is at most "
             f"catalog.schema.table (quote a part that holds a dot in backticks)")
     return TableRef(text, parts=tuple(parts))
+
+
+# Arguments already noted in this process: every layer parses the same argument again.
+_NOTED: set[str] = set()
+
+
+def _note_directory(table: str) -> None:
+    """Say once that a name-like argument was taken as the directory it names."""
+    try:
+        parts = split_multipart(table)
+    except InvalidIdentifierError:
+        return  # not a name at all: nothing to explain
+    if table in _NOTED or len(parts) > MAX_NAME_PARTS:
+        return
+    _NOTED.add(table)
+    how = (f"for a catalog table of that name, give its full name (catalog.schema.{table})" if len(parts) == 1
+           else "to reach the catalog table of that name, run where no such directory exists")
+    print(f"note: {table} is taken as the directory ./{table} here; {how}", file=sys.stderr)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import posixpath
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
@@ -82,6 +83,26 @@ def rewrite_conf(spark: "SparkSession", progress: Callable[[str], None]) -> Iter
                     spark.conf.set(key, old)
             except Exception:  # noqa: BLE001
                 pass
+
+
+class ProgressThrottle:
+    """When a per-file rewrite says how far it is: at the last file, at each further tenth of the
+    files, and otherwise at most every ``interval_s`` seconds, so that a rewrite of thousands of
+    files tells about as often as the deletion-vector purge, which tells once per committed batch
+    (not one line per file)."""
+
+    def __init__(self, total: int, interval_s: float = 10.0, clock: Callable[[], float] = time.monotonic) -> None:
+        self.total, self.interval_s, self.clock = total, interval_s, clock
+        self._last_at = clock()
+        self._last_tenth = 0
+
+    def due(self, done: int) -> bool:
+        now = self.clock()
+        tenth = (done * 10) // self.total if self.total else 10
+        if done >= self.total or tenth > self._last_tenth or now - self._last_at >= self.interval_s:
+            self._last_at, self._last_tenth = now, tenth
+            return True
+        return False
 
 
 @dataclass
@@ -216,14 +237,17 @@ class FileRewriter:
         progress(f"{label}: rewriting {total_files} files, {total_bytes} bytes", step=label, done=0,
                  total=total_files, done_bytes=0, total_bytes=total_bytes)
 
+        throttle = ProgressThrottle(total_files)
+
         def one(item: tuple[AddFile, FilePlan]) -> Rewritten:
             result = self.rewrite(*item)
             with lock:
                 done.append(result)
                 state["bytes"] += item[0].size or 0
-                progress(f"{label}: rewrote {len(done)}/{total_files} files, "
-                         f"{state['bytes']}/{total_bytes} bytes", step=label, done=len(done),
-                         total=total_files, done_bytes=state["bytes"], total_bytes=total_bytes)
+                if throttle.due(len(done)):
+                    progress(f"{label}: rewrote {len(done)}/{total_files} files, "
+                             f"{state['bytes']}/{total_bytes} bytes", step=label, done=len(done),
+                             total=total_files, done_bytes=state["bytes"], total_bytes=total_bytes)
             return result
 
         if self.workers == 1 or total_files <= 1:

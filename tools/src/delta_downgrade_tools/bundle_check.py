@@ -1,25 +1,25 @@
-"""Offline validation of the bundle (the Databricks CLI is not on PyPI, so `bundle validate`
-cannot run here): every job passes the strict `databricks-bundles` models, and our own checks
-cover what those models do not — the task graph is acyclic and complete, condition outcomes are
-used only on condition tasks, every wheel entry point exists in the wheel's metadata, every
-``{{tasks.X.values.Y}}`` names a value task X really sets, every ``{{job.parameters.P}}``
-names a job parameter, and no storage option (a secret) is written into the bundle: not as a task
-or job parameter (shown on the run page) and, as a cluster environment variable, only as a
-``{{secrets/scope/key}}`` reference.
+"""The bundle rules the Databricks CLI does not check. `databricks bundle validate` (the real CLI,
+run by tests/integration/test_bundle_deploy.py) checks the configuration's schema (an unknown
+field is a warning, a wrong type an error), that every ``${var.X}`` is declared and every declared
+variable has a value for the target, and every ``--var`` is declared. What it does not check is
+what this module does:
 
-Hygiene rules (issue 14), so that a regression fails ``validate-bundle`` and its test:
-- no ``workspace.host`` anywhere: the host comes from the CLI's profile or ``DATABRICKS_HOST``
-  (a placeholder host deploys nowhere, a real one deploys one person's workspace for everyone);
-- a ``mode: production`` target runs as a service principal given by a variable (``run_as``);
-- the table is a run parameter: no bundle variable ``table``/``tables`` and every job parameter of
-  that name has an empty default (a run without it is exit 2 naming the parameter);
-- every task that runs code has a positive ``timeout_seconds`` (condition tasks are evaluated by
-  the Jobs service and run nothing);
-- no wheel task has ``max_retries``: Databricks retries every failed attempt, exit 2 included; a
-  wait is exit 0 in task mode; conflicts are retried inside the commit;
-- a scheduled job alerts on failure (``email_notifications.on_failure``) and has a
-  ``RUN_DURATION_SECONDS`` health rule;
-- every ``${var.X}`` a job uses is declared in ``databricks.yml``."""
+- the task graph: acyclic and complete, condition outcomes only on condition tasks, every wheel
+  entry point in the wheel's metadata, every ``{{tasks.X.values.Y}}`` a value task X really sets
+  and X upstream, every ``{{job.parameters.P}}`` a job parameter;
+- no storage option (a secret) written into the bundle: not as a task or job parameter (shown on
+  the run page) and, as a cluster environment variable, only as a ``{{secrets/scope/key}}``
+  reference;
+- hygiene: no ``workspace.host`` anywhere (the host comes from the CLI's profile or
+  ``DATABRICKS_HOST``); a ``mode: production`` target runs as a service principal given by a
+  variable; the table is a run parameter (no variable ``table``/``tables``, job parameters of that
+  name default to ""); every task that runs code has a positive ``timeout_seconds``; no wheel task
+  has ``max_retries`` (Databricks retries every failed attempt, exit 2 included; a wait is exit 0 in
+  task mode; conflicts are retried inside the commit); a scheduled job alerts on failure and has a
+  ``RUN_DURATION_SECONDS`` health rule.
+
+The jobs checked are those of ``include`` and of the opt-in files (``OPT_IN_INCLUDES``: the classic
+job-cluster jobs a user adds to ``include``)."""
 
 from __future__ import annotations
 
@@ -59,6 +59,10 @@ def _outputs() -> dict[str, frozenset[str]]:
     return TASK_OUTPUTS
 
 
+#: Resource files a user adds to ``include`` (resources/classic/compute.yml says how).
+OPT_IN_INCLUDES = ("resources/classic/*.yml",)
+
+
 def load_jobs(root: str | Path) -> dict[str, dict[str, Any]]:
     from delta_downgrade_tools.local_runner import _mapping, load_yaml
 
@@ -68,14 +72,16 @@ def load_jobs(root: str | Path) -> dict[str, dict[str, Any]]:
     include = bundle.get("include") or []
     if not isinstance(include, list) or not all(isinstance(p, str) for p in include):
         raise BadJobDefinitionError("databricks.yml: include must be a list of glob patterns")
-    for pattern in include:
-        for f in sorted(root.glob(pattern)):
-            doc = _mapping(load_yaml(f), str(f))
-            found = _mapping(_mapping(doc.get("resources"), f"{f}: resources").get("jobs"), f"{f}: resources.jobs")
-            for key, job in found.items():
-                if key in jobs:
-                    raise BadJobDefinitionError(f"job {key} is defined twice")
-                jobs[key] = _mapping(job, f"{f}: job {key}")
+    files = dict.fromkeys(f for pattern in [*include, *OPT_IN_INCLUDES] for f in sorted(root.glob(pattern)))
+    for f in files:
+        doc = _mapping(load_yaml(f), str(f))
+        if "resources" not in doc:
+            continue  # a file of variables only (resources/classic/compute.yml)
+        found = _mapping(_mapping(doc.get("resources"), f"{f}: resources").get("jobs"), f"{f}: resources.jobs")
+        for key, job in found.items():
+            if key in jobs:
+                raise BadJobDefinitionError(f"job {key} is defined twice")
+            jobs[key] = _mapping(job, f"{f}: job {key}")
     return jobs
 
 
@@ -95,19 +101,10 @@ def validate_jobs(jobs: dict[str, dict[str, Any]], entry_points: set[str]) -> li
     from delta_downgrade_tools.local_runner import topological_order
 
     problems: list[str] = []
-    try:
-        from databricks.bundles.jobs import Job
-    except ImportError:  # pragma: no cover - the dev extra installs it
-        Job = None
     outputs = _outputs()
     for job_key, job in jobs.items():
         problems.extend(secret_problems(job_key, job))
         problems.extend(hygiene_problems(job_key, job))
-        if Job is not None:
-            try:
-                Job.from_dict(job)
-            except (ValueError, TypeError, KeyError) as exc:
-                problems.append(f"{job_key}: databricks-bundles rejects the job: {exc}")
         tasks = job.get("tasks") or []
         try:
             order = topological_order(tasks)  # also checks every task's shape
@@ -197,7 +194,6 @@ def secret_problems(job_key: str, job: dict[str, Any]) -> list[str]:
 
 # Job parameters that name the tables a run handles: run parameters, never deploy-time values.
 TABLE_PARAMETERS = frozenset({"table", "tables"})
-_VARIABLE = re.compile(r"\$\{var\.([A-Za-z0-9_.-]+)\}")
 _WHOLE_VARIABLE = re.compile(r"\$\{var\.[A-Za-z0-9_.-]+\}")
 #: Keys under which a task runs code (the Jobs API's task types other than condition_task).
 CONDITION_TASK = "condition_task"
@@ -218,8 +214,8 @@ def validate_bundle(root: str | Path, entry_points: set[str]) -> list[str]:
 
 
 def bundle_problems(bundle: dict[str, Any], jobs: dict[str, dict[str, Any]]) -> list[str]:
-    """The hygiene rules of ``databricks.yml`` (hosts, run_as, variables) and the variables the
-    jobs use."""
+    """The hygiene rules of ``databricks.yml`` (hosts, run_as, no table variable, positive
+    timeout defaults)."""
     problems: list[str] = []
     targets = bundle.get("targets") or {}
     places = [("databricks.yml", bundle)] + [(f"target {name}", t) for name, t in targets.items()
@@ -242,8 +238,6 @@ def bundle_problems(bundle: dict[str, Any], jobs: dict[str, dict[str, Any]]) -> 
         problems.append(f"databricks.yml: variable {name!r} fixes the table at deploy time; make it a run "
                         f"parameter (job parameter {name} with default \"\")")
     for job_key, job in jobs.items():
-        for name in sorted(set(_VARIABLE.findall(" ".join(_strings(job)))) - set(variables)):
-            problems.append(f"{job_key}: ${{var.{name}}} is not declared in databricks.yml variables")
         for task in job.get("tasks") or []:
             timeout = task.get("timeout_seconds") if isinstance(task, dict) else None
             name = _WHOLE_VARIABLE.fullmatch(timeout.strip()) if isinstance(timeout, str) else None

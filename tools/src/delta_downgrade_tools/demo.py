@@ -2,7 +2,7 @@
 on it locally, as a deployment would: the drop job for one named client (``for_client``: every
 feature that keeps that client from the table; drop_feature → verify; it ends green with the
 truncate waiting for its retention), then — once ``truncate_after`` has passed — the
-truncate_history job over a tables file naming the table. It prints the protocol after each task
+truncate_history job over the tables the drop recorded as waiting. It prints the protocol after each task
 and what the downgrade bought: before and after, how many clients of the catalogue can read and
 write the table, and the named client's verdict; then it reads the result with that client (a
 real one, in a subprocess: deltalake 0.18.2 from ``.venv/deltalake-0.18.2``, else the venv's
@@ -187,8 +187,10 @@ def main(argv: list[str] | None = None) -> int:
 
     print(f"== running resources/delta_downgrade.job.yml locally for_client={client} (drop-feature --for: "
           "every feature that keeps it from the table)", flush=True)
+    # the drop job records the waiting table here; the truncate_history job finishes what it finds
+    waiting = {"waiting_dir": os.path.join(args.dir, "waiting")}
     drop = run_job(REPO / "resources" / "delta_downgrade.job.yml",
-                   params={"table": table, "for_client": client, "feature": ""},
+                   params={"table": table, "for_client": client, "feature": ""}, variables=waiting,
                    run_dir=os.path.join(args.dir, "drop-run"), after_task=after_task)
     pending = pending_truncates(drop)
     runs = [drop]
@@ -198,9 +200,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"== truncate waiting until {due} (the table's one-minute truncate retention); "
               f"sleeping {wait_s:.0f} s, then the truncate_history job runs as its schedule would", flush=True)
         time.sleep(wait_s)
-        tables_file = os.path.join(args.dir, "tables.txt")
-        Path(tables_file).write_text(table + "\n")
-        runs.append(run_job(REPO / "resources" / "truncate_history.job.yml", params={"tables_file": tables_file},
+        runs.append(run_job(REPO / "resources" / "truncate_history.job.yml", variables=waiting,
                             run_dir=os.path.join(args.dir, "truncate-run"), after_task=after_task))
     after = visible_rows(table)
     final = DeltaLog(table).snapshot()

@@ -487,6 +487,16 @@ def _command(entry_point: str, args: list[str], runner: str) -> list[str]:
     return [sys.executable, "-m", "delta_downgrade.app.tasks.wheel_entry", entry_point, *args]
 
 
+#: Bundle variables whose workspace default (a Unity Catalog volume path) does not exist off
+#: Databricks: locally they default to a directory beside the runs, shared by every run in this
+#: folder (the drop job records a waiting table there, the truncate_history job reads it).
+LOCAL_VARIABLE_DIRS = {"waiting_dir": Path(".runs") / "waiting"}
+
+
+def local_variable_defaults() -> dict[str, str]:
+    return {name: str(path.resolve()) for name, path in LOCAL_VARIABLE_DIRS.items()}
+
+
 def run_job(job_file: str | os.PathLike[str], *, params: Mapping[str, str] | None = None,
             variables: Mapping[str, str] | None = None, job_key: str | None = None,
             target: str | None = None,
@@ -498,7 +508,7 @@ def run_job(job_file: str | os.PathLike[str], *, params: Mapping[str, str] | Non
     run_id = uuid.uuid4().hex[:12]
     run = JobRun(job_key, run_id, Path(run_dir or Path(".runs") / f"{job_key}-{run_id}").resolve())
     given = dict(params or {})
-    all_variables = {**bundle_variables(job_file, target), **dict(variables or {})}
+    all_variables = {**bundle_variables(job_file, target), **local_variable_defaults(), **dict(variables or {})}
     resolver = Resolver(run, {}, all_variables)
     declared = job.get("parameters") or []
     if not isinstance(declared, list) or not all(isinstance(p, dict) and isinstance(p.get("name"), str)

@@ -12,7 +12,6 @@ to do next for the classes a catalog user meets first: a missing privilege, an u
 
 from __future__ import annotations
 
-import os
 import re
 from typing import Any
 
@@ -30,26 +29,40 @@ _NO_DELTA = ("the delta-sql engine needs a Spark session with Delta Lake's SQL (
 
 def _unavailable(ref: TableRef, why: str) -> EngineUnavailableError:
     if ref.is_name:
+        # No flag named here: not every command that reads a catalog name has --engine.
         todo = (f"{ref.display} is a catalog name, which only Delta's SQL reaches: run on a "
-                f"Databricks cluster or job, or pass the table's path to use --engine=native")
-        if os.path.isdir(ref.text):  # a relative path without "/" reads as a name: say so
-            todo += f" (for the directory {ref.text} here, give ./{ref.text})"
+                f"Databricks cluster or job, or from here on a SQL warehouse (DATABRICKS_HOST and "
+                f"credentials, and DELTA_DOWNGRADE_WAREHOUSE_ID=<warehouse id>), or give the table's "
+                f"storage path instead (read without Spark)")
     else:
         todo = "for a path, --engine=native needs no Delta"
     return EngineUnavailableError(f"{_NO_DELTA}; {why}; {todo}", table=ref.display)
 
 
 def delta_sql_session(ref: TableRef) -> Any:
-    """The session to run Delta SQL on: the active one, or one :func:`get_spark` starts where it
-    would have Delta (Databricks, or the Delta jars configured). Else one-line
-    :class:`EngineUnavailableError`."""
+    """The session to run Delta SQL on: the active one; off Databricks without one, a SQL
+    warehouse when ``DELTA_DOWNGRADE_WAREHOUSE_ID`` is set (:mod:`.sql_warehouse`); or one
+    :func:`get_spark` starts where it would have Delta (Databricks, or the Delta jars configured).
+    Else one-line :class:`EngineUnavailableError`."""
+    from delta_downgrade.spark import (
+        DELTA_EXTENSION, filter_pyspark_warnings, get_spark, has_delta_sql, local_conf, on_databricks,
+    )
+
+    filter_pyspark_warnings()
     try:
         from pyspark.sql import SparkSession
     except ImportError:
-        raise _unavailable(ref, "PySpark is not installed") from None
-    from delta_downgrade.spark import DELTA_EXTENSION, get_spark, has_delta_sql, local_conf, on_databricks
+        SparkSession = None  # type: ignore[assignment,misc]  # a laptop may reach a warehouse only
+    spark = SparkSession.getActiveSession() if SparkSession is not None else None
+    if spark is None and not on_databricks():
+        # No cluster: a SQL warehouse, when DELTA_DOWNGRADE_WAREHOUSE_ID names one (sql_warehouse.py).
+        from delta_downgrade.app.engines.sql_warehouse import warehouse_session
 
-    spark = SparkSession.getActiveSession()
+        warehouse = warehouse_session()
+        if warehouse is not None:
+            return warehouse
+    if SparkSession is None:
+        raise _unavailable(ref, "PySpark is not installed")
     if spark is None:
         if not on_databricks() and DELTA_EXTENSION not in local_conf().get("spark.sql.extensions", ""):
             raise _unavailable(ref, "no Spark session is active and DELTA_DOWNGRADE_DELTA_JARS is unset")

@@ -87,7 +87,16 @@ def run_task(settings_cls: type[TaskSettings], handler: TableHandler, argv: Sequ
     try:
         settings = load_settings(settings_cls, argv)
         tables = settings.table_list()
-        if settings.tables_from:
+        if isinstance(settings, TruncateSettings) and settings.waiting_dir and not tables \
+                and not settings.tables_from:
+            from delta_downgrade.app.tasks.waiting_records import waiting_tables
+
+            tables = waiting_tables(settings.waiting_dir)
+            print(f"waiting_dir={settings.waiting_dir}: {len(tables)} table(s) waiting for their "
+                  f"history truncation", file=sys.stderr)
+            if not tables:
+                return _nothing_waits(settings)
+        elif settings.tables_from:
             from delta_downgrade.app.unity_catalog import list_delta_tables
 
             # Listed before anything runs: a refused listing is one error and nothing is touched.
@@ -106,6 +115,24 @@ def run_task(settings_cls: type[TaskSettings], handler: TableHandler, argv: Sequ
     secrets = settings.storage_option_values()
     with console_logging(TASK_STEP_FORMAT, secrets=secrets, progress=progress_mode(sys.stderr, task=True)):
         return _run_tables(settings, handler, tables, secrets, after)
+
+
+def _nothing_waits(settings: TruncateSettings) -> int:
+    """A truncate run with no table recorded as waiting (a new deployment, or every table done):
+    a green run that says so, its summary RESULT, its task values."""
+    print(f"truncate: no table waits for its history truncation ({settings.waiting_dir} holds no "
+          f"record): nothing to do", file=sys.stderr)
+    summary = {"summary": True, "tables": 0, "by_status": {}, "failed_tables": [], "waiting_tables": [],
+               "waiting_dir": settings.waiting_dir, "exit_code": EXIT_OK}
+    emit_result(summary)
+    values = task_values_for(settings.task_key or settings.TASK.removesuffix("_task"), settings.task_values_dir)
+    values.set("summary", summary)
+    for key in TASK_VALUE_KEYS:
+        values.set(key, None)
+    values.set("status", "nothing_waiting")
+    values.set("exit_code", EXIT_OK)
+    values.set("needs_truncate", False)
+    return EXIT_OK
 
 
 def _settings_failed(settings_cls: type[TaskSettings], argv: Sequence[str], exc: DeltaDowngradeError) -> int:
@@ -313,7 +340,18 @@ def _drop_one(settings: TaskSettings, table: str) -> tuple[dict[str, Any], int]:
     engine = _engine_for(settings, table)
     outcome = engine.drop_feature(table, settings.feature, truncate_history=settings.truncate_history,
                                   dry_run=settings.dry_run, storage_options=settings.storage_option_values())
-    return drop_result(outcome), EXIT_OK
+    return _record_if_waiting(settings, table, drop_result(outcome)), EXIT_OK
+
+
+def _record_if_waiting(settings: DropFeatureSettings, table: str, result: dict[str, Any]) -> dict[str, Any]:
+    """A table left with ``checkpointProtection`` to truncate is recorded in ``waiting_dir`` for
+    the daily truncate job (not on a dry run, which wrote nothing)."""
+    if settings.waiting_dir and result.get("needs_truncate") and not settings.dry_run:
+        from delta_downgrade.app.tasks.waiting_records import record_waiting
+
+        path = record_waiting(settings.waiting_dir, table, result.get("truncate_after"))
+        print(f"drop_feature: {table} waits for its history truncation: recorded in {path}", file=sys.stderr)
+    return result
 
 
 def _drop_for_client_one(settings: DropFeatureSettings, table: str) -> tuple[dict[str, Any], int]:
@@ -335,7 +373,7 @@ def _drop_for_client_one(settings: DropFeatureSettings, table: str) -> tuple[dic
                                table=table)
     outcome = drop_for_client(settings.engine, table, settings.for_client, dry_run=settings.dry_run,
                               storage_options=settings.storage_option_values())
-    return client_drop_result(outcome), EXIT_OK
+    return _record_if_waiting(settings, table, client_drop_result(outcome)), EXIT_OK
 
 
 def _truncate_one(settings: TaskSettings, table: str) -> tuple[dict[str, Any], int]:
@@ -343,7 +381,13 @@ def _truncate_one(settings: TaskSettings, table: str) -> tuple[dict[str, Any], i
     engine = _engine_for(settings, table)
     outcome = engine.drop_feature(table, "checkpointProtection", truncate_history=True,
                                   dry_run=settings.dry_run, storage_options=settings.storage_option_values())
-    return drop_result(outcome), EXIT_OK
+    result = drop_result(outcome)
+    if settings.waiting_dir and not settings.dry_run and not result.get("needs_truncate"):
+        from delta_downgrade.app.tasks.waiting_records import remove_record
+
+        if remove_record(settings.waiting_dir, table):
+            print(f"truncate: {table} is done: no longer recorded in {settings.waiting_dir}", file=sys.stderr)
+    return result, EXIT_OK
 
 
 def drop_feature_task(argv: Sequence[str] | None = None) -> int:

@@ -343,6 +343,8 @@ class DropFeatureSettings(TaskSettings):
     for_client: str | None = None
     truncate_history: bool = False
     dry_run: bool = False
+    #: Where a table that waits for its history truncation is recorded (tasks/waiting_records.py).
+    waiting_dir: str | None = None
 
     @field_validator("feature", "for_client")
     @classmethod
@@ -355,6 +357,8 @@ class TruncateSettings(TaskSettings):
     FEATURE: ClassVar[str] = "checkpointProtection"
 
     dry_run: bool = False
+    #: Without a table: the tables recorded there; a table done is no longer recorded.
+    waiting_dir: str | None = None
 
 
 #: What each setting is, for ``--help`` (the models stay plain: the values are validated there).
@@ -377,6 +381,9 @@ FIELD_HELP: dict[str, str] = {
                   "table, in order, in one run; in the job, pass feature= (empty) with it",
     "truncate_history": "drop with TRUNCATE HISTORY (waits for the retention)",
     "dry_run": "print the plan, write nothing",
+    "waiting_dir": "a directory (a volume path) of tables waiting for their history truncation: the drop "
+                   "records each table that needs it there; the truncate task, given no table, handles "
+                   "the tables recorded there and removes each one done",
     "expect_absent_feature": "check that this feature is gone from the protocol",
     "expect_min_reader_version": "check the protocol's reader version",
     "expect_min_writer_version": "check the protocol's writer version",

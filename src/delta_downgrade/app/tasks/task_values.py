@@ -1,6 +1,9 @@
 """Task values: how a task hands its outputs to the next one.
 
-On Databricks (``DATABRICKS_RUNTIME_VERSION`` set) values go through ``dbutils.jobs.taskValues``;
+On Databricks (``DATABRICKS_RUNTIME_VERSION`` set) values go through ``dbutils.jobs.taskValues``
+(:func:`runtime_dbutils`: the runtime's own ``dbutils`` as ``databricks.sdk.runtime`` exposes it,
+the documented route from code on serverless and classic compute; ``pyspark.dbutils`` on runtimes
+whose SDK does not expose it);
 elsewhere into a local store, one JSON file per task under a run directory, which the local job
 runner resolves ``{{tasks.<task_key>.values.<name>}}`` references from. Every value must fit the
 Databricks limit of 48 KiB of JSON.
@@ -92,14 +95,38 @@ class LocalTaskValues:
             raise
 
 
-class DatabricksTaskValues:
-    """``dbutils.jobs.taskValues.set`` through ``pyspark.dbutils`` (only on a Databricks runtime)."""
+def runtime_dbutils() -> Any:
+    """The Databricks runtime's ``dbutils`` (only on a Databricks runtime).
 
-    def __init__(self) -> None:
+    First ``databricks.sdk.runtime.dbutils``, when the SDK took it from the runtime's namespace
+    (``is_local_implementation`` False). Off a runtime, or where the runtime's namespace is not
+    reachable, that module holds the SDK's remote stand-in instead, whose ``taskValues.set`` does
+    nothing: then the classic route, ``pyspark.dbutils.DBUtils`` over the session. Imported here,
+    never at module level: off Databricks importing ``databricks.sdk.runtime`` may raise for want
+    of credentials."""
+    try:
+        import databricks.sdk.runtime as runtime  # type: ignore[import-not-found]
+    except Exception:  # noqa: BLE001 - ImportError, or the SDK's ValueError without credentials
+        runtime = None
+    found = getattr(runtime, "dbutils", None) if runtime is not None else None
+    if found is not None and getattr(runtime, "is_local_implementation", True) is False:
+        return found
+    try:
         from pyspark.dbutils import DBUtils  # type: ignore[import-not-found]
-        from pyspark.sql import SparkSession
+    except ImportError:
+        raise BadTaskValueError(
+            "task values cannot be set: DATABRICKS_RUNTIME_VERSION is set, but neither "
+            "databricks.sdk.runtime nor pyspark.dbutils gives the runtime's dbutils") from None
+    from pyspark.sql import SparkSession
 
-        self._dbutils = DBUtils(SparkSession.builder.getOrCreate())
+    return DBUtils(SparkSession.builder.getOrCreate())
+
+
+class DatabricksTaskValues:
+    """``dbutils.jobs.taskValues.set`` on a Databricks runtime (:func:`runtime_dbutils`)."""
+
+    def __init__(self, dbutils: Any = None) -> None:
+        self._dbutils = dbutils if dbutils is not None else runtime_dbutils()
 
     def set(self, key: str, value: Any) -> None:
         check_key(key, "task value key")
