@@ -46,6 +46,7 @@ from typing import Any, Callable, Mapping
 import yaml
 
 from delta_downgrade.errors import BadInputError, BadJobDefinitionError, DeltaDowngradeError
+from delta_downgrade.app.storage_options import masked_command_line
 from delta_downgrade.app.tasks.settings import ENV_PREFIX, RUNNER_ONLY, parse_cli_args
 from delta_downgrade.app.tasks.task_values import KEY_PATTERN, check_key, read_task_values
 from delta_downgrade.app.tasks.wheel_entry import declared_entry_points, resolve_entry_point
@@ -656,12 +657,6 @@ def _fail(state: TaskRun, exc: DeltaDowngradeError, say: Callable[[str], None]) 
     say(f"[{state.task_key}] failed: {exc}")
 
 
-def _shown_argument(arg: str) -> str:
-    """``arg`` as the runner echoes it: a storage option's value is a secret, shown masked."""
-    name, sep, _ = arg.partition("=")
-    if sep and name.lstrip("-").replace("-", "_").lower() in ("storage_options", "storage_option"):
-        return f"{name}=***"
-    return arg
 
 
 def _run_wheel_task(task: dict[str, Any], state: TaskRun, run: JobRun, resolver: Resolver,
@@ -684,8 +679,9 @@ def _run_wheel_task(task: dict[str, Any], state: TaskRun, run: JobRun, resolver:
             _fail(state, exc, say)
             return
         state.attempts = attempt + 1
-        say(f"[{key}] attempt {attempt + 1}/{retries + 1}: {wheel['entry_point']} "
-            f"{' '.join(_shown_argument(a) for a in args)}")
+        # A storage option's value is a secret: masked by its flag (``--storage_option=K=V`` and
+        # the two-word ``--storage_option K=V``) and by its key's shape.
+        say(f"[{key}] attempt {attempt + 1}/{retries + 1}: {wheel['entry_point']} {masked_command_line(args)}")
         try:
             proc = _run_process(_command(wheel["entry_point"], args, runner), env, timeout)
         except subprocess.TimeoutExpired as exc:

@@ -186,10 +186,10 @@ def emit_result(result: dict[str, Any], stream: TextIO | None = None, *,
     from delta_downgrade.app.storage_options import redact_output
 
     out = stream or sys.stdout
-    if secrets:
-        # Masked value by value after one JSON round trip, so that what ``default=str`` would turn
-        # into text is masked too.
-        result = redact_output(json.loads(json.dumps(result, default=str)), secrets)
+    # Always masked, options or not (a token in a table URI's query string, a secret-named
+    # environment variable), value by value after one JSON round trip, so that what
+    # ``default=str`` would turn into text is masked too.
+    result = redact_output(json.loads(json.dumps(result, default=str)), secrets)
     out.write(format_result(result) + "\n")
     out.flush()
 

@@ -30,7 +30,7 @@ from delta_downgrade.errors import (
 from delta_downgrade.app.console_logging import TASK_STEP_FORMAT, console_logging
 from delta_downgrade.app.progress import progress_mode
 from delta_downgrade.app.render.result import drop_result, emit_result, error_result, verify_result
-from delta_downgrade.app.storage_options import redact_output
+from delta_downgrade.app.storage_options import command_line_secrets, redact_output
 from delta_downgrade.app.tasks.settings import (
     STORAGE_OPTION_ITEM, DropFeatureSettings, TaskSettings, TruncateSettings, VerifySettings, load_settings,
     parse_cli_args,
@@ -103,7 +103,8 @@ def run_task(settings_cls: type[TaskSettings], handler: TableHandler, argv: Sequ
                 f"parameter table, e.g. `databricks bundle run <job> --params table=main.sales.events`")
     except DeltaDowngradeError as exc:
         return _settings_failed(settings_cls, argv, exc)
-    secrets = settings.storage_option_values()
+    # What the options hold, and whatever else the command line gives by flag or key shape.
+    secrets = {**command_line_secrets(argv), **settings.storage_option_values()}
     with console_logging(TASK_STEP_FORMAT, secrets=secrets, progress=progress_mode(sys.stderr, task=True)):
         return _run_tables(settings, handler, tables, secrets, after)
 
@@ -114,7 +115,7 @@ def _settings_failed(settings_cls: type[TaskSettings], argv: Sequence[str], exc:
     one). The settings never loaded, so the storage options' values are taken from the command
     line as given to mask them all the same (the settings' messages never quote them anyway)."""
     cli = parse_cli_args(argv)
-    secrets = argv_secrets(cli)
+    secrets = {**command_line_secrets(argv), **argv_secrets(cli)}
     print(redact_output(f"error: {exc}", secrets), file=sys.stderr)
     table = cli.get("table") if isinstance(cli.get("table"), str) else None
     feature = cli.get("feature") or getattr(settings_cls, "FEATURE", None) or cli.get("expect_absent_feature")
