@@ -83,3 +83,68 @@ def test_the_loser_of_a_drop_race_on_s3_is_already_absent(golden_table, monkeypa
     drops = [k for k in s3_endpoint.keys("t") if k.endswith(".json") and "_delta_log/0" in k]
     texts = [s3_endpoint.read("t", k) for k in drops]
     assert sum(b'"DROP FEATURE"' in t for t in texts) == 1  # dropped exactly once
+
+
+# --- drop-feature --for CLIENT, run again -------------------------------------------------------
+
+CLIENT = "deltalake-0.18"
+READ_BLOCKERS = frozenset({VPC, "v2Checkpoint"})
+
+
+def _client_table(path: Path) -> str:
+    """deltalake 0.18 cannot read it (vacuumProtocolCheck, v2Checkpoint); once it reads, a check
+    constraint keeps it from writing, and checkConstraints cannot be dropped while it exists."""
+    TableBuilder(path).create(pa.schema([("id", pa.int64())]),
+                              protocol=Protocol(3, 7, READ_BLOCKERS, READ_BLOCKERS | {"checkConstraints"}),
+                              configuration={"delta.constraints.positive": "id >= 0"},
+                              rows=[{"id": i} for i in range(5)])
+    return str(path)
+
+
+def test_a_rerun_of_a_finished_drop_for_a_client_is_exit_0_and_writes_nothing(tmp_path, capsys):
+    path = _client_table(tmp_path / "t")
+    code, first, _ = _cli(capsys, "drop-feature", path, "--for", CLIENT)
+    assert code == 0 and first["status"] == "dropped", first
+    assert sorted(first["features_dropped"]) == sorted(READ_BLOCKERS)
+    assert first["read_after"] == "yes" and first["write_after"] == "no"
+    assert any("checkConstraints" in note for note in first["notes"]), first["notes"]
+    written = _files(path)
+    for _ in range(2):
+        code, again, err = _cli(capsys, "drop-feature", path, "--for", CLIENT)
+        assert code == 0, (again, err)
+        assert again["status"] == "already_compatible" and again["features_dropped"] == [], again
+        assert any("DELTA_CANNOT_DROP_CHECK_CONSTRAINT_FEATURE" in note for note in again["notes"]), again
+        assert _files(path) == written
+
+
+def test_a_drop_for_a_client_plans_the_write_blockers_that_show_once_it_reads(tmp_path, capsys):
+    # Without the constraint, checkConstraints is droppable: the first run drops it too (the
+    # writer blocker appears only on the table the read drops leave), so the rerun has nothing to do.
+    path = tmp_path / "t"
+    TableBuilder(path).create(pa.schema([("id", pa.int64())]),
+                              protocol=Protocol(3, 7, READ_BLOCKERS, READ_BLOCKERS | {"checkConstraints"}),
+                              rows=[{"id": i} for i in range(5)])
+    code, dry, _ = _cli(capsys, "drop-feature", str(path), "--for", CLIENT, "--dry-run")
+    assert code == 0 and "checkConstraints" in dry["features_planned"], dry
+    code, first, _ = _cli(capsys, "drop-feature", str(path), "--for", CLIENT)
+    assert code == 0 and first["features_dropped"] == dry["features_planned"], first
+    assert first["read_after"] == "yes"
+    written = _files(str(path))
+    code, again, _ = _cli(capsys, "drop-feature", str(path), "--for", CLIENT)
+    assert code == 0 and again["status"] == "already_compatible", again
+    assert _files(str(path)) == written
+
+
+# --- the dry run's RESULT is the run's ------------------------------------------------------------
+
+@pytest.mark.parametrize("command", [["drop-feature", "{t}", VPC], ["drop-feature", "{t}", "--for", CLIENT]])
+def test_the_dry_runs_result_carries_the_planned_boundary_and_protected_checkpoints(golden_table, capsys, command):
+    path = golden_table("vacuum_protocol_check")
+    argv = [word.format(t=path) for word in command]
+    code, planned, _ = _cli(capsys, *argv, "--dry-run")
+    assert code == 0 and planned["status"] == "planned", planned
+    code, done, _ = _cli(capsys, *argv)
+    assert code == 0 and done["status"] == "dropped", done
+    assert planned["boundary_version"] == done["boundary_version"] is not None
+    assert planned["protected_checkpoints"] == done["protected_checkpoints"] != []
+    assert planned["truncate_after"] is not None and done["truncate_after"] is not None

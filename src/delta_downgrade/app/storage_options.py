@@ -66,8 +66,8 @@ def _storage_flag(word: str) -> bool:
 def command_line_secrets(argv: Sequence[str]) -> dict[str, str]:
     """The values on a command line that may be secrets, keyed so that :func:`redact_output`
     masks them: by flag position (the value of a storage-option flag, ``--storage-option X`` or
-    ``--storage_options=X``: a ``KEY=VALUE`` item's value, a JSON object's values, anything else
-    whole) and by key shape (``KEY=VALUE`` anywhere, ``--KEY=VALUE`` included, whose key names a
+    ``--storage_options=X``: a ``KEY=VALUE`` item's or a JSON object's values under secret-named
+    keys, anything else whole) and by key shape (``KEY=VALUE`` anywhere, ``--KEY=VALUE`` included, whose key names a
     secret: ``AWS_SECRET_ACCESS_KEY=…``). For what a refused or echoed command line would show."""
     from delta_downgrade.storage.options import is_secret_key
 
@@ -78,17 +78,22 @@ def command_line_secrets(argv: Sequence[str]) -> dict[str, str]:
             found[f"command line secret {len(found)}"] = value
 
     def add_option_value(value: str) -> None:
+        # An option's value is masked when its key names a secret (an endpoint or a region stays
+        # readable in messages); what is not KEY=VALUE (nor a JSON object of them) is masked whole.
         try:
             given = json.loads(value)
         except ValueError:
             given = None
         if isinstance(given, dict):
-            for item in given.values():
-                add(str(item))
-            add(value)
+            for key, item in given.items():
+                if is_secret_key(str(key)):
+                    add(str(item))
             return
         pair = split_item(value)
-        add(pair[1] if pair is not None else value)
+        if pair is None:
+            add(value)
+        elif is_secret_key(pair[0]):
+            add(pair[1])
 
     flag_before = False
     for word in argv:

@@ -174,6 +174,11 @@ DEFAULT_MAX_RETRIES = 3
 DEFAULT_RETRY_TIMEOUT = timedelta(seconds=6)
 DEFAULT_CONNECT_TIMEOUT = timedelta(seconds=2)
 DEFAULT_READ_TIMEOUT = timedelta(seconds=8)
+#: A listing or a HEAD carries little (a page of 1,000 keys at most): the whole request, body
+#: included, is bounded at 10 s unless ``timeout`` is given, so that an endpoint that accepts and
+#: then trickles its answer (which ``read_timeout`` cannot see: every byte restarts it) is found
+#: at the first step of any command, in seconds, and not after object_store's 30 s.
+DEFAULT_METADATA_TIMEOUT = timedelta(seconds=10)
 
 
 @dataclass
