@@ -440,9 +440,19 @@ def environment_secrets() -> dict[str, str]:
             if isinstance(given, dict):
                 out.update({str(k): str(v) for k, v in given.items() if is_secret_key(str(k))})
             out[f"secret environment {name}"] = value
-        elif is_secret_key(name):
+        elif _SECRET_ENVIRONMENT_NAME.search(name) and not name.startswith("DELTA_DOWNGRADE_"):
             out[f"secret environment {name}"] = value
     return out
+
+
+#: Names of environment variables that hold credentials: a word of the name is TOKEN, SECRET,
+#: PASSWORD, SAS, SIGNATURE or CREDENTIAL(S), or it ends in one of the kinds of key
+#: (``AWS_SECRET_ACCESS_KEY``, ``AZURE_STORAGE_ACCOUNT_KEY``, ``GOOGLE_SERVICE_ACCOUNT_KEY``,
+#: ``OPENAI_API_KEY``). Narrower than :func:`is_secret_key`: the environment is full of names such
+#: as ``DELTA_DOWNGRADE_TASK_KEY`` whose values are plain words.
+_SECRET_ENVIRONMENT_NAME = re.compile(
+    r"(?:^|_)(?:TOKEN|SECRET|PASSWORD|PASSWD|SAS|SIGNATURE|CREDENTIALS?)(?:_|$)"
+    r"|(?:ACCESS|ACCOUNT|API|PRIVATE|MASTER|SECRET|SAS|SERVICE_ACCOUNT|STORAGE)_KEY(?:_ID)?$", re.IGNORECASE)
 
 
 def redact_text(text: str, options: Mapping[str, str] | None = None) -> str:
