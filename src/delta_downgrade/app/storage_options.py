@@ -24,11 +24,11 @@ from delta_downgrade.storage.options import KEY_SHAPE
 
 def split_item(item: str) -> tuple[str, str] | None:
     """``KEY=VALUE`` → ``(KEY, VALUE)``, split on the first ``=`` (a SAS token holds ``=``
-    itself); None when the item has no key-shaped key or no value (a value alone, base64 padding
-    and all)."""
+    itself); None when the item has no key-shaped key or no value: then it is most likely a value
+    alone, cut at its base64 padding (``abc…==``, ``abc…=``)."""
     key, sep, value = item.partition("=")
     key = key.strip()
-    if not sep or not KEY_SHAPE.fullmatch(key) or (value and not value.strip("=")):
+    if not sep or not KEY_SHAPE.fullmatch(key) or not value.strip("="):
         return None
     return key, value
 

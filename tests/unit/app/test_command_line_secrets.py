@@ -39,10 +39,12 @@ def test_an_endpoint_and_a_region_stay_readable():
     assert "AWS_SECRET_ACCESS_KEY=***" in shown and set(command_line_secrets(argv).values()) == {SECRET}
 
 
-def test_a_key_less_item_is_refused_without_quoting_it():
+@pytest.mark.parametrize("item", [SECRET, "Short0Secret0Value=", "Short0Secret0Value=="])
+def test_a_key_less_item_is_refused_without_quoting_it(item):
     with pytest.raises(BadStorageOptionError) as info:
-        parse_storage_option_items([SECRET])
-    assert SECRET[:20] not in str(info.value) and "item 1" in str(info.value)
+        parse_storage_option_items(["AWS_REGION=eu-west-1", item])
+    assert item.rstrip("=")[:16] not in str(info.value) and "item 2" in str(info.value)
+    assert item.rstrip("=") not in masked_command_line(["inspect", "/t", "--storage-option", item])
 
 
 def test_an_unknown_key_that_is_no_key_is_not_quoted():
