@@ -114,6 +114,9 @@ def test_a_rerun_of_a_finished_drop_for_a_client_is_exit_0_and_writes_nothing(tm
         assert code == 0, (again, err)
         assert again["status"] == "already_compatible" and again["features_dropped"] == [], again
         assert any("DELTA_CANNOT_DROP_CHECK_CONSTRAINT_FEATURE" in note for note in again["notes"]), again
+        # The table's checkpoint protection, as the run that finished reported it.
+        for key in ("boundary_version", "protected_checkpoints", "truncate_after", "needs_truncate"):
+            assert again[key] == first[key], key
         assert _files(path) == written
 
 

@@ -61,6 +61,11 @@ class ClientDropOutcome:
     drops: list[DropOutcome] = field(default_factory=list)
     plans: list[DropPlan] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    #: With no drop in this run: the table's checkpoint protection as it is (a rerun of a
+    #: finished run says what the run that finished said).
+    boundary_version: int | None = None
+    protected_checkpoints: list[str] = field(default_factory=list)
+    truncate_after: str | None = None
 
     @property
     def features_dropped(self) -> list[str]:
@@ -209,8 +214,18 @@ def drop_for_client(location: str, client: Client, *, dry_run: bool = False, clo
     before = log.snapshot().protocol
     notes = list(planned.notes)
     if not planned.features:
-        return ClientDropOutcome(log.table, client, STATUS_ALREADY_COMPATIBLE, [], before, before, verdict,
-                                 verdict.read, verdict.write, notes=notes)
+        outcome = ClientDropOutcome(log.table, client, STATUS_ALREADY_COMPATIBLE, [], before, before, verdict,
+                                    verdict.read, verdict.write, notes=notes)
+        if CHECKPOINT_PROTECTION in before.features:
+            from delta_downgrade.clock import to_utc_iso
+            from delta_downgrade.operations.drop_run import protected_checkpoint_paths, truncate_after_ms
+
+            outcome.boundary_version = log.snapshot().boundary_version
+            outcome.protected_checkpoints = protected_checkpoint_paths(log, outcome.boundary_version)
+            when = (truncate_after_ms(log, outcome.boundary_version, clock)
+                    if outcome.boundary_version is not None else None)
+            outcome.truncate_after = to_utc_iso(when) if when is not None else None
+        return outcome
     drops: list[DropOutcome] = []
     if dry_run:
         for plan in planned.plans:
