@@ -13,7 +13,7 @@ from delta_downgrade.app.tasks.entrypoints import truncate_task
 from delta_downgrade.app.tasks.task_values import MAX_VALUE_BYTES, read_task_values
 from tests.drop_support import run_task
 
-FLEET = 900
+FLEET = 400
 
 
 @pytest.fixture(autouse=True)
@@ -25,7 +25,8 @@ def _clean_env(monkeypatch):
 
 def test_a_fleet_of_failing_tables_sets_every_value_within_the_limit(tmp_path, monkeypatch):
     # Every table is missing (a fast error each); the paths are long, as a bucket's are.
-    missing = [str(tmp_path / ("warehouse-" + "x" * 150) / f"table_{i:04d}") for i in range(FLEET)]
+    deep = tmp_path / ("warehouse-" + "x" * 120) / ("schema-" + "y" * 120)
+    missing = [str(deep / f"table_{i:04d}") for i in range(FLEET)]
     listing = tmp_path / "tables.txt"
     listing.write_text("\n".join(missing) + "\n")
     run_dir = tmp_path / "run"
