@@ -128,11 +128,13 @@ def redact_output(value: Any, options: Mapping[str, str] | None) -> Any:
     secret-named environment variables (``redact_text``), options or not. Strings are masked one
     by one, before any JSON encoding, so that a secret holding ``"`` or ``\\`` is found as it is
     and not as its escaped form."""
-    from delta_downgrade.storage.options import redact_text
+    from delta_downgrade.storage.options import secret_masker
+
+    masked = secret_masker(options)
 
     def mask(item: Any) -> Any:
         if isinstance(item, str):
-            return redact_text(item, options)
+            return masked(item)
         if isinstance(item, dict):
             return {mask(k): mask(v) for k, v in item.items()}
         if isinstance(item, (list, tuple)):

@@ -32,7 +32,7 @@ import os
 import re
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from delta_downgrade.errors import BadStorageOptionError
 
@@ -455,11 +455,25 @@ _SECRET_ENVIRONMENT_NAME = re.compile(
     r"|(?:ACCESS|ACCOUNT|API|PRIVATE|MASTER|SECRET|SAS|SERVICE_ACCOUNT|STORAGE)_KEY(?:_ID)?$", re.IGNORECASE)
 
 
+def secret_masker(options: Mapping[str, str] | None = None) -> Callable[[str], str]:
+    """:func:`redact_text` with ``options`` and the environment read once, for masking many
+    strings (every path of a document) at the cost of one."""
+    values = _secret_values({**environment_secrets(), **dict(options or {})})
+
+    def mask(text: str) -> str:
+        out = str(text)
+        for value in values:
+            if value in out:
+                out = out.replace(value, REDACTED)
+        if "?" in out:
+            out = _QUERY_RE.sub(lambda m: m.group(1) + "?" + REDACTED, out)
+        return out
+
+    return mask
+
+
 def redact_text(text: str, options: Mapping[str, str] | None = None) -> str:
     """``text`` (an error message, a log line) with every secret value of ``options`` and of the
     secret-named environment variables replaced by ``***``, and the query string of every URL in
     it (SAS tokens, presigned signatures) dropped."""
-    out = str(text)
-    for value in _secret_values({**environment_secrets(), **dict(options or {})}):
-        out = out.replace(value, REDACTED)
-    return _QUERY_RE.sub(lambda m: m.group(1) + "?" + REDACTED, out)
+    return secret_masker(options)(text)
