@@ -24,6 +24,12 @@ EXIT_CONFLICT = 4
 _E = TypeVar("_E", bound="DeltaDowngradeError")
 
 
+def shown_table(table: str) -> str:
+    """A table as a message names it: as given, or quoted (``'/x/t '``) when blanks around it or
+    control characters would otherwise hide what it is."""
+    return table if table == table.strip() and table.isprintable() else repr(table)
+
+
 class DeltaDowngradeError(Exception):
     """Base error. ``error_class`` is the Delta error class name, or a package-specific one."""
 
@@ -49,7 +55,7 @@ class DeltaDowngradeError(Exception):
         super().__init__(self.__str__())
 
     def __str__(self) -> str:
-        where = f" (table {self.table})" if self.table else ""
+        where = f" (table {shown_table(self.table)})" if self.table else ""
         return f"[{self.error_class}] {self.message}{where}"
 
     def amended(self: _E, message: str, *, table: str | None = None, feature: str | None = None,

@@ -60,9 +60,8 @@ class ConsoleLog:
         self.secrets.update(secrets or {})
 
     def mask(self, value: Any) -> Any:
-        """``value`` (text, or dicts and lists of it) with the secrets masked."""
-        if not self.secrets:
-            return value
+        """``value`` (text, or dicts and lists of it) with the secrets masked (and, with no
+        options given, the query strings of URLs and the secret-named environment variables)."""
         from delta_downgrade.app.storage_options import redact_output
 
         return redact_output(value, self.secrets)

@@ -128,11 +128,19 @@ class TableRef:
 
 
 def parse_table_ref(text: str) -> TableRef:
-    """The one parse of a table argument (see the module docstring)."""
-    table = text.strip()
-    if not table:
+    """The one parse of a table argument (see the module docstring). The text is taken as given:
+    ``"/x/t "`` is a path that ends in a space, never ``/x/t`` (stripping it would name another
+    table); a catalog name with surrounding blanks is not a valid identifier."""
+    table = text
+    if not table.strip():
         raise InvalidIdentifierError("the table is empty: give a path/URI or a catalog name "
                                      "(catalog.schema.table)")
+    control = next((ch for ch in table if not ch.isprintable() and ch != " "), None)
+    if control is not None:
+        # No store names a table with a NUL or a line break; what holds one is not a table (a
+        # file read by mistake), so it is not quoted back either.
+        raise InvalidIdentifierError(f"the table holds a control character (U+{ord(control):04X}); give a "
+                                     f"path/URI or a catalog name (catalog.schema.table)")
     # delta.`<path>`: Delta's data-source qualifier (matched case-insensitively, as Spark does)
     # before one quoted part that holds a path (delta-spark's isPathIdentifier); the native engine
     # reads the path. Checked first: the quoted path may hold "://".

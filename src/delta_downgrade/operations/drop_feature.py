@@ -67,10 +67,14 @@ class _Drop:
 
 def _planning_run(log: DeltaLog, feature: str, clock: Clock, start: Snapshot | None, *,
                   announce: bool = False) -> DropRun:
-    """A planning run; from ``start`` when it is a planned table (an earlier drop's plan), so that
-    this drop's steps are decided on the table the earlier steps leave."""
+    """A planning run from ``start``: the snapshot the drop was validated on, or a planned table
+    (an earlier drop's plan), so that this drop's steps are decided on the table the checks
+    passed for and the earlier steps leave. Never from a newer version than the one validated:
+    a concurrent drop that lands in between would otherwise be planned over (its protocol no
+    longer holds the feature) and fail as an invalid downgrade instead of being found by the
+    real run (``already_absent``)."""
     run = DropRun(log, feature, clock=clock, dry_run=True, announce=announce)
-    if isinstance(start, PlannedSnapshot):
+    if start is not None:
         run._planned = start
     return run
 
@@ -101,8 +105,12 @@ def _prepare(log: DeltaLog, feature: str, *, truncate_history: bool, clock: Cloc
 
 
 def _perform(run: DropRun, drop: _Drop) -> DropOutcome:
-    """The drop's procedure, the same for the plan (a planning run) and for the real run."""
+    """The drop's procedure, the same for the plan (a planning run) and for the real run. A real
+    run first looks at the latest version: a concurrent drop of the same feature that landed
+    after the checks (and the plan) makes it ``already_absent`` before it writes anything."""
     try:
+        if not run.dry_run:
+            run.require_present(run.latest())
         if drop.spec.name == CHECKPOINT_PROTECTION:
             return drop_checkpoint_protection(run, drop.before)
         if drop.truncate_history:

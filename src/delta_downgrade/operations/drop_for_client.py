@@ -61,6 +61,11 @@ class ClientDropOutcome:
     drops: list[DropOutcome] = field(default_factory=list)
     plans: list[DropPlan] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    #: With no drop in this run: the table's checkpoint protection as it is (a rerun of a
+    #: finished run says what the run that finished said).
+    boundary_version: int | None = None
+    protected_checkpoints: list[str] = field(default_factory=list)
+    truncate_after: str | None = None
 
     @property
     def features_dropped(self) -> list[str]:
@@ -134,23 +139,62 @@ def _incomplete(table: str, client: Client, done: list[str], failed: str,
                                 "cause_exit_code": exc.exit_code})
 
 
+#: How many times the verdict is taken again on the planned table: each round drops what blocks
+#: reading, then what blocks writing once the client reads (a round that finds nothing ends it).
+MAX_PLAN_ROUNDS = 4
+
+
 def plan_for_client(location: str, client: Client, *, clock: Clock = SYSTEM_CLOCK,
                     rewrites: Mapping[str, Callable[[DropRun], Any]] | None = None,
                     log: DeltaLog | None = None, checkpoint_engine: str | None = None,
                     storage_options: Mapping[str, str] | None = None) -> _ClientPlan:
     """The client's verdict on the latest version and the plan of every drop that unblocks it,
     each planned on the table the previous ones leave. Raises the refusal of any of them (or
-    :class:`ClientCannotBeUnblockedError`) before anything is written."""
+    :class:`ClientCannotBeUnblockedError`) before anything is written.
+
+    The verdict is taken again on the table the plan leaves, until nothing more is to drop: a
+    client that cannot read the table is not asked about writing it (a writer must read first),
+    so the features that block its writes show only once the read blockers are planned away. Those
+    are planned in the same run, so that a rerun of a run that finished finds nothing to do.
+    Once the client reads (now, or on the planned table), what keeps it from writing and cannot
+    be dropped (a feature no drop removes, or one whose drop refuses, e.g. checkConstraints while
+    a constraint exists) is a note, not a refusal: the run's outcome is the same whether the read
+    blockers were dropped by this run or an earlier one."""
     log = log or DeltaLog(location, storage_options=storage_options)
     snapshot = log.snapshot()
     verdict = client_verdict(client, snapshot.protocol, snapshot.schema)
-    features, notes = _features_to_drop(log.table, client, verdict)
+    features: list[str] = []
     plans: list[DropPlan] = []
-    for name in features:
-        # Fast path only: the TRUNCATE HISTORY path waits between its phases, which one run
-        # dropping several features cannot do.
-        plans.append(plan_drop(location, name, clock=clock, rewrites=rewrites, log=log,
-                               checkpoint_engine=checkpoint_engine, after=plans[-1] if plans else None))
+    notes: list[str] = []
+    current = verdict
+    for _round in range(MAX_PLAN_ROUNDS):
+        reads = current.read.verdict is Verdict.YES
+        try:
+            found, found_notes = _features_to_drop(log.table, client, current)
+            found = [name for name in found if name not in features]
+            # Fast path only: the TRUNCATE HISTORY path waits between its phases, which one run
+            # dropping several features cannot do.
+            found_plans: list[DropPlan] = []
+            for name in found:
+                found_plans.append(plan_drop(location, name, clock=clock, rewrites=rewrites, log=log,
+                                             checkpoint_engine=checkpoint_engine,
+                                             after=(found_plans or plans)[-1] if (found_plans or plans) else None))
+        except DeltaDowngradeError as exc:
+            if not reads or exc.exit_code != 2:
+                raise
+            # The client reads: what is left blocks writing only, and no drop removes it now.
+            notes.append(f"{client.id} reads the table; writing stays blocked and this run does not "
+                         f"unblock it: [{exc.error_class}] {exc.message}")
+            break
+        notes += [n for n in found_notes if n not in notes]
+        if not found:
+            break
+        features += found
+        plans += found_plans
+        after = plans[-1].snapshot_after
+        if after is None:
+            break
+        current = client_verdict(client, after.protocol, after.schema)
     return _ClientPlan(verdict, features, plans, notes)
 
 
@@ -170,8 +214,18 @@ def drop_for_client(location: str, client: Client, *, dry_run: bool = False, clo
     before = log.snapshot().protocol
     notes = list(planned.notes)
     if not planned.features:
-        return ClientDropOutcome(log.table, client, STATUS_ALREADY_COMPATIBLE, [], before, before, verdict,
-                                 verdict.read, verdict.write, notes=notes)
+        outcome = ClientDropOutcome(log.table, client, STATUS_ALREADY_COMPATIBLE, [], before, before, verdict,
+                                    verdict.read, verdict.write, notes=notes)
+        if CHECKPOINT_PROTECTION in before.features:
+            from delta_downgrade.clock import to_utc_iso
+            from delta_downgrade.operations.drop_run import protected_checkpoint_paths, truncate_after_ms
+
+            outcome.boundary_version = log.snapshot().boundary_version
+            outcome.protected_checkpoints = protected_checkpoint_paths(log, outcome.boundary_version)
+            when = (truncate_after_ms(log, outcome.boundary_version, clock)
+                    if outcome.boundary_version is not None else None)
+            outcome.truncate_after = to_utc_iso(when) if when is not None else None
+        return outcome
     drops: list[DropOutcome] = []
     if dry_run:
         for plan in planned.plans:
@@ -179,7 +233,7 @@ def drop_for_client(location: str, client: Client, *, dry_run: bool = False, clo
             LOGGER.info("drop %s:", plan.feature, extra={"table": log.table})
             for message in plan.messages:
                 LOGGER.info("  %s", message, extra={"table": log.table})
-            drops.append(_planned_outcome(plan))
+            drops.append(_planned_outcome(log, plan, [step for p in planned.plans for step in p.steps], clock))
         table_after = planned.plans[-1].snapshot_after or log.snapshot()
         dropped = list(planned.features)  # their field metadata goes with them (typeChanges)
     else:
@@ -213,8 +267,17 @@ def _verdict_after(client: Client, protocol: Protocol, schema: Any, dropped: lis
                          write_verdict(client, protocol, schema, dropped=dropped))
 
 
-def _planned_outcome(plan: DropPlan) -> DropOutcome:
-    from delta_downgrade.operations.drop_run import STATUS_PLANNED
+def _planned_outcome(log: DeltaLog, plan: DropPlan, steps: list, clock: Clock) -> DropOutcome:
+    """A drop of the chain as planned, with the boundary its plan leaves and the checkpoints that
+    boundary will protect (among those that exist and those the chain's ``steps`` write)."""
+    from delta_downgrade.operations.drop_run import (
+        STATUS_PLANNED, planned_protected_checkpoints, planned_truncate_after,
+    )
 
+    after = plan.snapshot_after
+    boundary = (after.boundary_version if after is not None and CHECKPOINT_PROTECTION in after.protocol.features
+                else None)
     return DropOutcome(plan.table, plan.feature, STATUS_PLANNED, plan.protocol_before, plan.protocol_after,
-                       None, [], [], [], plan=list(plan.messages), planned=list(plan.steps))
+                       boundary, planned_protected_checkpoints(log, steps, boundary), [], [],
+                       planned_truncate_after(after, boundary, clock) if after is not None else None,
+                       plan=list(plan.messages), planned=list(plan.steps))

@@ -27,7 +27,7 @@ from delta_downgrade.operations.drop_plan import (
     CHECKPOINT, COMMIT, TRUNCATE, DropStep, PlannedSnapshot, describe_steps,
 )
 from delta_downgrade.protocol.actions import AnyAction, ProtocolAction
-from delta_downgrade.protocol.table_config import TableConfig
+from delta_downgrade.protocol.table_config import MINUTE_MS, TableConfig
 
 # delta-spark's DROP FEATURE: snapshotLoading.maxRetries (2) + 1, so that old readers give up
 # before they could fall back to a checkpoint from before the drop.
@@ -280,9 +280,51 @@ def truncate_after_ms(log: DeltaLog, boundary: int, clock: Clock) -> int | None:
     return earliest_truncation_time_ms(log, boundary, retention, "minute")
 
 
+def planned_checkpoint_path(step: DropStep) -> str:
+    """The file a planned checkpoint step will write: a classic checkpoint's name is its version;
+    a V2 checkpoint's holds a UUID chosen when it is written, shown as ``<uuid>`` (PROTOCOL.md
+    "V2 Spec": ``n.checkpoint.u.parquet``)."""
+    if step.detail == "v2":
+        return f"_delta_log/{step.version:020d}.checkpoint.<uuid>.parquet"
+    return f"_delta_log/{step.version:020d}.checkpoint.parquet"
+
+
+def planned_protected_checkpoints(log: DeltaLog, steps: Sequence[DropStep], boundary: int | None) -> list[str]:
+    """What :func:`protected_checkpoint_paths` will say once the plan is written: the newest
+    ``NUMBER_OF_BARRIER_CHECKPOINTS + 1`` checkpoints at or below the boundary, among those that
+    exist and those the plan writes (a planned V2 checkpoint without its sidecars, not yet named)."""
+    if boundary is None:
+        return []
+    by_version: dict[int, list[str]] = {}
+    for c in log.checkpoint_inventory():
+        if c.complete and c.version <= boundary:
+            by_version.setdefault(c.version, list(c.paths))
+    for step in steps:
+        if step.kind == CHECKPOINT and step.version <= boundary:
+            by_version[step.version] = [planned_checkpoint_path(step)]
+    chosen = sorted(by_version)[-(NUMBER_OF_BARRIER_CHECKPOINTS + 1):]
+    return [path for version in chosen for path in by_version[version]]
+
+
+def planned_truncate_after(planned: Snapshot, boundary: int | None, clock: Clock) -> str | None:
+    """When a planned boundary's history may be truncated: the truncate retention from now (the
+    boundary commit is written no earlier), to the minute as for a written boundary."""
+    if boundary is None:
+        return None
+    retention = TableConfig(planned.metadata.configuration, table=planned.table).truncate_history_retention_ms
+    return to_utc_iso(-(-clock.now_ms() // MINUTE_MS) * MINUTE_MS + retention)
+
+
 def finish(run: DropRun, before: Protocol, after: Protocol, status: str) -> DropOutcome:
     if run.dry_run:
-        return DropOutcome(run.table, run.feature, STATUS_PLANNED, before, after, None, [], [], [],
+        # The planned outcome carries the planned values: the boundary the plan's downgrade commit
+        # sets, the checkpoints it protects, and when the truncation may follow (counted from now,
+        # the earliest the boundary commit can be written).
+        planned = run.latest()
+        boundary = planned.boundary_version if CHECKPOINT_PROTECTION in planned.protocol.features else None
+        truncate_after = planned_truncate_after(planned, boundary, run.clock)
+        return DropOutcome(run.table, run.feature, STATUS_PLANNED, before, after, boundary,
+                           planned_protected_checkpoints(run.log, run.steps, boundary), [], [], truncate_after,
                            plan=list(run.plan), planned=list(run.steps))
     snapshot = run.latest()
     boundary = snapshot.boundary_version if CHECKPOINT_PROTECTION in snapshot.protocol.features else None

@@ -33,7 +33,7 @@ from delta_downgrade.errors import (
     StorageNotWritableError, StorageUnreachableError, TableNotFoundError, UnsupportedStorageError,
 )
 from delta_downgrade.storage.base import FileStatus, scheme_of
-from delta_downgrade.storage.options import StoreOptions, parse_options, redact_text
+from delta_downgrade.storage.options import DEFAULT_METADATA_TIMEOUT, StoreOptions, parse_options, redact_text
 from delta_downgrade.storage.temp_files import temp_name
 
 #: URI scheme -> obstore store kind.
@@ -64,6 +64,10 @@ _UNREACHABLE = ("error sending request", "Connection refused", "connection refus
                 "dns error", "failed to lookup address", "tcp connect error",
                 "operation timed out", "timed out", "Connection reset", "connection closed",
                 "client error (Connect)", "No route to host")
+_LAST_CHECKPOINT = "_delta_log/_last_checkpoint"
+#: The endpoint accepted the request and then stopped answering, or answered too slowly (the
+#: whole-request timeout cut the body): as unreachable as one that refuses the connection.
+_STALLED = ("request or response body error", "error decoding response body", "body error")
 _NOT_SUPPORTED = ("NotImplemented", "501 Not Implemented", "not implemented", "NotSupported",
                   "not supported", "Not Implemented")
 #: A credential chain that found nothing: the instance metadata service (IMDS, Azure managed
@@ -124,10 +128,13 @@ class ObjectStoreStorage:
     has_directories = False
 
     def __init__(self, root: str, store: Any, *, options: Mapping[str, str] | None = None,
-                 kind: str = "s3") -> None:
+                 kind: str = "s3", metadata_store: Any = None) -> None:
         self.root = root.rstrip("/") if root.rstrip("/") else root
         self.kind = kind
         self._store = store
+        #: The same store with a short whole-request timeout, for listings and HEADs (whose
+        #: answers are small): DEFAULT_METADATA_TIMEOUT in storage/options.py.
+        self._meta_store = metadata_store if metadata_store is not None else store
         self._options = dict(options or {})
         self._atomic: bool | None = None
         self._commit_cache: OrderedDict[str, bytes] = OrderedDict()
@@ -151,19 +158,25 @@ class ObjectStoreStorage:
                 f"{', '.join(sorted(s + '://' for s in STORE_KINDS))}); nothing was read or written",
                 table=location, params={"scheme": scheme})
         parsed = parse_options(kind, options, table=location)
+        metadata_store = None
         try:
             if kind == "local":
                 store = cls._local_store(location, parsed)
             else:
-                store = obstore.store.from_url(
-                    location.rstrip("/"), config=parsed.config or None,
-                    client_options=parsed.client_options or None,
-                    retry_config=parsed.retry_config or None)  # type: ignore[arg-type]
+                def make(client_options: Mapping[str, Any]) -> Any:
+                    return obstore.store.from_url(
+                        location.rstrip("/"), config=parsed.config or None,
+                        client_options=dict(client_options) or None,
+                        retry_config=parsed.retry_config or None)  # type: ignore[arg-type]
+
+                store = make(parsed.client_options)
+                if "timeout" not in parsed.client_options:
+                    metadata_store = make({**parsed.client_options, "timeout": DEFAULT_METADATA_TIMEOUT})
         except DeltaDowngradeError:
             raise
         except Exception as exc:  # obstore: a URL or option it cannot use
             raise cls._config_error(exc, location, options) from None
-        return cls(location, store, options=options, kind=kind)
+        return cls(location, store, options=options, kind=kind, metadata_store=metadata_store)
 
     @staticmethod
     def _local_store(location: str, parsed: StoreOptions) -> Any:
@@ -236,6 +249,12 @@ class ObjectStoreStorage:
                 f"cannot reach {endpoint} for {self.root} ({what}: {first}). Check the endpoint, "
                 f"port and network (or the {_ENDPOINT_OPTION.get(self.kind, 'endpoint')} "
                 f"option); nothing was written", table=self.root, params={"step": what})
+        if any(m in text for m in _STALLED):
+            return StorageUnreachableError(
+                f"{endpoint} stopped answering {what} for {self.root} in time ({first}): the "
+                f"endpoint is too slow or stalled. Check the endpoint and network (or raise the "
+                f"timeout storage option); a rerun resumes from what is in the log",
+                table=self.root, params={"step": what})
         status = _status_of(text)
         if status == 404 and "list request" in text:
             # A listing answers an empty list for a missing prefix: a 404 means no bucket (or an
@@ -301,7 +320,7 @@ class ObjectStoreStorage:
         out: list[FileStatus] = []
         with self._mapped(f"listing {rel_dir or 'the table root'}"):
             if start_after is None:
-                result = obstore.list_with_delimiter(self._store, prefix or None)
+                result = obstore.list_with_delimiter(self._meta_store, prefix or None)
                 for meta in result["objects"]:
                     # A "folder" marker object (``dir/``, made by consoles and some tools) is the
                     # directory itself, not a file in it.
@@ -313,7 +332,7 @@ class ObjectStoreStorage:
                 # also checked here: GCS's startOffset is inclusive (and an emulator may ignore
                 # it), while start_after means strictly after.
                 offset = prefix + start_after
-                stream = obstore.list(self._store, prefix or None, offset=offset,
+                stream = obstore.list(self._meta_store, prefix or None, offset=offset,
                                       chunk_size=LIST_CHUNK)
                 for batch in stream:
                     for meta in batch:
@@ -331,7 +350,7 @@ class ObjectStoreStorage:
 
         prefix = self._prefix(rel_dir)
         with self._mapped(f"listing {rel_dir or 'the table root'}"):
-            result = obstore.list_with_delimiter(self._store, prefix or None)
+            result = obstore.list_with_delimiter(self._meta_store, prefix or None)
         names = {meta["path"][len(prefix):] for meta in result["objects"]}
         names.update(p[len(prefix):].rstrip("/") for p in result["common_prefixes"])
         names.discard("")
@@ -345,7 +364,7 @@ class ObjectStoreStorage:
 
         prefix = self._prefix(rel_dir)
         with self._mapped(f"listing {rel_dir or 'the table'}"):
-            for batch in obstore.list(self._store, prefix or None, chunk_size=LIST_CHUNK):
+            for batch in obstore.list(self._meta_store, prefix or None, chunk_size=LIST_CHUNK):
                 for meta in batch:
                     yield FileStatus(meta["path"], meta["size"], _ms(meta["last_modified"]))
 
@@ -354,7 +373,7 @@ class ObjectStoreStorage:
 
         with self._mapped(f"reading {rel_path}"):
             try:
-                return obstore.head(self._store, rel_path)  # type: ignore[return-value]
+                return obstore.head(self._meta_store, rel_path)  # type: ignore[return-value]
             except FileNotFoundError:
                 return None
 
@@ -366,7 +385,7 @@ class ObjectStoreStorage:
         if not prefix:
             return True
         with self._mapped(f"listing {rel_path}"):
-            for batch in obstore.list(self._store, prefix, chunk_size=1):
+            for batch in obstore.list(self._meta_store, prefix, chunk_size=1):
                 if batch:
                     return True
         return False
@@ -391,9 +410,12 @@ class ObjectStoreStorage:
                 if cached is not None:
                     self._commit_cache.move_to_end(rel_path)
                     return cached
+        # _last_checkpoint (a hint of a few hundred bytes, the first file a command reads) under
+        # the short whole-request timeout of listings: a stalled endpoint is found in seconds.
+        store = self._meta_store if rel_path.endswith(_LAST_CHECKPOINT) else self._store
         with self._mapped(f"reading {rel_path}"):
             try:
-                data = bytes(obstore.get(self._store, rel_path).bytes())
+                data = bytes(obstore.get(store, rel_path).bytes())
             except FileNotFoundError:
                 raise FileNotFoundError(f"{self.uri(rel_path)} does not exist") from None
         if commit:

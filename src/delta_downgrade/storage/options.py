@@ -32,7 +32,7 @@ import os
 import re
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from delta_downgrade.errors import BadStorageOptionError
 
@@ -174,6 +174,11 @@ DEFAULT_MAX_RETRIES = 3
 DEFAULT_RETRY_TIMEOUT = timedelta(seconds=6)
 DEFAULT_CONNECT_TIMEOUT = timedelta(seconds=2)
 DEFAULT_READ_TIMEOUT = timedelta(seconds=8)
+#: A listing or a HEAD carries little (a page of 1,000 keys at most): the whole request, body
+#: included, is bounded at 10 s unless ``timeout`` is given, so that an endpoint that accepts and
+#: then trickles its answer (which ``read_timeout`` cannot see: every byte restarts it) is found
+#: at the first step of any command, in seconds, and not after object_store's 30 s.
+DEFAULT_METADATA_TIMEOUT = timedelta(seconds=10)
 
 
 @dataclass
@@ -186,6 +191,17 @@ class StoreOptions:
     retry_config: dict[str, Any] = field(default_factory=dict)
     #: Keys accepted but not used for this store (delta-rs-only, or another store's).
     ignored: list[str] = field(default_factory=list)
+
+
+#: What an option's key looks like (deltalake's keys: ``AWS_REGION``, ``backoff_config.base``).
+#: Anything else is no key: most likely a secret value given alone (an Azure account key ends in
+#: ``==``, so it splits as ``KEY=VALUE`` too), never quoted back.
+KEY_SHAPE = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,63}")
+
+
+def shown_key(key: str) -> str:
+    """An option's key as a message quotes it: itself when key-shaped, else a description."""
+    return repr(key) if KEY_SHAPE.fullmatch(key.strip()) else "(not shown: it is not KEY-shaped and may be a secret)"
 
 
 def _norm(key: str) -> str:
@@ -334,10 +350,10 @@ def parse_options(kind: str, options: Mapping[str, str] | None, *,
             out.ignored.append(raw_key)
             continue
         raise BadStorageOptionError(
-            f"unknown storage option {raw_key!r}: no store takes it. Use the keys deltalake "
+            f"unknown storage option {shown_key(raw_key)}: no store takes it. Use the keys deltalake "
             f"accepts (e.g. AWS_ACCESS_KEY_ID, AWS_ENDPOINT_URL, AZURE_STORAGE_ACCOUNT_NAME, "
             f"GOOGLE_SERVICE_ACCOUNT_KEY, allow_http, timeout); nothing was read or written",
-            table=table, params={"key": raw_key})
+            table=table, params={"key": raw_key if KEY_SHAPE.fullmatch(raw_key.strip()) else None})
     out.client_options.setdefault("connect_timeout", DEFAULT_CONNECT_TIMEOUT)
     out.client_options.setdefault("read_timeout", DEFAULT_READ_TIMEOUT)
     retry.setdefault("max_retries", DEFAULT_MAX_RETRIES)
@@ -398,11 +414,66 @@ def _secret_values(options: Mapping[str, str] | None) -> list[str]:
     return sorted((v for v in values if len(v) >= 4), key=len, reverse=True)
 
 
+#: Environment values shorter than this are not masked: a flag such as ``1`` or ``true`` under a
+#: secret-looking name would otherwise blank every digit of the output.
+_MIN_ENVIRONMENT_SECRET = 8
+
+
+def environment_secrets() -> dict[str, str]:
+    """The environment variables whose names look secret (``AWS_SECRET_ACCESS_KEY``,
+    ``AZURE_STORAGE_SAS_TOKEN``, ``DATABRICKS_TOKEN``, ``DELTA_DOWNGRADE_STORAGE_OPTIONS`` …): the
+    stores read credentials from them, so a store's message may quote one. Masked in every output
+    like an option's value."""
+    import json
+
+    out: dict[str, str] = {}
+    for name, value in os.environ.items():
+        if len(value) < _MIN_ENVIRONMENT_SECRET:
+            continue
+        if name.endswith("STORAGE_OPTIONS"):
+            # A JSON object of options (the tasks' DELTA_DOWNGRADE_STORAGE_OPTIONS): its secret
+            # values one by one, as an option's.
+            try:
+                given = json.loads(value)
+            except ValueError:
+                given = None
+            if isinstance(given, dict):
+                out.update({str(k): str(v) for k, v in given.items() if is_secret_key(str(k))})
+            out[f"secret environment {name}"] = value
+        elif _SECRET_ENVIRONMENT_NAME.search(name) and not name.startswith("DELTA_DOWNGRADE_"):
+            out[f"secret environment {name}"] = value
+    return out
+
+
+#: Names of environment variables that hold credentials: a word of the name is TOKEN, SECRET,
+#: PASSWORD, SAS, SIGNATURE or CREDENTIAL(S), or it ends in one of the kinds of key
+#: (``AWS_SECRET_ACCESS_KEY``, ``AZURE_STORAGE_ACCOUNT_KEY``, ``GOOGLE_SERVICE_ACCOUNT_KEY``,
+#: ``OPENAI_API_KEY``). Narrower than :func:`is_secret_key`: the environment is full of names such
+#: as ``DELTA_DOWNGRADE_TASK_KEY`` whose values are plain words.
+_SECRET_ENVIRONMENT_NAME = re.compile(
+    r"(?:^|_)(?:TOKEN|SECRET|PASSWORD|PASSWD|SAS|SIGNATURE|CREDENTIALS?)(?:_|$)"
+    r"|(?:ACCESS|ACCOUNT|API|PRIVATE|MASTER|SECRET|SAS|SERVICE_ACCOUNT|STORAGE)_KEY(?:_ID)?$", re.IGNORECASE)
+
+
+def secret_masker(options: Mapping[str, str] | None = None) -> Callable[[str], str]:
+    """:func:`redact_text` with ``options`` and the environment read once, for masking many
+    strings (every path of a document) at the cost of one."""
+    values = _secret_values({**environment_secrets(), **dict(options or {})})
+
+    def mask(text: str) -> str:
+        out = str(text)
+        for value in values:
+            if value in out:
+                out = out.replace(value, REDACTED)
+        if "?" in out:
+            out = _QUERY_RE.sub(lambda m: m.group(1) + "?" + REDACTED, out)
+        return out
+
+    return mask
+
+
 def redact_text(text: str, options: Mapping[str, str] | None = None) -> str:
-    """``text`` (an error message, a log line) with every secret value of ``options`` replaced
-    by ``***``, and the query string of every URL in it (SAS tokens, presigned signatures)
-    dropped."""
-    out = str(text)
-    for value in _secret_values(options):
-        out = out.replace(value, REDACTED)
-    return _QUERY_RE.sub(lambda m: m.group(1) + "?" + REDACTED, out)
+    """``text`` (an error message, a log line) with every secret value of ``options`` and of the
+    secret-named environment variables replaced by ``***``, and the query string of every URL in
+    it (SAS tokens, presigned signatures) dropped."""
+    return secret_masker(options)(text)

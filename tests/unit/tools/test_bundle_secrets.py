@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from delta_downgrade_tools.bundle_check import load_jobs, secret_problems, validate_jobs
-from delta_downgrade_tools.local_runner import _shown_argument
+from delta_downgrade.app.storage_options import masked_command_line
 
 REPO = Path(__file__).resolve().parents[3]
 SCRIPTS = {"delta-downgrade", "drop_feature_task", "verify_task", "truncate_task"}
@@ -67,6 +67,11 @@ def test_storage_options_as_parameters_are_refused(jobs, where):
 
 
 def test_run_job_masks_storage_options_in_its_echo_of_a_tasks_arguments():
-    assert _shown_argument(f'--storage_options={{"AWS_SECRET_ACCESS_KEY": "{SECRET}"}}') == "--storage_options=***"
-    assert _shown_argument(f"--storage-option=AWS_SECRET_ACCESS_KEY={SECRET}") == "--storage-option=***"
-    assert _shown_argument("--table=s3://b/t") == "--table=s3://b/t"
+    shown = masked_command_line([f'--storage_options={{"AWS_SECRET_ACCESS_KEY": "{SECRET}"}}',
+                                 f"--storage-option=AWS_SECRET_ACCESS_KEY={SECRET}x",
+                                 "--storage_option", f"AWS_SESSION_TOKEN={SECRET}y",
+                                 "--storage_option", f"{SECRET}z==",
+                                 "--table=s3://b/t"])
+    assert SECRET not in shown, shown
+    assert shown.endswith("--table=s3://b/t")
+    assert "AWS_SESSION_TOKEN=***" in shown

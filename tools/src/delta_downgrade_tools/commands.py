@@ -17,9 +17,10 @@ from delta_downgrade.errors import EXIT_OK, BadSettingsError
 
 def _pairs(items: list[str] | None, flag: str) -> dict[str, str]:
     out: dict[str, str] = {}
-    for item in items or []:
+    for number, item in enumerate(items or [], start=1):
         if "=" not in item:
-            raise BadSettingsError(f"{flag} takes key=value, got {item!r}")
+            # Not quoted back: a value given alone may be a secret.
+            raise BadSettingsError(f"{flag} takes key=value; item {number} of {flag} has no '='")
         key, value = item.split("=", 1)
         out[key.strip()] = value
     return out
@@ -28,8 +29,12 @@ def _pairs(items: list[str] | None, flag: str) -> dict[str, str]:
 def _run(args: argparse.Namespace) -> int:
     from delta_downgrade_tools.local_runner import job_exit_code, pending_truncates, run_job
 
+    from delta_downgrade.app.storage_options import redact_output
+
+    secrets = getattr(args, "secrets", None) or {}
     run = run_job(args.job_file, params=_pairs(args.param, "--param"), variables=_pairs(args.var, "--var"),
-                  job_key=args.job, target=args.target, run_dir=args.run_dir, runner=args.runner)
+                  job_key=args.job, target=args.target, run_dir=args.run_dir, runner=args.runner,
+                  say=lambda m: print(redact_output(m, secrets), file=sys.stderr, flush=True))
     print(f"job {run.job_key} run {run.run_id}: " + ", ".join(
         f"{key}={t.status.lower()}" + (f" ({t.attempts} attempts)" if t.attempts > 1 else "")
         for key, t in run.tasks.items()), file=sys.stderr)

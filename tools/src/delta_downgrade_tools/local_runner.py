@@ -46,6 +46,7 @@ from typing import Any, Callable, Mapping
 import yaml
 
 from delta_downgrade.errors import BadInputError, BadJobDefinitionError, DeltaDowngradeError
+from delta_downgrade.app.storage_options import masked_command_line
 from delta_downgrade.app.tasks.settings import ENV_PREFIX, RUNNER_ONLY, parse_cli_args
 from delta_downgrade.app.tasks.task_values import KEY_PATTERN, check_key, read_task_values
 from delta_downgrade.app.tasks.wheel_entry import declared_entry_points, resolve_entry_point
@@ -100,6 +101,59 @@ class JobRun:
         return all(t.status in (SUCCESS, EXCLUDED) for t in self.tasks.values())
 
 
+#: Bounds of a job file's YAML: nesting depth, and nodes once aliases are expanded (a bundle is
+#: hundreds of nodes; an "alias bomb" of nested anchors expands to billions, which every walk of
+#: the job, and the tasks' arguments, would then go through).
+MAX_YAML_DEPTH = 64
+MAX_YAML_NODES = 100_000
+
+
+class _BoundedLoader(yaml.SafeLoader):
+    """PyYAML's safe loader, refusing a document nested deeper than :data:`MAX_YAML_DEPTH` (its
+    composer recurses per level: 5,000 levels are a RecursionError) or holding more than
+    :data:`MAX_YAML_NODES` nodes with aliases expanded."""
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self._depth = 0
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        self._depth += 1
+        try:
+            if self._depth > MAX_YAML_DEPTH:
+                mark = self.peek_event().start_mark
+                raise BadJobDefinitionError(f"is nested deeper than {MAX_YAML_DEPTH} levels (line {mark.line + 1})")
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+
+    def get_single_node(self) -> Any:
+        node = super().get_single_node()
+        if node is not None and _expanded_size(node) > MAX_YAML_NODES:
+            raise BadJobDefinitionError(f"holds more than {MAX_YAML_NODES} values once its aliases (*name) "
+                                        f"are expanded")
+        return node
+
+
+def _expanded_size(root: Any) -> int:
+    """How many nodes ``root`` has with every alias expanded (an alias is the anchored node
+    itself, shared): counted once per distinct node, in linear time, iteratively."""
+    sizes: dict[int, int] = {}
+    stack: list[tuple[Any, bool]] = [(root, False)]
+    while stack:
+        node, done = stack.pop()
+        if id(node) in sizes:
+            continue
+        children = ([child for pair in node.value for child in pair] if isinstance(node, yaml.MappingNode)
+                    else list(node.value) if isinstance(node, yaml.SequenceNode) else [])
+        if done or not children:
+            sizes[id(node)] = min(MAX_YAML_NODES + 1, 1 + sum(sizes.get(id(c), 0) for c in children))
+            continue
+        stack.append((node, True))
+        stack.extend((child, False) for child in children if id(child) not in sizes)
+    return sizes[id(root)]
+
+
 def load_yaml(path: str | os.PathLike[str], what: str = "job file") -> Any:
     """A YAML document, loaded safely: tags such as ``!!python/object`` are never constructed.
     Any problem (missing file, not UTF-8, bad YAML, unsafe tag) is one BadJobDefinitionError."""
@@ -112,7 +166,9 @@ def load_yaml(path: str | os.PathLike[str], what: str = "job file") -> Any:
     except UnicodeDecodeError as exc:
         raise BadJobDefinitionError(f"{what} {path} is not UTF-8 text (byte {exc.start})") from exc
     try:
-        return yaml.safe_load(text)
+        return yaml.load(text, Loader=_BoundedLoader)  # noqa: S506 - a SafeLoader, bounded
+    except BadJobDefinitionError as exc:
+        raise BadJobDefinitionError(f"{what} {path} is refused: it {exc.message}") from None
     except yaml.YAMLError as exc:
         detail = " ".join(str(exc).split())
         raise BadJobDefinitionError(f"{what} {path} is not valid bundle YAML (only plain YAML is "
@@ -666,12 +722,6 @@ def _fail(state: TaskRun, exc: DeltaDowngradeError, say: Callable[[str], None]) 
     say(f"[{state.task_key}] failed: {exc}")
 
 
-def _shown_argument(arg: str) -> str:
-    """``arg`` as the runner echoes it: a storage option's value is a secret, shown masked."""
-    name, sep, _ = arg.partition("=")
-    if sep and name.lstrip("-").replace("-", "_").lower() in ("storage_options", "storage_option"):
-        return f"{name}=***"
-    return arg
 
 
 def _run_wheel_task(task: dict[str, Any], state: TaskRun, run: JobRun, resolver: Resolver,
@@ -694,8 +744,9 @@ def _run_wheel_task(task: dict[str, Any], state: TaskRun, run: JobRun, resolver:
             _fail(state, exc, say)
             return
         state.attempts = attempt + 1
-        say(f"[{key}] attempt {attempt + 1}/{retries + 1}: {wheel['entry_point']} "
-            f"{' '.join(_shown_argument(a) for a in args)}")
+        # A storage option's value is a secret: masked by its flag (``--storage_option=K=V`` and
+        # the two-word ``--storage_option K=V``) and by its key's shape.
+        say(f"[{key}] attempt {attempt + 1}/{retries + 1}: {wheel['entry_point']} {masked_command_line(args)}")
         try:
             proc = _run_process(_command(wheel["entry_point"], args, runner), env, timeout)
         except subprocess.TimeoutExpired as exc:

@@ -97,24 +97,36 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = build_parser(argv).parse_args(argv)
     except _Refused as refused:
         from delta_downgrade.app.cli.output import fail
+        from delta_downgrade.app.storage_options import command_line_secrets, redact_output
 
+        # argparse quotes the words it refuses: a storage option's value (a misspelt flag, a
+        # stray KEY=SECRET) is masked by its flag and by its key before anything is printed.
+        secrets = command_line_secrets(argv)
         error = BadInputError(f"{refused.message}; see --help")
-        print(refused.usage + f"error: {error}", file=sys.stderr)
+        print(redact_output(refused.usage + f"error: {error}", secrets), file=sys.stderr)
         words = argv[:argv.index("--")] if "--" in argv else argv
         command = _command_word(argv)
-        return fail(command if command in _COMMANDS else None, error, table=None, as_json="--json" in words)
+        return fail(command if command in _COMMANDS else None, error, table=None, as_json="--json" in words,
+                    secrets=secrets)
     # Imported once a command runs (``--help`` exits in parse_args): ``logging`` is a good part of
     # the start-up time of ``--help``.
     from delta_downgrade.app.console_logging import CLI_STEP_FORMAT, console_logging, level_for
     from delta_downgrade.app.progress import progress_mode
     from delta_downgrade.app.storage_options import parse_storage_option_items, redact_output
 
+    # What every output masks: the values the command line gives by flag position and key shape
+    # (until the items parse, and whatever else it holds: run-job's --param KEY=SECRET), then the
+    # options themselves. ``storage_options`` is what the operations get.
+    from delta_downgrade.app.storage_options import command_line_secrets
+
+    args.secrets = command_line_secrets(argv)
     args.storage_options = {}
     # The one place the CLI configures logging: operations log, main decides what is printed.
     level = level_for(quiet=getattr(args, "quiet", False), verbose=getattr(args, "verbose", False))
     try:
         args.storage_options = parse_storage_option_items(getattr(args, storage_option.DEST, None))
-        with console_logging(CLI_STEP_FORMAT, level, secrets=args.storage_options,
+        args.secrets.update(args.storage_options)
+        with console_logging(CLI_STEP_FORMAT, level, secrets=args.secrets,
                              progress=progress_mode(sys.stderr, task=False)):
             return _COMMANDS[args.command](args)
     except BrokenPipeError:  # output piped into `head`: not an error
@@ -126,16 +138,16 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         if isinstance(exc, DeltaDowngradeError):
             # A store's message may quote the request it refused: its secrets are masked.
-            print(redact_output(f"error: {exc}", args.storage_options), file=sys.stderr)
+            print(redact_output(f"error: {exc}", args.secrets), file=sys.stderr)
         elif isinstance(exc, KeyboardInterrupt):
             print("interrupted", file=sys.stderr)
         else:  # a bug: the traceback is for the report, the RESULT says it failed
             import traceback
 
-            print(redact_output(traceback.format_exc(), args.storage_options), end="", file=sys.stderr)
+            print(redact_output(traceback.format_exc(), args.secrets), end="", file=sys.stderr)
         return fail(args.command, exc, table=getattr(args, "table", None),
                     feature=getattr(args, "feature", None), as_json=bool(getattr(args, "json", False)),
-                    secrets=args.storage_options)
+                    secrets=args.secrets)
 
 
 if __name__ == "__main__":

@@ -151,15 +151,11 @@ def _run_fleet(args: argparse.Namespace, catalogue, clients) -> int:
     from delta_downgrade.app.cli.output import finish
     from delta_downgrade.app.render.compat import compat_result, fleet_summary, render_fleet_text
     from delta_downgrade.app.render.result import emit_result
-    from delta_downgrade.app.tasks.settings import parse_tables_file
+    from delta_downgrade.app.tasks.settings import read_tables_file
     from delta_downgrade.errors import EXIT_OK, BadInputError
     from delta_downgrade.operations.compat import fleet_compat
 
-    try:
-        with open(args.tables_file, encoding="utf-8") as handle:
-            tables = parse_tables_file(handle.read())
-    except OSError as exc:
-        raise BadInputError(f"cannot read the tables file {args.tables_file}: {exc.strerror or exc}") from None
+    tables = read_tables_file(args.tables_file)
     if not tables:
         raise BadInputError(f"the tables file {args.tables_file} names no table")
     fleet = fleet_compat(tables, catalogue, clients, compat_of=_compat_of(args, clients))
@@ -172,11 +168,11 @@ def _run_fleet(args: argparse.Namespace, catalogue, clients) -> int:
         print(render_fleet_text(fleet, detail=bool(args.clients), details=args.details), file=sys.stdout)
         for table in fleet.tables:
             emit_result({"command": args.command, **compat_result(table), "exit_code": EXIT_OK},
-                        secrets=args.storage_options)
+                        secrets=args.secrets)
         for error in fleet.errors:
             emit_result({"command": args.command, "table": error.table, "status": "error",
                          "error_class": error.error_class, "message": error.message,
-                         "exit_code": error.exit_code}, secrets=args.storage_options)
+                         "exit_code": error.exit_code}, secrets=args.secrets)
     summary = fleet_summary(fleet)
     if args.report is not None:
         summary["compat_report"] = _write_report(args, fleet.to_json())
@@ -193,7 +189,7 @@ def _write_report(args: argparse.Namespace, document: dict) -> dict[str, str]:
 
     paths = write_compat_report(document, args.report, storage_options=args.storage_options)
     print(redact_output(f"compat report: {paths.html}\ncompat report data: {paths.json}",
-                        args.storage_options or {}), file=sys.stderr)
+                        args.secrets), file=sys.stderr)
     return {"json": paths.json, "html": paths.html}
 
 

@@ -34,7 +34,7 @@ def finish(args: argparse.Namespace, result: dict[str, Any], *, document: Mappin
     RESULT fields are added to it where it lacks them); ``text``: the readable rendering, printed
     on stdout above the RESULT line when ``text_on_stdout`` (a report) and never with --json,
     else on stderr (a summary for the person who ran the command)."""
-    secrets = getattr(args, "storage_options", None) or {}
+    secrets = getattr(args, "secrets", None) or getattr(args, "storage_options", None) or {}
     result = {"command": args.command, **result, "exit_code": code}
     as_json = bool(getattr(args, "json", False))
     if text is not None and not (as_json and text_on_stdout):

@@ -81,10 +81,10 @@ def client_drop_result(outcome: ClientDropOutcome) -> dict[str, Any]:
         "status": outcome.status,
         **protocol_fields(outcome.protocol_after),
         "protocol_before": outcome.protocol_before.to_action(),
-        "boundary_version": last.boundary_version if last else None,
-        "protected_checkpoints": last.protected_checkpoints if last else [],
+        "boundary_version": last.boundary_version if last else outcome.boundary_version,
+        "protected_checkpoints": last.protected_checkpoints if last else list(outcome.protected_checkpoints),
         "needs_truncate": "checkpointProtection" in outcome.protocol_after.features,
-        "truncate_after": last.truncate_after if last else None,
+        "truncate_after": last.truncate_after if last else outcome.truncate_after,
         "commits": [v for d in drops for v in d.commits],
         "checkpoints_written": [p for d in drops for p in d.checkpoints_written],
         "read_before": outcome.verdict.read.verdict.value, "write_before": outcome.verdict.write.verdict.value,
@@ -186,10 +186,10 @@ def emit_result(result: dict[str, Any], stream: TextIO | None = None, *,
     from delta_downgrade.app.storage_options import redact_output
 
     out = stream or sys.stdout
-    if secrets:
-        # Masked value by value after one JSON round trip, so that what ``default=str`` would turn
-        # into text is masked too.
-        result = redact_output(json.loads(json.dumps(result, default=str)), secrets)
+    # Always masked, options or not (a token in a table URI's query string, a secret-named
+    # environment variable), value by value after one JSON round trip, so that what
+    # ``default=str`` would turn into text is masked too.
+    result = redact_output(json.loads(json.dumps(result, default=str)), secrets)
     out.write(format_result(result) + "\n")
     out.flush()
 

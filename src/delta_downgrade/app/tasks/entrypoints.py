@@ -30,7 +30,7 @@ from delta_downgrade.errors import (
 from delta_downgrade.app.console_logging import TASK_STEP_FORMAT, console_logging
 from delta_downgrade.app.progress import progress_mode
 from delta_downgrade.app.render.result import drop_result, emit_result, error_result, verify_result
-from delta_downgrade.app.storage_options import redact_output
+from delta_downgrade.app.storage_options import command_line_secrets, redact_output
 from delta_downgrade.app.tasks.settings import (
     STORAGE_OPTION_ITEM, DropFeatureSettings, TaskSettings, TruncateSettings, VerifySettings, load_settings,
     parse_cli_args,
@@ -112,7 +112,8 @@ def run_task(settings_cls: type[TaskSettings], handler: TableHandler, argv: Sequ
                 f"parameter table, e.g. `databricks bundle run <job> --params table=main.sales.events`")
     except DeltaDowngradeError as exc:
         return _settings_failed(settings_cls, argv, exc)
-    secrets = settings.storage_option_values()
+    # What the options hold, and whatever else the command line gives by flag or key shape.
+    secrets = {**command_line_secrets(argv), **settings.storage_option_values()}
     with console_logging(TASK_STEP_FORMAT, secrets=secrets, progress=progress_mode(sys.stderr, task=True)):
         return _run_tables(settings, handler, tables, secrets, after)
 
@@ -141,7 +142,7 @@ def _settings_failed(settings_cls: type[TaskSettings], argv: Sequence[str], exc:
     one). The settings never loaded, so the storage options' values are taken from the command
     line as given to mask them all the same (the settings' messages never quote them anyway)."""
     cli = parse_cli_args(argv)
-    secrets = argv_secrets(cli)
+    secrets = {**command_line_secrets(argv), **argv_secrets(cli)}
     print(redact_output(f"error: {exc}", secrets), file=sys.stderr)
     table = cli.get("table") if isinstance(cli.get("table"), str) else None
     feature = cli.get("feature") or getattr(settings_cls, "FEATURE", None) or cli.get("expect_absent_feature")
@@ -215,27 +216,60 @@ def _run_tables(settings: TaskSettings, handler: TableHandler, tables: list[str]
         secrets)
     if len(outcomes) == 1:
         # Every key on every path: a downstream reference to a value never set is undefined.
-        for key in TASK_VALUE_KEYS:
-            values.set(key, outcomes[0][0].get(key))
-        for key, value in added.items():
-            values.set(key, value)
+        _set_values(values, {**{key: outcomes[0][0].get(key) for key in TASK_VALUE_KEYS}, **added})
     else:
-        # Waiting tables are successes (exit 0), listed apart so the run page shows them.
+        # Waiting tables are successes (exit 0), listed apart so the run page shows them. The
+        # lists are capped (a task value holds at most 48 KiB of JSON; the RESULT line of each
+        # table names it anyway): the first ones, their count, and whether more were left out.
+        failed = [r["table"] for r, c in outcomes if c not in (EXIT_OK,)]
+        waiting = [r["table"] for r, _ in outcomes if r.get("status") == STATUS_WAITING]
         summary = {"summary": True, "tables": len(outcomes),
                    "by_status": _count(r.get("status", "?") for r, _ in outcomes),
-                   "failed_tables": [r["table"] for r, c in outcomes if c not in (EXIT_OK,)],
-                   "waiting_tables": [r["table"] for r, _ in outcomes if r.get("status") == STATUS_WAITING],
+                   **_capped("failed_tables", failed), **_capped("waiting_tables", waiting),
                    **added, "exit_code": code}
         emit_result(summary, secrets=secrets)
-        values.set("summary", summary)
-        for key in TASK_VALUE_KEYS:  # per-table values live in the summary for a fleet
-            values.set(key, None)
-        values.set("status", "fleet")
-        values.set("exit_code", code)
-        values.set("needs_truncate", any(bool(r.get("needs_truncate")) for r, _ in outcomes))
-        for key, value in added.items():
-            values.set(key, value)
+        # Per-table values live in the summary for a fleet.
+        _set_values(values, {"status": "fleet", "exit_code": code,
+                             "needs_truncate": any(bool(r.get("needs_truncate")) for r, _ in outcomes),
+                             **{key: None for key in TASK_VALUE_KEYS if key not in ("status", "exit_code",
+                                                                                    "needs_truncate")},
+                             "summary": summary, **added})
     return code
+
+
+#: How many tables a summary's list names, and in how many bytes of JSON at most: two such lists
+#: and the rest of the summary stay well inside a task value's 48 KiB.
+SUMMARY_LIST_ITEMS = 50
+SUMMARY_LIST_BYTES = 12 * 1024
+
+
+def _capped(name: str, tables: list[str]) -> dict[str, Any]:
+    """``name``: the first tables of ``tables`` (at most :data:`SUMMARY_LIST_ITEMS`, within
+    :data:`SUMMARY_LIST_BYTES`), ``<name>_count``: how many there are, ``<name>_truncated``:
+    whether some were left out."""
+    shown: list[str] = []
+    size = 2
+    for table in tables[:SUMMARY_LIST_ITEMS]:
+        size += len(json.dumps(table).encode("utf-8")) + 1
+        if size > SUMMARY_LIST_BYTES:
+            break
+        shown.append(table)
+    return {name: shown, f"{name}_count": len(tables), f"{name}_truncated": len(shown) < len(tables)}
+
+
+def _set_values(values: _MaskedTaskValues, items: Mapping[str, Any]) -> None:
+    """Set each task value on its own, in order: one that cannot be set (over 48 KiB, refused by
+    the store) is said on stderr and set as null instead, and never keeps the others (``status``,
+    ``exit_code``, ``needs_truncate``, set first) from being set."""
+    for key, value in items.items():
+        try:
+            values.set(key, value)
+        except Exception as exc:  # noqa: BLE001 - the table's outcome stands; the value is lost
+            print(redact_output(f"warning: task value {key} not set: {exc}", values.secrets), file=sys.stderr)
+            try:
+                values.set(key, None)
+            except Exception:  # noqa: BLE001 - the store refuses everything: said above
+                pass
 
 
 class _MaskedTaskValues:

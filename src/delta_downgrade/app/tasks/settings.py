@@ -177,14 +177,20 @@ def _regular_file(path: str, what: str) -> Path:
     return file
 
 
-def read_text_file(path: str, what: str) -> str:
+def read_text_file(path: str, what: str, *, max_bytes: int | None = None) -> str:
     """The UTF-8 text of a file the settings name, or one :class:`BadConfigError` saying why not
-    (missing, unreadable, a directory, not UTF-8): a user's file is input, never a traceback."""
+    (missing, unreadable, a directory, not UTF-8, over ``max_bytes``): a user's file is input,
+    never a traceback. At most ``max_bytes + 1`` bytes are read, whatever the file claims to be
+    (a ``/proc`` file says it is empty, a device never ends)."""
     file = _regular_file(path, what)
     try:
-        data = file.read_bytes()
+        with file.open("rb") as handle:
+            data = handle.read() if max_bytes is None else handle.read(max_bytes + 1)
     except OSError as exc:
         raise BadConfigError(f"{what} {path} cannot be read: {exc.strerror or exc}") from exc
+    if max_bytes is not None and len(data) > max_bytes:
+        raise BadConfigError(f"{what} {path} is larger than {max_bytes // (1024 * 1024)} MiB; it "
+                             f"should hold one table per line: split the fleet into several files")
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -220,7 +226,9 @@ class TaskSettings(BaseSettings):
             if text.startswith("["):
                 import json
                 return json.loads(text)
-            return [t.strip() for t in text.split(",") if t.strip()]
+            # Each item taken as given (a path may begin or end with a blank); only an item
+            # that is blank altogether is left out.
+            return [t for t in value.split(",") if t.strip()]
         return value
 
     @field_validator("storage_options", mode="before")
@@ -283,7 +291,7 @@ class TaskSettings(BaseSettings):
             found.append(self.table)
         found.extend(self.tables or [])
         if self.tables_file:
-            found.extend(parse_tables_file(read_text_file(self.tables_file, "tables file")))
+            found.extend(read_tables_file(self.tables_file))
         seen: dict[str, None] = {}
         for t in found:
             seen.setdefault(t, None)
@@ -306,15 +314,68 @@ def storage_options_from_json(text: str) -> dict[str, Any]:
     return value
 
 
-def parse_tables_file(text: str) -> list[str]:
-    """One table per line. A line whose first non-blank character is ``#`` is a comment and blank
-    lines are skipped; anything else is the table, whole: ``#`` is a legal character of a path or
-    a backtick-quoted name, so cutting a line at ``#`` would name a different table."""
-    tables = []
-    for line in text.splitlines():
-        line = line.strip()
-        if line and not line.startswith("#"):
+#: What a tables file may hold: a fleet of tens of thousands of tables fits many times over; a
+#: file beyond it is not a list of tables (a device, a log, a data file given by mistake).
+MAX_TABLES_FILE_BYTES = 16 * 1024 * 1024
+#: The longest line taken as a table (a URI of an object store key is at most ~1 KiB plus its
+#: bucket and account).
+MAX_TABLE_CHARS = 4096
+#: How many refused lines a message lists (by number) before it says "and N more".
+_SHOWN_REFUSALS = 5
+
+
+def read_tables_file(path: str) -> list[str]:
+    """The tables of a tables file (:func:`parse_tables_file`), read with a bound on its size."""
+    return parse_tables_file(read_text_file(path, "tables file", max_bytes=MAX_TABLES_FILE_BYTES),
+                             source=f"tables file {path}")
+
+
+def table_line_problem(line: str) -> str | None:
+    """Why ``line`` of a tables file is not a table, or None. Said without quoting the line: a
+    file given by mistake (``/etc/passwd``, ``/proc/self/environ``) must not come back in the
+    output. A table is an absolute path, a URI (``scheme://…``), ``delta.`path``` or a catalog
+    name; a relative path means nothing on a job's cluster."""
+    from delta_downgrade.app.table_ref import parse_table_ref
+    from delta_downgrade.errors import DeltaDowngradeError
+
+    if len(line) > MAX_TABLE_CHARS:
+        return f"is longer than {MAX_TABLE_CHARS} characters"
+    control = next((ch for ch in line if not ch.isprintable() and ch != " "), None)
+    if control is not None:
+        return f"holds a control character (U+{ord(control):04X})"
+    try:
+        ref = parse_table_ref(line)
+    except DeltaDowngradeError:
+        return "is not a table name (catalog.schema.table, parts quoted in backticks where needed)"
+    if ref.path is not None and not ("://" in ref.path or ref.path.startswith("/")):
+        return "is a relative path; give the table's absolute path or its URI (scheme://...)"
+    return None
+
+
+def parse_tables_file(text: str, *, source: str = "tables file") -> list[str]:
+    """One table per line, taken as given: a blank line is skipped and a line whose first
+    non-blank character is ``#`` is a comment; any other line is the table, whole and unstripped
+    (``#`` is a legal character of a path or a backtick-quoted name, and ``"/x/t "`` is not
+    ``/x/t``: cutting or stripping a line would name a different table).
+
+    Every line is checked before any table is used (:func:`table_line_problem`); refused lines
+    are one :class:`BadConfigError` naming them by number, never by content."""
+    tables: list[str] = []
+    refused: list[str] = []
+    for number, line in enumerate(text.split("\n"), start=1):
+        line = line[:-1] if line.endswith("\r") else line  # a file saved with CRLF line ends
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        problem = table_line_problem(line)
+        if problem is not None:
+            refused.append(f"line {number} {problem}")
+        else:
             tables.append(line)
+    if refused:
+        more = f"; and {len(refused) - _SHOWN_REFUSALS} more" if len(refused) > _SHOWN_REFUSALS else ""
+        raise BadConfigError(f"{source} is not a list of tables: {'; '.join(refused[:_SHOWN_REFUSALS])}{more}. "
+                             f"Write one table per line (an absolute path, a URI, delta.`path` or "
+                             f"catalog.schema.table); nothing was read or written")
     return tables
 
 
