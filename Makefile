@@ -152,8 +152,12 @@ test-connect: venv-test check-java databricks-cli
 demo: venv check-java
 	$(PY) -m delta_downgrade_tools.demo
 
+# The wheel, then its METADATA checked against what its code imports (no development tool, no
+# runtime requirement nobody imports: tools/src/delta_downgrade_tools/wheel_metadata.py).
 wheel: venv-test
+	rm -f dist/delta_downgrade-*.whl
 	$(PY) -m build --wheel
+	$(PY) -m delta_downgrade_tools.wheel_metadata dist/delta_downgrade-*.whl
 
 clean:
 	rm -rf build dist .pytest_cache .test-records spark-warehouse metastore_db derby.log
