@@ -395,7 +395,7 @@ class DeltaLog:
             return None
         try:
             data = json.loads(self.storage.read_bytes(status.path))
-        except (ValueError, OSError):
+        except (ValueError, OSError, RecursionError):
             return None
         return data if isinstance(data, dict) else None
 

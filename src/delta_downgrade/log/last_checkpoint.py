@@ -18,6 +18,7 @@ from typing import Any, Mapping
 from urllib.parse import quote
 
 from delta_downgrade.log.files import LAST_CHECKPOINT
+from delta_downgrade.protocol.json_nesting import check_nesting
 from delta_downgrade.storage import Storage
 
 
@@ -96,8 +97,9 @@ def parse_last_checkpoint(data: bytes | str) -> dict[str, Any] | None:
     if not data.strip():
         return None
     try:
+        check_nesting(data)
         raw = _parse(data)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
     if not isinstance(raw, dict):
         return None

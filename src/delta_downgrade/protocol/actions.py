@@ -14,6 +14,7 @@ from urllib.parse import unquote
 
 from delta_downgrade.errors import MalformedActionError  # noqa: F401 - re-exported
 from delta_downgrade.protocol import Protocol
+from delta_downgrade.protocol.json_nesting import NestingTooDeepError, check_nesting
 
 
 def _clean_map(value: Any) -> dict[str, Any] | None:
@@ -287,7 +288,7 @@ class AddFile(Action, _FileActionMixin):
             return None
         try:
             value = json.loads(self.stats).get("numRecords")
-        except (ValueError, AttributeError):
+        except (ValueError, AttributeError, RecursionError):
             return None
         return int(value) if value is not None else None
 
@@ -344,6 +345,11 @@ class Metadata(Action):
     def from_obj(cls, obj: Mapping[str, Any]) -> "Metadata":
         md = super().from_obj(obj)
         assert isinstance(md, Metadata)
+        if isinstance(md.schemaString, str):  # parsed later, by json and by Spark's parser
+            try:
+                check_nesting(md.schemaString, "schemaString")
+            except NestingTooDeepError as exc:
+                raise MalformedActionError(f"malformed metaData action: {exc}") from None
         fmt = dict(md.format or {})
         if "options" in fmt:
             fmt["options"] = _clean_map(fmt["options"]) or {}
@@ -515,6 +521,10 @@ def parse_commit(text: str | bytes) -> list[AnyAction]:
     :class:`MalformedActionError` (a ``ValueError``) naming its line number (1-based)."""
     if isinstance(text, bytes):
         text = text.decode("utf-8")
+    try:
+        check_nesting(text)
+    except NestingTooDeepError as exc:
+        raise MalformedActionError(str(exc)) from None
     actions: list[AnyAction] = []
     for number, line in enumerate(text.split("\n"), 1):  # not splitlines(): U+2028 may sit inside a JSON string
         line = line.strip()
@@ -524,6 +534,8 @@ def parse_commit(text: str | bytes) -> list[AnyAction]:
             action = parse_action(json.loads(line))
         except ValueError as exc:
             raise MalformedActionError(f"line {number}: {exc}") from None
+        except RecursionError:
+            raise MalformedActionError(f"line {number}: nested too deeply to parse") from None
         if action is not None:
             actions.append(action)
     return actions
