@@ -502,6 +502,14 @@ class VacuumNegativeRetentionError(BadInputError):
 
 # --- must wait (exit 3) ----------------------------------------------------------------------------
 
+class CheckpointProtectionTruncationBlockedError(CorruptLogError):
+    """The retention before truncating the history of checkpointProtection has passed, yet the
+    metadata cleanup still cannot remove every version before the boundary (the cutoff checkpoint
+    it needs is unusable): a wait that would never end, reported as what it is."""
+
+    error_class = "DELTA_STATE_RECOVER_ERROR"
+
+
 class RetentionWaitError(DeltaDowngradeError):
     """Part of the work is done and recorded; rerun after ``retry_after`` (UTC)."""
 

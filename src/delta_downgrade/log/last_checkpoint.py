@@ -120,6 +120,14 @@ def read_last_checkpoint(storage: Storage) -> dict[str, Any] | None:
         data = storage.read_bytes(LAST_CHECKPOINT)
     except FileNotFoundError:
         return None
+    except IsADirectoryError:
+        # never ignored as a bad hint: every checkpoint a writer makes replaces this file
+        from delta_downgrade.errors import CorruptLogError
+
+        raise CorruptLogError(
+            f"{LAST_CHECKPOINT} is a directory, not a file: the log's checkpoint pointer cannot be "
+            f"read or replaced. Move it out of the log (nothing was written)",
+            table=getattr(storage, "root", None), params={"path": LAST_CHECKPOINT}) from None
     return parse_last_checkpoint(data)
 
 

@@ -375,7 +375,8 @@ def vacuum(log: DeltaLog | str, *, retention_hours: float | None = None, dry_run
     ``failed``; files that could not be deleted are in ``failed``.
     """
     log = _open(log, storage_options).refresh()
-    snapshot = log.snapshot(check_read=False)
+    # every action the plan replays read and checked before anything is deleted
+    snapshot = log.validated_snapshot(check_read=False, replay="python")
     ensure_supported(snapshot.protocol, Operation.VACUUM, table=log.table,
                      version=snapshot.version)
     config = TableConfig(snapshot.metadata.configuration)
@@ -391,7 +392,7 @@ def vacuum(log: DeltaLog | str, *, retention_hours: float | None = None, dry_run
             break
         # Another writer committed while we listed: plan again on its version (which may, e.g.,
         # re-add a file whose tombstone had expired), with the same clock and retention.
-        snapshot = log.snapshot(check_read=False)
+        snapshot = log.validated_snapshot(check_read=False, replay="python")
         ensure_supported(snapshot.protocol, Operation.VACUUM, table=log.table,
                          version=snapshot.version)
         result = plan_vacuum(log, snapshot, retention_ms=retention_ms,
