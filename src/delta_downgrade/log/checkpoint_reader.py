@@ -68,8 +68,10 @@ def parquet_source(storage: Storage, rel_path: str) -> Iterator[Any]:
 def open_checkpoint_parquet(source: Any) -> pq.ParquetFile:
     """A checkpoint (or sidecar) parquet file. INT96 timestamps - Databricks writes them in
     ``stats_parsed`` - are read in microseconds: in nanoseconds (pyarrow's default) the years
-    after 2262 overflow, and such a file must stay readable (delta-rs reads it)."""
-    return pq.ParquetFile(source, coerce_int96_timestamp_unit="us")
+    after 2262 overflow, and such a file must stay readable (delta-rs reads it). The pages'
+    CRCs are checked where the writer recorded them: a damaged page is an unreadable checkpoint
+    (an older one is used), never a silently different action."""
+    return pq.ParquetFile(source, coerce_int96_timestamp_unit="us", page_checksum_verification=True)
 
 
 def projected_columns(pf: pq.ParquetFile, columns: Iterable[str]) -> list[str]:

@@ -9,7 +9,8 @@ from typing import Any, Mapping, NoReturn, Sequence
 
 from delta_downgrade.protocol.actions import Metadata, ProtocolAction
 from delta_downgrade.errors import (
-    CheckpointUnreadableError, CorruptLogError, DeltaDowngradeError, VersionNotFoundError, VersionsNotContiguousError,
+    CheckpointUnreadableError, CorruptLogError, DeltaDowngradeError, VersionNotFoundError,
+    VersionsNotContiguousError,
 )
 from delta_downgrade.log.files import commit_path, parse_log_file
 from delta_downgrade.log.listing import CheckpointInstance, LogListing, list_log, with_files_written
@@ -324,6 +325,20 @@ class DeltaLog:
                              CheckpointUnreadableError(exc.message, table=self.table))
                 continue
             return snap
+
+    def checkpoint_problems(self) -> list[str]:
+        """What readers that do not fall back (delta-rs, delta-kernel) fail on in this log, that
+        this log read around: the checkpoints it set aside as damaged, and a ``_last_checkpoint``
+        naming a version without a complete, sound checkpoint. Empty for a sound log."""
+        out = [exc.message for exc in self._rejected.values()]
+        listing = self.listing()
+        hint = listing.last_checkpoint
+        if hint is not None:
+            version = hint["version"]
+            if not any(c.version == version and c.complete and c.paths not in self._rejected
+                       for c in listing.checkpoints):
+                out.append(f"_last_checkpoint names version {version}, which has no complete checkpoint")
+        return out
 
     def _verify_checkpoint(self, segment: LogSegment) -> None:
         """:func:`~delta_downgrade.log.checkpoint_integrity.verify_checkpoint` for the segment's
