@@ -18,9 +18,11 @@ state does not reference) - and one of these must hold:
 Anything else fails: another exception (exit 1), a refusal that wrote, a table whose rows differ.
 
 Bases: the golden table ``v2_checkpoint_parquet_sidecars`` (a V2 checkpoint with parquet sidecars
-written by Spark), ``multipart_checkpoint`` (a two-part classic checkpoint by Spark) and the
-modern ``v2_table`` of tests/v2_tables.py (deletion vectors, a V2 checkpoint with a sidecar
-written by this package, commits after it).
+written by Spark), ``multipart_checkpoint`` (a two-part classic checkpoint by Spark), the modern
+``v2_table`` of tests/v2_tables.py (deletion vectors, a V2 checkpoint with a sidecar written by
+this package, commits after it) and the Databricks-like table of tests/modern_support.py (column
+mapping, row tracking, clustering, in-commit timestamps, deletion vectors, a V2 checkpoint and a
+commit after it).
 
 ``N`` is :data:`CASES` (48; ``DELTA_DOWNGRADE_CORRUPTIONS`` overrides it) with seed :data:`SEED`
 (``DELTA_DOWNGRADE_CORRUPTION_SEED``); each case derives its own generator from both, so a failing
@@ -42,6 +44,7 @@ from delta_downgrade.log.checkpoints import checkpoint_table
 from delta_downgrade.log.files import LOG_DIR
 from delta_downgrade.operations.drop_feature import drop_feature
 from delta_downgrade.operations.vacuum import vacuum
+from tests.modern_support import build as build_modern_table
 from tests.oracle import same_rows
 from tests.process_support import tree_hashes
 from tests.v2_tables import v2_table
@@ -73,6 +76,9 @@ def bases(tmp_path_factory: pytest.TempPathFactory, golden_root: Path, oracle) -
     builder = v2_table(modern)
     checkpoint_table(builder.log.refresh(), 3)  # V2 checkpoint at version 3, one commit after it
     out.append(Base("modern_v2", modern, "v2Checkpoint", None))
+    databricks_like = root / "modern_databricks"
+    build_modern_table(str(databricks_like), v2_checkpoint=True)
+    out.append(Base("modern_databricks", databricks_like, "v2Checkpoint", None))
     for base in out:
         rows = oracle.scan_rows(str(base.path))
         assert rows.ok, f"{base.name}: {rows.error}"

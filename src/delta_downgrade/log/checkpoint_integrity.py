@@ -60,6 +60,7 @@ class _Counts:
             except (pa.ArrowException, OSError) as exc:
                 raise CheckpointUnreadableError(
                     f"{self.name}: cannot read the footer of {rel_path}: {exc}") from exc
+            _check_schema(pf.schema_arrow, rel_path, self.name)
             self.rows += meta.num_rows
             adds = _adds_from_statistics(meta)
             if adds is None:
@@ -94,6 +95,33 @@ class _Counts:
         self._pending = []
         self._adds = total
         return total
+
+
+#: The fields every action of a checkpoint must have (PROTOCOL.md "Checkpoint Schema" and the
+#: actions' sections: the required fields). A file whose struct lacks one - a name changed by a
+#: damaged footer, a writer that left it out - cannot give the actions it claims to hold.
+REQUIRED_FIELDS = {
+    "add": ("path", "partitionValues", "size", "modificationTime", "dataChange"),
+    "remove": ("path",),
+    "metaData": ("id", "format", "schemaString", "partitionColumns"),
+    "protocol": ("minReaderVersion", "minWriterVersion"),
+    "txn": ("appId", "version"),
+    "domainMetadata": ("domain", "configuration", "removed"),
+    "sidecar": ("path", "sizeInBytes"),
+}
+
+
+def _check_schema(schema: pa.Schema, rel_path: str, name: str) -> None:
+    for action, required in REQUIRED_FIELDS.items():
+        index = schema.get_field_index(action)
+        if index < 0:
+            continue
+        typ = schema.field(index).type
+        missing = [f for f in required if not pa.types.is_struct(typ) or typ.get_field_index(f) < 0]
+        if missing:
+            raise CheckpointUnreadableError(
+                f"{name}: the {action} column of {rel_path} has no field {missing[0]!r}, which every "
+                f"{action} action has: the file is damaged or was not written as a checkpoint")
 
 
 def _adds_from_statistics(meta: pq.FileMetaData) -> int | None:

@@ -118,6 +118,11 @@ def _perform(run: DropRun, drop: _Drop) -> DropOutcome:
         raise
     except DeltaDowngradeError as exc:
         raise run.failure_error(exc) from exc
+    except Exception as exc:
+        if not (run.commits or run.checkpoints):
+            raise
+        # an internal failure after the run wrote: exit 1 all the same, with what landed
+        raise run.failure_error(DeltaDowngradeError(f"{type(exc).__name__}: {exc}", table=run.table)) from exc
 
 
 def _plan(drop: _Drop, *, announce: bool) -> tuple[DropPlan, DropOutcome | None]:
