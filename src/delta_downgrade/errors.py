@@ -612,6 +612,11 @@ class MalformedActionError(ValueError):
     log line is not an action at all (PROTOCOL.md "Actions": each line is one JSON object)."""
 
 
+class NestingTooDeepError(MalformedActionError):
+    """A log line (or a JSON string in one) nests deeper than a parser may be asked to follow
+    (``protocol/json_nesting.py``)."""
+
+
 class DeletionVectorFormatError(ValueError):
     """Bytes that do not follow the DV data format (pure parsing; no file context)."""
 

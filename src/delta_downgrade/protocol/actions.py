@@ -521,10 +521,7 @@ def parse_commit(text: str | bytes) -> list[AnyAction]:
     :class:`MalformedActionError` (a ``ValueError``) naming its line number (1-based)."""
     if isinstance(text, bytes):
         text = text.decode("utf-8")
-    try:
-        check_nesting(text)
-    except NestingTooDeepError as exc:
-        raise MalformedActionError(str(exc)) from None
+    check_nesting(text)  # a MalformedActionError naming the line
     actions: list[AnyAction] = []
     for number, line in enumerate(text.split("\n"), 1):  # not splitlines(): U+2028 may sit inside a JSON string
         line = line.strip()

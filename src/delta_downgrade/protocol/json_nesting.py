@@ -12,17 +12,13 @@ delta-rs's (serde_json) more than 128; the bound lies between, below where Pytho
 from __future__ import annotations
 
 import re
-from typing import Iterator
+from delta_downgrade.errors import NestingTooDeepError  # noqa: F401 - raised here, re-exported
 
 #: The deepest nesting of arrays and objects a log line may have.
 MAX_NESTING = 512
 
 # JSON strings (brackets inside them do not nest) and brackets.
 _TOKENS = re.compile(rb'"(?:[^"\\\n]|\\.)*"|[{}\[\]]')
-
-
-class NestingTooDeepError(ValueError):
-    """A JSON text nests deeper than :data:`MAX_NESTING`."""
 
 
 def nesting_depth(line: bytes) -> int:
