@@ -303,7 +303,8 @@ class DeltaLog:
         """:meth:`snapshot`, with every action a run on it will replay read and checked first:
         every commit of its segment parsed line by line (:meth:`Snapshot.validate_commits`), and
         with ``replay`` the whole state replayed (``"arrow"``: :meth:`Snapshot.arrow_state`,
-        what a checkpoint is written from; ``"python"``: :meth:`Snapshot.state`). A commit that
+        what a checkpoint is written from; ``"python"``: :meth:`Snapshot.state`; ``"auto"``: the
+        Python one for a segment small enough, as inspect chooses). A commit that
         cannot be read raises (exit 2); a checkpoint whose rows cannot be read is set aside for
         an older checkpoint and the commits after it, as for an unreadable one. What a writing
         operation calls before its first write, so that it never writes on top of a log it then
@@ -312,6 +313,10 @@ class DeltaLog:
             snap = self.snapshot(version, check_read=check_read)
             snap.validate_commits()
             try:
+                if replay == "auto":
+                    from delta_downgrade.log.replay_choice import python_replay_fits
+
+                    replay = "python" if python_replay_fits(snap.segment) else "arrow"
                 if replay == "arrow":
                     snap.arrow_state()
                 elif replay == "python":

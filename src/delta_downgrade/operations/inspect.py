@@ -106,7 +106,7 @@ def inspect_table(location: str, version: int | None = None, *, history: bool = 
     log.refresh(whole_log=True)
     # every commit and the checkpoint's rows read and checked: a damaged log is named, a damaged
     # checkpoint set aside for an older one (as for every command)
-    snapshot = log.validated_snapshot(version, check_read=True)
+    snapshot = log.validated_snapshot(version, check_read=True, replay="auto")  # the one _file_summary uses
     protocol = snapshot.protocol
     metadata = snapshot.metadata
     listing = log.full_listing()

@@ -153,3 +153,17 @@ def test_a_classic_checkpoint_with_fewer_adds_than_last_checkpoint_records_is_se
     adds = [i for i, valid in enumerate(data.column("add").is_valid().to_pylist()) if valid]
     pq.write_table(data.take([i for i in range(data.num_rows) if i != adds[0]]), part)
     assert _state(table) == expected
+
+
+def test_vacuum_refuses_a_table_whose_checkpoint_other_readers_cannot_use(pristine, tmp_path):
+    """This package reads around the damaged sidecar, but vacuum writes no checkpoint: Spark and
+    delta-rs would still fail on the table afterwards, with fewer files left to recover from."""
+    from delta_downgrade.operations.vacuum import vacuum
+
+    table = _copy(pristine, tmp_path)
+    _rewrite_rows(_sidecar(table), 0)
+    before = tree_hashes(table)
+    with pytest.raises(CheckpointUnreadableError) as info:
+        vacuum(str(table), retention_hours=0, enforce_retention_check=False)
+    assert "sidecar" in info.value.message and "nothing was deleted" in info.value.message
+    assert tree_hashes(table) == before
