@@ -5,8 +5,9 @@ replaced by another file. Parquet cannot tell; the log records enough to: every 
 action carries the sidecar's ``sizeInBytes`` (PROTOCOL.md "Sidecar File Information"; delta-rs
 refuses a table whose sidecar has another size), ``_last_checkpoint`` may record the number of
 ``add`` actions of the checkpoint it names (``numOfAddFiles``) and, for a classic or multi-part
-one, the number of its actions (``size``), and a V2 checkpoint's ``checkpointMetadata`` may carry
-tags with the same counts (this package writes ``numOfAddFiles``). :func:`verify_checkpoint`
+one, the number of its actions (``size``), a V2 checkpoint's ``checkpointMetadata`` may carry
+tags with the same counts (this package writes ``numOfAddFiles``), and the version's ``.crc``
+file records its number of live files (``numFiles``), the ``add`` actions of its checkpoint. :func:`verify_checkpoint`
 checks each of those that is recorded and raises :class:`CheckpointUnreadableError` on the first
 mismatch; :class:`~delta_downgrade.log.delta_log.DeltaLog` then falls back to an older checkpoint
 and the commits after it, or refuses the table.
@@ -143,12 +144,14 @@ def _adds_from_statistics(meta: pq.FileMetaData) -> int | None:
 
 
 def verify_checkpoint(storage: Storage, checkpoint: CheckpointInstance,
-                      last_checkpoint: Mapping[str, Any] | None, *, hinted: bool) -> None:
+                      last_checkpoint: Mapping[str, Any] | None, *, hinted: bool,
+                      checksum: Mapping[str, Any] | None = None) -> None:
     """Raise :class:`CheckpointUnreadableError` when ``checkpoint`` is not the one its writer
     recorded (see the module docstring): a sidecar path outside ``_delta_log/_sidecars``, a
     sidecar missing or of another size than its ``sidecar`` action says, or a count of actions
     or of ``add`` actions other than ``_last_checkpoint`` (when ``hinted``: it names this
-    checkpoint) or the ``checkpointMetadata`` tags record."""
+    checkpoint), the ``checkpointMetadata`` tags or the version's ``.crc`` file (``checksum``:
+    its ``numFiles``, the live files of the version, PROTOCOL.md "Version Checksum File") record."""
     name = f"checkpoint {checkpoint.paths[0]}"
     counts = _Counts(storage, name)
     sidecars: list[dict[str, Any]] = []
@@ -193,6 +196,9 @@ def verify_checkpoint(storage: Storage, checkpoint: CheckpointInstance,
         size = _recorded_count(last_checkpoint.get("size"))
         if size is not None and checkpoint.kind != "v2" and not sidecars:
             recorded.append(("_last_checkpoint", "action", size))
+    crc_files = _recorded_count((checksum or {}).get("numFiles"))
+    if crc_files is not None:
+        recorded.append((f"the .crc file of version {checkpoint.version}", "add", crc_files))
     tag_adds = _recorded_count(tags.get("numOfAddFiles"))
     if tag_adds is not None:
         recorded.append(("checkpointMetadata", "add", tag_adds))

@@ -358,7 +358,7 @@ class DeltaLog:
         hint = listing.last_checkpoint
         hinted = hint is not None and hint.get("version") == checkpoint.version \
             and listing._matches_hint(checkpoint)
-        verify_checkpoint(self.storage, checkpoint, hint, hinted=hinted)
+        verify_checkpoint(self.storage, checkpoint, hint, hinted=hinted, checksum=self.crc(checkpoint.version))
         self._verified.add(checkpoint.paths)
 
     def _reject(self, segment: LogSegment, exc: CheckpointUnreadableError) -> None:

@@ -72,6 +72,13 @@ MALFORMED = {
     "bom": "\ufeff" + GOOD,
     "nul": GOOD.replace("g.parquet", "g\u0000.parquet").replace("\\u0000", "\x00"),
     "in-commit-timestamp-a-word": _line({"commitInfo": {"timestamp": T0, "inCommitTimestamp": "yesterday"}}),
+    "path-a-bad-escape": _line(_add("a%zz.parquet")),
+    "path-empty": _line(_add("")),
+    "size-negative": _line(_add("x", size=-5)),
+    "deletion-vector-of-no-kind": _line(_add("x", deletionVector={"storageType": "q", "pathOrInlineDv": "x",
+                                                                  "sizeInBytes": 1, "cardinality": 1})),
+    "schema-not-json": _line({"metaData": {"id": "m", "format": {"provider": "parquet"}, "schemaString": "not json",
+                                           "partitionColumns": []}}),
     "two-metadata": _line({"metaData": {"id": "m", "format": {"provider": "parquet"}, "schemaString": SCHEMA,
                                         "partitionColumns": []}}) * 2,
 }
