@@ -340,8 +340,9 @@ class DeltaLog:
         hint = listing.last_checkpoint
         if hint is not None:
             version = hint["version"]
-            if not any(c.version == version and c.complete and c.paths not in self._rejected
-                       for c in listing.checkpoints):
+            rejected_there = any(c.version == version and c.paths in self._rejected for c in listing.checkpoints)
+            if not rejected_there and not any(c.version == version and c.complete and c.paths not in self._rejected
+                                              for c in listing.checkpoints):
                 out.append(f"_last_checkpoint names version {version}, which has no complete checkpoint")
         return out
 

@@ -167,3 +167,20 @@ def test_vacuum_refuses_a_table_whose_checkpoint_other_readers_cannot_use(pristi
         vacuum(str(table), retention_hours=0, enforce_retention_check=False)
     assert "sidecar" in info.value.message and "nothing was deleted" in info.value.message
     assert tree_hashes(table) == before
+
+
+@pytest.mark.parametrize("offset", [0, 1, -1])
+def test_a_checkpoint_is_checked_against_the_live_files_its_versions_crc_records(pristine, tmp_path, offset):
+    table = _copy(pristine, tmp_path)
+    live = len(DeltaLog(str(table)).snapshot().state().files)
+    (table / LOG_DIR / f"{4:020d}.crc").write_text(json.dumps(
+        {"tableSizeBytes": 1, "numFiles": live + offset, "numMetadata": 1, "numProtocol": 1}))
+    log = DeltaLog(str(table))
+    snapshot = log.validated_snapshot()
+    problems = log.checkpoint_problems()
+    if offset == 0:
+        assert problems == [] and snapshot.segment.checkpoint is not None
+    else:
+        assert len(problems) == 1 and "the .crc file of version 4" in problems[0], problems
+        assert snapshot.segment.checkpoint is None  # rebuilt from the commits
+    assert _state(table) == _state(pristine)
