@@ -375,7 +375,8 @@ class Metadata(Action):
                 schema = json.loads(md.schemaString)
             except (NestingTooDeepError, ValueError) as exc:
                 raise MalformedActionError(f"malformed metaData action: schemaString is not a schema: {exc}") from None
-            if not isinstance(schema, dict) or schema.get("type") != "struct" or not isinstance(schema.get("fields"), list):
+            if not isinstance(schema, dict) or schema.get("type") != "struct" \
+                    or not isinstance(schema.get("fields"), list):
                 raise MalformedActionError(
                     f"malformed metaData action: schemaString is not a struct type ({_short(md.schemaString)})")
         fmt = dict(md.format or {})
