@@ -45,6 +45,7 @@ if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
 import tests.oracle  # noqa: E402
+from tests import spark_use  # noqa: E402
 from tests.oracle import DeltaRsOracle  # noqa: E402
 
 # Object-store endpoints (moto S3, Azurite, fake-gcs-server): fixtures of tests/object_stores.py.
@@ -72,6 +73,7 @@ def pytest_addoption(parser):
         help="run the Spark tests on a Spark Connect session (pyspark's bundled local server, as "
              "Databricks serverless) and set SPARK_REMOTE for the subprocesses tests start; "
              "also DELTA_DOWNGRADE_TEST_SPARK=connect")
+    spark_use.add_options(parser)
 
 
 def spark_connect_mode(config) -> bool:
@@ -84,6 +86,7 @@ _CONNECT_SERVER = None
 
 def pytest_configure(config):
     global _CONNECT_SERVER
+    spark_use.configure(config, connect=spark_connect_mode(config))
     if not spark_connect_mode(config) or config.option.collectonly:
         return
     os.environ["DELTA_DOWNGRADE_TEST_SPARK"] = "connect"
@@ -112,16 +115,15 @@ def pytest_unconfigure(config):
 def pytest_collection_modifyitems(config, items):
     connect = spark_connect_mode(config)
     if connect:
-        # Under Connect: every integration test (a subprocess may start Spark without the test
-        # saying so), and the unit tests that use Spark; the other unit tests never reach Spark.
-        # Integration tests marked no_spark run log-only commands and never start Spark.
-        unit = str(REPO_ROOT / "tests" / "unit")
-        spark_free = [i for i in items if (str(i.path).startswith(unit) or i.get_closest_marker("no_spark"))
-                      and "spark" not in set(getattr(i, "fixturenames", ()))
-                      and i.get_closest_marker("spark") is None]
-        if spark_free:
-            config.hook.pytest_deselected(items=spark_free)
-            chosen = set(map(id, spark_free))
+        # Under Connect: the tests that can differ there, those that used Spark in the classic
+        # pass (tests/spark_use.py); without a record, every integration test.
+        record = config.getoption("--spark-record")
+        spark_free, _ = spark_use.read_spark_free(Path(record)) if record else (set(), set())
+        leave_out = spark_use.connect_deselection(items, str(REPO_ROOT / "tests" / "unit") + os.sep,
+                                                  spark_free)
+        if leave_out:
+            config.hook.pytest_deselected(items=leave_out)
+            chosen = set(map(id, leave_out))
             items[:] = [i for i in items if id(i) not in chosen]
     for item in items:
         names = set(getattr(item, "fixturenames", ()))

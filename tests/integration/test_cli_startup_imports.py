@@ -1,8 +1,4 @@
-"""What the CLI imports before it does anything (issue 12: start-up time): ``--help`` loads no
-engine (pyspark), no Arrow and no settings library (pydantic), and ``inspect`` of a small table
-(commits only, a few files) no Arrow either - importing pyarrow alone costs 0.1-0.15 s, several
-times what the command's own work takes. Each check runs the CLI's ``main`` in a fresh
-interpreter and looks at ``sys.modules`` afterwards."""
+"""What a command imports at start-up, observed in a fresh interpreter (the process start is the point)."""
 
 from __future__ import annotations
 
