@@ -125,7 +125,7 @@ def _integral(v: Any) -> Any:
 _EXACT: dict[Callable[[Any], bool] | None, type] = {_is_str: str, _is_long: int, _is_bool: bool}
 _EXACT_CHECK: dict[type, Callable[[Any], bool]] = {t: c for c, t in _EXACT.items() if c is not None}
 
-_TYPE_NAMES = {_is_path: "a string", _is_size: "a size (a long, not negative)",
+_TYPE_NAMES = {_is_path: "a string", _is_size: "a long",
                _is_str: "a string", _is_long: "a long", _is_bool: "a boolean", _is_obj: "an object",
                _is_str_list: "an array of strings", _is_str_map: "a map of strings",
                _is_dv: "a deletion vector descriptor"}
@@ -198,6 +198,8 @@ class Action:
         """``value`` as the long it denotes (``1.0``), or raise."""
         if check in (_is_long, _is_size) and check(_integral(value)):
             return _integral(value)
+        if check is _is_size and type(value) is int and value < 0:
+            raise MalformedActionError(f"malformed {cls.KEY} action: field {key!r} must not be negative, got {value}")
         if check is _is_path and type(value) is str:
             raise MalformedActionError(
                 f"malformed {cls.KEY} action: field {key!r} must be a non-empty URI path (RFC 2396, every '%' "
