@@ -454,6 +454,17 @@ class DomainMetadata(Action):
     removed: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
 
+    @classmethod
+    def from_obj(cls, obj: Mapping[str, Any]) -> "DomainMetadata":
+        dm = super().from_obj(obj)
+        assert isinstance(dm, DomainMetadata)
+        if isinstance(dm.configuration, str) and dm.configuration:  # JSON, parsed by the system domains' readers
+            try:
+                check_nesting(dm.configuration, "configuration")
+            except NestingTooDeepError as exc:
+                raise MalformedActionError(f"malformed domainMetadata action: {exc}") from None
+        return dm
+
 
 @dataclass(frozen=True)
 class Txn(Action):

@@ -169,3 +169,12 @@ def test_a_deeply_nested_stats_string_costs_its_statistics_only(tmp_path):
 
     add = AddFile(path="x", size=1, modificationTime=1, stats=_deep())
     assert add.num_records is None
+
+
+def test_a_deeply_nested_domain_configuration_is_malformed(tmp_path):
+    table = _table(tmp_path)
+    (table / commit_path(3)).write_text(_line({"domainMetadata": {
+        "domain": "delta.rowTracking", "configuration": '{"a": %s}' % _deep(),
+        "removed": False}}))
+    with pytest.raises(CorruptLogError, match="nest"):
+        DeltaLog(str(table)).validated_snapshot()
