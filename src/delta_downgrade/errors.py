@@ -508,6 +508,14 @@ class VacuumNegativeRetentionError(BadInputError):
 
 # --- must wait (exit 3) ----------------------------------------------------------------------------
 
+class CheckpointProtectionTruncationBlockedError(CorruptLogError):
+    """The retention before truncating the history of checkpointProtection has passed, yet the
+    metadata cleanup still cannot remove every version before the boundary (the cutoff checkpoint
+    it needs is unusable): a wait that would never end, reported as what it is."""
+
+    error_class = "DELTA_STATE_RECOVER_ERROR"
+
+
 class RetentionWaitError(DeltaDowngradeError):
     """Part of the work is done and recorded; rerun after ``retry_after`` (UTC)."""
 
@@ -608,6 +616,11 @@ class DropCheckpointFailedError(DeltaDowngradeError):
 class MalformedActionError(ValueError):
     """An action lacks a field the protocol requires, or a field has the wrong JSON type, or a
     log line is not an action at all (PROTOCOL.md "Actions": each line is one JSON object)."""
+
+
+class NestingTooDeepError(MalformedActionError):
+    """A log line (or a JSON string in one) nests deeper than a parser may be asked to follow
+    (``protocol/json_nesting.py``)."""
 
 
 class DeletionVectorFormatError(ValueError):

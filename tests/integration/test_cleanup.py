@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Mapping, Sequence
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from delta_downgrade.protocol.actions import AnyAction, CommitInfo, Metadata, ProtocolAction, Sidecar, serialize_commit
@@ -384,13 +385,20 @@ def test_sidecars(tmp_path):
     b = build_table(tmp_path / "t", base=PLAIN, checkpoints=(6, 8, 10))
     st = b.storage
     names = {"a": "a.parquet", "b": "b.parquet", "orphan-old": "c.parquet", "orphan-young": "d.parquet"}
+    # real (empty) parquet files: a sidecar is checked against its sidecar action before its
+    # checkpoint can be the cutoff (checkpoint_integrity)
+    sink = pa.BufferOutputStream()
+    add = pa.struct([("path", pa.string()), ("partitionValues", pa.map_(pa.string(), pa.string())),
+                     ("size", pa.int64()), ("modificationTime", pa.int64()), ("dataChange", pa.bool_())])
+    pq.write_table(pa.table({"add": pa.array([], add)}), sink)
+    sidecar_bytes = sink.getvalue().to_pybytes()
     for name in names.values():
-        st.write_atomic(sidecar_path(name), b"PAR1")
+        st.write_atomic(sidecar_path(name), sidecar_bytes)
     manifests = {}
     for version, sidecar in ((6, names["a"]), (8, names["b"])):
         snap = b.log.refresh().snapshot(version)
         actions = [ProtocolAction.of(snap.protocol), snap.metadata,
-                   Sidecar(path=sidecar, sizeInBytes=4, modificationTime=OLD_MS)]
+                   Sidecar(path=sidecar, sizeInBytes=len(sidecar_bytes), modificationTime=OLD_MS)]
         manifests[version] = v2_checkpoint_path(version, str(uuid.uuid4()))
         st.write_atomic(manifests[version], serialize_commit(actions))
     for name in ("a", "b", "orphan-old"):

@@ -52,6 +52,7 @@ from delta_downgrade.log.concurrent_reads import read_files
 from delta_downgrade.log.memory_pool import MEMORY_POOL
 from delta_downgrade.log.reconcile import commit_rank, file_key
 from delta_downgrade.log.segment import LogSegment, check_single_protocol_and_metadata, commit_parse_error
+from delta_downgrade.protocol.json_nesting import check_nesting
 from delta_downgrade.protocol.actions import (ACTION_TYPES, AddFile, DomainMetadata, Metadata, ProtocolAction,
                                               RemoveFile, Txn, parse_action, parse_commit)
 from delta_downgrade.storage import FileStatus, Storage
@@ -263,6 +264,7 @@ def _parse_line(commits: CommitBytes, i: int, line: bytes) -> Any:
     """One line by the Python parser. When it fails, the error is the one ``read_commit_actions``
     raises for the commit (the whole file parsed again: decoded first, lines numbered)."""
     try:
+        check_nesting(line)
         return parse_action(json.loads(line.decode("utf-8")))
     except (ValueError, UnicodeDecodeError) as exc:
         first = exc
@@ -282,6 +284,7 @@ def _partition_keys(commits: CommitBytes) -> list[str]:
         if tries == 16:
             break
         try:
+            check_nesting(line)
             obj = json.loads(line)
         except ValueError:
             continue
@@ -534,6 +537,11 @@ class _ChunkReader:
         data = self.commits.chunk(lo, hi)
         if not _is_utf8(data):  # pyarrow.json does not check; the Python parser then raises
             raise _Irregular("not UTF-8")
+        for i in range(lo, hi):  # pyarrow.json's parser recurses: a deep line must never reach it
+            try:
+                check_nesting(self.commits.raw(i))
+            except ValueError as exc:
+                raise commit_parse_error(self.commits.storage, self.commits.path(i), exc) from exc
         table = pj.read_json(
             pa.BufferReader(data),
             read_options=pj.ReadOptions(use_threads=False,  # one block: one chunk per column

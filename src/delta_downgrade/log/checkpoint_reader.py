@@ -68,8 +68,10 @@ def parquet_source(storage: Storage, rel_path: str) -> Iterator[Any]:
 def open_checkpoint_parquet(source: Any) -> pq.ParquetFile:
     """A checkpoint (or sidecar) parquet file. INT96 timestamps - Databricks writes them in
     ``stats_parsed`` - are read in microseconds: in nanoseconds (pyarrow's default) the years
-    after 2262 overflow, and such a file must stay readable (delta-rs reads it)."""
-    return pq.ParquetFile(source, coerce_int96_timestamp_unit="us")
+    after 2262 overflow, and such a file must stay readable (delta-rs reads it). The pages'
+    CRCs are checked where the writer recorded them: a damaged page is an unreadable checkpoint
+    (an older one is used), never a silently different action."""
+    return pq.ParquetFile(source, coerce_int96_timestamp_unit="us", page_checksum_verification=True)
 
 
 def projected_columns(pf: pq.ParquetFile, columns: Iterable[str]) -> list[str]:
@@ -278,11 +280,22 @@ class CheckpointReader:
         return [sidecar_rel_path(r["path"]) for r in self.rows(["sidecar"])["sidecar"]]
 
 
-def sidecar_rel_path(path: str) -> str:
-    """Sidecar paths are file names relative to ``_delta_log/_sidecars`` (or absolute URIs)."""
+def sidecar_rel_path(path: Any) -> str:
+    """The table-relative path of a sidecar: PROTOCOL.md "Sidecar File Information" makes its
+    ``path`` a file name relative to ``_delta_log/_sidecars`` or an absolute path of a file
+    there. Anything that would lead elsewhere (``../../x.parquet``, a sub-directory, another
+    directory's file) is refused with :class:`CheckpointUnreadableError`: a checkpoint naming it
+    is not one this table's writers made, and is never followed."""
+    if not isinstance(path, str) or not path:
+        raise CheckpointUnreadableError(f"a sidecar action has no usable path ({path!r})")
+    name = path
     if "://" in path or path.startswith("/"):
         marker = f"/{LOG_DIR}/_sidecars/"
-        if marker in path:
-            return f"{LOG_DIR}/_sidecars/" + path.split(marker, 1)[1]
-        return path
-    return f"{LOG_DIR}/_sidecars/{path}"
+        if marker not in path:
+            raise CheckpointUnreadableError(
+                f"the sidecar path {path!r} is not in _delta_log/_sidecars; refusing to read it")
+        name = path.rsplit(marker, 1)[1]
+    if "/" in name or "\\" in name or name in (".", "..") or "\0" in name:
+        raise CheckpointUnreadableError(
+            f"the sidecar path {path!r} leads outside _delta_log/_sidecars; refusing to read it")
+    return f"{LOG_DIR}/_sidecars/{name}"

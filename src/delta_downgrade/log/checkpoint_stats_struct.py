@@ -32,6 +32,7 @@ import pyarrow.json as pajson
 
 from delta_downgrade.log.checkpoint_stats import STATS_PARSED
 from delta_downgrade.protocol.actions import Metadata
+from delta_downgrade.protocol.json_nesting import check_nesting
 from delta_downgrade.protocol.schema import COLUMN_MAPPING_PHYSICAL_NAME_KEY, delta_type_to_arrow
 
 _log = logging.getLogger(__name__)
@@ -128,6 +129,10 @@ def _parse_chunk(stats: pa.Array, typ: pa.StructType) -> pa.StructArray:
     # one object per line; a fresh array's value buffer is exactly the newline-joined text
     lines = pc.binary_join_element_wise(pc.fill_null(stats, "{}"), "\n", "")
     data = lines.buffers()[2].slice(0, int(pc.sum(pc.binary_length(lines)).as_py() or 0))
+    try:  # pyarrow.json's parser recurses: a deep stats string must never reach it
+        check_nesting(memoryview(data))
+    except ValueError as exc:
+        raise pa.ArrowInvalid(f"a stats string is not usable: {exc}") from None
     table = pajson.read_json(pa.BufferReader(data),
                              read_options=pajson.ReadOptions(block_size=_BLOCK_SIZE, use_threads=True),
                              parse_options=pajson.ParseOptions(explicit_schema=pa.schema(list(_as_read(typ))),

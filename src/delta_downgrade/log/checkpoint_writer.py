@@ -202,10 +202,13 @@ def checkpoint_parquet_bytes(batches: Iterable[pa.RecordBatch | pa.Table],
 
 def checkpoint_parquet_writer(sink: Any, schema: pa.Schema = CHECKPOINT_SCHEMA) -> pq.ParquetWriter:
     """A parquet writer of a checkpoint file to ``sink`` (a path or a stream): snappy, with the
-    dictionary and statistics columns above."""
+    dictionary and statistics columns above, and a CRC of every page (the parquet format's page
+    checksum, which parquet-mr writes by default too): a damaged page is then an error for every
+    reader that checks it (this package does, :func:`~.checkpoint_reader.open_checkpoint_parquet`),
+    never a silently different action."""
     dictionary, statistics = _encoding_columns(schema)
     return pq.ParquetWriter(sink, schema, compression="snappy", use_dictionary=dictionary,
-                            write_statistics=statistics, memory_pool=MEMORY_POOL)
+                            write_statistics=statistics, write_page_checksum=True, memory_pool=MEMORY_POOL)
 
 
 def write_row_groups(writer: pq.ParquetWriter, batches: Iterable[pa.RecordBatch | pa.Table]) -> None:

@@ -20,14 +20,14 @@ from delta_downgrade.protocol.actions import (
 )
 from delta_downgrade.clock import SYSTEM_CLOCK, Clock
 from delta_downgrade.errors import (
-    CommitFileExistsError, ConcurrentWriteError, StorageNotAtomicError,
+    CommitFileExistsError, ConcurrentWriteError, CorruptLogError, StorageNotAtomicError,
 )
 from delta_downgrade.log.delta_log import DeltaLog
 from delta_downgrade.log.files import commit_path
 from delta_downgrade.log.row_ids import (
     PRESERVED_TAG, ROW_TRACKING_DOMAIN, assign_fresh_row_ids, needs_fresh_row_ids, row_tracking_of,
 )
-from delta_downgrade.log.segment import read_commit_actions
+from delta_downgrade.log.segment import LoadedFile, read_commit_actions
 from delta_downgrade.protocol import Protocol
 from delta_downgrade.protocol.support import Operation, ensure_supported
 from delta_downgrade.storage import FileStatus
@@ -151,15 +151,34 @@ def rebase_over_blind_appends(actions: Sequence[AnyAction], *, operation: str,
 
 def read_winning_commits(log: DeltaLog, after_version: int) -> list[WinningCommit]:
     """The commits after ``after_version``, read by name until the first missing version: a lost
-    race costs the winners' files only, never a listing or a replay of the log."""
+    race costs the winners' files only, never a listing or a replay of the log.
+
+    Called after creating ``after_version + 1`` failed because it exists: that first winner must
+    be read. When it cannot be (a link to nothing, a directory, a file gone again), the version
+    is taken and its content unknown - :class:`CorruptLogError` (exit 2), never an empty list of
+    winners, which would let the commit go on past a version nobody validated."""
     out = []
     version = after_version + 1
+    root = getattr(log.storage, "root", None)
     while True:
         path = commit_path(version)
-        if not log.storage.exists(path):
-            return out
-        status = FileStatus(path, 0, 0)
-        out.append(WinningCommit(version, tuple(read_commit_actions(log.storage, status))))
+        try:
+            data = log.storage.read_bytes(path)
+        except FileNotFoundError:
+            if out:
+                return out
+            data = None
+            why: str = "it is not there to read (a link to nothing, or deleted again)"
+        except OSError as exc:
+            data = None
+            why = f"it cannot be read: {exc.strerror or exc}"
+        if data is None:
+            raise CorruptLogError(
+                f"creating {path} failed because it exists, but {why}. The version is taken and "
+                f"what it holds is unknown, so nothing can be committed after it; restore the "
+                f"file from a backup or remove the entry", table=root, params={"path": path})
+        status = FileStatus(path, len(data), 0)
+        out.append(WinningCommit(version, tuple(read_commit_actions(LoadedFile(root, data), status))))
         version += 1
 
 
@@ -168,9 +187,15 @@ def _ict_of(log: DeltaLog, version: int) -> int | None:
     if version < 0:
         return None
     path = commit_path(version)
-    if not log.storage.exists(path):
+    try:
+        data = log.storage.read_bytes(path)
+    except FileNotFoundError:
         return None
-    for action in read_commit_actions(log.storage, FileStatus(path, 0, 0), ("commitInfo",)):
+    except OSError as exc:
+        raise CorruptLogError(f"cannot read {path}: {exc.strerror or exc}; restore the file from a "
+                              f"backup (nothing was written)", table=log.table) from exc
+    for action in read_commit_actions(LoadedFile(log.table, data), FileStatus(path, len(data), 0),
+                                      ("commitInfo",)):
         if isinstance(action, CommitInfo):
             return action.inCommitTimestamp
     return None

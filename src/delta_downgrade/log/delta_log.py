@@ -3,12 +3,13 @@ checkpoint inventory — the two views checkpoint protection reasons about."""
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from typing import Any, Mapping, NoReturn, Sequence
 
 from delta_downgrade.protocol.actions import Metadata, ProtocolAction
 from delta_downgrade.errors import (
-    CheckpointUnreadableError, DeltaDowngradeError, VersionNotFoundError,
+    CheckpointUnreadableError, CorruptLogError, DeltaDowngradeError, VersionNotFoundError,
     VersionsNotContiguousError,
 )
 from delta_downgrade.log.files import commit_path, parse_log_file
@@ -18,6 +19,9 @@ from delta_downgrade.log.snapshot import BOUNDARY_PROPERTY, Snapshot
 from delta_downgrade.protocol import Protocol
 from delta_downgrade.protocol.support import Operation, ensure_supported
 from delta_downgrade.storage import FileStatus, Storage, open_storage
+
+
+_log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -70,6 +74,10 @@ class DeltaLog:
         #: of the same content is copied instead of encoded again.
         self.written_checkpoint: Any = None
         self._own_checkpoints: set[str] = set()  # checkpoint files written through this log
+        # Checkpoints found damaged (their files -> why), never used again by this log; and the
+        # checkpoints verified (checkpoint_integrity) already.
+        self._rejected: dict[tuple[str, ...], CheckpointUnreadableError] = {}
+        self._verified: set[tuple[str, ...]] = set()
 
     def __repr__(self) -> str:
         return f"DeltaLog({self.table!r})"
@@ -232,10 +240,10 @@ class DeltaLog:
         # commits follow without a gap serves (an older one would only replay more commits);
         # when none does, the whole listing decides, and reports the gap.
         found = self._segment_from(listing, version,
-                                   listing.complete_checkpoints(at_most=version, listed_only=True))
+                                   self._usable(listing.complete_checkpoints(at_most=version, listed_only=True)))
         if found is None and listing.listed_from is not None:
             listing = self.full_listing()
-            found = self._segment_from(listing, version, listing.complete_checkpoints(at_most=version))
+            found = self._segment_from(listing, version, self._usable(listing.complete_checkpoints(at_most=version)))
         if found is not None:
             return found
         earliest = None
@@ -248,6 +256,12 @@ class DeltaLog:
                 f"version {version} is no longer retained: history before version {earliest} was "
                 f"cleaned up", table=self.table, params={"earliestVersion": earliest})
         self._raise_gap(version)
+
+    def _usable(self, checkpoints: list[CheckpointInstance]) -> list[CheckpointInstance]:
+        """``checkpoints`` less those this log found damaged."""
+        if not self._rejected:
+            return checkpoints
+        return [c for c in checkpoints if c.paths not in self._rejected]
 
     @staticmethod
     def _segment_from(listing: LogListing, version: int,
@@ -270,18 +284,104 @@ class DeltaLog:
         feature (unknown ones may change what the log means, so guessing would be wrong).
         Checkpoints that cannot be read are skipped for an older one, as Spark does.
         """
-        segment = self.segment(version)
-        snap = self._cached_snapshot(segment) or Snapshot(self.storage, self.table, segment)
-        try:
-            snap.protocol_action
-        except CheckpointUnreadableError:
-            fallback = self._fallback_segment(segment)
-            if fallback is None:
-                raise
-            snap = Snapshot(self.storage, self.table, fallback)
+        while True:
+            segment = self.segment(version)
+            snap = self._cached_snapshot(segment) or Snapshot(self.storage, self.table, segment)
+            try:
+                snap.protocol_action
+                self._verify_checkpoint(segment)
+            except CheckpointUnreadableError as exc:
+                self._reject(segment, exc)
+                continue
+            break
         check_protocol(snap.protocol, self.table, snap.version, check_read=check_read)
         self._remember(snap)
         return snap
+
+    def validated_snapshot(self, version: int | None = None, *, check_read: bool = True,
+                           replay: str | None = "arrow") -> Snapshot:
+        """:meth:`snapshot`, with every action a run on it will replay read and checked first:
+        every commit of its segment parsed line by line (:meth:`Snapshot.validate_commits`), and
+        with ``replay`` the whole state replayed (``"arrow"``: :meth:`Snapshot.arrow_state`,
+        what a checkpoint is written from; ``"python"``: :meth:`Snapshot.state`; ``"auto"``: the
+        Python one for a segment small enough, as inspect chooses). A commit that
+        cannot be read raises (exit 2); a checkpoint whose rows cannot be read is set aside for
+        an older checkpoint and the commits after it, as for an unreadable one. What a writing
+        operation calls before its first write, so that it never writes on top of a log it then
+        fails to read."""
+        while True:
+            snap = self.snapshot(version, check_read=check_read)
+            snap.validate_commits()
+            try:
+                if replay == "auto":
+                    from delta_downgrade.log.replay_choice import python_replay_fits
+
+                    replay = "python" if python_replay_fits(snap.segment) else "arrow"
+                if replay == "arrow":
+                    snap.arrow_state()
+                elif replay == "python":
+                    snap.state()
+            except CorruptLogError as exc:
+                # the commits parsed: what failed is (almost always) the checkpoint; without one
+                # the error stands
+                if snap.segment.checkpoint is None:
+                    raise
+                self._reject(snap.segment, exc if isinstance(exc, CheckpointUnreadableError) else
+                             CheckpointUnreadableError(exc.message, table=self.table))
+                continue
+            return snap
+
+    def checkpoint_problems(self) -> list[str]:
+        """What readers that do not fall back (delta-rs, delta-kernel) fail on in this log, that
+        this log read around: the checkpoints it set aside as damaged, and a ``_last_checkpoint``
+        naming a version without a complete, sound checkpoint. Empty for a sound log."""
+        out = [exc.message for exc in self._rejected.values()]
+        listing = self.listing()
+        hint = listing.last_checkpoint
+        if hint is not None:
+            version = hint["version"]
+            rejected_there = any(c.version == version and c.paths in self._rejected for c in listing.checkpoints)
+            if not rejected_there and not any(c.version == version and c.complete and c.paths not in self._rejected
+                                              for c in listing.checkpoints):
+                out.append(f"_last_checkpoint names version {version}, which has no complete checkpoint")
+        return out
+
+    def _verify_checkpoint(self, segment: LogSegment) -> None:
+        """:func:`~delta_downgrade.log.checkpoint_integrity.verify_checkpoint` for the segment's
+        checkpoint, once per log (not for checkpoints this log wrote itself)."""
+        checkpoint = segment.checkpoint
+        if checkpoint is None or checkpoint.paths in self._verified \
+                or set(checkpoint.paths) <= self._own_checkpoints:
+            return
+        from delta_downgrade.log.checkpoint_integrity import verify_checkpoint  # pyarrow: only when needed
+
+        listing = self.listing()
+        hint = listing.last_checkpoint
+        hinted = hint is not None and hint.get("version") == checkpoint.version \
+            and listing._matches_hint(checkpoint)
+        verify_checkpoint(self.storage, checkpoint, hint, hinted=hinted, checksum=self.crc(checkpoint.version))
+        self._verified.add(checkpoint.paths)
+
+    def _reject(self, segment: LogSegment, exc: CheckpointUnreadableError) -> None:
+        """Set the segment's damaged checkpoint aside (readers may fall back to an older one, as
+        Spark does), or raise ``exc`` when there is none or nothing older can rebuild the version."""
+        checkpoint = segment.checkpoint
+        if checkpoint is None:
+            raise exc
+        self._rejected[checkpoint.paths] = exc
+        for v, snap in list(self._snapshots.items()):
+            if snap.segment.checkpoint is not None and snap.segment.checkpoint.paths in self._rejected:
+                del self._snapshots[v]
+                self._checked.pop(v, None)
+        try:
+            self.segment(segment.version)
+        except (VersionsNotContiguousError, VersionNotFoundError):
+            raise exc.amended(
+                f"{exc.message}. No older checkpoint with every commit after it is left to rebuild "
+                f"version {segment.version} from: restore the damaged file from a backup (nothing "
+                f"was written)", table=self.table) from exc
+        _log.warning("%s: %s; reading version %d from an older checkpoint and the commits after it "
+                     "instead", self.table, exc.message, segment.version)
 
     # --- the snapshot cache ----------------------------------------------------------------------
 
@@ -330,15 +430,6 @@ class DeltaLog:
             oldest = min(self._snapshots)
             del self._snapshots[oldest]
             self._checked.pop(oldest, None)
-
-    def _fallback_segment(self, segment: LogSegment) -> LogSegment | None:
-        """An older segment that skips an unreadable checkpoint, if the commits allow it (the
-        older checkpoints and commits may precede a partial listing: the whole log decides)."""
-        if segment.checkpoint is None:
-            return None
-        listing = self.full_listing()
-        return self._segment_from(listing, segment.version,
-                                  listing.complete_checkpoints(at_most=segment.checkpoint.version - 1))
 
     # --- history ---------------------------------------------------------------------------------
 
@@ -395,7 +486,7 @@ class DeltaLog:
             return None
         try:
             data = json.loads(self.storage.read_bytes(status.path))
-        except (ValueError, OSError):
+        except (ValueError, OSError, RecursionError):
             return None
         return data if isinstance(data, dict) else None
 

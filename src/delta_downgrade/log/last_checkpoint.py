@@ -18,6 +18,7 @@ from typing import Any, Mapping
 from urllib.parse import quote
 
 from delta_downgrade.log.files import LAST_CHECKPOINT
+from delta_downgrade.protocol.json_nesting import check_nesting
 from delta_downgrade.storage import Storage
 
 
@@ -96,8 +97,9 @@ def parse_last_checkpoint(data: bytes | str) -> dict[str, Any] | None:
     if not data.strip():
         return None
     try:
+        check_nesting(data)
         raw = _parse(data)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
     if not isinstance(raw, dict):
         return None
@@ -118,6 +120,14 @@ def read_last_checkpoint(storage: Storage) -> dict[str, Any] | None:
         data = storage.read_bytes(LAST_CHECKPOINT)
     except FileNotFoundError:
         return None
+    except IsADirectoryError:
+        # never ignored as a bad hint: every checkpoint a writer makes replaces this file
+        from delta_downgrade.errors import CorruptLogError
+
+        raise CorruptLogError(
+            f"{LAST_CHECKPOINT} is a directory, not a file: the log's checkpoint pointer cannot be "
+            f"read or replaced. Move it out of the log (nothing was written)",
+            table=getattr(storage, "root", None), params={"path": LAST_CHECKPOINT}) from None
     return parse_last_checkpoint(data)
 
 

@@ -42,7 +42,8 @@ import bisect
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
-from delta_downgrade.errors import NotADeltaTableError, TableNotFoundError, VersionsNotContiguousError
+from delta_downgrade.errors import (CorruptLogError, NotADeltaTableError, TableNotFoundError,
+                                    VersionsNotContiguousError)
 from delta_downgrade.log.files import LOG_DIR, MAX_VERSION, LogFile, parse_log_file
 from delta_downgrade.log.last_checkpoint import read_last_checkpoint
 from delta_downgrade.storage import FileStatus, Storage
@@ -462,10 +463,7 @@ def _scan(storage: Storage, table: str, previous: LogListing | None, stat_known:
         tail = _scan_tail(storage, table, previous) if tail_only else None  # type: ignore[arg-type]
         if tail is not None:
             return (*tail, False)
-    try:
-        statuses = storage.list_dir(LOG_DIR)
-    except NotADirectoryError:
-        _no_log(storage, table, "its _delta_log is a file, not a directory")
+    statuses = _list_log_dir(storage, table)
     if not statuses and not storage.exists(LOG_DIR):
         _no_log(storage, table, "it has no _delta_log directory")
     if not known:
@@ -513,17 +511,14 @@ def _scan_from_hint(storage: Storage, table: str
     kept are stat'ed); the few files of ``C - 1`` it also returns are dropped."""
     try:
         hint = read_last_checkpoint(storage)
-    except OSError:  # e.g. the table is a file: the whole listing names the problem
+    except (OSError, CorruptLogError):  # e.g. the table is a file: the whole listing names the problem
         return None
     if hint is None:
         return None
     version = hint["version"]
     if version == 0 or version > MAX_VERSION:
         return None  # nothing to skip / not a version: the whole listing decides
-    try:
-        statuses = storage.list_dir(LOG_DIR, start_after=f"{version - 1:020d}")
-    except NotADirectoryError:
-        return None
+    statuses = _list_log_dir(storage, table, f"{version - 1:020d}")
     anchor = f"{version:020d}"
     found: dict[str, tuple[LogFile | None, FileStatus]] = {}
     for status in statuses:
@@ -554,10 +549,7 @@ def _complete_in_place(listing: LogListing) -> None:
     assert listing.listed_from is not None and listing._source is not None
     storage, table = listing._source
     anchor = f"{listing.listed_from:020d}"
-    try:
-        statuses = storage.list_dir(LOG_DIR)
-    except NotADirectoryError:
-        _no_log(storage, table, "its _delta_log is a file, not a directory")
+    statuses = _list_log_dir(storage, table)
     head: dict[str, tuple[LogFile | None, FileStatus]] = {}
     for status in statuses:
         name = status.path.rsplit("/", 1)[-1]
@@ -588,10 +580,7 @@ def _scan_tail(storage: Storage, table: str, previous: LogListing
     if latest is None:
         return None
     anchor = f"{latest:020d}"
-    try:
-        statuses = storage.list_dir(LOG_DIR, start_after=anchor)
-    except NotADirectoryError:
-        _no_log(storage, table, "its _delta_log is a file, not a directory")
+    statuses = _list_log_dir(storage, table, anchor)
     latest_name = f"{anchor}.json"
     known = previous._entries
     changed, seen = _compared(statuses, known)
@@ -612,6 +601,8 @@ def _scan_names(storage: Storage, table: str, previous: LogListing
         present = storage.list_names(LOG_DIR)
     except NotADirectoryError:
         _no_log(storage, table, "its _delta_log is a file, not a directory")
+    except OSError as exc:
+        _unlistable(table, exc)
     if not present and not storage.exists(LOG_DIR):
         _no_log(storage, table, "it has no _delta_log directory")
     if previous.listed_from is not None:
@@ -627,6 +618,8 @@ def _scan_names(storage: Storage, table: str, previous: LogListing
         lf = entry[0] if entry is not None else parse_log_file(name)
         if lf is None and storage.is_dir(prefix + name):
             continue  # a folder (list_dir lists files only); log file names are never folders
+        if lf is not None:
+            _refuse_unreadable(storage, table, name)
         try:
             status = storage.status(prefix + name)
         except FileNotFoundError:  # deleted since the directory was read
@@ -636,6 +629,69 @@ def _scan_names(storage: Storage, table: str, previous: LogListing
         if entry is None or entry[1] != status:
             changed[name] = (lf, status)
     return changed, removed
+
+
+def _list_log_dir(storage: Storage, table: str, start_after: str | None = None) -> list[FileStatus]:
+    """The files of ``_delta_log`` (after ``start_after``), with a named error for a log that
+    cannot be listed (a file, a link loop, no permission). Where names are cheap (a local
+    directory), every name that is a log file's but was not listed as a file - a directory, a
+    link to nothing - is refused too (:func:`_refuse_unreadable`): a commit that exists and
+    cannot be read must never be taken for a missing one."""
+    try:
+        statuses = storage.list_dir(LOG_DIR, start_after=start_after)
+    except NotADirectoryError:
+        _no_log(storage, table, "its _delta_log is a file, not a directory")
+    except FileNotFoundError:
+        statuses = []
+    except OSError as exc:
+        _unlistable(table, exc)
+    if storage.lists_names_cheaply:
+        try:
+            names = storage.list_names(LOG_DIR)
+        except OSError:
+            names = set()
+        if "_sidecars" in names:
+            _refuse_unreadable(storage, table, "_sidecars")
+        listed = {s.path.rsplit("/", 1)[-1] for s in statuses}
+        for name in sorted(names - listed):
+            if name == "_last_checkpoint" or (
+                    name[:1] not in (".", "_") and (start_after is None or name > start_after)
+                    and parse_log_file(name) is not None):
+                _refuse_unreadable(storage, table, name)
+    return statuses
+
+
+def _refuse_unreadable(storage: Storage, table: str, name: str) -> None:
+    """Raise :class:`CorruptLogError` when ``_delta_log/<name>`` - a log file's name, or
+    ``_last_checkpoint`` - is there but is not a regular file (a directory, a link to nothing,
+    a link loop), or ``_sidecars`` is there but not a directory."""
+    rel = f"{LOG_DIR}/{name}"
+    local = storage.local_file(rel)
+    if local is None:  # an object store has no such entries: a key is an object
+        return
+    import os
+
+    if name == "_sidecars":
+        if os.path.lexists(local) and not os.path.isdir(local):
+            raise CorruptLogError(
+                f"{rel} is not a directory: V2 checkpoints keep their sidecar files there, so the log "
+                f"cannot be read or written as it is. Move the file out of _delta_log (nothing was "
+                f"written)", table=table, params={"path": rel})
+        return
+    if not os.path.lexists(local) or os.path.isfile(local):
+        return
+    what = ("a directory" if os.path.isdir(local)
+            else "a link to nothing (or a link loop)" if os.path.islink(local) else "not a regular file")
+    raise CorruptLogError(
+        f"{rel} is {what}, not a readable file: the log cannot be read past it and a write must "
+        f"never take that version for a free one. Restore the file from a backup or move the "
+        f"entry out of _delta_log (nothing was written)", table=table, params={"path": rel})
+
+
+def _unlistable(table: str, exc: OSError) -> NoReturn:
+    raise CorruptLogError(
+        f"cannot list {LOG_DIR} of {table}: {exc.strerror or exc}. Check that it is a directory "
+        f"(not a link loop) that this user can read (nothing was written)", table=table) from exc
 
 
 def _no_log(storage: Storage, table: str, why: str) -> NoReturn:

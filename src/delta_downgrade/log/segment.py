@@ -13,6 +13,7 @@ from delta_downgrade.log.concurrent_reads import read_files
 from delta_downgrade.log.listing import CheckpointInstance
 from delta_downgrade.protocol.actions import (AnyAction, MalformedActionError, Metadata, ProtocolAction,
                                               parse_action, parse_commit)
+from delta_downgrade.protocol.json_nesting import check_nesting
 from delta_downgrade.storage import FileStatus, Storage
 
 
@@ -74,12 +75,15 @@ def read_commit_actions(storage: Storage, status: FileStatus, keys: tuple[str, .
             out = []
             if not _might_hold(text, keys):  # one scan of the file instead of one per line
                 return out
+            check_nesting(text)  # before any line reaches the parser
             for number, line in enumerate(text.split("\n"), 1):  # not splitlines(): U+2028 may sit inside a JSON string
                 if line.strip() and _might_hold(line, keys):
                     try:
                         action = parse_action(json.loads(line))
                     except ValueError as exc:
                         raise MalformedActionError(f"line {number}: {exc}") from None
+                    except RecursionError:
+                        raise MalformedActionError(f"line {number}: nested too deeply to parse") from None
                     if action is not None and getattr(action, "KEY", None) in keys:
                         out.append(action)
     except (ValueError, UnicodeDecodeError) as exc:

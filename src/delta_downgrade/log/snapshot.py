@@ -269,6 +269,15 @@ class Snapshot:
             pass  # a shape of log the Arrow replay does not know: the rules applied one by one
         return arrow_state_of(self.state())
 
+    def validate_commits(self) -> None:
+        """Parse every commit of the segment, every line, with every check of
+        :func:`read_commit_actions` (a line that is not an action, a field of the wrong type, two
+        protocol or metaData actions): raises :class:`CorruptLogError` for the first that fails.
+        What a run checks before its first write, since planning reads only the protocol and
+        metaData lines."""
+        for _status, _actions in iter_commit_actions(self.storage, self.segment.commits):
+            pass
+
     def iter_commit_actions(self) -> Iterator[tuple[int, list[AnyAction]]]:
         """The commits of the segment, oldest first, with their version."""
         for status in self.segment.commits:

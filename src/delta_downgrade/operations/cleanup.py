@@ -419,18 +419,39 @@ def _latest_protection(log: DeltaLog) -> tuple[bool, int]:
 
 
 def _checkpoint_readable(log: DeltaLog, listing: LogListing, version: int) -> bool:
-    """Every complete instance at ``version`` yields a protocol and metadata: a reader that
-    prefers any of them will not fall back to an older checkpoint we are about to delete."""
+    """Every complete instance at ``version`` yields a protocol and metadata and is the checkpoint
+    its writer recorded (:func:`~delta_downgrade.log.checkpoint_integrity.verify_checkpoint`:
+    sidecar sizes, action counts): a reader that prefers any of them will not fall back to an
+    older checkpoint we are about to delete."""
+    from delta_downgrade.log.checkpoint_integrity import verify_checkpoint
+
+    hint = listing.last_checkpoint
     for ck in listing.checkpoints:
         if ck.version != version or not ck.complete:
             continue
         try:
             found = CheckpointReader(log.storage, ck).actions(["protocol", "metaData"])
+            verify_checkpoint(log.storage, ck, hint, hinted=hint is not None and hint.get("version") == version
+                              and listing._matches_hint(ck))
         except (DeltaDowngradeError, OSError, ValueError):
             return False
         if not found.get("protocol") or not found.get("metaData"):
             return False
     return True
+
+
+def damaged_checkpoints_from(log: DeltaLog, boundary: int) -> list[int]:
+    """The versions ``>= boundary`` whose checkpoints are damaged (:func:`_checkpoint_readable`),
+    up to the first sound one."""
+    listing = log.full_listing()
+    out = []
+    for version in listing.checkpoint_versions:
+        if version < boundary:
+            continue
+        if _checkpoint_readable(log, listing, version):
+            break
+        out.append(version)
+    return out
 
 
 def _gather_inputs(log: DeltaLog, protected: bool, boundary: int) -> CleanupInputs:
@@ -594,7 +615,9 @@ def earliest_truncation_time_ms(log: DeltaLog, boundary: int, retention_ms: int,
              or any(ck.version < boundary for ck in listing.checkpoints))
     if not below:
         return 0
-    after = [v for v in listing.checkpoint_versions if v >= boundary]
+    # a damaged checkpoint is never a cutoff (plan_cleanup skips it): the first sound one counts
+    after = [v for v in listing.checkpoint_versions
+             if v >= boundary and _checkpoint_readable(log, listing, v)][:1]
     if not after:
         return None
     times = monotonic_commit_times(listing.commits)

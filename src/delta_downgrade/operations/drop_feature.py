@@ -87,7 +87,9 @@ def _prepare(log: DeltaLog, feature: str, *, truncate_history: bool, clock: Cloc
     table the drop begins from when it is not the latest version (the table an earlier plan
     leaves, a :class:`~delta_downgrade.operations.drop_plan.PlannedSnapshot`)."""
     location = log.table
-    start = start if start is not None else log.snapshot()
+    # A drop replays the whole log when it writes its checkpoints: every commit and the
+    # checkpoint's rows are read and checked now, before its first write (a dry run the same).
+    start = start if start is not None else log.validated_snapshot()
     name = clean_feature_name(feature)
     before = start.protocol
     try:
@@ -120,6 +122,15 @@ def _perform(run: DropRun, drop: _Drop) -> DropOutcome:
         return _dropped_by_another_writer(run, drop.name, drop.before)
     except ConcurrentWriteError as exc:
         raise run.conflict_error(exc) from exc
+    except RetentionWaitError:
+        raise
+    except DeltaDowngradeError as exc:
+        raise run.failure_error(exc) from exc
+    except Exception as exc:
+        if not (run.commits or run.checkpoints):
+            raise
+        # an internal failure after the run wrote: exit 1 all the same, with what landed
+        raise run.failure_error(DeltaDowngradeError(f"{type(exc).__name__}: {exc}", table=run.table)) from exc
 
 
 def _plan(drop: _Drop, *, announce: bool) -> tuple[DropPlan, DropOutcome | None]:
@@ -270,9 +281,9 @@ def _barrier(run: DropRun) -> None:
         except DeltaDowngradeError as exc:
             last_error = exc
     raise DropCheckpointFailedError(
-        f"could not create a barrier checkpoint after {MAX_CHECKPOINT_RETRIES} attempts ({last_error}); "
-        f"the table is unchanged apart from empty commits: rerun the drop", table=run.table,
-        feature=run.feature)
+        f"could not create a barrier checkpoint after {MAX_CHECKPOINT_RETRIES} attempts ({last_error}). "
+        f"{run.written_so_far()}", table=run.table, feature=run.feature,
+        params={"landedVersions": list(run.commits)})
 
 
 def _downgrade_actions(snapshot: Snapshot, spec: TableFeature, behaviour: RemovableFeature, *,

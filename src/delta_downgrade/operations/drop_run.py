@@ -205,20 +205,31 @@ class DropRun:
         """The history before ``before`` truncated (or, planning, to be)."""
         self.record(DropStep(TRUNCATE, before), message)
 
+    def written_so_far(self) -> str:
+        """What this run has written, from its own record of its commits and checkpoints: the
+        one source of every message that says what a failed or interrupted run left behind."""
+        if not (self.commits or self.checkpoints):
+            return "Nothing of this run was written."
+        landed = ", ".join(f"v{v} ({op})" for v, op in zip(self.commits, self._operations))
+        done = f"This run had already committed {landed}" if landed else "This run had written no commit"
+        if self.checkpoints:
+            done += f" and written {len(self.checkpoints)} checkpoint file(s)"
+        return f"{done}; they stay, the table is consistent, and rerunning the drop resumes from there."
+
     def conflict_error(self, exc: ConcurrentWriteError) -> ConcurrentWriteError:
         """``exc`` (raised by one step) told about the whole run: which of this run's commits
         landed before the conflict, so that exit 4 never claims that nothing was written."""
-        if self.commits or self.checkpoints:
-            landed = ", ".join(f"v{v} ({op})" for v, op in zip(self.commits, self._operations))
-            done = (f"This run had already committed {landed}" if landed else "This run had written no commit")
-            if self.checkpoints:
-                done += f" and written {len(self.checkpoints)} checkpoint file(s)"
-            context = (f"{done}; they stay, the table is consistent, and rerunning the drop resumes "
-                       f"from there.")
-        else:
-            context = "Nothing of this run was written."
         params = {**exc.params, "landedVersions": list(self.commits)}
-        return exc.amended(f"{exc.message} {context}", table=self.table, feature=self.feature,
+        return exc.amended(f"{exc.message} {self.written_so_far()}", table=self.table, feature=self.feature,
+                           params=params)
+
+    def failure_error(self, exc: DeltaDowngradeError) -> DeltaDowngradeError:
+        """``exc``, raised by a step after this run wrote something, told what was written (a
+        message about the table never guesses at what landed); unchanged when nothing was."""
+        if not (self.commits or self.checkpoints) or "landedVersions" in exc.params:
+            return exc
+        params = {**exc.params, "landedVersions": list(self.commits)}
+        return exc.amended(f"{exc.message} {self.written_so_far()}", table=self.table, feature=self.feature,
                            params=params)
 
 

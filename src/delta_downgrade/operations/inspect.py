@@ -104,7 +104,9 @@ def inspect_table(location: str, version: int | None = None, *, history: bool = 
     # The report names the earliest version, every checkpoint and the unknown log files: one
     # listing of the whole log, not one from the hinted checkpoint completed afterwards.
     log.refresh(whole_log=True)
-    snapshot = log.snapshot(version, check_read=True)
+    # every commit and the checkpoint's rows read and checked: a damaged log is named, a damaged
+    # checkpoint set aside for an older one (as for every command)
+    snapshot = log.validated_snapshot(version, check_read=True, replay="auto")  # the one _file_summary uses
     protocol = snapshot.protocol
     metadata = snapshot.metadata
     listing = log.full_listing()

@@ -13,14 +13,16 @@ from __future__ import annotations
 from delta_downgrade.protocol.actions import ProtocolAction
 from delta_downgrade.clock import to_utc_iso
 from delta_downgrade.errors import (
-    CheckpointProtectionWaitError, InvalidProtocolDowngradeError, RetentionWaitError,
+    CheckpointProtectionTruncationBlockedError, CheckpointProtectionWaitError, InvalidProtocolDowngradeError,
+    RetentionWaitError,
 )
 from delta_downgrade.log.checkpoints import check_checkpoint_writable
 from delta_downgrade.log.files import SIDECAR_DIR
 from delta_downgrade.log.snapshot import BOUNDARY_PROPERTY
 from delta_downgrade.operations.drop_run import STATUS_DROPPED, DropOutcome, DropRun, finish
 from delta_downgrade.operations.cleanup import (
-    earliest_truncation_time_ms, execute_cleanup, history_truncated_before, plan_cleanup,
+    damaged_checkpoints_from, earliest_truncation_time_ms, execute_cleanup, history_truncated_before,
+    plan_cleanup,
 )
 from delta_downgrade.protocol import CHECKPOINT_PROTECTION, Protocol
 from delta_downgrade.protocol.table_config import TableConfig
@@ -48,6 +50,22 @@ def drop_checkpoint_protection(run: DropRun, before: Protocol) -> DropOutcome:
         truncates_all = plan.allowed and plan.truncates_before is not None and plan.truncates_before >= boundary
         if not truncates_all:
             when = earliest_truncation_time_ms(run.log, boundary, retention, "minute")
+            damaged = damaged_checkpoints_from(run.log, boundary) if when is None else []
+            if damaged:
+                # A checkpoint at or after the boundary that cannot serve as the cutoff (damaged,
+                # or not the one its writer recorded) would leave the wait below passed and the
+                # truncation never possible: a sound checkpoint is written instead.
+                run.progress(f"the checkpoint(s) at version(s) {', '.join(map(str, damaged))} at or after "
+                             f"the boundary (version {boundary}) are damaged and cannot be the cutoff of "
+                             f"the truncation; writing a new checkpoint")
+            if when is not None and when <= run.clock.now_ms():
+                # the wait has passed and cleanup still cannot truncate: waiting again would be
+                # waiting forever
+                raise CheckpointProtectionTruncationBlockedError(
+                    f"history before the checkpoint-protection boundary (version {boundary}) cannot be "
+                    f"truncated although its retention passed at {to_utc_iso(when)}: {plan.reason}. "
+                    f"Nothing was written", table=run.table, feature=CHECKPOINT_PROTECTION,
+                    params={"boundaryVersion": boundary, "reason": plan.reason})
             if when is None:
                 # No checkpoint at or after the boundary: cleanup can only reach a checkpoint.
                 # Whether one can be written is known now, before the empty commit (and a dry run

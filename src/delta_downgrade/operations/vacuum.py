@@ -73,7 +73,8 @@ from delta_downgrade.protocol.actions import AddFile, RemoveFile
 from delta_downgrade.clock import SYSTEM_CLOCK, Clock, check_duration_ms
 from delta_downgrade.protocol.dv_paths import dv_relative_path, table_relative_path
 from delta_downgrade.errors import (  # noqa: F401 - re-exported: VACUUM's own errors
-    BadInputError, CorruptLogError, VacuumNegativeRetentionError, VacuumRetentionTooShortError,
+    BadInputError, CheckpointUnreadableError, CorruptLogError, VacuumNegativeRetentionError,
+    VacuumRetentionTooShortError,
 )
 from delta_downgrade.protocol.support import Operation, ensure_supported
 from delta_downgrade.rewrite.staging import STAGING_DIR, is_output_dir_name
@@ -361,6 +362,20 @@ def _remove_staging_dirs(log: DeltaLog, result: VacuumResult) -> None:
                 result.removed_dirs.append(parent)
 
 
+def _refuse_damaged_checkpoints(log: DeltaLog) -> None:
+    """Refuse (exit 2) a log whose checkpoint other readers cannot use, even though this package
+    reads around it (an older checkpoint and the commits): vacuum writes no checkpoint, so it
+    would leave the table as unreadable to them as it found it, with fewer files to recover from."""
+    problems = log.checkpoint_problems()
+    if problems:
+        raise CheckpointUnreadableError(
+            f"{problems[0]}. This package reads the table from an older checkpoint and the commits "
+            f"after it, but Spark and delta-rs fail on it. Restore the damaged file from a backup, or "
+            f"let a writer write a new checkpoint (drop-feature writes several), then rerun vacuum "
+            f"(nothing was deleted)", table=log.table,
+            params={"problems": problems[:10]})
+
+
 def vacuum(log: DeltaLog | str, *, retention_hours: float | None = None, dry_run: bool = False,
            clock: Clock = SYSTEM_CLOCK, enforce_retention_check: bool = True,
            storage_options: Mapping[str, str] | None = None) -> VacuumResult:
@@ -375,7 +390,9 @@ def vacuum(log: DeltaLog | str, *, retention_hours: float | None = None, dry_run
     ``failed``; files that could not be deleted are in ``failed``.
     """
     log = _open(log, storage_options).refresh()
-    snapshot = log.snapshot(check_read=False)
+    # every action the plan replays read and checked before anything is deleted
+    snapshot = log.validated_snapshot(check_read=False, replay="python")
+    _refuse_damaged_checkpoints(log)
     ensure_supported(snapshot.protocol, Operation.VACUUM, table=log.table,
                      version=snapshot.version)
     config = TableConfig(snapshot.metadata.configuration)
@@ -391,7 +408,7 @@ def vacuum(log: DeltaLog | str, *, retention_hours: float | None = None, dry_run
             break
         # Another writer committed while we listed: plan again on its version (which may, e.g.,
         # re-add a file whose tombstone had expired), with the same clock and retention.
-        snapshot = log.snapshot(check_read=False)
+        snapshot = log.validated_snapshot(check_read=False, replay="python")
         ensure_supported(snapshot.protocol, Operation.VACUUM, table=log.table,
                          version=snapshot.version)
         result = plan_vacuum(log, snapshot, retention_ms=retention_ms,

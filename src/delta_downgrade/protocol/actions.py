@@ -8,12 +8,14 @@ unchanged, so a rewrite never loses what another writer recorded.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import MISSING, dataclass, field, fields, replace
 from typing import Any, Callable, ClassVar, Iterable, Mapping
 from urllib.parse import unquote
 
 from delta_downgrade.errors import MalformedActionError  # noqa: F401 - re-exported
 from delta_downgrade.protocol import Protocol
+from delta_downgrade.protocol.json_nesting import NestingTooDeepError, check_nesting
 
 
 def _clean_map(value: Any) -> dict[str, Any] | None:
@@ -52,8 +54,24 @@ def _is_str(v: Any) -> bool:
     return type(v) is str
 
 
+# A '%' that does not start an escape of two hex digits: not a URI (RFC 2396), and Spark's
+# ``new URI(path)`` refuses it, so no reader can find the file.
+_BAD_ESCAPE = re.compile(r"%(?![0-9A-Fa-f]{2})")
+
+
+def _is_path(v: Any) -> bool:
+    """A file action's ``path`` (PROTOCOL.md "Add File and Remove File": a URI, RFC 2396):
+    a non-empty string whose escapes are well-formed."""
+    return type(v) is str and v != "" and ("%" not in v or _BAD_ESCAPE.search(v) is None)
+
+
 def _is_long(v: Any) -> bool:
     return type(v) is int and _LONG_MIN <= v <= _LONG_MAX
+
+
+def _is_size(v: Any) -> bool:
+    """A file's size in bytes: a long, never negative."""
+    return type(v) is int and 0 <= v <= _LONG_MAX
 
 
 def _is_bool(v: Any) -> bool:
@@ -86,7 +104,13 @@ def _is_dv(v: Any) -> bool:
     return True
 
 
-_DV_FIELDS = {"storageType": _is_str, "pathOrInlineDv": _is_str, "offset": _is_long,
+def _is_dv_storage_type(v: Any) -> bool:
+    """PROTOCOL.md "Deletion Vector Descriptor Schema": ``u`` (relative UUID path), ``i``
+    (inline) or ``p`` (absolute path); no reader can find a DV of another kind."""
+    return v in ("u", "i", "p")
+
+
+_DV_FIELDS = {"storageType": _is_dv_storage_type, "pathOrInlineDv": _is_str, "offset": _is_long,
               "sizeInBytes": _is_long, "cardinality": _is_long, "maxRowIndex": _is_long}
 
 
@@ -101,7 +125,8 @@ def _integral(v: Any) -> Any:
 _EXACT: dict[Callable[[Any], bool] | None, type] = {_is_str: str, _is_long: int, _is_bool: bool}
 _EXACT_CHECK: dict[type, Callable[[Any], bool]] = {t: c for c, t in _EXACT.items() if c is not None}
 
-_TYPE_NAMES = {_is_str: "a string", _is_long: "a long", _is_bool: "a boolean", _is_obj: "an object",
+_TYPE_NAMES = {_is_path: "a string", _is_size: "a long",
+               _is_str: "a string", _is_long: "a long", _is_bool: "a boolean", _is_obj: "an object",
                _is_str_list: "an array of strings", _is_str_map: "a map of strings",
                _is_dv: "a deletion vector descriptor"}
 
@@ -171,8 +196,14 @@ class Action:
     @classmethod
     def _wrong_type(cls, key: str, value: Any, check: Callable[[Any], bool]) -> Any:
         """``value`` as the long it denotes (``1.0``), or raise."""
-        if check is _is_long and _is_long(_integral(value)):
+        if check in (_is_long, _is_size) and check(_integral(value)):
             return _integral(value)
+        if check is _is_size and type(value) is int and value < 0:
+            raise MalformedActionError(f"malformed {cls.KEY} action: field {key!r} must not be negative, got {value}")
+        if check is _is_path and type(value) is str:
+            raise MalformedActionError(
+                f"malformed {cls.KEY} action: field {key!r} must be a non-empty URI path (RFC 2396, every '%' "
+                f"starting an escape of two hex digits), got {_short(value)}")
         raise MalformedActionError(
             f"malformed {cls.KEY} action: field {key!r} must be {_TYPE_NAMES.get(check, 'of another type')}, "
             f"got {_json_type(value)} {_short(value)}")
@@ -287,7 +318,7 @@ class AddFile(Action, _FileActionMixin):
             return None
         try:
             value = json.loads(self.stats).get("numRecords")
-        except (ValueError, AttributeError):
+        except (ValueError, AttributeError, RecursionError):
             return None
         return int(value) if value is not None else None
 
@@ -344,6 +375,16 @@ class Metadata(Action):
     def from_obj(cls, obj: Mapping[str, Any]) -> "Metadata":
         md = super().from_obj(obj)
         assert isinstance(md, Metadata)
+        if isinstance(md.schemaString, str):  # parsed later, by json and by Spark's parser
+            try:
+                check_nesting(md.schemaString, "schemaString")
+                schema = json.loads(md.schemaString)
+            except (NestingTooDeepError, ValueError) as exc:
+                raise MalformedActionError(f"malformed metaData action: schemaString is not a schema: {exc}") from None
+            if not isinstance(schema, dict) or schema.get("type") != "struct" \
+                    or not isinstance(schema.get("fields"), list):
+                raise MalformedActionError(
+                    f"malformed metaData action: schemaString is not a struct type ({_short(md.schemaString)})")
         fmt = dict(md.format or {})
         if "options" in fmt:
             fmt["options"] = _clean_map(fmt["options"]) or {}
@@ -413,6 +454,17 @@ class DomainMetadata(Action):
     removed: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
 
+    @classmethod
+    def from_obj(cls, obj: Mapping[str, Any]) -> "DomainMetadata":
+        dm = super().from_obj(obj)
+        assert isinstance(dm, DomainMetadata)
+        if isinstance(dm.configuration, str) and dm.configuration:  # JSON, parsed by the system domains' readers
+            try:
+                check_nesting(dm.configuration, "configuration")
+            except NestingTooDeepError as exc:
+                raise MalformedActionError(f"malformed domainMetadata action: {exc}") from None
+        return dm
+
 
 @dataclass(frozen=True)
 class Txn(Action):
@@ -455,7 +507,7 @@ ACTION_TYPES: dict[str, type[Action]] = {
 # The JSON types of the fields PROTOCOL.md specifies ("Actions"). commitInfo is free-form
 # ("Commit Provenance Information": any valid JSON), except the in-commit timestamp, a long.
 _FILE_FIELDS: dict[str, Callable[[Any], bool]] = {
-    "path": _is_str, "partitionValues": _is_str_map, "size": _is_long, "modificationTime": _is_long,
+    "path": _is_path, "partitionValues": _is_str_map, "size": _is_size, "modificationTime": _is_long,
     "dataChange": _is_bool, "stats": _is_str, "tags": _is_str_map, "deletionVector": _is_dv,
     "baseRowId": _is_long, "defaultRowCommitVersion": _is_long, "clusteringProvider": _is_str,
     "deletionTimestamp": _is_long, "extendedFileMetadata": _is_bool,
@@ -515,6 +567,7 @@ def parse_commit(text: str | bytes) -> list[AnyAction]:
     :class:`MalformedActionError` (a ``ValueError``) naming its line number (1-based)."""
     if isinstance(text, bytes):
         text = text.decode("utf-8")
+    check_nesting(text)  # a MalformedActionError naming the line
     actions: list[AnyAction] = []
     for number, line in enumerate(text.split("\n"), 1):  # not splitlines(): U+2028 may sit inside a JSON string
         line = line.strip()
@@ -524,6 +577,8 @@ def parse_commit(text: str | bytes) -> list[AnyAction]:
             action = parse_action(json.loads(line))
         except ValueError as exc:
             raise MalformedActionError(f"line {number}: {exc}") from None
+        except RecursionError:
+            raise MalformedActionError(f"line {number}: nested too deeply to parse") from None
         if action is not None:
             actions.append(action)
     return actions

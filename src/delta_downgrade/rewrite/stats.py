@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from delta_downgrade.protocol.actions import Metadata
+from delta_downgrade.protocol.json_nesting import check_nesting
 from delta_downgrade.rewrite.physical_schema import column_mapping_mode, physical_name
 from delta_downgrade.rewrite.spark_io import quote_name
 from delta_downgrade.rewrite.type_widening_rules import convert_bound
@@ -31,6 +32,7 @@ _ATOMIC_STATS_TYPES = {"byte", "short", "integer", "long", "float", "double", "d
 def loads_exact(text: str) -> Any:
     """JSON with non-integral numbers kept as Decimal: a float would round a decimal bound such as
     123456789012345678.9, and a rounded bound may exclude the value it bounds."""
+    check_nesting(text, "stats")  # a ValueError, never a RecursionError
     return json.loads(text, parse_float=decimal.Decimal)
 
 

@@ -25,6 +25,7 @@ from delta_downgrade.log import snapshot as snapshot_module
 from delta_downgrade.log.checkpoint_columns import add_array, remove_array
 from delta_downgrade.log.checkpoint_writer import CheckpointContent, write_checkpoint
 from delta_downgrade.log.delta_log import DeltaLog
+from delta_downgrade.log.last_checkpoint import serialize_last_checkpoint
 from delta_downgrade.log.files import LOG_DIR
 from delta_downgrade.log.reconcile import CHECKPOINT_RANK, TableState, commit_rank, file_key
 from delta_downgrade.log.segment import LogSegment
@@ -426,6 +427,10 @@ def test_a_json_manifest_keeps_both_sides_of_a_same_key_pair(golden_table):
     with manifest.open("a") as fh:
         fh.write(json.dumps(_add("zz.parquet", dataChange=False)) + "\n")
         fh.write(json.dumps(_remove("zz.parquet", dataChange=False)) + "\n")
+    # the checkpoint's writer would have recorded the add it holds (else it is set aside as damaged)
+    hint = json.loads((Path(path) / LOG_DIR / "_last_checkpoint").read_text())
+    hint["numOfAddFiles"] += 1
+    (Path(path) / LOG_DIR / "_last_checkpoint").write_bytes(serialize_last_checkpoint(hint))
     log = DeltaLog(path)
     state = log.snapshot(check_read=False).state()
     assert ("zz.parquet", None) in state.files and ("zz.parquet", None) in state.tombstones
