@@ -27,7 +27,6 @@ import yaml
 from tests.workspace_standin import USER_NAME, WorkspaceStandIn
 
 # no Spark: the Connect pass (`pytest --spark-connect`) leaves it out
-pytestmark = pytest.mark.no_spark
 
 REPO = Path(__file__).resolve().parents[2]
 SERVICE_PRINCIPAL = "6f4c2a0e-1b7d-4e3a-9c55-2d8b0f1e7a90"

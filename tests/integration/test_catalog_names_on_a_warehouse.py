@@ -23,7 +23,6 @@ from delta_downgrade.app.render.result import parse_result_lines  # noqa: E402
 from tests.workspace_standin import ApiError, WorkspaceStandIn  # noqa: E402
 
 # no Spark: the Connect pass (`pytest --spark-connect`) leaves it out
-pytestmark = pytest.mark.no_spark
 
 NAME = "main.sales.events"
 IDENT = "`main`.`sales`.`events`"

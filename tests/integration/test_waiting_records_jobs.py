@@ -16,7 +16,6 @@ from delta_downgrade.protocol import Protocol
 from tests.drop_support import PROPERTY, RW_T, build, latest, registered_test_features, run_task
 
 # no Spark: the Connect pass (`pytest --spark-connect`) leaves it out
-pytestmark = pytest.mark.no_spark
 
 CP = "checkpointProtection"
 
