@@ -17,10 +17,8 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-pytest.importorskip("databricks.sdk")
-
-from delta_downgrade.app.render.result import parse_result_lines  # noqa: E402
-from tests.workspace_standin import ApiError, WorkspaceStandIn  # noqa: E402
+from delta_downgrade.app.render.result import parse_result_lines
+from tests.workspace_standin import ApiError, WorkspaceStandIn
 
 # no Spark: the Connect pass (`pytest --spark-connect`) leaves it out
 
@@ -76,6 +74,12 @@ class OneDeltaTable:
                            "[DELTA_FEATURE_DROP_CHECKPOINT_PROTECTION_WAIT_FOR_RETENTION_PERIOD] The "
                            "operation could not be performed: wait for the retention period. SQLSTATE: 44000")
         raise ApiError(400, "BAD_REQUEST", f"[PARSE_SYNTAX_ERROR] not modelled: {statement}")
+
+
+@pytest.fixture(autouse=True)
+def _databricks_sdk():
+    # At run time, not at import: importing the SDK takes ~2 s, which every collection would pay.
+    pytest.importorskip("databricks.sdk")
 
 
 def _task(ws: WorkspaceStandIn, tmp_path, entry_point: str, *args: str) -> subprocess.CompletedProcess:
