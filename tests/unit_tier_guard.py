@@ -103,18 +103,25 @@ def _guards(recorder: _Recorder) -> Iterator[tuple[Any, str, Callable[..., Any]]
 
     # A Spark session that already runs in this process (an integration test of the same run
     # started it) is reached without starting anything: refuse reaching it.
+    # Asking whether one is active answers as in a process that never started one (the question
+    # itself would reach the JVM through py4j's socket).
+    def no_active_session(cls: Any) -> None:
+        return None
+
     session_module = sys.modules.get("pyspark.sql.session")
     if session_module is not None:
         def get_or_create(self: Any) -> Any:
             raise recorder.refuse("asked for a Spark session")
 
         yield session_module.SparkSession.Builder, "getOrCreate", get_or_create
+        yield session_module.SparkSession, "getActiveSession", classmethod(no_active_session)
     connect_module = sys.modules.get("pyspark.sql.connect.session")
     if connect_module is not None:
         def connect_get_or_create(self: Any) -> Any:
             raise recorder.refuse("asked for a Spark Connect session")
 
         yield connect_module.SparkSession.Builder, "getOrCreate", connect_get_or_create
+        yield connect_module.SparkSession, "getActiveSession", classmethod(no_active_session)
 
 
 _REFUSED_FIXTURES = pytest.StashKey[list]()

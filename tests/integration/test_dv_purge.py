@@ -22,6 +22,7 @@ import pytest
 
 from oracle import same_rows
 
+from delta_downgrade.errors import DeltaDowngradeError
 from delta_downgrade.protocol.actions import AddFile, CommitInfo, RemoveFile
 from delta_downgrade.clock import ManualClock
 from delta_downgrade.deletion_vectors import DeletionVectorNotFoundError
@@ -304,8 +305,10 @@ def test_crash_mid_purge_then_rerun(tmp_path, spark, oracle):
     delete_rows(b, lambda r: r["id"] % 4 == 1)
     before = oracle.scan_rows(b.path).unwrap()
 
-    with pytest.raises(Crash):
+    # An internal failure after the run wrote is reported with the versions it committed.
+    with pytest.raises(DeltaDowngradeError, match=r"already committed v2 \(UNSET TBLPROPERTIES\), v3 \(REORG\)") as failed:
         drop_dv(b.path, spark, batch_files=1, on_batch_committed=_crash)
+    assert isinstance(failed.value.__cause__, Crash)
     # One batch is committed, the others still carry their DVs; readers see the same rows.
     assert len(reorg_commits(b.path)) == 1
     doc = inspect_document(inspect_table(b.path, history=False))

@@ -324,10 +324,12 @@ def test_a_failed_move_leaves_no_checkpoint(spark, tmp_path):
     before_pointer = (root / LAST_CHECKPOINT).read_bytes()
     version = len(COMMITS) - 1
     blocker = log_dir / multipart_checkpoint_path(version, 2, 3).split("/", 1)[1]
+    log = DeltaLog(str(root))
+    log.snapshot()  # read before the blocker exists: a listing refuses a directory in its place
     blocker.mkdir()  # a directory where part 2 goes: the rename of part 2 fails
     names = set(os.listdir(log_dir))
     with pytest.raises(OSError):
-        spark_checkpoint_table(spark, DeltaLog(str(root)), clock=ManualClock(NOW), part_size=7)
+        spark_checkpoint_table(spark, log, clock=ManualClock(NOW), part_size=7)
     assert set(os.listdir(log_dir)) == names
     assert (root / LAST_CHECKPOINT).read_bytes() == before_pointer
     blocker.rmdir()

@@ -96,3 +96,20 @@ def test_a_test_that_starts_nothing_passes(unit_tier, tmp_path):
             worker.start(); worker.join()
     """)
     result.assert_outcomes(passed=1)
+
+
+def test_a_spark_session_of_the_same_process_is_not_active_for_a_unit_test(unit_tier):
+    """An integration test of the same worker may have started a session: a unit test's code that
+    asks for the active one gets None, as in a run of the unit tier alone, and may not build one."""
+    result = unit_tier("""
+        import pytest
+        pyspark_sql = pytest.importorskip("pyspark.sql")
+
+        def test_no_active_session():
+            assert pyspark_sql.SparkSession.getActiveSession() is None
+
+        def test_no_new_session():
+            pyspark_sql.SparkSession.builder.getOrCreate()
+    """)
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["*asked for a Spark session*"])

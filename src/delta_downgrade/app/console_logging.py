@@ -114,6 +114,15 @@ def console_logging(step_format: str, level: int = DEFAULT,
         # The drop's DEBUG records (a rehearsal's steps) print as DEBUG lines, not as steps.
         print_to_stderr(DEBUG_FORMAT, drop, package).addFilter(
             lambda record: record.levelno < logging.INFO or record.name != DROP_LOGGER)
+    else:
+        # The package's warnings (a damaged checkpoint set aside, ...) as bare lines, through the
+        # masking formatter: without a handler here they reached stderr only through logging's
+        # last-resort handler, unmasked, and not at all where the host process has handlers.
+        warnings_handler = logging.StreamHandler(sys.stderr)
+        warnings_handler.setLevel(logging.WARNING)
+        warnings_handler.setFormatter(_RedactingFormatter("%(message)s", console))
+        package.addHandler(warnings_handler)
+        installed.append((package, warnings_handler))
     try:
         yield console
     finally:
