@@ -22,7 +22,25 @@ JAVA := $(if $(JAVA_HOME),$(JAVA_HOME)/bin/java,java)
 # (the `|| true` keeps grep's "nothing left" status from failing; pipefail keeps pip's status).
 QUIET_PIP := { grep -v "WARNING: Location" || true; }
 
-.PHONY: venv check-java test test-classic test-connect demo wheel clean distclean
+.PHONY: venv check-java jars test test-classic test-connect demo wheel clean distclean
+
+# ---- Delta's jars: delta-spark for pyspark's Spark line, delta-storage, hadoop-aws + AWS SDK
+# (jars/pom.xml), resolved by Maven into a repository-local Maven repository under .jars/ (ignored
+# by git; fresh it takes ~25 s and ~770 MB, then nothing until jars/pom.xml changes). The tests read
+# .jars/spark.classpath (tests/delta_jars.py) and fail without it.
+JARS_DIR := .jars
+JARS_CLASSPATH := $(JARS_DIR)/spark.classpath
+MVN ?= mvn
+
+jars: $(JARS_CLASSPATH)
+
+$(JARS_CLASSPATH): jars/pom.xml
+	@command -v $(MVN) >/dev/null 2>&1 || { \
+	  echo "ERROR: Maven ($(MVN)) not found: the tests need Delta's jars (jars/pom.xml);" \
+	       "install it (e.g. apt-get install maven)" >&2; exit 1; }
+	$(MVN) -q -B -f jars/pom.xml -Dmaven.repo.local=$(abspath $(JARS_DIR))/m2 dependency:build-classpath
+	@test -s $@ && touch $@
+# ---- end of Delta's jars
 
 venv: $(STAMP)
 
@@ -88,10 +106,10 @@ check-java:
 # server of its own, as Databricks serverless; tests/spark_connect_server.py).
 test: test-classic test-connect
 
-test-classic: venv check-java
+test-classic: venv check-java jars
 	$(VENV)/bin/pytest -q $(PYTEST_ARGS)
 
-test-connect: venv check-java
+test-connect: venv check-java jars
 	$(VENV)/bin/pytest -q --spark-connect $(PYTEST_ARGS)
 
 demo: venv check-java
@@ -106,4 +124,4 @@ clean:
 	  | xargs -0 rm -rf
 
 distclean: clean
-	rm -rf $(VENV)
+	rm -rf $(VENV) $(JARS_DIR)
