@@ -76,6 +76,9 @@ class TableFeature:
     package_writes: bool = True
     properties: tuple[str, ...] = ()
     in_spec: bool = False
+    #: False for names real (Databricks) tables carry that delta-spark's registry does not know:
+    #: its DROP FEATURE answers them as unknown features (DELTA_FEATURE_DROP_UNSUPPORTED_CLIENT_FEATURE).
+    known_to_delta_spark: bool = True
 
     def __post_init__(self) -> None:
         # Accept any iterable for convenience but store the immutable shape the type promises.
@@ -208,11 +211,11 @@ _CATALOG: tuple[TableFeature, ...] = (
     # Databricks' preview name of clustering (DBR 13.x; not in delta-spark): the same writer
     # requirements, its columns in the delta.liquid domain as [{"physicalName": [...]}].
     # Not removable, like clustering.
-    _w("liquid", required_features={"domainMetadata"}),
+    _w("liquid", required_features={"domainMetadata"}, known_to_delta_spark=False),
     # Collated String Type RFC: __COLLATIONS field metadata is kept by every schema change
     # (column-mapping removal and type widening strip only their own keys), statistics written
     # are UTF-8 binary ones (allowed), statsWithCollation is re-keyed with the other stats.
-    _w("collations", required_features={"domainMetadata"}),
+    _w("collations", required_features={"domainMetadata"}, known_to_delta_spark=False),
     _rw("vacuumProtocolCheck", removable=True, in_spec=True),
     _w("inCommitTimestamp", removable=True, properties=_ICT_PROPS, in_spec=True),
     _rw("typeWidening", removable=True, properties=_TYPE_WIDENING_PROPS),
