@@ -40,6 +40,18 @@ DELIBERATE: tuple[Deliberate, ...] = (
         "refuses to write to a catalog-managed table first (DELTA_UNSUPPORTED_FEATURES_FOR_WRITE). "
         "Catalog-Managed Tables RFC: the table's discovery and commits go through the table's "
         "managing catalog instead of going directly to the filesystem."),
+    # delta-spark cannot write a table whose writerFeatures list `liquid` (Databricks' preview
+    # name of clustering, unknown to it): it refuses every drop there. This package writes
+    # `liquid` tables (clustering's writer requirements) and drops; only the rows it reads after
+    # the drop (read@latest) must still match the untouched table delta-spark kept.
+    *(Deliberate(
+        "liquid_row_tracking_dbr", "*", "*", aspect,
+        "delta-spark refuses to write the table at all (DELTA_UNSUPPORTED_FEATURES_FOR_WRITE: "
+        "it does not know the writer feature liquid); this package supports it. PROTOCOL.md "
+        "'Table Features': a writer must support every feature in writerFeatures to write - "
+        "which this package does for liquid, with clustering's requirements.")
+      for aspect in ("outcome", "unchanged", "protocol", "properties", "boundary", "operations",
+                     "checkpoints", "interval-checkpoint")),
 )
 
 
