@@ -33,6 +33,12 @@ DELIBERATE: tuple[Deliberate, ...] = (
         "'Checkpoints': checkpoints can be created at any time, for any committed version of the "
         "table - none is required at an interval."),
     Deliberate(
+        "*", "deletionVectors", "*", "empty-dv-tombstone-commit",
+        "when no deletion vector file needs a tombstone, delta-spark still commits 'Deletion Vector "
+        "Tombstones' with no action in it; this package writes no commit that changes nothing. "
+        "PROTOCOL.md 'Delta Log Entries': each delta file records the actions that change the "
+        "table's state - a commit without actions records no change."),
+    Deliberate(
         "catalog_managed_ict", "*", "*", "outcome",
         "both refuse and leave the table byte-identical; the golden table is hand-edited "
         "(catalogManaged added to a delta-spark 4.0 table) and delta-spark refuses to load it "
