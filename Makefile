@@ -38,7 +38,26 @@ define quietly
 	  tail -n 40 $(INSTALL_LOG) >&2; exit 1; }
 endef
 
-.PHONY: venv venv-test check-java test test-unit test-classic test-connect demo wheel clean distclean databricks-cli
+.PHONY: venv venv-test check-java test test-unit test-classic test-connect demo wheel clean distclean databricks-cli jars
+
+# ---- Delta's jars: delta-spark for pyspark's Spark line, delta-storage, hadoop-aws + AWS SDK
+# (jars/pom.xml), resolved by Maven into a repository-local Maven repository under .jars/ (ignored
+# by git; fresh it takes ~25 s and ~770 MB, then nothing until jars/pom.xml changes). The tests read
+# .jars/spark.classpath (tests/delta_jars.py) and fail without it.
+JARS_DIR := .jars
+JARS_CLASSPATH := $(JARS_DIR)/spark.classpath
+MVN ?= mvn
+
+jars: $(JARS_CLASSPATH)
+
+$(JARS_CLASSPATH): jars/pom.xml
+	@command -v $(MVN) >/dev/null 2>&1 || { \
+	  echo "ERROR: Maven ($(MVN)) not found: the tests need Delta's jars (jars/pom.xml);" \
+	       "install it (e.g. apt-get install maven)" >&2; exit 1; }
+	$(MVN) -q -B -f jars/pom.xml -Dmaven.repo.local=$(abspath $(JARS_DIR))/m2 dependency:build-classpath
+	@test -s $@ && touch $@
+# ---- end of Delta's jars
+
 
 # The Databricks CLI (Go; not on PyPI or npm), built from its Go module at a pinned version into
 # .tools/bin (ignored by git), once per version: the tests run its `bundle validate` and
@@ -143,10 +162,10 @@ test: test-classic test-connect
 test-unit: venv-test
 	$(VENV)/bin/pytest -q tests/unit $(PYTEST_ARGS)
 
-test-classic: venv-test check-java databricks-cli
+test-classic: venv-test check-java databricks-cli jars
 	$(PYTEST) --spark-record=$(SPARK_RECORD) $(PYTEST_ARGS)
 
-test-connect: venv-test check-java databricks-cli
+test-connect: venv-test check-java databricks-cli jars
 	$(PYTEST) --spark-connect --spark-record=$(SPARK_RECORD) $(PYTEST_ARGS)
 
 demo: venv check-java
@@ -165,4 +184,4 @@ clean:
 	  | xargs -0 rm -rf
 
 distclean: clean
-	rm -rf $(VENV)
+	rm -rf $(VENV) $(JARS_DIR)

@@ -59,6 +59,14 @@ from tests.object_stores import (  # noqa: E402,F401
     azure_endpoint, azurite_server, gcs_endpoint, gcs_server, object_store, s3_endpoint, s3_server,
 )
 
+# ---- Delta's jars (make jars, jars/pom.xml): DELTA_DOWNGRADE_DELTA_JARS before any session starts,
+# and the `delta_spark` fixture (tests/delta_jars.py).
+import tests.delta_jars  # noqa: E402
+from tests.delta_jars import delta_spark  # noqa: E402,F401
+
+tests.delta_jars.use_fetched_jars()
+# ---- end of Delta's jars
+
 # `from oracle import …` (older test modules) must give the very same module object.
 sys.modules.setdefault("oracle", tests.oracle)
 
@@ -69,6 +77,7 @@ _FIXTURE_MARKERS = {
     "oracle": "oracle",
     "oracle_018": "oracle",
     "duckdb_reader": "oracle",
+    "delta_spark": "spark",
 }
 
 

@@ -135,6 +135,9 @@ def local_conf(*, remote: bool = False) -> dict[str, str]:
         conf["spark.jars"] = ",".join(jars)
         conf["spark.sql.extensions"] = DELTA_EXTENSION
         conf["spark.sql.catalog.spark_catalog"] = DELTA_CATALOG
+        # Delta rebuilds a snapshot's state over 50 partitions by default (sized for a cluster):
+        # on a local session that is 50 tasks for every commit and checkpoint of a drop.
+        conf["spark.databricks.delta.snapshotPartitions"] = "2"
     return conf
 
 

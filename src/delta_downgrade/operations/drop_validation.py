@@ -59,6 +59,13 @@ def validate_drop(protocol: Protocol, raw_name: str, *, truncate_history: bool,
                      f"'{name}' is a Delta table property, not a table feature. Give the feature's "
                      f"name instead (for example deletionVectors for delta.enableDeletionVectors)",
                      table, name)
+    # 2b. A name real tables carry that delta-spark does not know: Delta answers it as any
+    # unknown feature (its featureNameToFeature finds nothing), and so do we, saying what it is.
+    if spec is not None and not spec.known_to_delta_spark:
+        raise _error(UnsupportedClientFeatureError,
+                     f"cannot drop {spec.name}: Delta's DROP FEATURE does not support this feature "
+                     f"(a Databricks feature delta-spark does not implement); clients that must "
+                     f"read or write this table need to support {spec.name}", table, spec.name)
     # 3. Known, but not in the protocol: "already done" - unless its preview (or released)
     # counterpart is there, which is what the user meant to drop.
     if spec is not None and not present:

@@ -76,6 +76,9 @@ class TableFeature:
     package_writes: bool = True
     properties: tuple[str, ...] = ()
     in_spec: bool = False
+    #: False for names real (Databricks) tables carry that delta-spark's registry does not know:
+    #: its DROP FEATURE answers them as unknown features (DELTA_FEATURE_DROP_UNSUPPORTED_CLIENT_FEATURE).
+    known_to_delta_spark: bool = True
 
     def __post_init__(self) -> None:
         # Accept any iterable for convenience but store the immutable shape the type promises.
@@ -208,11 +211,11 @@ _CATALOG: tuple[TableFeature, ...] = (
     # Databricks' preview name of clustering (DBR 13.x; not in delta-spark): the same writer
     # requirements, its columns in the delta.liquid domain as [{"physicalName": [...]}].
     # Not removable, like clustering.
-    _w("liquid", required_features={"domainMetadata"}),
+    _w("liquid", required_features={"domainMetadata"}, known_to_delta_spark=False),
     # Collated String Type RFC: __COLLATIONS field metadata is kept by every schema change
     # (column-mapping removal and type widening strip only their own keys), statistics written
     # are UTF-8 binary ones (allowed), statsWithCollation is re-keyed with the other stats.
-    _w("collations", required_features={"domainMetadata"}),
+    _w("collations", required_features={"domainMetadata"}, known_to_delta_spark=False),
     _rw("vacuumProtocolCheck", removable=True, in_spec=True),
     _w("inCommitTimestamp", removable=True, properties=_ICT_PROPS, in_spec=True),
     _rw("typeWidening", removable=True, properties=_TYPE_WIDENING_PROPS),
@@ -310,53 +313,72 @@ def lookup_feature(name: str) -> TableFeature | None:
     return None
 
 
-# Known ``delta.*`` table configuration keys (Spark's DeltaConfigs). Used by DROP FEATURE
-# validation step 2 ([DS]): a name that is one of these is a property, not a feature.
-_KNOWN_PROPERTIES: tuple[str, ...] = (
-    # checkpoint protection and DROP FEATURE ([CP], [DS])
-    "delta.requireCheckpointProtectionBeforeVersion",
-    "delta.dropFeatureTruncateHistory.retentionDuration",
-    "delta.logRetentionDuration",
-    "delta.deletedFileRetentionDuration",
-    "delta.checkpointRetentionDuration",
-    "delta.enableExpiredLogCleanup",
-    "delta.checkpointInterval",
-    "delta.checkpointPolicy",
-    "delta.enableDeletionVectors",
-    "delta.enableTypeWidening",
-    "delta.enableRowTracking",
-    "delta.rowTrackingSuspended",
-    "delta.enableInCommitTimestamps",
-    "delta.columnMapping.mode",
-    "delta.columnMapping.maxColumnId",
-    # general table configuration
+# The ``delta.*`` table configuration keys of Delta 4.4 (``DeltaConfigs.getAllConfigs``, the keys
+# of its running jar; tests/integration/test_registry_parity_with_delta_spark.py compares them).
+# DROP FEATURE validation step 2 ([DS]): a name that is not in the protocol, starts with
+# ``delta.`` and is one of these keys (case-insensitively) is a property, not a feature. Keys that
+# Delta sets but does not declare as configs (row tracking's materialized column names) and
+# Databricks-only settings (``delta.targetFileSize``) are not among them: Delta answers for those as
+# for any unknown feature name.
+_DELTA_CONFIG_KEYS: tuple[str, ...] = (
     "delta.appendOnly",
+    "delta.autoOptimize",
     "delta.autoOptimize.autoCompact",
     "delta.autoOptimize.optimizeWrite",
+    "delta.castIcebergTimeType",
     "delta.checkpoint.writeStatsAsJson",
     "delta.checkpoint.writeStatsAsStruct",
+    "delta.checkpointInterval",
+    "delta.checkpointPolicy",
+    "delta.checkpointRetentionDuration",
+    "delta.columnMapping.maxColumnId",
+    "delta.columnMapping.mode",
     "delta.compatibility.symlinkFormatManifest.enabled",
+    "delta.coordinatedCommits.commitCoordinator-preview",
+    "delta.coordinatedCommits.commitCoordinatorConf-preview",
+    "delta.coordinatedCommits.tableConf-preview",
     "delta.dataSkippingNumIndexedCols",
     "delta.dataSkippingStatsColumns",
+    "delta.dataSkippingStringPrefixLength",
+    "delta.deletedFileRetentionDuration",
+    "delta.dropFeatureTruncateHistory.retentionDuration",
+    "delta.enableChangeDataCapture",
     "delta.enableChangeDataFeed",
+    "delta.enableDeletionVectors",
+    "delta.enableExpiredLogCleanup",
+    "delta.enableFullRetentionRollback",
     "delta.enableIcebergCompatV1",
     "delta.enableIcebergCompatV2",
+    "delta.enableIcebergCompatV3",
+    "delta.enableInCommitTimestamps",
+    "delta.enableMaterializePartitionColumnsFeature",
+    "delta.enableRowTracking",
+    "delta.enableTypeWidening",
+    "delta.enableVariantShredding",
+    "delta.ignoreIcebergBucketPartition",
+    "delta.ignoreProtocolDefaults",
+    "delta.inCommitTimestampEnablementTimestamp",
+    "delta.inCommitTimestampEnablementVersion",
     "delta.isolationLevel",
+    "delta.logRetentionDuration",
     "delta.minReaderVersion",
     "delta.minWriterVersion",
+    "delta.parquet.format.version",
     "delta.randomizeFilePrefixes",
     "delta.randomPrefixLength",
+    "delta.redirectReaderWriter-preview",
+    "delta.redirectWriterOnly-preview",
+    "delta.requireCheckpointProtectionBeforeVersion",
+    "delta.rowTrackingSuspended",
+    "delta.sampleRetentionDuration",
     "delta.setTransactionRetentionDuration",
-    "delta.targetFileSize",
-    "delta.tuneFileSizesForRewrites",
     "delta.universalFormat.enabledFormats",
+    "delta.universalFormat.iceberg.atomicConversion.supported",
+    "delta.writePartitionColumnsToParquet",
 )
 
-DELTA_TABLE_PROPERTIES: frozenset[str] = frozenset(
-    _KNOWN_PROPERTIES
-    + tuple(p for f in _CATALOG for p in f.properties if not p.endswith(".*"))
-)
-"""Known ``delta.*`` configuration keys, exact spelling. ``delta.feature.<name>`` and
+DELTA_TABLE_PROPERTIES: frozenset[str] = frozenset(_DELTA_CONFIG_KEYS)
+"""Delta's ``delta.*`` configuration keys, exact spelling. ``delta.feature.<name>`` and
 ``delta.constraints.<name>`` are not configs (they are per-name families) and are not listed."""
 
 _DELTA_TABLE_PROPERTIES_LOWER = frozenset(p.lower() for p in DELTA_TABLE_PROPERTIES)

@@ -23,7 +23,8 @@ Steps, each its own commit so that a crash never redoes committed work:
    of a rewritten file, and by a metadata-only ``remove`` + ``add`` (dataChange=false, the same
    file) for the others, committed as ``REORG`` before the metadata goes, so that no reader sees
    an old spelling once the feature is gone.
-4. Commit the schema without ``delta.typeChanges`` (``REMOVE TYPE WIDENING METADATA``).
+4. Commit the schema without ``delta.typeChanges``: operation ``DROP FEATURE`` with the old
+   ``columns``, as delta-spark names this commit.
 
 New files of a clustered table keep ``clusteringProvider`` (``replacement_add``) and always get
 statistics for the clustering columns (PROTOCOL.md "Clustered Table"): carried over from the
@@ -65,7 +66,9 @@ ENABLE_KEY = "delta.enableTypeWidening"
 DEFAULT_BATCH_FILES = 100
 # Metadata-only re-adds write two log lines per file and read nothing: far larger batches.
 RESPELL_BATCH_FILES = 10_000
-METADATA_OPERATION = "REMOVE TYPE WIDENING METADATA"
+#: delta-spark 4.4 commits the schema without ``delta.typeChanges`` as "DROP FEATURE" with the
+#: changed ``columns`` (no featureName): the same name and parameter here.
+METADATA_OPERATION = "DROP FEATURE"
 #: The name of the rewrite's progress counts over all batches (``DropRun.progress``).
 REORG_STEP = "REORG (type widening)"
 

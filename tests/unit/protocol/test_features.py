@@ -190,11 +190,17 @@ def test_traces_property_handles_prefix_families():
     assert not FEATURES["deletionVectors"].traces_property("delta.enableRowTracking")
 
 
+#: Properties Delta writes for a feature without declaring them as table configs (DeltaConfigs):
+#: row tracking's materialized column names.
+UNDECLARED_FEATURE_PROPERTIES = {"delta.rowTracking.materializedRowIdColumnName",
+                                 "delta.rowTracking.materializedRowCommitVersionColumnName"}
+
+
 def test_every_feature_property_is_a_delta_property():
     for feature in FEATURES.values():
         for prop in feature.properties:
             assert prop.startswith("delta.")
-            if not prop.endswith(".*"):
+            if not prop.endswith(".*") and prop not in UNDECLARED_FEATURE_PROPERTIES:
                 assert prop in DELTA_TABLE_PROPERTIES
                 assert is_delta_table_property(prop)
 
@@ -209,8 +215,7 @@ def test_every_feature_property_is_a_delta_property():
     "delta.columnMapping.maxColumnId", "delta.appendOnly", "delta.dataSkippingNumIndexedCols",
     "delta.dataSkippingStatsColumns", "delta.isolationLevel", "delta.minReaderVersion",
     "delta.minWriterVersion", "delta.randomizeFilePrefixes", "delta.randomPrefixLength",
-    "delta.setTransactionRetentionDuration", "delta.targetFileSize",
-    "delta.tuneFileSizesForRewrites", "delta.checkpoint.writeStatsAsJson",
+    "delta.setTransactionRetentionDuration", "delta.checkpoint.writeStatsAsJson",
     "delta.checkpoint.writeStatsAsStruct", "delta.autoOptimize.autoCompact",
     "delta.autoOptimize.optimizeWrite", "delta.universalFormat.enabledFormats",
     "delta.enableIcebergCompatV1", "delta.enableIcebergCompatV2", "delta.enableChangeDataFeed",
@@ -222,6 +227,9 @@ def test_known_delta_properties(name):
 @pytest.mark.parametrize("name", [
     "delta.feature.deletionVectors", "delta.feature.anything", "delta.constraints.c1",
     "deletionVectors", "enableRowTracking", "delta.", "delta.noSuchThing", "spark.foo",
+    # Not Delta table configs: Databricks-only settings, and row tracking's undeclared keys.
+    "delta.targetFileSize", "delta.tuneFileSizesForRewrites",
+    "delta.rowTracking.materializedRowIdColumnName",
 ])
 def test_not_delta_properties(name):
     assert not is_delta_table_property(name)

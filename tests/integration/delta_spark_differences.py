@@ -1,0 +1,66 @@
+"""The deliberate differences between this package's native drop and delta-spark's own
+``ALTER TABLE … DROP FEATURE`` (tests/integration/test_drop_against_delta_spark.py).
+
+Every entry names the cases it covers (golden table and feature, ``*`` for any), the aspect
+compared, and the sentence of the Delta PROTOCOL.md or RFC that makes this package's answer right.
+A difference the oracle finds that no entry explains fails the test.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fnmatch import fnmatchcase
+
+
+@dataclass(frozen=True)
+class Deliberate:
+    table: str  # fnmatch pattern of the golden table's name
+    feature: str  # fnmatch pattern of the feature dropped
+    mode: str  # "fast", "truncate" (TRUNCATE HISTORY) or "*"
+    aspect: str  # the compared aspect (the test's docstring lists them)
+    why: str  # the rule, quoted from the Delta PROTOCOL.md or an RFC, by section name
+
+    def explains(self, table: str, feature: str, mode: str, aspect: str) -> bool:
+        return (fnmatchcase(table, self.table) and fnmatchcase(feature, self.feature)
+                and fnmatchcase(mode, self.mode) and aspect == self.aspect)
+
+
+DELIBERATE: tuple[Deliberate, ...] = (
+    Deliberate(
+        "*", "*", "*", "interval-checkpoint",
+        "delta-spark checkpoints every delta.checkpointInterval-th version after its commit; the "
+        "drop writes exactly the checkpoints the Checkpoint Protection RFC asks for. PROTOCOL.md "
+        "'Checkpoints': checkpoints can be created at any time, for any committed version of the "
+        "table - none is required at an interval."),
+    Deliberate(
+        "*", "deletionVectors", "*", "empty-dv-tombstone-commit",
+        "when no deletion vector file needs a tombstone, delta-spark still commits 'Deletion Vector "
+        "Tombstones' with no action in it; this package writes no commit that changes nothing. "
+        "PROTOCOL.md 'Delta Log Entries': each delta file records the actions that change the "
+        "table's state - a commit without actions records no change."),
+    Deliberate(
+        "catalog_managed_ict", "*", "*", "outcome",
+        "both refuse and leave the table byte-identical; the golden table is hand-edited "
+        "(catalogManaged added to a delta-spark 4.0 table) and delta-spark refuses to load it "
+        "(DELTA_FEATURES_PROTOCOL_METADATA_MISMATCH) before DROP FEATURE runs, while this package "
+        "refuses to write to a catalog-managed table first (DELTA_UNSUPPORTED_FEATURES_FOR_WRITE). "
+        "Catalog-Managed Tables RFC: the table's discovery and commits go through the table's "
+        "managing catalog instead of going directly to the filesystem."),
+    # delta-spark cannot write a table whose writerFeatures list `liquid` (Databricks' preview
+    # name of clustering, unknown to it): it refuses every drop there. This package writes
+    # `liquid` tables (clustering's writer requirements) and drops; only the rows it reads after
+    # the drop (read@latest) must still match the untouched table delta-spark kept.
+    *(Deliberate(
+        "liquid_row_tracking_dbr", "*", "*", aspect,
+        "delta-spark refuses to write the table at all (DELTA_UNSUPPORTED_FEATURES_FOR_WRITE: "
+        "it does not know the writer feature liquid); this package supports it. PROTOCOL.md "
+        "'Table Features': a writer must support every feature in writerFeatures to write - "
+        "which this package does for liquid, with clustering's requirements.")
+      for aspect in ("outcome", "unchanged", "protocol", "properties", "boundary", "operations",
+                     "checkpoints", "interval-checkpoint")),
+)
+
+
+def explanation(table: str, feature: str, mode: str, aspect: str) -> Deliberate | None:
+    """The entry that explains a difference in ``aspect`` for this case, or None."""
+    return next((d for d in DELIBERATE if d.explains(table, feature, mode, aspect)), None)
