@@ -38,7 +38,7 @@ define quietly
 	  tail -n 40 $(INSTALL_LOG) >&2; exit 1; }
 endef
 
-.PHONY: venv venv-test check-java test test-unit test-classic test-connect demo wheel clean distclean databricks-cli jars
+.PHONY: venv venv-test check-java test test-unit test-classic test-connect test-delta-oracle demo wheel clean distclean databricks-cli jars
 
 # ---- Delta's jars: delta-spark for pyspark's Spark line, delta-storage, hadoop-aws + AWS SDK
 # (jars/pom.xml), resolved by Maven into a repository-local Maven repository under .jars/ (ignored
@@ -167,6 +167,11 @@ test-classic: venv-test check-java databricks-cli jars
 
 test-connect: venv-test check-java databricks-cli jars
 	$(PYTEST) --spark-connect --spark-record=$(SPARK_RECORD) $(PYTEST_ARGS)
+
+# delta-spark's DROP FEATURE against this package's on every golden table x feature (make test
+# runs a sample of it: tests/integration/test_drop_against_delta_spark.py).
+test-delta-oracle: venv-test check-java jars
+	DELTA_DOWNGRADE_DELTA_ORACLE=all $(PYTEST) tests/integration/test_drop_against_delta_spark.py $(PYTEST_ARGS)
 
 demo: venv check-java
 	$(PY) -m delta_downgrade_tools.demo
