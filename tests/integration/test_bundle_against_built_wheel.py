@@ -1,4 +1,5 @@
-"""The repository's bundle validates against the entry points of a wheel built from this checkout."""
+"""The repository's bundle validates against the entry points of a wheel built from this
+checkout."""
 
 from __future__ import annotations
 

@@ -1,71 +1,35 @@
-"""delta-rs (in a subprocess) reads the checkpoints the checkpoint writer writes: the state from the checkpoint alone, multi-part parts, and a scan equal after the log is replaced by our checkpoint."""
+"""delta-rs (in a subprocess) reads the checkpoints the checkpoint writer writes: the state from the
+checkpoint alone, multi-part parts, and a scan equal after the log is replaced by our checkpoint."""
 
 from __future__ import annotations
 
 import json
-import shutil
 import time
 from pathlib import Path
-from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from delta_downgrade.protocol.actions import (AddFile, DomainMetadata, Metadata,
-                                     ProtocolAction, RemoveFile, Txn, parse_commit)
-from delta_downgrade.log.checkpoint_writer import (CheckpointContent,
-                                                   CheckpointResult, write_checkpoint)
-from delta_downgrade.log.files import (LAST_CHECKPOINT, commit_path,
-                                       parse_log_file)
+from delta_downgrade.log.checkpoint_writer import (
+    CheckpointContent,
+    write_checkpoint,
+)
+from delta_downgrade.log.files import LAST_CHECKPOINT, commit_path, parse_log_file
+from delta_downgrade.protocol.actions import (
+    AddFile,
+    ProtocolAction,
+    RemoveFile,
+    Txn,
+)
 from delta_downgrade.storage.local import LocalStorage
+from tests.checkpoint_support import (
+    checkpoint_metadata,
+    checkpoint_only_copy,
+    replay_to_content,
+)
 
 # --- helpers -------------------------------------------------------------------------------------
-
-
-def _metadata(**kw: Any) -> Metadata:
-    base = dict(id="6f2a7b2e-0000-4000-8000-000000000001",
-                schemaString=json.dumps({"type": "struct", "fields": []}),
-                partitionColumns=[], configuration={}, createdTime=1700000000000)
-    base.update(kw)
-    return Metadata(**base)
-
-
-def _as_map(value: Any) -> dict | None:
-    return None if value is None else dict(value)
-
-
-def _skeleton(t: pa.DataType) -> Any:
-    """A type without the names pyarrow and parquet-mr give to map entries / list items."""
-    if pa.types.is_struct(t):
-        return {"struct": [(f.name, _skeleton(f.type)) for f in t]}
-    if pa.types.is_map(t):
-        return {"map": (_skeleton(t.key_type), _skeleton(t.item_type))}
-    if pa.types.is_list(t) or pa.types.is_large_list(t):
-        return {"list": _skeleton(t.value_type)}
-    return str(t)
-
-
-def _diff(ours: Any, theirs: Any, path: str, out: list[str]) -> None:
-    if isinstance(ours, dict) and isinstance(theirs, dict) and ours.keys() == theirs.keys():
-        (kind,) = ours.keys()
-        if kind == "struct":
-            a, b = dict(ours[kind]), dict(theirs[kind])
-            for name in b.keys() - a.keys():
-                out.append(f"extra in golden: {path}.{name}: {b[name]}")
-            for name in a.keys() - b.keys():
-                out.append(f"missing in golden: {path}.{name}")
-            for name in a.keys() & b.keys():
-                _diff(a[name], b[name], f"{path}.{name}", out)
-            return
-        if kind == "map":
-            _diff(ours[kind][0], theirs[kind][0], path + ".key", out)
-            _diff(ours[kind][1], theirs[kind][1], path + ".value", out)
-            return
-        _diff(ours[kind], theirs[kind], path + ".element", out)
-        return
-    if ours != theirs:
-        out.append(f"TYPE MISMATCH {path}: ours {ours} golden {theirs}")
 
 
 # --- delta-rs reads tables whose only history is our checkpoint ----------------------------------
@@ -120,7 +84,7 @@ def _build_table(root: Path, partitioned: bool) -> tuple[CheckpointContent, dict
                                      f"f{i}")
         files[f"f{i}"] = (add, rows)
     protocol = ProtocolAction(1, 2)
-    metadata = _metadata(schemaString=_schema_string(partitioned),
+    metadata = checkpoint_metadata(schemaString=_schema_string(partitioned),
                          partitionColumns=["part"] if partitioned else [])
     _commit(root, 0, [protocol, metadata, files["f0"][0], files["f1"][0]])
     txn = Txn("stream-1", 3, int(time.time() * 1000))
@@ -186,58 +150,6 @@ def test_delta_rs_reads_our_checkpoint_without_last_checkpoint(tmp_path, oracle)
 
 # --- golden tables: replay the JSON log, checkpoint, drop the log, compare data -----------------
 
-def _dv_key(action: AddFile | RemoveFile) -> tuple[str, str | None]:
-    dv = action.dv
-    return (action.path, None if dv is None else dv.unique_id)
-
-
-def _replay(root: Path) -> tuple[int, CheckpointContent]:
-    """Minimal reconciliation of a JSON-only log (PROTOCOL.md "Action Reconciliation")."""
-    commits = sorted(((lf, p) for p in (root / "_delta_log").iterdir()
-                      if (lf := parse_log_file(p.name)) is not None and lf.kind == "commit"),
-                     key=lambda item: item[0].version)
-    protocol = metadata = None
-    adds: dict[tuple, AddFile] = {}
-    removes: dict[tuple, RemoveFile] = {}
-    txns: dict[str, Txn] = {}
-    domains: dict[str, DomainMetadata] = {}
-    version = -1
-    for lf, path in commits:
-        assert lf.version == version + 1, "test replay needs the full JSON history"
-        version = lf.version
-        for action in parse_commit(path.read_bytes()):
-            if isinstance(action, ProtocolAction):
-                protocol = action
-            elif isinstance(action, Metadata):
-                metadata = action
-            elif isinstance(action, Txn):
-                txns[action.appId] = action
-            elif isinstance(action, DomainMetadata):
-                if action.removed:
-                    domains.pop(action.domain, None)
-                else:
-                    domains[action.domain] = action
-            elif isinstance(action, AddFile):
-                adds[_dv_key(action)] = action
-                removes.pop(_dv_key(action), None)
-            elif isinstance(action, RemoveFile):
-                adds.pop(_dv_key(action), None)
-                removes[_dv_key(action)] = action
-    assert protocol is not None and metadata is not None
-    return version, CheckpointContent(protocol, metadata, list(adds.values()),
-                                      list(removes.values()), list(txns.values()),
-                                      list(domains.values()))
-
-
-def _checkpoint_only_copy(src: str, dest: Path, part_size: int | None) -> CheckpointResult:
-    shutil.copytree(src, dest)
-    storage = LocalStorage(dest)
-    version, state = _replay(dest)
-    for p in list((dest / "_delta_log").iterdir()):
-        if p.is_file():
-            p.unlink()          # commits, crc, delta-spark's checkpoints, _last_checkpoint
-    return write_checkpoint(storage, version, state, part_size=part_size)
-
 
 @pytest.mark.parametrize("name", ["dv_basic_no_checkpoint", "dv_partitioned_checkpoint",
                                   "dv_cm_name_checkpoint", "row_tracking_dv",
@@ -252,8 +164,8 @@ def test_delta_rs_scan_equal_after_replacing_log_by_our_checkpoint(golden_table,
     before = oracle.scan_rows(src)
     if not before.ok:
         pytest.skip(f"delta-rs cannot scan the original {name}: {before.error}")
-    _, state = _replay(Path(src))
-    result = _checkpoint_only_copy(src, tmp_path / "copy", part_size)
+    _, state = replay_to_content(Path(src))
+    result = checkpoint_only_copy(src, tmp_path / "copy", part_size)
     if part_size is not None and len(state.adds) + len(state.removes) > 2 and \
             "v2Checkpoint" not in (state.protocol.writerFeatures or ()):
         assert result.parts is not None

@@ -1,4 +1,5 @@
-"""What a command imports at start-up, observed in a fresh interpreter (the process start is the point)."""
+"""What a command imports at start-up, observed in a fresh interpreter (the process start is the
+point)."""
 
 from __future__ import annotations
 

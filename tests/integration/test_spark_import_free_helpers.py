@@ -1,4 +1,5 @@
-"""Asking for the active session without pyspark imported imports nothing, observed in a fresh interpreter."""
+"""Asking for the active session without pyspark imported imports nothing, observed in a fresh
+interpreter."""
 
 from __future__ import annotations
 

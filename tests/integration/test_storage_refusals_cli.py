@@ -1,4 +1,5 @@
-"""Refusals of storage the CLI cannot serve, and of retentions it cannot represent, as a user meets them: the command in its own process, exit 2, quickly, before a JVM starts."""
+"""Refusals of storage the CLI cannot serve, and of retentions it cannot represent, as a user meets
+them: the command in its own process, exit 2, quickly, before a JVM starts."""
 
 from __future__ import annotations
 

@@ -1,4 +1,6 @@
-"""The storage registry as a command meets it, in a fresh interpreter: an unserved scheme refused before a JVM, importing the package loads no implementation, Hadoop schemes under Spark Connect refused before any session."""
+"""The storage registry as a command meets it, in a fresh interpreter: an unserved scheme refused
+before a JVM, importing the package loads no implementation, Hadoop schemes under Spark Connect
+refused before any session."""
 
 from __future__ import annotations
 
@@ -12,17 +14,6 @@ import pytest
 
 IMPLEMENTATIONS = ("delta_downgrade.storage.local", "delta_downgrade.storage.hadoop",
                    "delta_downgrade.storage.object_store")
-
-
-class InMemoryStorage:
-    """A stand-in implementation: records the location it was opened for."""
-
-    def __init__(self, location: str) -> None:
-        self.root = location
-
-    @classmethod
-    def from_location(cls, location: str, options=None) -> InMemoryStorage:
-        return cls(location)
 
 
 def test_unserved_scheme_is_unsupported_storage_before_a_jvm(tmp_path):

@@ -1,4 +1,5 @@
-"""The local task-values store creates every file exclusively under a random name, observed through audit events in a child process."""
+"""The local task-values store creates every file exclusively under a random name, observed through
+audit events in a child process."""
 
 from __future__ import annotations
 

@@ -11,8 +11,6 @@ from __future__ import annotations
 import json
 import os
 import random
-import shutil
-import time
 from pathlib import Path
 from typing import Any
 
@@ -20,31 +18,46 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from delta_downgrade.protocol.actions import (AddFile, DeletionVectorDescriptor, DomainMetadata, Metadata,
-                                     ProtocolAction, RemoveFile, Txn, parse_commit)
 from delta_downgrade.log import last_checkpoint as lc
 from delta_downgrade.log.checkpoint_schema import CHECKPOINT_SCHEMA
-from delta_downgrade.log.checkpoint_writer import (DEFAULT_PART_SIZE, CheckpointContent,
-                                                   CheckpointResult, plan_num_parts,
-                                                   resolve_part_size, split_into_parts,
-                                                   write_checkpoint)
-from delta_downgrade.log.spark_hash import spark_murmur3_hash, spark_murmur3_hashes, spark_partition_of
-from delta_downgrade.log.files import (LAST_CHECKPOINT, classic_checkpoint_path, commit_path,
-                                       parse_log_file)
+from delta_downgrade.log.checkpoint_writer import (
+    DEFAULT_PART_SIZE,
+    CheckpointContent,
+    plan_num_parts,
+    resolve_part_size,
+    split_into_parts,
+    write_checkpoint,
+)
+from delta_downgrade.log.files import (
+    LAST_CHECKPOINT,
+    classic_checkpoint_path,
+    parse_log_file,
+)
+from delta_downgrade.log.spark_hash import (
+    spark_murmur3_hash,
+    spark_murmur3_hashes,
+    spark_partition_of,
+)
+from delta_downgrade.protocol.actions import (
+    AddFile,
+    DeletionVectorDescriptor,
+    DomainMetadata,
+    Metadata,
+    ProtocolAction,
+    RemoveFile,
+    Txn,
+)
 from delta_downgrade.storage.local import LocalStorage
+from tests.checkpoint_support import (
+    checkpoint_metadata,
+    checkpoint_only_copy,
+    replay_to_content,
+)
 
 # --- helpers -------------------------------------------------------------------------------------
 
 DV = {"storageType": "u", "pathOrInlineDv": "ab^-aqEH.-t@S}K{vb[*k^", "offset": 1,
       "sizeInBytes": 36, "cardinality": 2}
-
-
-def _metadata(**kw: Any) -> Metadata:
-    base = dict(id="6f2a7b2e-0000-4000-8000-000000000001",
-                schemaString=json.dumps({"type": "struct", "fields": []}),
-                partitionColumns=[], configuration={}, createdTime=1700000000000)
-    base.update(kw)
-    return Metadata(**base)
 
 
 def _content(n_adds: int = 3, n_removes: int = 1, **kw: Any) -> CheckpointContent:
@@ -54,7 +67,7 @@ def _content(n_adds: int = 3, n_removes: int = 1, **kw: Any) -> CheckpointConten
     removes = [RemoveFile(path=f"gone-{i}.parquet", deletionTimestamp=1700000001000 + i,
                           dataChange=True, extendedFileMetadata=True, partitionValues={},
                           size=7) for i in range(n_removes)]
-    base = dict(protocol=ProtocolAction(1, 2), metadata=_metadata(), adds=adds, removes=removes)
+    base = dict(protocol=ProtocolAction(1, 2), metadata=checkpoint_metadata(), adds=adds, removes=removes)
     base.update(kw)
     return CheckpointContent(**base)
 
@@ -134,7 +147,7 @@ def test_classic_checkpoint_round_trips_every_field(tmp_path):
                RemoveFile(path="legacy.parquet", deletionTimestamp=None, dataChange=False)]
     protocol = ProtocolAction(3, 7, ["deletionVectors"], ["deletionVectors", "rowTracking",
                                                           "domainMetadata"])
-    metadata = _metadata(name="t", description="d", partitionColumns=["p", "q"],
+    metadata = checkpoint_metadata(name="t", description="d", partitionColumns=["p", "q"],
                          configuration={"delta.enableDeletionVectors": "true"},
                          format={"provider": "parquet", "options": {"k": "v"}})
     state = CheckpointContent(protocol, metadata, adds, removes,
@@ -194,7 +207,7 @@ def test_fields_in_extra_are_not_written(tmp_path):
     add = AddFile.from_obj({"path": "a.parquet", "partitionValues": {}, "size": 1,
                             "modificationTime": 1, "dataChange": True, "futureField": {"x": 1}})
     assert add.extra == {"futureField": {"x": 1}}
-    md = Metadata.from_obj({**_metadata().to_obj(), "futureMeta": "x"})
+    md = Metadata.from_obj({**checkpoint_metadata().to_obj(), "futureMeta": "x"})
     state = _content(0, 0, adds=[add], metadata=md)
     write_checkpoint(LocalStorage(tmp_path), 1, state)
     table = pq.read_table(tmp_path / classic_checkpoint_path(1))
@@ -323,13 +336,13 @@ def test_multipart_parts_may_be_empty_but_are_still_written(tmp_path):
 
 
 def test_part_size_resolution():
-    md = _metadata()
+    md = checkpoint_metadata()
     assert resolve_part_size(md) == DEFAULT_PART_SIZE
     assert resolve_part_size(md, 10) == 10
-    assert resolve_part_size(_metadata(configuration={"delta.checkpoint.partSize": "25"})) == 25
-    assert resolve_part_size(_metadata(configuration={"delta.checkpoint.partSize": "x"})) \
+    assert resolve_part_size(checkpoint_metadata(configuration={"delta.checkpoint.partSize": "25"})) == 25
+    assert resolve_part_size(checkpoint_metadata(configuration={"delta.checkpoint.partSize": "x"})) \
         == DEFAULT_PART_SIZE
-    assert resolve_part_size(_metadata(configuration={"delta.checkpoint.partSize": "25"}), 3) == 3
+    assert resolve_part_size(checkpoint_metadata(configuration={"delta.checkpoint.partSize": "25"}), 3) == 3
     for bad in (0, -1, True, 2.5):
         with pytest.raises(ValueError):
             resolve_part_size(md, bad)
@@ -337,7 +350,7 @@ def test_part_size_resolution():
 
 def test_part_size_from_table_property(tmp_path):
     state = _content(n_adds=5, n_removes=0,
-                     metadata=_metadata(configuration={"delta.checkpoint.partSize": "2"}))
+                     metadata=checkpoint_metadata(configuration={"delta.checkpoint.partSize": "2"}))
     result = write_checkpoint(LocalStorage(tmp_path), 0, state)
     assert result.parts == 3
 
@@ -497,106 +510,15 @@ def test_write_rejects_bad_version(tmp_path):
 
 # --- delta-rs reads tables whose only history is our checkpoint ----------------------------------
 
-_DATA_SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string())])
-
-
-def _schema_string(partitioned: bool) -> str:
-    fields = [{"name": "id", "type": "long", "nullable": True, "metadata": {}},
-              {"name": "name", "type": "string", "nullable": True, "metadata": {}}]
-    if partitioned:
-        fields.append({"name": "part", "type": "string", "nullable": True, "metadata": {}})
-    return json.dumps({"type": "struct", "fields": fields})
-
-
-def _write_data_file(root: Path, ids: list[int], part: str | None, partitioned: bool,
-                     name: str) -> tuple[AddFile, list[dict]]:
-    rows = [{"id": i, "name": f"n{i}"} for i in ids]
-    if partitioned:
-        directory = f"part={part if part is not None else '__HIVE_DEFAULT_PARTITION__'}/"
-        values: dict[str, str | None] = {"part": part}
-    else:
-        directory, values = "", {}
-    rel = f"{directory}{name}.parquet"
-    (root / rel).parent.mkdir(parents=True, exist_ok=True)
-    pq.write_table(pa.Table.from_pylist(rows, schema=_DATA_SCHEMA), root / rel)
-    stats = {"numRecords": len(ids), "minValues": {"id": min(ids), "name": f"n{min(ids)}"},
-             "maxValues": {"id": max(ids), "name": f"n{max(ids)}"},
-             "nullCount": {"id": 0, "name": 0}}
-    add = AddFile(path=rel, partitionValues=values, size=(root / rel).stat().st_size,
-                  modificationTime=int(time.time() * 1000), dataChange=True,
-                  stats=json.dumps(stats, separators=(",", ":")))
-    expected = [dict(r, part=part) if partitioned else r for r in rows]
-    return add, expected
-
-
-def _commit(root: Path, version: int, actions: list) -> None:
-    storage = LocalStorage(root)
-    lines = [a.to_line() for a in actions]
-    lines.append(json.dumps({"commitInfo": {"timestamp": int(time.time() * 1000),
-                                            "operation": "WRITE"}}))
-    storage.put_if_absent(commit_path(version), ("\n".join(lines) + "\n").encode())
-
 
 # --- golden tables: replay the JSON log, checkpoint, drop the log, compare data -----------------
-
-def _dv_key(action: AddFile | RemoveFile) -> tuple[str, str | None]:
-    dv = action.dv
-    return (action.path, None if dv is None else dv.unique_id)
-
-
-def _replay(root: Path) -> tuple[int, CheckpointContent]:
-    """Minimal reconciliation of a JSON-only log (PROTOCOL.md "Action Reconciliation")."""
-    commits = sorted(((lf, p) for p in (root / "_delta_log").iterdir()
-                      if (lf := parse_log_file(p.name)) is not None and lf.kind == "commit"),
-                     key=lambda item: item[0].version)
-    protocol = metadata = None
-    adds: dict[tuple, AddFile] = {}
-    removes: dict[tuple, RemoveFile] = {}
-    txns: dict[str, Txn] = {}
-    domains: dict[str, DomainMetadata] = {}
-    version = -1
-    for lf, path in commits:
-        assert lf.version == version + 1, "test replay needs the full JSON history"
-        version = lf.version
-        for action in parse_commit(path.read_bytes()):
-            if isinstance(action, ProtocolAction):
-                protocol = action
-            elif isinstance(action, Metadata):
-                metadata = action
-            elif isinstance(action, Txn):
-                txns[action.appId] = action
-            elif isinstance(action, DomainMetadata):
-                if action.removed:
-                    domains.pop(action.domain, None)
-                else:
-                    domains[action.domain] = action
-            elif isinstance(action, AddFile):
-                adds[_dv_key(action)] = action
-                removes.pop(_dv_key(action), None)
-            elif isinstance(action, RemoveFile):
-                adds.pop(_dv_key(action), None)
-                removes[_dv_key(action)] = action
-    assert protocol is not None and metadata is not None
-    return version, CheckpointContent(protocol, metadata, list(adds.values()),
-                                      list(removes.values()), list(txns.values()),
-                                      list(domains.values()))
-
-
-def _checkpoint_only_copy(src: str, dest: Path, part_size: int | None) -> CheckpointResult:
-    shutil.copytree(src, dest)
-    storage = LocalStorage(dest)
-    version, state = _replay(dest)
-    for p in list((dest / "_delta_log").iterdir()):
-        if p.is_file():
-            p.unlink()          # commits, crc, delta-spark's checkpoints, _last_checkpoint
-    return write_checkpoint(storage, version, state, part_size=part_size)
 
 
 def test_checkpoint_of_golden_dv_table_keeps_dv_descriptors(golden_table, tmp_path):
     src = golden_table("dv_partitioned_checkpoint")
-    _, state = _replay(Path(src))
+    _, state = replay_to_content(Path(src))
     assert any(a.deletionVector for a in state.adds)
-    result = _checkpoint_only_copy(src, tmp_path / "copy", None)
+    result = checkpoint_only_copy(src, tmp_path / "copy", None)
     rows = [_only(r) for r in _rows(tmp_path / "copy", result.paths[0])]
     got = {v["path"]: v for k, v in rows if k == "add"}
     for a in state.adds:
