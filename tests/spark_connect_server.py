@@ -55,7 +55,15 @@ class ConnectServer:
         self.url = f"sc://localhost:{self.port}"
         self.log_path = Path(tempfile.mkdtemp(prefix="spark-connect-")) / "server.log"
         submit = Path(pyspark.__file__).parent / "bin" / "spark-submit"
-        conf = {**local_conf(remote=True), "spark.connect.grpc.binding.port": str(self.port)}
+        # Without Delta's extension: on it, Delta resolves ``delta.`<path>` `` itself (opening the
+        # path's file system), and the Connect parser tests read what Spark's own analyzer says
+        # (tests/spark_parser.py). Real Delta SQL runs on the classic session (tests/delta_jars.py).
+        saved = os.environ.pop("DELTA_DOWNGRADE_DELTA_JARS", None)
+        try:
+            conf = {**local_conf(remote=True), "spark.connect.grpc.binding.port": str(self.port)}
+        finally:
+            if saved is not None:
+                os.environ["DELTA_DOWNGRADE_DELTA_JARS"] = saved
         argv = [str(submit), "--class", SERVER_CLASS, "--master", master]
         for key, value in conf.items():
             argv += ["--conf", f"{key}={value}"]

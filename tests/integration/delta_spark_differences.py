@@ -58,6 +58,25 @@ DELIBERATE: tuple[Deliberate, ...] = (
         "which this package does for liquid, with clustering's requirements.")
       for aspect in ("outcome", "unchanged", "protocol", "properties", "boundary", "operations",
                      "checkpoints", "interval-checkpoint")),
+    # delta-spark 4.4 removes column mapping from a table in `name` mode only; on an `id`-mode
+    # table its DROP FEATURE columnMapping refuses (UNSUPPORTED_TABLE_CHANGE). This package
+    # rewrites every live file under its logical names, which an id-mode table allows as well;
+    # the rows read after the drop (read@latest) must still match.
+    *(Deliberate(
+        "cm_id_*", "columnMapping", "*", aspect,
+        "delta-spark refuses to remove column mapping in id mode; this package rewrites the data "
+        "files under the logical names first. PROTOCOL.md 'Column Mapping': without column mapping "
+        "a reader resolves columns by their display names, which is what every rewritten file "
+        "carries - the mode the table had does not matter once no file needs an id or a "
+        "physical name.")
+      for aspect in ("outcome", "unchanged", "protocol", "properties", "boundary", "operations",
+                     "checkpoints", "interval-checkpoint")),
+    Deliberate(
+        "collations_dbr", "*", "*", "outcome",
+        "both refuse and leave the table byte-identical; delta-spark 4.4 cannot load the schema's "
+        "collated string types of this Databricks table (DELTA_UNSUPPORTED_DATA_TYPES) before DROP "
+        "FEATURE runs, while this package refuses for the drop's own reason. PROTOCOL.md 'Table "
+        "Features': a client must not read or write a table with a feature it does not support."),
 )
 
 

@@ -3,7 +3,13 @@ DELTA_DOWNGRADE_DELTA_JARS); without them these tests fail (the `delta_spark` fi
 
 from __future__ import annotations
 
+import pytest
+
 from delta_downgrade.protocol import Protocol
+
+# Real Delta SQL runs on the classic session: the tests' Connect server has no Delta extension
+# (tests/spark_connect_server.py says why).
+pytestmark = pytest.mark.classic_spark("real Delta SQL runs on the classic session's Delta jars")
 
 
 def test_drop_vacuum_protocol_check_with_delta_sql(delta_spark, golden_table):

@@ -315,7 +315,7 @@ def _reads_the_same_from_the_checkpoint_alone(oracle, root: str, version: int, t
     assert same_rows(oracle.scan_rows(str(alone)), expected)
 
 
-def test_a_failed_move_leaves_no_checkpoint(spark, tmp_path):
+def test_a_failed_move_leaves_no_checkpoint(spark, tmp_path, monkeypatch):
     """Part 2 of 3 cannot be put under its name: part 1 (moved already) is deleted again, the
     temporary directory is gone, ``_last_checkpoint`` is unchanged; a rerun finishes."""
     root = tmp_path / "t"
@@ -323,16 +323,23 @@ def test_a_failed_move_leaves_no_checkpoint(spark, tmp_path):
     log_dir = root / LOG_DIR
     before_pointer = (root / LAST_CHECKPOINT).read_bytes()
     version = len(COMMITS) - 1
-    blocker = log_dir / multipart_checkpoint_path(version, 2, 3).split("/", 1)[1]
-    log = DeltaLog(str(root))
-    log.snapshot()  # read before the blocker exists: a listing refuses a directory in its place
-    blocker.mkdir()  # a directory where part 2 goes: the rename of part 2 fails
+    part_two = multipart_checkpoint_path(version, 2, 3).split("/", 1)[1]
+    rename = os.replace
+
+    def file_system_refuses_part_two(src, dst, *args, **kwargs):
+        # The file system refuses that one rename (a directory there once did; a listing now
+        # refuses such a log before anything is written, so the refusal is injected here).
+        if os.fspath(dst).endswith(part_two):
+            raise IsADirectoryError(21, "Is a directory", os.fspath(dst))
+        return rename(src, dst, *args, **kwargs)
+
     names = set(os.listdir(log_dir))
-    with pytest.raises(OSError):
-        spark_checkpoint_table(spark, log, clock=ManualClock(NOW), part_size=7)
+    with monkeypatch.context() as patch:
+        patch.setattr(os, "replace", file_system_refuses_part_two)
+        with pytest.raises(OSError):
+            spark_checkpoint_table(spark, DeltaLog(str(root)), clock=ManualClock(NOW), part_size=7)
     assert set(os.listdir(log_dir)) == names
     assert (root / LAST_CHECKPOINT).read_bytes() == before_pointer
-    blocker.rmdir()
     result = spark_checkpoint_table(spark, DeltaLog(str(root)), clock=ManualClock(NOW), part_size=7)
     assert result.parts == 3 and read_last_checkpoint(LocalStorage(str(root)))["version"] == version
     assert _no_temp_dirs(str(root))
