@@ -23,6 +23,7 @@ import os
 import shutil
 import socket
 import subprocess
+import threading
 import time
 import urllib.parse
 import urllib.request
@@ -129,9 +130,33 @@ class Endpoint:
 S3_REGION = "us-east-1"
 
 
+_CONDITIONAL_PUT = threading.Lock()
+
+
+def _atomic_conditional_puts() -> None:
+    """moto checks ``If-None-Match: *`` and stores the object in two steps, each request on its own
+    thread: two racing creates of one key can both succeed, which S3 never allows (a conditional
+    write is atomic there). One lock around moto's PUT handler gives the emulator S3's semantics;
+    the package's requests are untouched."""
+    from moto.s3.responses import S3Response
+
+    if getattr(S3Response.put_object, "atomic_for_tests", False):
+        return
+    original = S3Response.put_object
+
+    def put_object(self):  # type: ignore[no-untyped-def]
+        with _CONDITIONAL_PUT:
+            return original(self)
+
+    put_object.atomic_for_tests = True  # type: ignore[attr-defined]
+    S3Response.put_object = put_object  # type: ignore[method-assign]
+
+
 class S3Server:
     def __init__(self) -> None:
         from moto.server import ThreadedMotoServer
+
+        _atomic_conditional_puts()
 
         self.port = free_port()
         self.server = ThreadedMotoServer(ip_address="127.0.0.1", port=self.port, verbose=False)

@@ -17,12 +17,12 @@ class Deliberate:
     table: str  # fnmatch pattern of the golden table's name
     feature: str  # fnmatch pattern of the feature dropped
     mode: str  # "fast", "truncate" (TRUNCATE HISTORY) or "*"
-    aspect: str  # the compared aspect (the test's docstring lists them)
+    aspect: str  # fnmatch pattern of the compared aspect (the test's docstring lists them)
     why: str  # the rule, quoted from the Delta PROTOCOL.md or an RFC, by section name
 
     def explains(self, table: str, feature: str, mode: str, aspect: str) -> bool:
         return (fnmatchcase(table, self.table) and fnmatchcase(feature, self.feature)
-                and fnmatchcase(mode, self.mode) and aspect == self.aspect)
+                and fnmatchcase(mode, self.mode) and fnmatchcase(aspect, self.aspect))
 
 
 DELIBERATE: tuple[Deliberate, ...] = (
@@ -71,6 +71,12 @@ DELIBERATE: tuple[Deliberate, ...] = (
         "physical name.")
       for aspect in ("outcome", "unchanged", "protocol", "properties", "boundary", "operations",
                      "checkpoints", "interval-checkpoint")),
+    Deliberate(
+        "cm_id_*", "columnMapping", "*", "read@*",
+        "delta-spark 4.4 cannot read this id-mode golden table at all (IllegalArgumentException), "
+        "so its reads are no reference here; the rows after the drop are compared with delta-rs's "
+        "reading of the untouched table in tests/integration/test_column_mapping_drop.py. "
+        "PROTOCOL.md 'Column Mapping': in id mode a reader resolves a column by its field id."),
     Deliberate(
         "collations_dbr", "*", "*", "outcome",
         "both refuse and leave the table byte-identical; delta-spark 4.4 cannot load the schema's "
