@@ -78,21 +78,26 @@ class LocalTaskValues:
         values = self.read_all()
         values[key] = value
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        # The temporary file gets a random name and is created exclusively (mkstemp opens with
-        # O_CREAT|O_EXCL, mode 0600): a file or symlink planted at any predictable name is never
-        # opened or followed. os.replace then swaps it in atomically; the rename replaces a symlink
-        # at the final name itself instead of writing through it.
-        fd, tmp = tempfile.mkstemp(prefix=f".{self.path.stem}.", suffix=".tmp", dir=self.path.parent)
+        replace_file(self.path, json.dumps(values, sort_keys=True, indent=1, default=str),
+                     prefix=f".{self.path.stem}.")
+
+
+def replace_file(path: Path, text: str, *, prefix: str) -> None:
+    """Write ``text`` to ``path`` whole or not at all. The temporary file gets a random name and is
+    created exclusively (mkstemp opens with O_CREAT|O_EXCL, mode 0600): a file or symlink planted
+    at any predictable name is never opened or followed. os.replace then swaps it in atomically;
+    the rename replaces a symlink at the final name itself instead of writing through it."""
+    fd, tmp = tempfile.mkstemp(prefix=prefix, suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except BaseException:
         try:
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                fh.write(json.dumps(values, sort_keys=True, indent=1, default=str))
-            os.replace(tmp, self.path)
-        except BaseException:
-            try:
-                os.unlink(tmp)
-            except FileNotFoundError:
-                pass
-            raise
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
 
 
 def runtime_dbutils() -> Any:

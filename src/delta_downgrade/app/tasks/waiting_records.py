@@ -18,12 +18,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import tempfile
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from delta_downgrade.app.tasks.task_values import replace_file
 from delta_downgrade.errors import BadConfigError
 
 SUFFIX = ".waiting.json"
@@ -43,17 +42,7 @@ def record_waiting(directory: str, table: str, truncate_after: Any = None) -> Pa
                 "recorded_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".record.", suffix=".tmp", dir=path.parent)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                json.dump(document, fh, sort_keys=True)
-            os.replace(tmp, path)
-        except BaseException:
-            try:
-                os.unlink(tmp)
-            except FileNotFoundError:
-                pass
-            raise
+        replace_file(path, json.dumps(document, sort_keys=True), prefix=".record.")
     except OSError as exc:
         raise BadConfigError(
             f"waiting_dir {directory}: cannot record {table} for the daily truncate job "
