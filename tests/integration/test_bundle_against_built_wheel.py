@@ -3,13 +3,13 @@ checkout."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from delta_downgrade_tools.bundle_check import load_jobs, validate_jobs, wheel_entry_points
+
+from tests.built_wheel import built_wheel  # noqa: F401 - fixture
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPTS = {"delta-downgrade", "drop_feature_task", "verify_task", "truncate_task"}
@@ -20,13 +20,6 @@ def jobs():
     return load_jobs(REPO)
 
 
-@pytest.fixture(scope="module")
-def built_wheel(tmp_path_factory):
-    out = tmp_path_factory.mktemp("wheel")
-    proc = subprocess.run([sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(out), str(REPO)],
-                          capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    return next(out.glob("delta_downgrade-*.whl"))
 
 
 def test_repository_bundle_is_valid_against_the_built_wheel(jobs, built_wheel):

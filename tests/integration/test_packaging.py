@@ -16,16 +16,14 @@ import pytest
 
 from tests.object_stores import s3_endpoint, s3_server  # noqa: F401 - fixtures
 
+from tests.built_wheel import built_wheel  # noqa: F401 - fixture
+
 REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
-def wheel(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("dist")
-    proc = subprocess.run([sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(out), str(REPO)],
-                          capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    return next(out.glob("delta_downgrade-*.whl"))
+def wheel(built_wheel) -> Path:
+    return built_wheel
 
 
 @pytest.fixture(scope="module")

@@ -5,23 +5,19 @@ on a METADATA with a dev extra, a test tool and a missing requirement."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import zipfile
 from pathlib import Path
 
 import pytest
 
+from tests.built_wheel import built_wheel  # noqa: F401 - fixture
+
 REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
-def wheel(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("dist")
-    proc = subprocess.run([sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(out), str(REPO)],
-                          capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    return next(out.glob("delta_downgrade-*.whl"))
+def wheel(built_wheel) -> Path:
+    return built_wheel
 
 
 def test_wheel_ships_the_report_templates_and_the_catalogue(wheel):
