@@ -1,4 +1,4 @@
-"""Test-only table features of the reference (§1.3, §8 notation) and helpers to build tables
+"""Test-only table features (as delta-spark's suites name them: ``RW-T``, ``W-T``) and helpers to build tables
 that use them. ``RW-T`` and ``W-T`` are driven by a table property, as in delta-spark's suites."""
 
 from __future__ import annotations

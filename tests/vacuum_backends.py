@@ -1,4 +1,4 @@
-"""VACUUM on each backend: one test case, the same answer on local disk and on S3 (issue 13).
+"""VACUUM on each backend: one test case, the same answer on local disk and on S3.
 
 A test builds its table on local disk (TableBuilder, ``_touch`` with a chosen modification time)
 and calls :meth:`Backend.vacuum` / :meth:`Backend.files` / :meth:`Backend.exists` with the local

@@ -1,4 +1,4 @@
-"""Catalog names end to end (issue 14): every task and ``inspect`` on ``catalog.schema.table``
+"""Catalog names end to end: every task and ``inspect`` on ``catalog.schema.table``
 through SQL on the session, never through the table's storage path.
 
 Delta's SQL cannot run here (no delta-spark jars), so the session is the stand-in of

@@ -1,7 +1,7 @@
-"""Metadata cleanup on real tables (operations/cleanup.py): group F of the reference (§8,
-scenarios 50–57), plain PROTOCOL.md cleanup, dry runs, refusals, the §5 helpers and the CLI.
+"""Metadata cleanup on real tables (operations/cleanup.py): Checkpoint Protection's cleanup
+scenarios, plain PROTOCOL.md cleanup, dry runs, refusals, the truncation-time helpers and the CLI.
 
-Setup of group F (as in delta-spark's DeltaRetentionSuite): checkpointProtection and
+Setup of the scenarios (as in delta-spark's DeltaRetentionSuite): checkpointProtection and
 V = ``delta.requireCheckpointProtectionBeforeVersion`` are set at commit 0; commits ``0..old-1``
 are "old" (day 0), the rest "recent" (day 32); the clock is at day 33; retention is the default
 30 days with DAY granularity, so the cutoff is midnight of day 3. Spark's automatic checkpoint at
@@ -161,7 +161,7 @@ def run(log: DeltaLog, **kw):
     return cleanup_expired_logs(log, **kw)
 
 
-# --- group F ---------------------------------------------------------------------------------------
+# --- Checkpoint Protection cleanup scenarios ---------------------------------------------------------------------------------------
 
 S = dict  # scenario spec
 
@@ -448,7 +448,7 @@ def test_refused_plan_executes_nothing(tmp_path):
 @pytest.mark.parametrize("dry_run", [False, True], ids=["run", "dry-run"])
 def test_unsupported_latest_protocol_is_refused(tmp_path, latest, dry_run):
     """Cleanup is a write: a table whose latest protocol the package cannot write is refused (like
-    VACUUM and VACUUM DRY RUN, reference §6.3), and nothing is deleted."""
+    VACUUM and VACUUM DRY RUN, VACUUM Protocol Check RFC), and nothing is deleted."""
     b = build_table(tmp_path / "t", checkpoints=(6, 8), boundary=2, changes={12: latest})
     before = log_files(tmp_path / "t")
     with pytest.raises(UnsupportedFeaturesError) as exc:
@@ -473,7 +473,7 @@ def test_stale_plan_is_refused_when_the_boundary_moved(tmp_path):
     assert log_files(tmp_path / "t") == before
 
 
-# --- §5 helpers ---------------------------------------------------------------------------------------
+# --- truncation-time helpers ---------------------------------------------------------------------------------------
 
 def test_history_truncated_before_and_earliest_truncation_time(tmp_path):
     """V = 10, checkpoints {8, 10}; commits 0..7 at day -5, 8..9 at day 0 + 1 h, 10..15 at day 32.
@@ -560,7 +560,7 @@ def test_cli_bad_retention(tmp_path, capsys):
     assert "DELTA_DOWNGRADE_BAD_DURATION" in capsys.readouterr().err
 
 
-# --- the same cases on S3 (issue 13) -------------------------------------------------------------------
+# --- the same cases on S3 -------------------------------------------------------------------
 
 def _upload_aged(b: TableBuilder, path: Path, endpoint, name: str = "t") -> DeltaLog:
     """The table built at ``path`` uploaded to the S3 endpoint, each object back-dated to its

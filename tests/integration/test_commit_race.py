@@ -240,7 +240,7 @@ def _store_worker(name: str, location: str, options: dict[str, str], conn, barri
 
 
 def test_two_processes_race_for_each_version_on_s3(tmp_path, s3_endpoint):
-    """Acceptance of issue 13: 50 two-process commit races against the S3 endpoint (moto honours
+    """50 two-process commit races against the S3 endpoint (moto honours
     ``If-None-Match: *``): exactly one winner per round, the loser told of the conflict (exit 4,
     ``fail_on_any_conflict`` lets no retry through), and every winning commit in the bucket
     byte for byte as its writer sent it - nothing lost, no version overwritten. The commits are

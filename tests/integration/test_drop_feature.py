@@ -1,5 +1,5 @@
-"""DROP FEATURE through the task entry point: reference §8 groups A (validation), B (protocol
-results) and C (fast drop core), on tables built by the package's own builder."""
+"""DROP FEATURE through the task entry point: validation, protocol
+results and the fast drop's core, on tables built by the package's own builder."""
 
 from __future__ import annotations
 
@@ -211,7 +211,7 @@ def test_b19_rw_drop_back_to_2_5_plus_checkpoint_protection(tmp_path):
     build(str(tmp_path), start, appends=0)
     code, result, _ = drop(str(tmp_path), RW_T)
     assert code == 0
-    # Fast path: the (2,5) legacy set stays, checkpointProtection is added (reference §3).
+    # Fast path: the (2,5) legacy set stays, checkpointProtection is added (Checkpoint Protection RFC).
     expected = Protocol(2, 5).denormalized().with_feature(CP).normalized()
     assert latest(str(tmp_path)).protocol == expected
 

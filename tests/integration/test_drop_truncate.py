@@ -1,5 +1,5 @@
-"""The TRUNCATE HISTORY path (reference §8 D, as it applies: this package's legacy path always
-uses the truncate-history retention) and dropping checkpointProtection (§8 E), with an injected
+"""The TRUNCATE HISTORY path (this package's legacy path always uses the
+truncate-history retention) and dropping checkpointProtection, with an injected
 clock so that days pass in milliseconds."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The dry run is the run (issue 14): for every golden table and every feature of its protocol the
+"""The dry run is the run: for every golden table and every feature of its protocol the
 registry says can be dropped, the plan made on one copy (``plan_drop``: what ``--dry-run``
 reports) equals what the real drop writes on another copy with the same clock — every commit
 (version, and ``commitInfo.operation`` read back from the commit file) and every checkpoint

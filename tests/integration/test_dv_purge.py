@@ -1,4 +1,4 @@
-"""DROP FEATURE deletionVectors with the Spark DV purge (reference §2.4, §3, §8 scenarios 58–65).
+"""DROP FEATURE deletionVectors with the Spark DV purge (delta-spark's DeletionVectorsRemoval: purge, tombstones, fast drop).
 
 Each test checks what an outside reader sees: delta-rs' pyarrow path (the "older reader" that
 refuses DVs) must read exactly the rows delta-rs' DV-aware ``scan()`` read before the drop; the
@@ -467,7 +467,7 @@ def test_builder_dvs_are_read_by_delta_rs(tmp_path, oracle, kind):
     assert all(dv is not None and dv.storageType == ("i" if kind == "inline" else "u") for dv in dvs)
 
 
-# --- scenarios of reference §8 (G) ---------------------------------------------------------------------
+# --- the drop's scenarios ---------------------------------------------------------------------
 
 def test_scenario_59_purged_before_the_drop_still_gets_tombstones(tmp_path, spark):
     b = TableBuilder(tmp_path / "t")

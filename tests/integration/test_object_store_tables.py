@@ -1,6 +1,6 @@
 """Golden tables on real object-store endpoints (moto S3, Azurite, fake-gcs-server): what the
 package reports and writes there equals what it does on local disk, and delta-rs reads the result
-from the bucket (issue 13's acceptance).
+from the bucket.
 
 - ``inspect`` of every golden table uploaded to each endpoint equals the local report but for the table's location and the latest commit's time (an upload gives
   every object a new modification time); a table the package refuses locally is refused there with
@@ -76,7 +76,7 @@ def test_inspect_cli_json_on_the_bucket(object_store: Endpoint, golden_root: Pat
     assert done.returncode == 0, done.stderr
     document = json.loads(done.stdout)
     assert document["table"] == uri
-    # The CLI's document is inspect's with the RESULT fields added (the output contract, issue 14).
+    # The CLI's document is inspect's with the RESULT fields added (the output contract).
     result = {k: document.pop(k) for k in ("command", "status", "exit_code", "min_reader_version",
                                            "min_writer_version", "reader_features", "writer_features",
                                            "boundary_version", "protected_checkpoint_versions")}

@@ -1,4 +1,4 @@
-"""A real deletion-vector purge on Spark tells its progress as the entry point asks (issue 14): the
+"""A real deletion-vector purge on Spark tells its progress as the entry point asks: the
 task prints ``PROGRESS {json}`` events counting the files with DVs from 0 to all of them, with rate
 and ETA; the CLI at a terminal draws a bar and keeps the final line; the rows stay the same."""
 

@@ -1,4 +1,4 @@
-"""Data rewrites through the storage layer (issue 13, deliverable 4).
+"""Data rewrites through the storage layer.
 
 On a cluster Spark reads and writes ``s3a://``/``abfss://`` through its Hadoop connectors while the
 driver reads DV slices, footers and listings, and deletes leftovers, through the table's storage.

@@ -1,4 +1,4 @@
-"""The bundle's jobs run locally end to end (issue 14): the README's ``run-job`` line exits 0 on a
+"""The bundle's jobs run locally end to end: the README's ``run-job`` line exits 0 on a
 fresh clone with the truncate reported as waiting; a run without the table is exit 2 naming the
 parameter; with ``truncate_in_job=true`` a truncate inside its retention is ``waiting`` (exit 0)
 and the step after it is skipped by its condition; the runner enforces ``timeout_seconds``

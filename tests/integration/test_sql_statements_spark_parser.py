@@ -1,4 +1,4 @@
-"""Spark's own parser on what the package sends it (issue 14, catalog names).
+"""Spark's own parser on what the package sends it (catalog names).
 
 Plain Spark has no grammar for Delta's statements (tests/unit/app/engines/
 test_sql_statements_grammar.py checks those against Delta's rules); here Spark's parser, on a

@@ -46,7 +46,7 @@ def test_vacuum_overflowing_retention_hours_is_bad_input(table, extra):
                                  "abfss://container@account.dfs.core.windows.net/t"])
 @pytest.mark.parametrize("command", [["inspect"], ["cleanup"], ["vacuum", "--dry-run"]])
 def test_unserved_scheme_is_refused_quickly(uri, command):
-    # Issue 13: these schemes are served by the object-store storage now; through the Hadoop
+    # These schemes are served by the object-store storage now; through the Hadoop
     # FileSystem (DELTA_DOWNGRADE_STORAGE=hadoop) with no connector they are still refused
     # before Spark starts, as before.
     env = dict(os.environ, DELTA_DOWNGRADE_STORAGE="hadoop")
@@ -61,7 +61,7 @@ def test_unserved_scheme_is_refused_quickly(uri, command):
 @pytest.mark.parametrize("uri", ["s3://bucket/tables/t", "gs://bucket/t",
                                  "abfss://container@account.dfs.core.windows.net/t"])
 def test_object_store_without_credentials_is_bad_input_quickly(uri):
-    # Issue 13: without credentials (none given, none in the environment, no instance
+    # Without credentials (none given, none in the environment, no instance
     # credentials here) the object store answers a typed error, exit 2, in seconds.
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("AWS_", "AZURE_", "GOOGLE_", "DELTA_DOWNGRADE_STORAGE"))}

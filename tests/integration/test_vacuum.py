@@ -3,7 +3,7 @@
 Time is a ManualClock; data files are written "now" (real time), so advancing the clock ages them.
 Tombstones carry the clock's time as deletionTimestamp.
 
-The cases taking ``vacuum_backend`` run on local disk and on S3 (issue 13: VACUUM on an object
+The cases taking ``vacuum_backend`` run on local disk and on S3 (VACUUM on an object
 store obeys the same rules): on S3 the table built locally is mirrored into a moto bucket, objects
 back-dated to their local modification times, and the bucket's VACUUM must give the local run's
 answer (tests/vacuum_backends.py says what differs: no directories on an object store).
@@ -303,7 +303,7 @@ def test_an_unresolvable_dv_refuses_vacuum(tmp_path, clock):
 
 
 def test_dv_tombstone_keeps_the_dv_file(tmp_path, clock):
-    """A DROP FEATURE 'DV tombstone' (reference §2.4): a remove whose path IS the DV file."""
+    """A DROP FEATURE 'DV tombstone' (delta-spark's DeletionVectorsRemoval): a remove whose path IS the DV file."""
     builder = TableBuilder(tmp_path / "t", clock)
     builder.create(SCHEMA, protocol=DV_PROTOCOL, rows=[{"id": 0}])
     dv_rel = _touch(builder.path, f"deletion_vector_{uuid.uuid4()}.bin", clock.now_ms())
@@ -647,7 +647,7 @@ def test_golden_dv_history_stays_readable_while_tombstones_are_retained(oracle, 
     for version, rows in rows_before.items():
         assert same_rows(oracle.scan_rows(path, version=version), rows), version
 
-    # control: a DV-unaware VACUUM (reference §6.3) would have deleted the tombstones' DV files,
+    # control: a DV-unaware VACUUM (the reason for the VACUUM Protocol Check RFC) would have deleted the tombstones' DV files,
     # and time travel to the versions that used them would fail
     control = shutil.copytree(path, os.path.join(os.path.dirname(path), "dv-unaware-control"))
     live_dvs = {dv_relative_path(a.dv) for a in state.files.values() if a.dv is not None}

@@ -3,8 +3,8 @@ compat report draws per table.
 
 What it holds: the retained versions (earliest reconstructable → latest), every checkpoint
 (classic, multi-part, V2 with its sidecar count) and whether Checkpoint Protection keeps it, every
-protocol change (features added / removed), the DROP FEATURE commits (``commitInfo.operation``,
-reference/drop-feature-semantics.md: delta-spark and this package both write ``"DROP FEATURE"``
+protocol change (features added / removed), the DROP FEATURE commits (``commitInfo.operation``:
+delta-spark and this package both write ``"DROP FEATURE"``
 with ``featureName`` and ``truncateHistory``), and the boundary
 ``delta.requireCheckpointProtectionBeforeVersion``.
 

@@ -1,4 +1,4 @@
-"""One parse of a table argument (issue 14): a path/URI, delta.`path` (read as the path), or a
+"""One parse of a table argument: a path/URI, delta.`path` (read as the path), or a
 catalog name of 1-3 parts, plain or backtick-quoted."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The packaged client catalogue's coverage (issue 15 item 1): every client family the issue names
+"""The packaged client catalogue's coverage: every client family the issue names
 is present, every side is sourced, aliases are unique and resolve, and a few verdicts per family
 on protocols where the sources disagree with a naive "supports reader version 3" reading.
 

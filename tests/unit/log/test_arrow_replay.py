@@ -641,7 +641,7 @@ def test_metadata_and_protocol_are_the_newest(tmp_path):
     path = _write_log(tmp_path / "t", [
         _header() + [_add("a.parquet")],
         # one metaData per commit (PROTOCOL.md "Delta Log Entries"; two are refused, see
-        # tests/unit/test_hardening_log.py)
+        # tests/unit/log/test_log_reader_edges.py)
         [_info(1), {"metaData": {**_header()[2]["metaData"], "configuration": {"k": "1"}}}],
         [_info(2), {"metaData": {**_header()[2]["metaData"], "configuration": {"k": "2"}}}],
         [_info(3), {"protocol": {"minReaderVersion": 1, "minWriterVersion": 3}}],

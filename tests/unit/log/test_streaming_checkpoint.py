@@ -1,4 +1,4 @@
-"""Differential test of the streamed replay and checkpoint (issue 12, bounded driver memory): a
+"""Differential test of the streamed replay and checkpoint (bounded driver memory): a
 log reconciled in hash parts spilled to disk (``arrow_replay.PART_ACTIONS`` forced small) gives a
 checkpoint with exactly the actions of the one-part replay - classic, multi-part (each part the
 same rows: Spark's placement of the path) and V2 - on a real Delta log (JSON commits written here,

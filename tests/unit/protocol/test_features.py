@@ -1,4 +1,4 @@
-"""The feature registry against reference drop-feature-semantics.md §1.3, row by row."""
+"""The feature registry against delta-spark's TableFeature.scala, row by row."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ from delta_downgrade.protocol.features import (
 L_W, L_RW, W, RW = "L-W", "L-RW", "W", "RW"
 _ = None  # "–" in the HistProt column: not removable
 
-# §1.3 transcribed: name, kind, Spark (r,w), spec, removable, HistProt, requires.
+# delta-spark's features transcribed: name, kind, Spark (r,w), spec, removable, HistProt, requires.
 CATALOG_1_3 = [
     ("appendOnly", L_W, (0, 2), "yes", False, _, set()),
     ("invariants", L_W, (0, 2), "yes", False, _, set()),
@@ -65,7 +65,7 @@ CATALOG_1_3 = [
      {"catalogManaged", "rowTracking", "domainMetadata", "deletionVectors", "columnMapping"}),
 ]
 
-# Beyond §1.3 (delta-spark has neither): Databricks' preview name of clustering, written by DBR
+# Beyond delta-spark's list (it has neither): Databricks' preview name of clustering, written by DBR
 # 13.x (golden liquid_row_tracking_dbr), and the Collated String Type RFC's writer feature.
 # Both writer-only, needing domainMetadata, not removable.
 BEYOND_SPARK = [
@@ -99,7 +99,7 @@ def test_feature_matches_catalog_row(row):
     f = FEATURES[name]
     assert f.kind is (FeatureKind.READER_WRITER if kind in (L_RW, RW) else FeatureKind.WRITER)
     assert f.is_legacy is kind.startswith("L-")
-    # Spark's reader 0 for writer-only features is 1 here (brief; §1.4 clamps to 1).
+    # Spark's reader 0 for writer-only features is 1 here (PROTOCOL.md 'Table Features' clamps to 1).
     assert f.min_reader_version == max(1, reader)
     assert f.min_writer_version == writer
     assert f.removable is removable

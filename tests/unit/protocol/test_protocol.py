@@ -1,4 +1,5 @@
-"""The protocol algebra against reference drop-feature-semantics.md §1.2, §1.4, §3 and §8 group B.
+"""The protocol algebra as delta-spark's Protocol and TableFeature define it: legacy versions, the
+downgrade guard (canDowngradeTo), fast drop's checkpointProtection and the protocol results of drops.
 
 Spark's suites use test-only features; they are built here and put in force with
 ``with_registry`` so the production registry never sees them.
@@ -17,12 +18,12 @@ from delta_downgrade.protocol.protocol import required_closure
 
 CP = CHECKPOINT_PROTECTION
 
-# Test-only features of §1.3 (names as in Spark's suites).
+# Test-only features (names as in Spark's suites).
 W_T = "testRemovableWriter"
 RW_T = "testRemovableReaderWriter"
 LW_T = "testRemovableLegacyWriter"
 LRW_T = "testRemovableLegacyReaderWriter"
-DEP_T = "testDependsOnRemovables"  # §8 A7's "feature X requires {RW-T, W-T}"
+DEP_T = "testDependsOnRemovables"  # a feature that requires {RW-T, W-T}
 
 TEST_FEATURES = (
     TableFeature(W_T, FeatureKind.WRITER, 1, 7, removable=True),
@@ -68,7 +69,8 @@ def any_tests(request):
 
 def drop(p: Protocol, name: str, *, fast: bool = True) -> Protocol:
     """The downgrade-commit protocol: fast drop adds CP when the feature needs history
-    protection (§3); the legacy path never does (§4). Also checks the §1.4 commit guard."""
+    protection (Checkpoint Protection RFC); the legacy path never does. Also checks the commit guard
+    (canDowngradeTo)."""
     feature = lookup_feature(name)
     protect = fast and feature is not None and feature.requires_history_protection
     new = p.downgrade_for_drop(name, checkpoint_protection=protect)
@@ -77,7 +79,7 @@ def drop(p: Protocol, name: str, *, fast: bool = True) -> Protocol:
     return new
 
 
-# --- §8 group B ---------------------------------------------------------------------------------
+# --- protocol results of drops ---------------------------------------------------------------------------------
 # 13–23 come from DeltaProtocolVersionSuite, which runs with fast drop OFF: legacy path, no CP.
 # Dropping a writer feature never adds CP anyway, so only the reader-writer drops say so.
 
@@ -154,7 +156,7 @@ def test_b22_dropping_one_of_two(any_tests):
     dv = Protocol.minimum_for([RW_T, "deletionVectors"])
     assert dv == Protocol(3, 7, fs(RW_T, "deletionVectors"), fs(RW_T, "deletionVectors"))
     assert drop(dv, RW_T, fast=False) == Protocol(3, 7, fs("deletionVectors"), fs("deletionVectors"))
-    # With fast drop on, the same drop would add CP (§3).
+    # With fast drop on, the same drop would add CP (Checkpoint Protection RFC).
     assert drop(dv, RW_T) == Protocol(3, 7, fs("deletionVectors"), fs("deletionVectors", CP))
     both = Protocol.minimum_for([RW_T, W_T])
     assert drop(both, W_T) == Protocol(3, 7, fs(RW_T), fs(RW_T))
@@ -194,7 +196,7 @@ def test_b26_column_mapping_and_test_features(any_tests):
         2, 7, None, fs("invariants", "appendOnly", "columnMapping", W_T))
 
 
-# --- §3 and §1.4 examples -----------------------------------------------------------------------
+# --- fast drop and downgrade-guard examples -----------------------------------------------------------------------
 
 def test_s3_reader_writer_drop_from_3_7_leaves_reader_1(any_tests):
     p = Protocol(3, 7, fs(RW_T), fs(W_T, RW_T))
@@ -268,7 +270,7 @@ def test_s1_4_readding_a_dropped_feature_gives_the_original(any_tests):
                 assert original.without_feature(name).with_feature(name) == original
 
 
-# --- legacy versions (§1.2) ---------------------------------------------------------------------
+# --- legacy versions ---------------------------------------------------------------------
 
 IMPLICIT = {
     (1, 1): fs(), (1, 2): LEGACY_1_2, (1, 3): LEGACY_1_3, (1, 4): LEGACY_1_4,
@@ -323,7 +325,7 @@ def test_supports_flags_and_aliases():
     assert not q.supports_table_features_reader and q.supports_table_features_writer
 
 
-# --- validity (§1.1) ----------------------------------------------------------------------------
+# --- validity ----------------------------------------------------------------------------
 
 @pytest.mark.parametrize("p, fragment", [
     (Protocol(0, 1), "minReaderVersion 0 is below 1"),
@@ -361,7 +363,7 @@ def test_each_validity_rule(p, fragment):
     *(Protocol(*v) for v in IMPLICIT),
     Protocol(3, 7, fs(), fs()),
     W(),
-    Protocol(2, 7, None, fs("columnMapping")),  # legacy RW only in writerFeatures (§1.4)
+    Protocol(2, 7, None, fs("columnMapping")),  # legacy RW only in writerFeatures (PROTOCOL.md 'Table Features')
     Protocol(3, 7, fs("columnMapping"), fs("columnMapping")),
     Protocol(3, 7, fs("deletionVectors"), fs("deletionVectors", "appendOnly")),
     Protocol(3, 7, fs("futureRW"), fs("futureRW")),  # unknown names: unsupported, not invalid
@@ -409,7 +411,7 @@ def test_reader_side_features():
     assert Protocol(2, 1).reader_side_features == fs("columnMapping")
 
 
-# --- dependents (§2.2 step 8; §8 A7–A9) --------------------------------------------------------
+# --- dependents --------------------------------------------------------
 
 def test_a7_dependents(spark_tests):
     p = Protocol.minimum_for([DEP_T])
@@ -428,7 +430,7 @@ def test_a8_a9_dependents():
     assert Protocol(1, 2).dependents_of("appendOnly") == fs()
 
 
-# --- commit guard (§1.4 canDowngradeTo) ---------------------------------------------------------
+# --- commit guard (canDowngradeTo) ---------------------------------------------------------
 
 def test_can_downgrade_to():
     p = Protocol.minimum_for(["deletionVectors", "rowTracking"])
@@ -583,7 +585,7 @@ def test_unknown_names_are_carried_along(any_tests):
 
 
 def test_downgrade_for_drop_of_writer_feature_with_protection_flag():
-    # The flag is the caller's choice (§3: only HistProt features add it).
+    # The flag is the caller's choice (only features that need history protection add it).
     p = Protocol.minimum_for(["domainMetadata"])
     assert p.downgrade_for_drop("domainMetadata", checkpoint_protection=False) == Protocol(1, 1)
     assert p.downgrade_for_drop("domainMetadata", checkpoint_protection=True) == W(CP)

@@ -1,4 +1,4 @@
-"""``validate-bundle`` enforces the bundle's hygiene (issue 14): no host written into the bundle,
+"""``validate-bundle`` enforces the bundle's hygiene: no host written into the bundle,
 prod runs as a service principal given by a variable, the table is a run parameter, every task
 that runs code has a timeout, no wheel task retries, a scheduled job alerts on failure and has a
 duration health rule (that every variable a job uses is declared, the Databricks CLI checks:

@@ -66,7 +66,7 @@ def test_truncate_history_is_a_drop_of_checkpoint_protection_with_truncation():
     (["cleanup", "{dir}/missing", "--retention", "one week"], "DELTA_DOWNGRADE_BAD_DURATION"),
 ])
 def test_error_is_one_line_with_its_class_and_exit_code(tmp_path, capsys, argv, error_class):
-    """One error line on stderr; on stdout the error's RESULT (issue 14: before, stdout was empty
+    """One error line on stderr; on stdout the error's RESULT (before, stdout was empty
     and a script had no status to read), or with --json the one document of the same fields."""
     argv = [a.format(dir=tmp_path) for a in argv]
     code = cli.main(argv)

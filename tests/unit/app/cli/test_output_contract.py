@@ -1,4 +1,4 @@
-"""One output contract for every command (issue 14): stdout holds the RESULT line (last) or, with
+"""One output contract for every command: stdout holds the RESULT line (last) or, with
 ``--json``, exactly one JSON document of the same fields; people's text goes to stderr (the reports
 of inspect, cleanup and vacuum stay on stdout above the RESULT); every outcome, errors included,
 has its RESULT with ``command``, ``table``, ``status`` and ``exit_code``; secrets masked."""

@@ -65,14 +65,14 @@ def test_auto_picks_native_for_paths_and_delta_sql_for_names():
 
 
 def test_native_engine_refuses_a_catalog_name():
-    """Issue 14: a catalog name is reached only through SQL; native with a name used to be
+    """A catalog name is reached only through SQL; native with a name used to be
     accepted and then failed with 'path does not exist'."""
     with pytest.raises(CatalogNameNeedsSqlError) as info:
         select_engine("native", "main.ops.t")
     assert info.value.exit_code == 2 and "pass the table's path" in str(info.value)
 
 
-# --- issue #10 "Hardening", item 13: names that could change the statement ------------------------
+# --- names that could change the statement ------------------------
 
 def _bad_input(exc_info, error_class: str) -> None:
     assert exc_info.value.exit_code == 2

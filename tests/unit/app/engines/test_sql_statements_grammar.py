@@ -1,5 +1,5 @@
 """Every statement of Delta's own grammar that the package can issue, checked against Delta's
-parser rules (issue 14: Delta's SQL cannot run here, so its grammar is checked instead).
+parser rules.
 
 The rules below are those of delta-io/delta ``spark/src/main/antlr4/io/delta/sql/parser/
 DeltaSqlBase.g4`` (facts, restated, not copied):

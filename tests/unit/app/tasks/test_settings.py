@@ -73,7 +73,7 @@ def test_config_file_and_precedence(tmp_path, monkeypatch):
 def test_tables_lists_and_file(tmp_path):
     listing = tmp_path / "tables.txt"
     # Only a line starting with '#' (after blanks) is a comment: '#' inside a line is part of the
-    # table's path (issue #10 item 10).
+    # table's path .
     listing.write_text("/a\n# a comment\n  # an indented comment\n/b\n/c#1\n\n/a\n")
     s = load_settings(VerifySettings, ["--tables=/x,/y", f"--tables_file={listing}", "--table=/a"])
     assert s.table_list() == ["/a", "/x", "/y", "/b", "/c#1"]

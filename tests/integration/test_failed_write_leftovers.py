@@ -1,4 +1,4 @@
-"""Issue #10 item 14: leftovers of failed or killed writes.
+"""Leftovers of failed or killed writes.
 
 - A multi-part checkpoint whose second part hits a full disk (a real tmpfs) leaves no part behind.
 - ``cleanup`` deletes this package's stale temporary files in ``_delta_log`` (dry run lists

@@ -1,4 +1,4 @@
-"""Issue #10 item 7 (storage parts) on real file systems: a full disk (a tiny tmpfs) and a
+"""Storage failures on real file systems: a full disk (a tiny tmpfs) and a
 read-only mount (a read-only bind mount). No mocks: the kernel says ENOSPC / EROFS.
 
 - Disk full: a typed error (``DELTA_DOWNGRADE_STORAGE_FULL``, exit 1, not bad input), no

@@ -1,6 +1,6 @@
-"""Issue #10 "Hardening", the task parts that need no table: settings files and sections (item 7),
-``#`` in a tables file (item 10), task keys, task-value keys and the values file's temporary file
-(item 12). The SQL the delta-sql engine builds (item 13) is tested in
+"""The task inputs that need no table: settings files and sections, ``#`` in a tables file, task
+keys, task-value keys and the values file's temporary file. The SQL the delta-sql engine builds
+is tested in
 ``tests/unit/app/engines/test_delta_sql_engine.py``."""
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ def _bad_input(exc_info, error_class: str) -> None:
     assert exc_info.value.error_class == error_class, exc_info.value
 
 
-# --- item 7: settings files --------------------------------------------------------------------
+# --- settings files --------------------------------------------------------------------
 
 def test_7_tables_file_not_utf8_is_bad_config(tmp_path):
     listing = tmp_path / "tables.txt"
@@ -47,7 +47,7 @@ def test_7_toml_task_section_that_is_not_a_table_is_bad_config(tmp_path, section
     assert "[drop_feature_task] must be a table" in info.value.message
 
 
-# --- item 10: '#' in a tables file ---------------------------------------------------------------
+# --- '#' in a tables file ---------------------------------------------------------------
 
 def test_10_hash_inside_a_line_is_part_of_the_table(tmp_path):
     listing = tmp_path / "tables.txt"
@@ -56,7 +56,7 @@ def test_10_hash_inside_a_line_is_part_of_the_table(tmp_path):
     assert settings.table_list() == ["/data/t#1", "/data/u #2"]
 
 
-# --- item 12: task keys, value keys, the temporary file ----------------------------------------------
+# --- task keys, value keys, the temporary file ----------------------------------------------
 
 @pytest.mark.parametrize("task_key", ["../../x", "/abs/x", "a/b", "..", "a.b", "", "x" * 101])
 def test_12_task_key_that_is_not_a_databricks_key_is_refused(tmp_path, task_key):

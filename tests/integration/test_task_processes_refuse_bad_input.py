@@ -1,4 +1,4 @@
-"""Issue #10 "Hardening", as processes: the task entry points and ``delta-downgrade run-job`` on
+"""Bad input to the task processes: the task entry points and ``delta-downgrade run-job`` on
 real tables. Every bad input exits 2 with its error class and no traceback, and nothing on disk
 changes (every file under the table hashed before and after); for the runner also: no task ran,
 no run directory was made, no program named by the job ran."""
@@ -37,7 +37,7 @@ def run_cli(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=600)
 
 
-# --- item 7: settings files, through the task process ------------------------------------------------
+# --- settings files, through the task process ------------------------------------------------
 
 def test_7_tables_file_not_utf8_exits_2_and_writes_nothing(golden_table, tmp_path):
     table = golden_table("vacuum_protocol_check")
@@ -61,7 +61,7 @@ def test_7_toml_section_not_a_table_exits_2_and_writes_nothing(golden_table, tmp
     assert tree_hashes(table) == before
 
 
-# --- item 10: '#' in a tables file -----------------------------------------------------------------
+# --- '#' in a tables file -----------------------------------------------------------------
 
 def test_10_table_whose_path_contains_hash_is_the_one_dropped(golden_table, tmp_path):
     fleet = tmp_path / "fleet"
@@ -228,7 +228,7 @@ def test_12_task_value_reference_with_an_absolute_task_name_is_refused(table, tm
     assert "stolen" not in proc.stdout + proc.stderr
 
 
-# --- item 13: the delta-sql engine ----------------------------------------------------------------
+# --- the delta-sql engine ----------------------------------------------------------------
 
 @pytest.mark.parametrize("args, error_class", [
     (["--feature=x` TRUNCATE HISTORY --"], "DELTA_FEATURE_DROP_UNSUPPORTED_CLIENT_FEATURE"),

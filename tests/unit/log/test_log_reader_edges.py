@@ -1,7 +1,6 @@
-"""Issue #10 "Hardening", the log reader's part: incremental refresh and snapshots (item 5),
-stray versions (6), malformed log lines (7), duplicate protocol/metaData actions (8), derived
-checkpoint columns and INT96 timestamps (9). The process-level checks (exit codes, stderr, bytes
-unchanged) are in tests/integration/test_hardening_log.py."""
+"""The log reader at its edges: incremental refresh and snapshots, stray versions, malformed
+log lines, duplicate protocol/metaData actions, derived checkpoint columns and INT96 timestamps. The process-level checks (exit codes, stderr, bytes
+unchanged) are in tests/integration/test_log_reader_refusals_cli.py."""
 
 from __future__ import annotations
 
@@ -122,7 +121,7 @@ def _state_summary(state: Any) -> tuple[Any, ...]:
             sorted(state.tombstones), sorted(state.txns), sorted(state.domains))
 
 
-# --- item 5: incremental refresh and snapshots -------------------------------------------------------
+# --- incremental refresh and snapshots -------------------------------------------------------
 
 def test_second_snapshot_reads_only_the_new_commits(tmp_path):
     table = _table(tmp_path, commits=25)
@@ -263,7 +262,7 @@ def test_cached_snapshot_is_dropped_when_its_commit_files_change(tmp_path):
     assert snap.metadata.configuration == {"k": "rewritten"}
 
 
-# --- item 6: stray files with huge versions -----------------------------------------------------------
+# --- stray files with huge versions -----------------------------------------------------------
 
 @pytest.mark.parametrize("version", [100_000_000, 10 ** 18, (1 << 63) - 1])
 def test_a_stray_commit_far_ahead_is_a_gap_found_in_bounded_time(tmp_path, version):
@@ -319,7 +318,7 @@ def test_gap_report_lists_each_gap_with_the_file_after_it(tmp_path):
     assert error.value.params["filesAfterGaps"] == [commit_path(4), commit_path(6)]
 
 
-# --- item 7: a table path that is a file, malformed lines ---------------------------------------------
+# --- a table path that is a file, malformed lines ---------------------------------------------
 
 def test_a_file_is_not_a_table(tmp_path):
     path = tmp_path / "file.parquet"
@@ -375,7 +374,7 @@ def test_integral_numbers_are_longs_other_numbers_are_not():
     assert len(parse_commit('{"commitInfo": {"timestamp": "x", "operation": 5}}\n{"future": 3}')) == 2
 
 
-# --- item 8: at most one protocol and one metaData per commit -------------------------------------------
+# --- at most one protocol and one metaData per commit -------------------------------------------
 
 DUPLICATE = "DELTA_DUPLICATE_ACTIONS_FOUND"
 
@@ -434,7 +433,7 @@ def test_a_checkpoint_with_two_protocol_rows_is_refused(tmp_path):
         replay_segment(LocalStorage(table), str(table), log.segment())
 
 
-# --- item 9: derived checkpoint columns, INT96 ----------------------------------------------------------
+# --- derived checkpoint columns, INT96 ----------------------------------------------------------
 
 def with_int96_stats_parsed(checkpoint: Path, year: int = 2960) -> None:
     """Rewrite a checkpoint as Databricks writes it: ``add.stats_parsed`` with a timestamp column

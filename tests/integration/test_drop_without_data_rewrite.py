@@ -1,5 +1,5 @@
-"""Reference §8 group G for the features whose drop needs no data rewrite: v2Checkpoint (66),
-inCommitTimestamp (69), checkConstraints (70), domainMetadata (71), rowTracking (72)."""
+"""The features whose drop needs no data rewrite: v2Checkpoint, inCommitTimestamp,
+checkConstraints, domainMetadata, rowTracking."""
 
 from __future__ import annotations
 

@@ -1,10 +1,10 @@
-"""Issue #10, items 3–5: a drop against concurrent writers.
+"""A drop against concurrent writers.
 
-3. Two drops of the same feature at once: the loser reports ``already_absent`` (exit 0) or a
+- Two drops of the same feature at once: the loser reports ``already_absent`` (exit 0) or a
    conflict (exit 4), never exit 1, and the feature is dropped exactly once.
-4. The deletion-vector drop's property and tombstone commits are retried over blind appends,
+- The deletion-vector drop's property and tombstone commits are retried over blind appends,
    and an exit 4 names the commits of the run that landed instead of claiming nothing was written.
-5. Liveness: drops against a writer committing every 20–60 ms succeed.
+- Liveness: drops against a writer committing every 20–60 ms succeed.
 
 Deterministic cases slip the other writer's commit in right before one of the drop's commits
 (a storage that runs it just before ``put_if_absent``); the randomised cases race real processes.
@@ -71,7 +71,7 @@ def drop_operations(path: str, feature: str) -> list[int]:
     return found
 
 
-# --- item 3 ----------------------------------------------------------------------------------------
+# --- two drops of one feature at once ------------------------------------------------------------------------------------
 
 def test_drop_that_lands_under_a_running_drop_makes_it_already_absent(tmp_path):
     # A second drop runs to completion while the first one is writing its barriers: the first one
@@ -160,7 +160,7 @@ def test_two_processes_drop_the_same_feature_20_times(tmp_path):
             worker.join(timeout=30)
 
 
-# --- item 4 ----------------------------------------------------------------------------------------
+# --- the drop's commits retried over blind appends ------------------------------------------------------------------------------------
 
 def _dv_table(path: str) -> TableBuilder:
     """DVs enabled, no live DV, and a tombstone whose DV file still needs protecting."""
@@ -274,7 +274,7 @@ def test_dv_drop_against_a_blind_appender_10_times(tmp_path):
         assert DV not in DeltaLog(path).snapshot().protocol.features
 
 
-# --- item 5 ----------------------------------------------------------------------------------------
+# --- liveness against a busy writer ------------------------------------------------------------------------------------
 
 class LosingStorage(LocalStorage):
     """Makes the commit whose bytes contain ``marker`` lose ``losses`` races in a row (another

@@ -1,4 +1,4 @@
-"""Issue #10 item 7 (storage parts): overflowing retentions and unserved URI schemes are bad
+"""Storage bad input: overflowing retentions and unserved URI schemes are bad
 input — exit 2, a Delta error class on stderr, no traceback, and not one byte of the table
 changed. Every command runs as its own process, as a user runs it."""
 

@@ -1,10 +1,10 @@
-"""Issue #10 "Hardening", the log reader's part, through the CLI in a subprocess: bad input exits 2
+"""The log reader's refusals through the CLI in a subprocess: bad input exits 2
 with its Delta error class on stderr, no traceback, and not one byte of the table changed; a stray
 commit file far ahead is found in bounded time and memory; a Databricks checkpoint with an INT96
 ``stats_parsed`` timestamp in year 2960 reads fine.
 
 The unit-level checks (both replays, the history, incremental snapshots) are in
-tests/unit/log/test_hardening_log.py."""
+tests/unit/log/test_log_reader_edges.py."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from delta_downgrade.clock import ManualClock
 from delta_downgrade.log.checkpoints import checkpoint_table
 from delta_downgrade.log.delta_log import DeltaLog
 from delta_downgrade.log.files import LOG_DIR, commit_path
-from tests.unit.log.test_hardening_log import with_int96_stats_parsed
+from tests.unit.log.test_log_reader_edges import with_int96_stats_parsed
 from tests.process_support import tree_hashes
 
 T0 = 1_700_000_000_000
@@ -108,7 +108,7 @@ def test_the_fixture_table_is_fine(tmp_path):
             assert done.returncode == 0, done.stdout + done.stderr
 
 
-# --- item 7: a file for a table, malformed lines -------------------------------------------------------
+# --- a file for a table, malformed lines -------------------------------------------------------
 
 @pytest.mark.parametrize("command", ["inspect", "drop-dry-run", "drop"])
 def test_a_regular_file_is_not_a_table(tmp_path, command):
@@ -140,7 +140,7 @@ def test_a_malformed_line_is_bad_input_naming_file_and_line(tmp_path, command, l
                f"{commit_path(2)}: line 3", str(table))
 
 
-# --- item 6: a stray commit file far ahead ------------------------------------------------------------
+# --- a stray commit file far ahead ------------------------------------------------------------
 
 @pytest.mark.parametrize("name", ["00000000000100000000.json", "09223372036854775807.json",
                                   "99999999999999999999.json"])
@@ -153,7 +153,7 @@ def test_a_stray_commit_far_ahead_is_named_in_bounded_time_and_memory(tmp_path, 
     _bad_input(table, args, "DELTA_VERSIONS_NOT_CONTIGUOUS", f"_delta_log/{name}")
 
 
-# --- item 8: two protocol or two metaData actions in one commit ------------------------------------------
+# --- two protocol or two metaData actions in one commit ------------------------------------------
 
 @pytest.mark.parametrize("kind", ["protocol", "metaData"])
 @pytest.mark.parametrize("command", ["inspect", "drop-dry-run", "drop"])
@@ -165,7 +165,7 @@ def test_two_protocol_or_metadata_actions_in_a_commit_are_refused(tmp_path, comm
                commit_path(3), f"2 {kind} actions")
 
 
-# --- item 9: INT96 stats_parsed out of the nanosecond range -----------------------------------------------
+# --- INT96 stats_parsed out of the nanosecond range -----------------------------------------------
 
 @pytest.mark.parametrize("command", ["inspect", "inspect-json", "vacuum", "drop-dry-run"])
 def test_databricks_checkpoint_with_int96_stats_in_year_2960(tmp_path, command):

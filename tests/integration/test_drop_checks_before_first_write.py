@@ -1,9 +1,9 @@
-"""Issue #10, items 1 and 2: a drop checks everything it will need before its first write.
+"""A drop checks everything it will need before its first write.
 
-1. Every table property the drop reads later (retentions, checkpoint interval and policy,
+- Every table property the drop reads later (retentions, checkpoint interval and policy,
    in-commit timestamps) is parsed up front: a bad one is exit 2 with nothing written, never a
    failure after the table was changed.
-2. A plan that cannot finish (a checkpoint the package cannot write, a rewrite that refuses the
+- A plan that cannot finish (a checkpoint the package cannot write, a rewrite that refuses the
    table) is refused before the first commit, and ``--dry-run`` says the same thing.
 
 Each case runs the real CLI in a subprocess and compares a hash of every file under the table
@@ -150,7 +150,7 @@ def test_every_bad_property_is_named_at_once(tmp_path):
     assert "nothing was written" in done.stderr
 
 
-# --- item 2: plans that cannot finish ---------------------------------------------------------------
+# --- plans that cannot finish ---------------------------------------------------------------
 
 def test_history_protected_drop_under_v2_checkpoint_policy_writes_v2_checkpoints(tmp_path):
     # Was refused up front (DELTA_DOWNGRADE_V2_CHECKPOINT_POLICY) while this package wrote classic
