@@ -12,9 +12,9 @@ Specification (PROTOCOL.md "VACUUM", VACUUM Protocol Check RFC):
    that old clients which checked only the reader protocol fail) makes it mandatory. We check it
    unconditionally, dry run included, as delta-spark's ``VacuumCommand.gc`` does
    (``protocolWrite`` → ``DELTA_UNSUPPORTED_FEATURES_FOR_WRITE``). That also refuses
-   catalog-managed tables: this package cannot write their logs. The check is decided by
-   :mod:`delta_downgrade.protocol.vacuum_protocol_check` and raised by the ``Operation.VACUUM``
-   gate of :mod:`delta_downgrade.protocol.support`.
+   catalog-managed tables: this package cannot write their logs. The check is the ``Operation.VACUUM``
+   gate of :mod:`delta_downgrade.protocol.support`, asked on the version planned (again on each replan
+   after a concurrent commit).
 2. **Retention** (PROTOCOL.md "Add File and Remove File": tombstones are kept at least as long as
    ``delta.deletedFileRetentionDuration``, default one week). A shorter retention is refused
    unless the caller overrides the check (delta-spark's ``retentionDurationCheck.enabled``).

@@ -24,8 +24,7 @@ __all__ = ["Decision", "Operation", "ensure_supported", "unsupported_features"]
 class Decision:
     """What a protocol rule says about a planned action: ``allowed`` or not, and why.
 
-    ``rule`` names the rule (``"a"``…``"d"`` of the Checkpoint Protection RFC,
-    ``"vacuumProtocolCheck"``); ``reason`` starts with it. ``clause`` says which part of the rule
+    ``rule`` names the rule (``"a"``…``"d"`` of the Checkpoint Protection RFC); ``reason`` starts with it. ``clause`` says which part of the rule
     decided, for callers that act differently per part; ``version`` is the version that decided
     (when one did) and ``features`` the unsupported features behind a refusal.
     """
@@ -61,8 +60,10 @@ class Operation(Enum):
     #: Delete log files (PROTOCOL.md "Metadata Cleanup"): a write, and one that decides which
     #: history stays readable, so reading and writing must both be supported.
     CLEANUP = "cleanup"
-    #: Delete data files (VACUUM Protocol Check RFC: check the table's *write* protocol first,
-    #: unconditionally for every table).
+    #: Delete data files. VACUUM Protocol Check RFC: "Before performing a VACUUM operation,
+    #: writers must ensure that they check the table's write protocol"; the RFC recommends the
+    #: check for every table, which this gate does (``vacuumProtocolCheck`` itself is a
+    #: reader-writer feature only so that old clients, which checked the reader protocol, fail).
     VACUUM = "vacuum"
 
 
