@@ -1,7 +1,7 @@
 """``compat`` over every golden table: the time of :func:`table_compat` per table (in one process,
 after a warm-up so the first table does not carry the imports), and the wall time of one CLI run
 (``python -m delta_downgrade.app.cli compat TABLE --json``, process start and imports included).
-Issue 15's acceptance: < 1 s per table, no data read.
+The goal: < 1 s per table, no data read.
 
 Usage (from the repository root, with the project's venv):
     DELTA_DOWNGRADE_GOLDEN=/path/to/golden .venv/bin/python bench/compat_golden.py [--repeat R] [--cli TABLE]

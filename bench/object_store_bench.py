@@ -1,6 +1,6 @@
 """Tables on S3 (moto's server on a local port): ours next to delta-rs 1.6.6 on the same bucket.
 
-What a bucket costs is round trips, not bytes: this measures the log work of issue 13 where every
+What a bucket costs is round trips, not bytes: this measures the log work on object storage, where every
 read is a request — the latest protocol, ``inspect --json --no-history`` and the fast drop of
 deletionVectors — against delta-rs doing the same reads (``DeltaTable(uri).protocol()``, and
 open + ``create_checkpoint()`` for the drop, which reads the whole log and writes one checkpoint;

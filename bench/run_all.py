@@ -1,4 +1,4 @@
-"""All the benchmarks of issue 12 in one run: ours next to a baseline measured in the same run,
+"""All the benchmarks in one run: ours next to a baseline measured in the same run,
 and one table of ratios and peak RSS per goal.
 
 For every row, ``--repeat`` times, ours and the baseline each run in a fresh process on a fresh

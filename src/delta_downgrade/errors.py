@@ -3,7 +3,7 @@
 Every error a user can meet is a subclass of :class:`DeltaDowngradeError`. It carries the Delta
 error class (the names of delta-spark's ``delta-error-classes.json``), its SQLSTATE, the table it
 concerns, a message that says what is wrong and what to do next, and the process exit code of the
-task contract (DESIGN.md): 2 bad input, 3 wait for a retention period, 4 concurrent writer, 1 else.
+task contract (README "Commands", exit codes): 2 bad input, 3 wait for a retention period, 4 concurrent writer, 1 else.
 
 Every error type is declared here, once, with its error class, SQLSTATE and exit code as class
 attributes; a raise site picks the type and never sets those three itself (``tests/unit/

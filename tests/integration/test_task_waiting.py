@@ -1,4 +1,4 @@
-"""A wait is a successful task outcome (/work/shared/DESIGN.md "Exit codes"): in task mode a table
+"""A wait is a successful task outcome (README "Commands", exit codes): in task mode a table
 still inside its truncate retention is status ``waiting``, ``needs_truncate=true`` with
 ``truncate_after``, exit 0, with the same task values; a fleet counts it as a success and lists it
 apart. The CLI keeps exit 3. Real tables, real clock: a table whose commits are three days old is

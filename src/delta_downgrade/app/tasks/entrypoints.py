@@ -4,7 +4,7 @@ Each is thin: load typed settings, run the operation for every table (a fleet ru
 parallelism; one bad table does not stop the others), print one ``RESULT`` line per table (plus a
 summary for a fleet), set task values, and exit with the worst outcome.
 
-A wait is a successful outcome here (/work/shared/DESIGN.md "Exit codes"): a table that must wait
+A wait is a successful outcome here (README "Commands", exit codes): a table that must wait
 for a retention period (:class:`RetentionWaitError`, exit 3 in the CLI) is status ``waiting``,
 ``needs_truncate=true`` with ``truncate_after``, and exit 0, because a job run whose task exits
 non-zero is a failed run, and a scheduled job that finds a table still inside its retention has
