@@ -11,15 +11,16 @@ DV data is::
                   Delta requires its top bit to be 0) + a standard 32-bit Roaring bitmap of the
                   low 32 bits.
 
-The magic number and the bucket grouping are Delta's and are handled here; each bucket's 32-bit
-bitmap is encoded and decoded by CRoaring (pyroaring), whose portable serialization is the one
-the spec names (``run_optimize`` picks a run container exactly when it is the smallest encoding,
-so our bytes are the bytes CRoaring and Delta write).
+The magic number is Delta's and is handled here; the 64-bit bitmap is encoded and decoded by
+CRoaring's 64-bit bitmap (pyroaring's ``BitMap64``), whose portable serialization is the one the
+spec names (``run_optimize`` picks a run container exactly when it is the smallest encoding, so
+our bytes are the bytes CRoaring and Delta write).
 
-Only the headers of a 32-bit bitmap are read here (RoaringFormatSpec): they give where the next
-bucket starts and the cardinality without expanding a row, and the cardinality the headers
-declare is checked against what CRoaring decodes, so a bitmap whose header and contents disagree
-is refused instead of read one way by one reader and another way by the next.
+Before CRoaring decodes a bitmap, its headers are walked here (RoaringFormatSpec): Delta's own
+rules (bucket keys ascending, their top bit clear) are checked, where the bitmap ends and its
+cardinality are known without expanding a row, and the cardinality the headers declare is
+checked against what CRoaring decodes, so a bitmap whose header and contents disagree is refused
+instead of read one way by one reader and another way by the next.
 
 Row indexes come back as a sorted ``pyarrow.UInt64Array``; maximal runs as two int64 arrays.
 """
@@ -33,7 +34,7 @@ from itertools import pairwise
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from pyroaring import BitMap
+from pyroaring import BitMap, BitMap64
 
 from delta_downgrade.errors import DeletionVectorFormatError  # noqa: F401 - re-exported
 
@@ -50,8 +51,6 @@ BITMAP_CONTAINER_BYTES = 8192        # 2^16 bits
 # parse_dv_runs expands at most this range of row indexes at a time (one bucket may hold up to
 # 2^32 rows): memory follows the number of runs, not of deleted rows.
 _RUNS_WINDOW = 1 << 24
-
-_UINT32_TYPECODE = next(code for code in "IL" if array.array(code).itemsize == 4)
 
 
 # --- headers of a 32-bit Roaring bitmap ----------------------------------------------------------
@@ -129,11 +128,6 @@ def _uint32_values(bitmap: BitMap) -> pa.UInt32Array:
     return pa.Array.from_buffers(pa.uint32(), len(values), [None, pa.py_buffer(values)])
 
 
-def _with_base(base: int, low: pa.Array) -> pa.Array:
-    values = pc.cast(low, pa.uint64())
-    return pc.add(values, pa.scalar(base, pa.uint64())) if base else values
-
-
 # --- the RoaringBitmapArray: reading --------------------------------------------------------------
 
 def _check_magic(data: bytes | memoryview) -> memoryview:
@@ -189,17 +183,34 @@ def parse_roaring32(data: bytes | memoryview, pos: int = 0) -> tuple[list[tuple[
     return containers, end
 
 
+def _roaring64_bitmap(view: memoryview, pos: int) -> tuple[BitMap64, int]:
+    """The portable 64-bit bitmap starting at ``pos``, its headers checked (:func:`_buckets`) and
+    then decoded by CRoaring, holding exactly the cardinality its headers declare → (the bitmap,
+    position after it)."""
+    end, cardinality = pos + 8, 0
+    for _key, _start, end, card in _buckets(view, pos):
+        cardinality += card
+    try:
+        bitmap = BitMap64.deserialize(view[pos:end])
+    except ValueError as exc:
+        raise DeletionVectorFormatError(f"malformed Roaring bitmap: {exc}") from None
+    if len(bitmap) != cardinality:
+        raise DeletionVectorFormatError(
+            f"a Roaring bitmap holds {len(bitmap)} values, its headers say {cardinality}")
+    return bitmap, end
+
+
+def _uint64_values(bitmap: BitMap64) -> pa.UInt64Array:
+    """The values of a 64-bit bitmap as a sorted Arrow array (CRoaring's buffer, not a Python loop)."""
+    values = bitmap.to_array()
+    return pa.Array.from_buffers(pa.uint64(), len(values), [None, pa.py_buffer(values)])
+
+
 def parse_portable_bitmap64(data: bytes | memoryview, pos: int = 0) -> tuple[pa.UInt64Array, int]:
     """The 64-bit "portable" RoaringBitmap (numBuckets, then key + 32-bit bitmap per bucket) →
     (sorted row indexes, position after it)."""
-    view = memoryview(data)
-    chunks: list[pa.Array] = []
-    end = pos + 8
-    for key, start, end, card in _buckets(view, pos):
-        chunks.append(_with_base(key << 32, _uint32_values(_roaring32_bitmap(view, start, end, card))))
-    if not chunks:
-        return pa.array([], pa.uint64()), end
-    return pa.concat_arrays(chunks), end
+    bitmap, end = _roaring64_bitmap(memoryview(data), pos)
+    return _uint64_values(bitmap), end
 
 
 def parse_dv_data(data: bytes | memoryview) -> pa.UInt64Array:
@@ -227,36 +238,40 @@ def _runs_of_sorted(values: pa.Array) -> tuple[pa.Array, pa.Array]:
     return starts, ends
 
 
-def _windows(bitmap: BitMap) -> Iterator[BitMap]:
-    """A 32-bit bitmap in value windows of ``_RUNS_WINDOW`` (the whole bitmap when it is small)."""
+def _windows(bitmap: BitMap64) -> Iterator[BitMap64]:
+    """A bitmap in value windows of ``_RUNS_WINDOW`` (the whole bitmap when it is small); empty
+    windows are jumped over, so sparse values far apart cost one step each."""
     if len(bitmap) <= _RUNS_WINDOW:
         yield bitmap
         return
+    last = bitmap.max()
     low = bitmap.min() - bitmap.min() % _RUNS_WINDOW
-    while low <= bitmap.max():
-        high = min(low + _RUNS_WINDOW, 1 << 32)
-        if bitmap.range_cardinality(low, high):
-            yield bitmap & BitMap(range(low, high))
-        low = high
+    while low <= last:
+        window = BitMap64()
+        window.add_range(low, low + _RUNS_WINDOW)
+        yield bitmap & window
+        if low + _RUNS_WINDOW > last:
+            break
+        following = bitmap.next_set_bit(low + _RUNS_WINDOW)
+        low = following - following % _RUNS_WINDOW
 
 
 def parse_dv_runs(data: bytes | memoryview) -> tuple[pa.Int64Array, pa.Int64Array]:
     """DV data → the deleted row indexes as maximal runs (starts, inclusive ends; int64), one
     window of row indexes at a time: memory grows with the number of runs, not of rows."""
-    view = _check_magic(data)
+    bitmap, _end = _roaring64_bitmap(_check_magic(data), 4)
     starts: list[pa.Array] = []
     ends: list[pa.Array] = []
-    for key, start, end, card in _buckets(view, 4):
-        for window in _windows(_roaring32_bitmap(view, start, end, card)):
-            s, e = _runs_of_sorted(_with_base(key << 32, _uint32_values(window)))
-            if len(s) and ends and len(ends[-1]) and ends[-1][-1].as_py() + 1 == s[0].as_py():
-                # A run continuing across a window or bucket boundary: merge it.
-                merged_start = starts[-1][-1]
-                starts[-1] = starts[-1].slice(0, len(starts[-1]) - 1)
-                ends[-1] = ends[-1].slice(0, len(ends[-1]) - 1)
-                s = pa.concat_arrays([pa.array([merged_start.as_py()], pa.int64()), s.slice(1)])
-            starts.append(s)
-            ends.append(e)
+    for window in _windows(bitmap):
+        s, e = _runs_of_sorted(_uint64_values(window))
+        if len(s) and ends and len(ends[-1]) and ends[-1][-1].as_py() + 1 == s[0].as_py():
+            # A run continuing across a window boundary: merge it.
+            merged_start = starts[-1][-1]
+            starts[-1] = starts[-1].slice(0, len(starts[-1]) - 1)
+            ends[-1] = ends[-1].slice(0, len(ends[-1]) - 1)
+            s = pa.concat_arrays([pa.array([merged_start.as_py()], pa.int64()), s.slice(1)])
+        starts.append(s)
+        ends.append(e)
     if not starts:
         empty = pa.array([], pa.int64())
         return empty, empty
@@ -264,18 +279,6 @@ def parse_dv_runs(data: bytes | memoryview) -> tuple[pa.Int64Array, pa.Int64Arra
 
 
 # --- the RoaringBitmapArray: writing --------------------------------------------------------------
-
-def _roaring32_bytes(low: pa.Array, use_runs: bool) -> bytes:
-    """Sorted distinct uint32 values (Arrow) → a 32-bit Roaring bitmap, by CRoaring. With
-    ``use_runs`` a container becomes a run container when that is strictly smaller."""
-    low32 = pc.cast(low, pa.uint32())
-    values = array.array(_UINT32_TYPECODE)
-    values.frombytes(memoryview(low32.buffers()[1])[4 * low32.offset:4 * (low32.offset + len(low32))])
-    bitmap = BitMap(values, optimize=False)  # pyroaring would run-optimize by default
-    if use_runs:
-        bitmap.run_optimize()
-    return bitmap.serialize()
-
 
 def serialize_roaring32(values: Iterable[int], *, use_runs: bool = True) -> bytes:
     """Sorted distinct values < 2^32 → a standard 32-bit Roaring bitmap (RoaringFormatSpec)."""
@@ -325,21 +328,13 @@ def serialize_bitmap(row_indexes: Iterable[int] | pa.Array, *, use_runs: bool = 
 
 
 def dv_data_of_sorted(values: pa.UInt64Array, *, use_runs: bool = True) -> bytes:
-    """Sorted distinct uint64 values < 2^63 → DV data. The values are grouped by their high 32
-    bits (one bucket each, ascending); each bucket's low 32 bits are one 32-bit bitmap."""
-    buckets: list[tuple[int, bytes]] = []
+    """Sorted distinct uint64 values < 2^63 → DV data: the magic number, then CRoaring's portable
+    64-bit serialization (one bucket per high 32 bits, ascending). With ``use_runs`` a container
+    becomes a run container when that is strictly smaller."""
+    as_array = array.array("Q")
     if len(values):
-        high = pc.shift_right(values, pa.scalar(32, pa.uint64()))
-        counts = pc.value_counts(high)
-        offset = 0
-        for key, count in sorted(zip(counts.field("values").to_pylist(), counts.field("counts").to_pylist())):
-            low = values.slice(offset, count)
-            if key:
-                low = pc.bit_wise_and(low, pa.scalar(0xFFFFFFFF, pa.uint64()))
-            buckets.append((key, _roaring32_bytes(low, use_runs)))
-            offset += count
-    out = bytearray(struct.pack("<IQ", MAGIC_NUMBER, len(buckets)))
-    for key, body in buckets:
-        out += struct.pack("<I", key)
-        out += body
-    return bytes(out)
+        as_array.frombytes(memoryview(values.buffers()[1])[8 * values.offset:8 * (values.offset + len(values))])
+    bitmap = BitMap64(as_array, optimize=False)  # pyroaring would run-optimize by default
+    if use_runs:
+        bitmap.run_optimize()
+    return struct.pack("<I", MAGIC_NUMBER) + bitmap.serialize()
