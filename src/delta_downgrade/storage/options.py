@@ -28,6 +28,7 @@ application-default credentials (object_store's credential chains); explicit opt
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from dataclasses import dataclass, field
@@ -40,89 +41,40 @@ from delta_downgrade.errors import BadStorageOptionError
 IMPLEMENTATION_KEY = "DELTA_DOWNGRADE_STORAGE"
 IMPLEMENTATION_CHOICES = ("object_store", "hadoop", "local")
 
-# --- the keys object_store accepts, per store --------------------------------------------------
-# Canonical config key (what obstore's ``config=`` takes) -> its aliases, lower case, as the Rust
-# object_store crate parses them (AmazonS3ConfigKey / AzureConfigKey / GoogleConfigKey::from_str).
+# --- which store takes a key -----------------------------------------------------------------
+# The keys of a store's ``config`` (credentials, endpoint, region ...) and their aliases are the
+# Rust object_store crate's (AmazonS3ConfigKey / AzureConfigKey / GoogleConfigKey::from_str), and
+# obstore's store constructors raise ``UnknownConfigurationKeyError`` for any other: that parser
+# is asked here, so the accepted keys are always those of the obstore release installed.
 
-S3_KEYS: dict[str, tuple[str, ...]] = {
-    "access_key_id": ("aws_access_key_id", "access_key_id"),
-    "secret_access_key": ("aws_secret_access_key", "secret_access_key"),
-    "session_token": ("aws_session_token", "aws_token", "session_token", "token"),
-    "region": ("aws_region", "region"),
-    "default_region": ("aws_default_region", "default_region"),
-    "bucket": ("aws_bucket", "aws_bucket_name", "bucket", "bucket_name"),
-    "endpoint": ("aws_endpoint_url", "aws_endpoint", "endpoint_url", "endpoint"),
-    "aws_endpoint_url_s3": ("aws_endpoint_url_s3", "endpoint_url_s3"),
-    "virtual_hosted_style_request": ("aws_virtual_hosted_style_request",
-                                     "virtual_hosted_style_request"),
-    "s3_express": ("aws_s3_express", "s3_express"),
-    "imdsv1_fallback": ("aws_imdsv1_fallback", "imdsv1_fallback"),
-    "metadata_endpoint": ("aws_metadata_endpoint", "metadata_endpoint"),
-    "unsigned_payload": ("aws_unsigned_payload", "unsigned_payload"),
-    "checksum_algorithm": ("aws_checksum_algorithm", "checksum_algorithm"),
-    "container_credentials_relative_uri": ("aws_container_credentials_relative_uri",
-                                           "container_credentials_relative_uri"),
-    "container_credentials_full_uri": ("aws_container_credentials_full_uri",
-                                       "container_credentials_full_uri"),
-    "container_authorization_token_file": ("aws_container_authorization_token_file",
-                                           "container_authorization_token_file"),
-    "skip_signature": ("aws_skip_signature", "skip_signature"),
-    "copy_if_not_exists": ("aws_copy_if_not_exists", "copy_if_not_exists"),
-    "disable_tagging": ("aws_disable_tagging", "disable_tagging"),
-    "request_payer": ("aws_request_payer", "request_payer"),
-    "role_arn": ("aws_role_arn", "role_arn"),
-    "role_session_name": ("aws_role_session_name", "role_session_name"),
-    "web_identity_token_file": ("aws_web_identity_token_file", "web_identity_token_file"),
-    "sts_endpoint": ("aws_sts_endpoint", "sts_endpoint"),
-    "server_side_encryption": ("aws_server_side_encryption", "server_side_encryption"),
-    "sse_kms_key_id": ("aws_sse_kms_key_id", "sse_kms_key_id"),
-    "sse_bucket_key_enabled": ("aws_sse_bucket_key_enabled", "sse_bucket_key_enabled"),
+#: The store families: kind -> (obstore's store class name, the prefix of its own keys).
+STORE_FAMILIES: dict[str, tuple[str, str]] = {
+    "s3": ("S3Store", "aws_"),
+    "azure": ("AzureStore", "azure_"),
+    "gcs": ("GCSStore", "google_"),
 }
 
-AZURE_KEYS: dict[str, tuple[str, ...]] = {
-    "account_name": ("azure_storage_account_name", "account_name"),
-    "account_key": ("azure_storage_account_key", "azure_storage_access_key",
-                    "azure_storage_master_key", "account_key", "access_key", "master_key"),
-    "client_id": ("azure_storage_client_id", "azure_client_id", "client_id"),
-    "client_secret": ("azure_storage_client_secret", "azure_client_secret", "client_secret"),
-    "tenant_id": ("azure_storage_tenant_id", "azure_storage_authority_id", "azure_tenant_id",
-                  "azure_authority_id", "tenant_id", "authority_id"),
-    "authority_host": ("azure_storage_authority_host", "azure_authority_host", "authority_host"),
-    "sas_key": ("azure_storage_sas_key", "azure_storage_sas_token", "sas_key", "sas_token"),
-    "token": ("azure_storage_token", "bearer_token", "token"),
-    "use_emulator": ("azure_storage_use_emulator", "use_emulator"),
-    "endpoint": ("azure_storage_endpoint", "azure_endpoint", "endpoint"),
-    "msi_endpoint": ("azure_msi_endpoint", "azure_identity_endpoint", "identity_endpoint",
-                     "msi_endpoint"),
-    "object_id": ("azure_object_id", "object_id"),
-    "msi_resource_id": ("azure_msi_resource_id", "msi_resource_id"),
-    "federated_token_file": ("azure_federated_token_file", "federated_token_file"),
-    "use_fabric_endpoint": ("azure_use_fabric_endpoint", "use_fabric_endpoint"),
-    "use_azure_cli": ("azure_use_azure_cli", "use_azure_cli"),
-    "skip_signature": ("azure_skip_signature", "skip_signature"),
-    "container_name": ("azure_container_name", "container_name"),
-    "disable_tagging": ("azure_disable_tagging", "disable_tagging"),
-    "fabric_token_service_url": ("azure_fabric_token_service_url", "fabric_token_service_url"),
-    "fabric_workload_host": ("azure_fabric_workload_host", "fabric_workload_host"),
-    "fabric_session_token": ("azure_fabric_session_token", "fabric_session_token"),
-    "fabric_cluster_identifier": ("azure_fabric_cluster_identifier", "fabric_cluster_identifier"),
-}
 
-GCS_KEYS: dict[str, tuple[str, ...]] = {
-    "service_account": ("google_service_account", "service_account",
-                        "google_service_account_path", "service_account_path"),
-    "service_account_key": ("google_service_account_key", "service_account_key"),
-    "bucket": ("google_bucket", "google_bucket_name", "bucket", "bucket_name"),
-    "application_credentials": ("google_application_credentials", "application_credentials"),
-    "skip_signature": ("google_skip_signature", "skip_signature"),
-}
+@functools.lru_cache(maxsize=512)
+def store_takes(kind: str, key: str) -> bool:
+    """Whether obstore's store of ``kind`` takes ``key`` (lower case) in its ``config``: the
+    store is built with that key alone, which reads no credentials and opens no connection; only
+    ``UnknownConfigurationKeyError`` says no (a value it cannot use still means the key is
+    known)."""
+    import obstore.store
+    from obstore.exceptions import UnknownConfigurationKeyError
 
-#: The store families: kind -> (its config keys, the prefix object_store strips from client keys).
-STORE_KEYS: dict[str, tuple[dict[str, tuple[str, ...]], str]] = {
-    "s3": (S3_KEYS, "aws_"),
-    "azure": (AZURE_KEYS, "azure_"),
-    "gcs": (GCS_KEYS, "google_"),
-}
+    family = STORE_FAMILIES.get(kind)
+    if family is None:
+        return False
+    try:
+        getattr(obstore.store, family[0])("probe", config={key: "1"})
+    except UnknownConfigurationKeyError:
+        return False
+    except Exception:  # noqa: BLE001 - the key is known; its probe value is not usable
+        return True
+    return True
+
 
 #: HTTP client options (obstore ``client_options=``), for every store; ``aws_allow_http``,
 #: ``azure_allow_http``, ``google_allow_http`` are the same key with the store's prefix.
@@ -233,13 +185,6 @@ def without_implementation_key(options: Mapping[str, str] | None) -> dict[str, s
     return {k: v for k, v in (options or {}).items() if _norm(k) != IMPLEMENTATION_KEY.lower()}
 
 
-def _alias_index(keys: Mapping[str, tuple[str, ...]]) -> dict[str, str]:
-    return {alias: canonical for canonical, aliases in keys.items() for alias in aliases}
-
-
-_ALIASES = {kind: _alias_index(keys) for kind, (keys, _prefix) in STORE_KEYS.items()}
-
-
 def _client_key(key: str, prefix: str) -> str | None:
     bare = key[len(prefix):] if key.startswith(prefix) else key
     return bare if bare in CLIENT_KEYS else None
@@ -247,10 +192,10 @@ def _client_key(key: str, prefix: str) -> str | None:
 
 def _known_elsewhere(key: str, kind: str) -> bool:
     """Whether ``key`` belongs to another store (ignored for this one, as delta-rs does)."""
-    for other, (_keys, prefix) in STORE_KEYS.items():
+    for other, (_cls, prefix) in STORE_FAMILIES.items():
         if other == kind:
             continue
-        if key in _ALIASES[other] or (key.startswith(prefix) and _client_key(key, prefix)):
+        if (key.startswith(prefix) and _client_key(key, prefix)) or store_takes(other, key):
             return True
     return False
 
@@ -307,16 +252,12 @@ def parse_options(kind: str, options: Mapping[str, str] | None, *,
     out = StoreOptions(kind)
     retry: dict[str, Any] = {}
     backoff: dict[str, Any] = {}
-    _keys, prefix = STORE_KEYS.get(kind, ({}, ""))
-    aliases = _ALIASES.get(kind, {})
+    _cls, prefix = STORE_FAMILIES.get(kind, ("", ""))
     for raw_key, value in without_implementation_key(options).items():
         if not isinstance(raw_key, str) or not raw_key.strip():
             raise BadStorageOptionError("a storage option has an empty key; nothing was read or "
                                         "written", table=table, params={"key": str(raw_key)})
         key = _norm(raw_key)
-        if key in aliases:
-            out.config[aliases[key]] = str(value)
-            continue
         client = _client_key(key, prefix) if prefix else (key if key in CLIENT_KEYS else None)
         if client is not None:
             if client in _BOOL_CLIENT_KEYS:
@@ -346,7 +287,13 @@ def parse_options(kind: str, options: Mapping[str, str] | None, *,
             else:
                 backoff[key.split(".", 1)[1]] = _duration(value, raw_key, table)
             continue
-        if key in IGNORED_KEYS or _known_elsewhere(key, kind):
+        if key in IGNORED_KEYS:
+            out.ignored.append(raw_key)
+            continue
+        if store_takes(kind, key):
+            out.config[key] = str(value)
+            continue
+        if _known_elsewhere(key, kind):
             out.ignored.append(raw_key)
             continue
         raise BadStorageOptionError(
@@ -366,11 +313,9 @@ def parse_options(kind: str, options: Mapping[str, str] | None, *,
 
 # --- keeping secrets out of messages --------------------------------------------------------
 
+# Every secret key of the stores names one of these (``secret_access_key``, ``session_token``,
+# ``account_key``, ``client_secret``, ``sas_key``, ``bearer_token``, ``service_account_key`` ...).
 _SECRET_WORDS = ("key", "secret", "token", "password", "sas", "credential", "signature")
-_SECRET_CANONICAL = frozenset({
-    "secret_access_key", "session_token", "account_key", "client_secret", "sas_key", "token",
-    "service_account_key", "fabric_session_token",
-})
 REDACTED = "***"
 
 
@@ -378,9 +323,7 @@ def is_secret_key(key: str) -> bool:
     """Whether the value of option ``key`` is a secret (or may contain one): keys naming a key,
     secret, token, password, SAS or credential, and service-account JSON."""
     k = _norm(key)
-    if any(word in k for word in _SECRET_WORDS):
-        return True
-    return any(_ALIASES[kind].get(k) in _SECRET_CANONICAL for kind in _ALIASES)
+    return any(word in k for word in _SECRET_WORDS)
 
 
 def redact(options: Mapping[str, str] | None) -> dict[str, str]:

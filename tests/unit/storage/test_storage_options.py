@@ -1,5 +1,5 @@
 """Storage options: deltalake's keys (any case, with or without the store prefix) split into
-obstore's config / client options / retry config; delta-rs-only keys and other stores' keys
+obstore's config (the keys obstore's own parser takes, as given) / client options / retry config; delta-rs-only keys and other stores' keys
 accepted and ignored; unknown keys refused by name (never by value); DELTA_DOWNGRADE_STORAGE
 picks the implementation; secrets redacted from option dicts and messages."""
 
@@ -23,12 +23,12 @@ from delta_downgrade.storage.options import (
 @pytest.mark.parametrize("key", ["AWS_ACCESS_KEY_ID", "aws_access_key_id", "access_key_id",
                                  "Aws_Access_Key_Id"])
 def test_s3_access_key_spellings(key):
-    assert parse_options("s3", {key: "AKIA1"}).config == {"access_key_id": "AKIA1"}
+    assert parse_options("s3", {key: "AKIA1"}).config == {key.lower(): "AKIA1"}
 
 
 @pytest.mark.parametrize("key", ["AWS_ENDPOINT_URL", "AWS_ENDPOINT", "endpoint", "aws_endpoint_url"])
 def test_s3_endpoint_spellings(key):
-    assert parse_options("s3", {key: "http://h:1"}).config == {"endpoint": "http://h:1"}
+    assert parse_options("s3", {key: "http://h:1"}).config == {key.lower(): "http://h:1"}
 
 
 def test_s3_options_split_into_config_client_and_retry():
@@ -38,8 +38,8 @@ def test_s3_options_split_into_config_client_and_retry():
         "connect_timeout": "1s", "proxy_url": "http://proxy:3128", "max_retries": "5",
         "retry_timeout": "20s", "backoff_config.init_backoff": "200ms",
     })
-    assert parsed.config == {"access_key_id": "a", "secret_access_key": "s",
-                             "session_token": "t", "region": "eu-west-1"}
+    assert parsed.config == {"aws_access_key_id": "a", "aws_secret_access_key": "s",
+                             "aws_session_token": "t", "aws_region": "eu-west-1"}
     assert parsed.client_options == {"allow_http": True, "timeout": timedelta(seconds=30),
                                      "connect_timeout": timedelta(seconds=1),
                                      "read_timeout": timedelta(seconds=8),
@@ -69,19 +69,21 @@ def test_azure_and_gcs_keys():
         "AZURE_STORAGE_SAS_KEY": "sv=1&sig=x", "AZURE_STORAGE_ENDPOINT": "http://h/acct",
         "AZURE_CLIENT_ID": "cid", "azure_client_secret": "cs", "AZURE_TENANT_ID": "tid",
         "AZURE_STORAGE_USE_EMULATOR": "true", "AZURE_ALLOW_HTTP": "true"})
-    assert azure.config == {"account_name": "acct", "account_key": "k", "sas_key": "sv=1&sig=x",
-                            "endpoint": "http://h/acct", "client_id": "cid",
-                            "client_secret": "cs", "tenant_id": "tid", "use_emulator": "true"}
+    assert azure.config == {"azure_storage_account_name": "acct", "azure_storage_account_key": "k",
+                            "azure_storage_sas_key": "sv=1&sig=x",
+                            "azure_storage_endpoint": "http://h/acct", "azure_client_id": "cid",
+                            "azure_client_secret": "cs", "azure_tenant_id": "tid",
+                            "azure_storage_use_emulator": "true"}
     assert azure.client_options["allow_http"] is True
     gcs = parse_options("gcs", {"GOOGLE_SERVICE_ACCOUNT": "/sa.json",
                                 "GOOGLE_SERVICE_ACCOUNT_KEY": "{}",
                                 "GOOGLE_APPLICATION_CREDENTIALS": "/adc.json",
                                 "GOOGLE_ALLOW_HTTP": "false"})
-    assert gcs.config == {"service_account": "/sa.json", "service_account_key": "{}",
-                          "application_credentials": "/adc.json"}
+    assert gcs.config == {"google_service_account": "/sa.json", "google_service_account_key": "{}",
+                          "google_application_credentials": "/adc.json"}
     assert gcs.client_options["allow_http"] is False
     assert parse_options("gcs", {"google_service_account_path": "/p"}).config == {
-        "service_account": "/p"}
+        "google_service_account_path": "/p"}
 
 
 def test_delta_rs_only_and_other_stores_keys_are_ignored():
@@ -90,10 +92,34 @@ def test_delta_rs_only_and_other_stores_keys_are_ignored():
                "AZURE_STORAGE_ACCOUNT_KEY": "k", "GOOGLE_SERVICE_ACCOUNT_KEY": "{}",
                "azure_allow_http": "true", "AWS_ACCESS_KEY_ID": "a"}
     parsed = parse_options("s3", options)
-    assert parsed.config == {"access_key_id": "a"}
+    assert parsed.config == {"aws_access_key_id": "a"}
     # conditional_put never reaches the store: commits always use a conditional create.
     assert "conditional_put" not in parsed.config and "allow_http" not in parsed.client_options
     assert sorted(parsed.ignored) == sorted(k for k in options if k != "AWS_ACCESS_KEY_ID")
+
+
+@pytest.mark.parametrize("kind,key", [("s3", "aws_access_key_id"), ("s3", "token"),
+                                      ("azure", "azure_storage_sas_token"), ("azure", "use_emulator"),
+                                      ("gcs", "google_application_credentials")])
+def test_config_keys_are_what_obstore_takes(kind, key):
+    """obstore's own parser decides the config keys: a key taken here is one it knows."""
+    import obstore.store
+    from obstore.exceptions import UnknownConfigurationKeyError
+
+    parsed = parse_options(kind, {key: "v"})
+    assert parsed.config == {key: "v"}
+    store_class = {"s3": obstore.store.S3Store, "azure": obstore.store.AzureStore,
+                   "gcs": obstore.store.GCSStore}[kind]
+    try:
+        store_class("b", config=parsed.config)
+    except UnknownConfigurationKeyError:
+        raise
+    except Exception:  # noqa: BLE001 - "v" is no usable value; the key was understood
+        pass
+    with pytest.raises(UnknownConfigurationKeyError):
+        store_class("b", config={f"{key}_not_a_key": "v"})
+    with pytest.raises(BadStorageOptionError):
+        parse_options(kind, {f"{key}_not_a_key": "v"})
 
 
 @pytest.mark.parametrize("options,key", [
