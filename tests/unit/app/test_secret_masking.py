@@ -10,7 +10,7 @@ import logging
 
 from delta_downgrade.app.console_logging import console_logging
 from delta_downgrade.app.render.result import emit_result, parse_result_lines
-from delta_downgrade.app.tasks.entrypoints import _MaskedTaskValues
+from delta_downgrade.app.tasks.framework import MaskedTaskValues
 from delta_downgrade.storage.options import redact_text
 
 SECRET = "s3cr3t-VALUE/with+chars=="
@@ -46,7 +46,7 @@ class _RecordedValues:
 
 def test_task_values_are_masked_before_they_are_set() -> None:
     recorded = _RecordedValues()
-    _MaskedTaskValues(recorded, OPTIONS).set("result", {"error": [f"denied: {SECRET}"], "n": 3})
+    MaskedTaskValues(recorded, OPTIONS).set("result", {"error": [f"denied: {SECRET}"], "n": 3})
     assert recorded.values == {"result": {"error": ["denied: ***"], "n": 3}}
 
 

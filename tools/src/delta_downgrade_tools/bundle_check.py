@@ -52,7 +52,7 @@ SECRET_ENV_VARS = frozenset({
 
 def _outputs() -> dict[str, frozenset[str]]:
     if not TASK_OUTPUTS:
-        from delta_downgrade.app.tasks.entrypoints import TASK_VALUE_KEYS
+        from delta_downgrade.app.tasks.framework import TASK_VALUE_KEYS
 
         for name in ("drop_feature_task", "verify_task", "truncate_task"):
             TASK_OUTPUTS[name] = frozenset(TASK_VALUE_KEYS)

@@ -674,7 +674,7 @@ def job_exit_code(run: JobRun) -> int:
     """The run's exit code for ``run-job``: 0 when every task succeeded or was excluded, else the
     worst code of the failed tasks (2 when one said bad input), 1 for a task that never exited
     (timed out, could not start)."""
-    from delta_downgrade.app.tasks.entrypoints import worst
+    from delta_downgrade.app.tasks.framework import worst
 
     if run.succeeded:
         return 0

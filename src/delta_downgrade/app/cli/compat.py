@@ -161,7 +161,7 @@ def _run_fleet(args: argparse.Namespace, catalogue, clients) -> int:
     fleet = fleet_compat(tables, catalogue, clients, compat_of=_compat_of(args, clients))
     code = EXIT_OK
     if fleet.errors:
-        from delta_downgrade.app.tasks.entrypoints import worst
+        from delta_downgrade.app.tasks.framework import worst
 
         code = worst([e.exit_code for e in fleet.errors])
     if not args.json:

@@ -9,7 +9,7 @@ import json
 from delta_downgrade.app.render.result import (
     drop_result, emit_result, error_result, format_result, parse_result_lines, protocol_fields, verify_result,
 )
-from delta_downgrade.app.tasks.entrypoints import TASK_VALUE_KEYS
+from delta_downgrade.app.tasks.framework import TASK_VALUE_KEYS
 from delta_downgrade.errors import BadInputError, RetentionWaitError
 from delta_downgrade.operations.drop_run import STATUS_DROPPED, STATUS_PLANNED, DropOutcome
 from delta_downgrade.operations.verify import Check, VerifyReport
