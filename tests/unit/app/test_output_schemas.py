@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import copy
 import json
+import re
 from pathlib import Path
 
 import jsonschema
@@ -103,6 +104,36 @@ def test_error_and_wait_results_as_rendered_validate():
     validate_complete(results.ErrorResult, internal)
     with pytest.raises(ValidationError):
         validate_complete(results.ErrorResult, {k: v for k, v in error.items() if k != "message"})
+
+
+# --- the README's field tables are the models' ----------------------------------------------------
+
+def _readme_fields(heading: str) -> list[str]:
+    """The field names of the first column of the README table under ``heading``."""
+    text = (PACKAGE_DIR.parents[1] / "README.md").read_text(encoding="utf-8")
+    section = text[text.index(heading):]
+    rows = [line for line in section.split("\n\n", 2)[1].splitlines() if line.startswith("| `")]
+    return [name.removesuffix("[]") for row in rows for name in re.findall(r"`([^`]+)`", row.split(" | ")[0])]
+
+
+def _model_fields(model: type) -> set[str]:
+    return {field.alias or name for name, field in model.model_fields.items()}
+
+
+def test_the_readme_inspect_table_names_every_field_of_the_inspect_document():
+    from delta_downgrade.app.schemas.documents import InspectOutput
+
+    assert set(_readme_fields("### `inspect --json` fields")) == _model_fields(InspectOutput)
+
+
+def test_the_readme_compat_table_names_fields_of_the_compat_document():
+    from delta_downgrade.app.schemas.compat import ClientCompat, CompatTableDocument, Summary, Unblock, UnblockStep
+
+    documented = set(_readme_fields("### `compat --json` document"))
+    described = (_model_fields(CompatTableDocument) | _model_fields(ClientCompat) | _model_fields(Unblock)
+                 | {"steps"} | _model_fields(UnblockStep) | _model_fields(Summary))
+    assert documented - described == set()
+    assert _model_fields(CompatTableDocument) - documented == set()
 
 
 # --- the models' fixed values are the code's ------------------------------------------------------
