@@ -199,6 +199,15 @@ def test_task_results_validate(golden_table, tmp_path):
     # a wait is a success in a task: status waiting, needs_truncate, exit 0
     code, (waiting,), _ = run_task(truncate_task, [f"--table={table}"])
     assert code == 0 and check(results.ErrorResult, waiting).needs_truncate is True
+    # an expectation the table does not meet: failed, exit 1
+    code, (failed,), _ = run_task(verify_task, [f"--table={table}", "--expect_min_reader_version=3"])
+    assert code == 1 and check(results.VerifyResult, failed).failed_checks
+    # a report that cannot be written: the verification stands, the report's error class is said
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    code, (unwritten,), _ = run_task(verify_task, [f"--table={table}", f"--compat_report={blocker / 'report'}"])
+    unwritten = check(results.VerifyResult, unwritten)
+    assert code == 2 and unwritten.compat_report is None and unwritten.compat_report_error
     # no table: the settings' error
     code, (refused,), _ = run_task(drop_feature_task, ["--feature=vacuumProtocolCheck"])
     assert code == 2 and check(results.ErrorResult, refused).table is None
@@ -256,3 +265,6 @@ def test_catalog_name_outputs_validate(catalog):
     code, (verified,), _ = run_task(verify_task, [f"--table={NAME}", "--expect_absent_feature=vacuumProtocolCheck"])
     verified = check(results.VerifyResult, verified)
     assert verified.drop_commits and verified.unavailable
+    # compat through DESCRIBE DETAIL: no schema, no file counts (notes say so)
+    described = check(compat.CompatTableOutput, cli("compat", NAME, "--json", "--client", "duckdb"))
+    assert described.notes

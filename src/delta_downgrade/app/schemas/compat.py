@@ -6,7 +6,7 @@ table's ``timeline``). Built by ``operations/compat.py`` (``TableCompat.to_json`
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, get_args
 
 from pydantic import Field
 
@@ -17,7 +17,7 @@ __all__ = ["CompatFleetDocument", "CompatFleetOutput", "CompatReportDocument", "
            "CompatTableOutput", "ClientListOutput", "Timeline", "BLOCKER_KINDS"]
 
 BlockerKind = Literal["feature", "reader_version", "writer_version", "field_metadata", "invalid_protocol"]
-BLOCKER_KINDS: tuple[str, ...] = BlockerKind.__args__  # type: ignore[attr-defined]  # Literal's values
+BLOCKER_KINDS: tuple[str, ...] = get_args(BlockerKind)
 
 
 class Blocker(Document):

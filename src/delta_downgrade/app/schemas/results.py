@@ -9,7 +9,7 @@ command line that names none); a task's RESULT has no ``command``.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pydantic import Field
 
@@ -23,7 +23,7 @@ __all__ = ["CatalogInspectResult", "CleanupResult", "ClientDropResult", "ClientL
 CleanupDecision = Literal[
     "no-cutoff-checkpoint", "nothing-to-delete", "no-checkpoint-protection", "all-before-boundary-at-once",
     "supported-range-checkpoints-kept", "skipped-unsupported-protocol", "skipped-partial-cleanup"]
-CLEANUP_DECISIONS: tuple[str, ...] = CleanupDecision.__args__  # type: ignore[attr-defined]  # Literal's values
+CLEANUP_DECISIONS: tuple[str, ...] = get_args(CleanupDecision)
 
 
 class ResultFields(Document):
