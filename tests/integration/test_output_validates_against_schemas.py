@@ -22,7 +22,11 @@ from pydantic import BaseModel
 from delta_downgrade.app.render.result import parse_result_lines
 from delta_downgrade.app.schemas import SCHEMAS, compat, documents, results
 from delta_downgrade.app.schemas.base import validate_complete
-from delta_downgrade.app.tasks.entrypoints import drop_feature_task, truncate_task, verify_task
+from delta_downgrade.app.tasks.entrypoints import (
+    drop_feature_task,
+    truncate_task,
+    verify_task,
+)
 from tests.drop_support import run_task
 from tests.process_support import run_cli
 
@@ -262,7 +266,7 @@ def test_catalog_name_outputs_validate(catalog):
     check(results.CatalogInspectResult, one_result(cli("inspect", NAME)))
     dropped = check(results.DropResult, cli("drop-feature", NAME, "vacuumProtocolCheck", "--json"))
     assert dropped.status == "dropped" and dropped.unavailable
-    code, (verified,), _ = run_task(verify_task, [f"--table={NAME}", "--expect_absent_feature=vacuumProtocolCheck"])
+    _, (verified,), _ = run_task(verify_task, [f"--table={NAME}", "--expect_absent_feature=vacuumProtocolCheck"])
     verified = check(results.VerifyResult, verified)
     assert verified.drop_commits and verified.unavailable
     # compat through DESCRIBE DETAIL: no schema, no file counts (notes say so)

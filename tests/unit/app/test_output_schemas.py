@@ -15,6 +15,12 @@ from pathlib import Path
 
 import jsonschema
 import pytest
+from delta_downgrade_tools.schemas import (
+    SUFFIX,
+    differences,
+    render_schemas,
+    schema_dir,
+)
 from pydantic import ValidationError
 
 import delta_downgrade
@@ -23,7 +29,6 @@ from delta_downgrade.app.schemas import SCHEMAS, results
 from delta_downgrade.app.schemas.base import UndeclaredFieldsError, validate_complete
 from delta_downgrade.errors import BadInputError, RetentionWaitError
 from delta_downgrade.protocol import Protocol
-from delta_downgrade_tools.schemas import SUFFIX, differences, render_schemas, schema_dir
 
 PACKAGE_DIR = Path(delta_downgrade.__file__).resolve().parent
 SCHEMA_DIR = schema_dir(PACKAGE_DIR.parents[1])
@@ -127,7 +132,13 @@ def test_the_readme_inspect_table_names_every_field_of_the_inspect_document():
 
 
 def test_the_readme_compat_table_names_fields_of_the_compat_document():
-    from delta_downgrade.app.schemas.compat import ClientCompat, CompatTableDocument, Summary, Unblock, UnblockStep
+    from delta_downgrade.app.schemas.compat import (
+        ClientCompat,
+        CompatTableDocument,
+        Summary,
+        Unblock,
+        UnblockStep,
+    )
 
     documented = set(_readme_fields("### `compat --json` document"))
     described = (_model_fields(CompatTableDocument) | _model_fields(ClientCompat) | _model_fields(Unblock)

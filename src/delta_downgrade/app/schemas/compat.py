@@ -10,11 +10,28 @@ from typing import Literal, get_args
 
 from pydantic import Field
 
-from delta_downgrade.app.schemas.base import Document, ProtocolDocument, VerdictValue, when_present
-from delta_downgrade.app.schemas.results import ClientListResult, CompatFleetSummary, CompatResult
+from delta_downgrade.app.schemas.base import (
+    Document,
+    ProtocolDocument,
+    VerdictValue,
+    when_present,
+)
+from delta_downgrade.app.schemas.results import (
+    ClientListResult,
+    CompatFleetSummary,
+    CompatResult,
+)
 
-__all__ = ["CompatFleetDocument", "CompatFleetOutput", "CompatReportDocument", "CompatTableDocument",
-           "CompatTableOutput", "ClientListOutput", "Timeline", "BLOCKER_KINDS"]
+__all__ = [
+    "BLOCKER_KINDS",
+    "ClientListOutput",
+    "CompatFleetDocument",
+    "CompatFleetOutput",
+    "CompatReportDocument",
+    "CompatTableDocument",
+    "CompatTableOutput",
+    "Timeline",
+]
 
 BlockerKind = Literal["feature", "reader_version", "writer_version", "field_metadata", "invalid_protocol"]
 BLOCKER_KINDS: tuple[str, ...] = get_args(BlockerKind)

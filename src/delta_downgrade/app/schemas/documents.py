@@ -10,7 +10,11 @@ from pydantic import Field
 
 from delta_downgrade.app.schemas.base import Document, ProtocolDocument, when_present
 from delta_downgrade.app.schemas.results import (
-    CatalogInspectResult, CleanupDecision, CleanupResult, InspectResult, VacuumResult,
+    CatalogInspectResult,
+    CleanupDecision,
+    CleanupResult,
+    InspectResult,
+    VacuumResult,
 )
 
 __all__ = ["CatalogInspectDocument", "CatalogInspectOutput", "CleanupDocument", "CleanupOutput",

@@ -13,11 +13,30 @@ from typing import Any, Literal, get_args
 
 from pydantic import Field
 
-from delta_downgrade.app.schemas.base import Document, ProtocolAction, VerdictValue, when_present
+from delta_downgrade.app.schemas.base import (
+    Document,
+    ProtocolAction,
+    VerdictValue,
+    when_present,
+)
 
-__all__ = ["CatalogInspectResult", "CleanupResult", "ClientDropResult", "ClientListResult", "CompatFleetSummary",
-           "CompatReportPaths", "CompatResult", "DropResult", "ErrorResult", "InspectResult",
-           "TaskFleetSummary", "VacuumResult", "VerifyCheck", "VerifyResult", "CLEANUP_DECISIONS"]
+__all__ = [
+    "CLEANUP_DECISIONS",
+    "CatalogInspectResult",
+    "CleanupResult",
+    "ClientDropResult",
+    "ClientListResult",
+    "CompatFleetSummary",
+    "CompatReportPaths",
+    "CompatResult",
+    "DropResult",
+    "ErrorResult",
+    "InspectResult",
+    "TaskFleetSummary",
+    "VacuumResult",
+    "VerifyCheck",
+    "VerifyResult",
+]
 
 #: ``cleanup``'s machine-readable decisions (operations/cleanup.py, CleanupPlan.decision).
 CleanupDecision = Literal[
