@@ -111,6 +111,37 @@ def test_error_and_wait_results_as_rendered_validate():
         validate_complete(results.ErrorResult, {k: v for k, v in error.items() if k != "message"})
 
 
+def test_progress_lines_of_a_task_validate(tmp_path, monkeypatch):
+    """The ``PROGRESS {json}`` lines a task prints while a rewrite counts its batches."""
+    import contextlib
+    import io
+
+    from delta_downgrade.app.console_logging import TASK_STEP_FORMAT, console_logging
+    from delta_downgrade.app.progress import JSON, MODE_ENV, PROGRESS_PREFIX
+    from delta_downgrade.app.schemas.documents import ProgressEvent
+    from delta_downgrade.log.delta_log import DeltaLog
+    from delta_downgrade.operations.drop_run import DropRun
+    from tests.drop_support import build
+
+    monkeypatch.delenv(MODE_ENV, raising=False)
+    path = str(tmp_path / "t")
+    build(path, Protocol(3, 7, frozenset({"vacuumProtocolCheck"}), frozenset({"vacuumProtocolCheck"})))
+    run = DropRun(DeltaLog(path), "vacuumProtocolCheck", announce=True)
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), console_logging(TASK_STEP_FORMAT, progress=JSON):
+        for done in range(3):
+            run.progress(f"purged {done}/2 files", step="purge deletion vectors", done=done, total=2,
+                         done_bytes=done * 100, total_bytes=200)
+        run.progress("counted without bytes", step="rewrite", done=1, total=4)
+    events = [line.removeprefix(PROGRESS_PREFIX) for line in err.getvalue().splitlines()
+              if line.startswith(PROGRESS_PREFIX)]
+    assert len(events) == 4
+    for event in events:
+        validate_complete(ProgressEvent, event)
+        jsonschema.validate(json.loads(event), _schema("progress"))
+    assert validate_complete(ProgressEvent, events[2]).finished is True
+
+
 # --- the README's field tables are the models' ----------------------------------------------------
 
 def _readme_fields(heading: str) -> list[str]:

@@ -1,6 +1,7 @@
 """Pydantic models of everything the commands and tasks print for programs: the ``RESULT`` line
-of every outcome (:mod:`.results`) and every ``--json`` document (:mod:`.documents`,
-:mod:`.compat`), with their JSON Schemas generated into ``docs/schemas/`` (``make schemas``).
+of every outcome (:mod:`.results`), every ``--json`` document (:mod:`.documents`,
+:mod:`.compat`) and a task's ``PROGRESS {json}`` line, with their JSON Schemas generated into
+``docs/schemas/`` (``make schemas``).
 
 They describe the output; they do not make it: the renderers (``app/render/``) build plain
 dictionaries and never import these models, so that no command loads pydantic to print its
@@ -42,4 +43,6 @@ SCHEMAS: dict[str, type[BaseModel]] = {
     "vacuum": documents.VacuumOutput,
     # the compat report's data file
     "compat-report": compat.CompatReportDocument,
+    # a task's progress line on stderr
+    "progress": documents.ProgressEvent,
 }

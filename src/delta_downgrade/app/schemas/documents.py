@@ -1,6 +1,6 @@
-"""The ``--json`` documents of ``inspect``, ``cleanup``, ``vacuum``, ``drop-feature`` and
-``truncate-history`` (``app/render/inspect.py``, ``catalog_inspect.py``, ``cleanup.py``,
-``vacuum.py``; ``app/cli/output.py`` adds the RESULT fields a document lacks)."""
+"""The ``--json`` documents of ``inspect``, ``cleanup`` and ``vacuum`` (``app/render/inspect.py``,
+``catalog_inspect.py``, ``cleanup.py``, ``vacuum.py``; ``app/cli/output.py`` adds the RESULT
+fields a document lacks), and a task's ``PROGRESS`` line (``app/progress.py``)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from delta_downgrade.app.schemas.results import (
 )
 
 __all__ = ["CatalogInspectDocument", "CatalogInspectOutput", "CleanupDocument", "CleanupOutput",
-           "InspectDocument", "InspectOutput", "VacuumDocument", "VacuumOutput"]
+           "InspectDocument", "InspectOutput", "ProgressEvent", "VacuumDocument", "VacuumOutput"]
 
 
 # --- inspect --------------------------------------------------------------------------------------
@@ -216,3 +216,25 @@ class VacuumDocument(Document):
 
 class VacuumOutput(VacuumDocument, VacuumResult):
     """``vacuum --json``: the files found, deleted and kept, with the RESULT fields."""
+
+
+# --- progress -------------------------------------------------------------------------------------
+
+class ProgressEvent(Document):
+    """One ``PROGRESS {json}`` line a task prints on stderr per update of a long rewrite
+    (``app/progress.py``): the counts, the elapsed time, the rates and the ETA (null until
+    measurable)."""
+
+    table: str
+    step: str
+    done: int
+    total: int
+    unit: Literal["files"]
+    done_bytes: int | None
+    total_bytes: int | None
+    elapsed_s: float
+    files_per_s: float | None
+    bytes_per_s: float | None
+    eta_s: float | None
+    finished: bool
+    message: str
