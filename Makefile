@@ -38,7 +38,7 @@ define quietly
 	  tail -n 40 $(INSTALL_LOG) >&2; exit 1; }
 endef
 
-.PHONY: venv venv-test check-java test test-unit test-classic test-connect test-delta-oracle demo wheel clean distclean databricks-cli jars
+.PHONY: venv venv-test check-java test test-unit test-classic test-connect test-delta-oracle demo wheel schemas clean distclean databricks-cli jars
 
 # ---- Delta's jars: delta-spark for pyspark's Spark line, delta-storage, hadoop-aws + AWS SDK
 # (jars/pom.xml), resolved by Maven into a repository-local Maven repository under .jars/ (ignored
@@ -182,6 +182,12 @@ wheel: venv-test
 	rm -f dist/delta_downgrade-*.whl
 	$(PY) -m build --wheel
 	$(PY) -m delta_downgrade_tools.wheel_metadata dist/delta_downgrade-*.whl
+
+# The JSON Schemas of every RESULT line and --json document, generated from their pydantic models
+# (src/delta_downgrade/app/schemas/) into docs/schemas/; tests/unit/test_output_schemas.py fails
+# when the committed files differ from what the models generate.
+schemas: venv
+	$(PY) -m delta_downgrade_tools.schemas
 
 clean:
 	rm -rf build dist .pytest_cache .test-records spark-warehouse metastore_db derby.log

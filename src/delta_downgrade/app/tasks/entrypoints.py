@@ -37,8 +37,9 @@ def _nothing_waits(settings: TruncateSettings) -> int:
     a green run that says so, its summary RESULT, its task values."""
     print(f"truncate: no table waits for its history truncation ({settings.waiting_dir} holds no "
           f"record): nothing to do", file=sys.stderr)
-    summary = {"summary": True, "tables": 0, "by_status": {}, "failed_tables": [], "waiting_tables": [],
-               "waiting_dir": settings.waiting_dir, "exit_code": EXIT_OK}
+    # The keys of every fleet summary (README "The job": the lists next to their counts).
+    summary = {"summary": True, "tables": 0, "by_status": {}, **_capped("failed_tables", []),
+               **_capped("waiting_tables", []), "waiting_dir": settings.waiting_dir, "exit_code": EXIT_OK}
     emit_result(summary)
     values = task_values_for(settings.task_key or settings.TASK.removesuffix("_task"), settings.task_values_dir)
     values.set("summary", summary)
