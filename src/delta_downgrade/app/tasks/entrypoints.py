@@ -13,7 +13,7 @@ from typing import Any, Sequence
 
 from delta_downgrade.app.render.result import drop_result, emit_result, verify_result
 from delta_downgrade.app.storage_options import redact_output
-from delta_downgrade.app.tasks.framework import TASK_VALUE_KEYS, Task
+from delta_downgrade.app.tasks.framework import TASK_VALUE_KEYS, Task, capped_list
 from delta_downgrade.app.tasks.settings import DropFeatureSettings, TaskSettings, TruncateSettings, VerifySettings
 from delta_downgrade.app.tasks.task_values import task_values_for
 from delta_downgrade.errors import EXIT_FAILURE, EXIT_OK, BadSettingsError, DeltaDowngradeError
@@ -38,8 +38,8 @@ def _nothing_waits(settings: TruncateSettings) -> int:
     print(f"truncate: no table waits for its history truncation ({settings.waiting_dir} holds no "
           f"record): nothing to do", file=sys.stderr)
     # The keys of every fleet summary (README "The job": the lists next to their counts).
-    summary = {"summary": True, "tables": 0, "by_status": {}, **_capped("failed_tables", []),
-               **_capped("waiting_tables", []), "waiting_dir": settings.waiting_dir, "exit_code": EXIT_OK}
+    summary = {"summary": True, "tables": 0, "by_status": {}, **capped_list("failed_tables", []),
+               **capped_list("waiting_tables", []), "waiting_dir": settings.waiting_dir, "exit_code": EXIT_OK}
     emit_result(summary)
     values = task_values_for(settings.task_key or settings.TASK.removesuffix("_task"), settings.task_values_dir)
     values.set("summary", summary)

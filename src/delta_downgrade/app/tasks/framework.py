@@ -222,7 +222,7 @@ def _run_tables(settings: TaskSettings, handler: TableHandler, tables: list[str]
         waiting = [r["table"] for r, _ in outcomes if r.get("status") == STATUS_WAITING]
         summary = {"summary": True, "tables": len(outcomes),
                    "by_status": _count(r.get("status", "?") for r, _ in outcomes),
-                   **_capped("failed_tables", failed), **_capped("waiting_tables", waiting),
+                   **capped_list("failed_tables", failed), **capped_list("waiting_tables", waiting),
                    **added, "exit_code": code}
         emit_result(summary, secrets=secrets)
         # Per-table values live in the summary for a fleet.
@@ -240,7 +240,7 @@ SUMMARY_LIST_ITEMS = 50
 SUMMARY_LIST_BYTES = 12 * 1024
 
 
-def _capped(name: str, tables: list[str]) -> dict[str, Any]:
+def capped_list(name: str, tables: list[str]) -> dict[str, Any]:
     """``name``: the first tables of ``tables`` (at most :data:`SUMMARY_LIST_ITEMS`, within
     :data:`SUMMARY_LIST_BYTES`), ``<name>_count``: how many there are, ``<name>_truncated``:
     whether some were left out."""
