@@ -125,15 +125,19 @@ class TableCompat:
 
 @dataclass(frozen=True)
 class TableError:
-    """A table of a fleet that could not be loaded."""
+    """A table of a fleet that could not be loaded, and why."""
 
     table: str
-    error_class: str
-    message: str
-    exit_code: int
+    error: DeltaDowngradeError
+
+    @property
+    def exit_code(self) -> int:
+        return self.error.exit_code
 
     def to_json(self) -> dict[str, Any]:
-        return {"table": self.table, "error_class": self.error_class, "message": self.message}
+        """The table and its error as every error RESULT states one (error class, SQLSTATE,
+        message)."""
+        return {"table": self.table, **self.error.to_dict()}
 
 
 @dataclass(frozen=True)
@@ -373,5 +377,5 @@ def fleet_compat(tables: Iterable[str], catalogue: Catalogue, clients: Sequence[
         try:
             done.append(report(table))
         except DeltaDowngradeError as exc:
-            errors.append(TableError(table, exc.error_class, str(exc), exc.exit_code))
+            errors.append(TableError(table, exc))
     return FleetCompat(tuple(done), tuple(errors), selected)

@@ -170,8 +170,7 @@ def _run_fleet(args: argparse.Namespace, catalogue, clients) -> int:
             emit_result({"command": args.command, **compat_result(table), "exit_code": EXIT_OK},
                         secrets=args.secrets)
         for error in fleet.errors:
-            emit_result({"command": args.command, "table": error.table, "status": "error",
-                         "error_class": error.error_class, "message": error.message,
+            emit_result({"command": args.command, "status": "error", **error.to_json(),
                          "exit_code": error.exit_code}, secrets=args.secrets)
     summary = fleet_summary(fleet)
     if args.report is not None:

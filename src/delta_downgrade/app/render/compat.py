@@ -229,7 +229,7 @@ def render_fleet_text(fleet: FleetCompat, *, detail: bool = False, details: bool
     the fleet in three lines: how many tables block a client, the clients blocked by the most
     tables, the features that block in the most tables."""
     parts = [render_text(t, detail=detail, details=details, hint=False) for t in fleet.tables]
-    parts.extend(f"{e.table}: error {e.error_class}: {e.message}" for e in fleet.errors)
+    parts.extend(f"{e.table}: error {e.error.error_class}: {e.error.message}" for e in fleet.errors)
     blocked = [t for t in fleet.tables if t.blocked_read or t.blocked_write]
     by_client: dict[str, int] = {}
     by_feature: dict[str, int] = {}

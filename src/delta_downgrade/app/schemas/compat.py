@@ -6,7 +6,7 @@ table's ``timeline``). Built by ``operations/compat.py`` (``TableCompat.to_json`
 
 from __future__ import annotations
 
-from typing import Literal, get_args
+from typing import Any, Literal, get_args
 
 from pydantic import Field
 
@@ -183,9 +183,14 @@ class CompatTableDocument(Document):
 
 
 class TableError(Document):
+    """A table of a fleet that could not be loaded: the table and its error, as every error
+    RESULT states one."""
+
     table: str
     error_class: str
+    sqlstate: str
     message: str
+    params: dict[str, Any] = when_present("the error's parameters, when it has any")
 
 
 class CompatFleetDocument(Document):

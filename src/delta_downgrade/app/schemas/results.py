@@ -71,8 +71,7 @@ class ErrorFields(Document):
     """A :class:`DeltaDowngradeError` as a RESULT shows it (``errors.py`` ``to_dict``)."""
 
     error_class: str
-    sqlstate: str = when_present("the error's SQLSTATE (absent for an unexpected exception and for a "
-                                 "table of a compat fleet that could not be loaded)")
+    sqlstate: str = when_present("the error's SQLSTATE (absent for an unexpected exception)")
     message: str
     params: dict[str, Any] = when_present("the error's parameters, when it has any")
 
