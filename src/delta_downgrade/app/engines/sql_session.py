@@ -96,8 +96,9 @@ _NEXT_STEP: dict[type, str] = {
         "parents): ask its owner for GRANT MODIFY ON TABLE {table} TO <the job's principal>, or "
         "run the job as a principal that has it"),
     TableOrViewNotFoundError: (
-        "check the name as catalog.schema.table (SHOW TABLES IN catalog.schema), and that the "
-        "job's principal may USE its catalog and schema; a path-based table is given as its path"),
+        "check the name as catalog.schema.table (SHOW CATALOGS, SHOW TABLES IN catalog.schema), "
+        "and that the job's principal may USE its catalog and schema; a path-based table is "
+        "given as its path"),
     TableNotFoundError: (
         "check the name or path; a catalog table is given as catalog.schema.table"),
 }

@@ -56,3 +56,21 @@ def test_a_converted_exceptions_first_line_is_kept():
     exc = Exception("[TABLE_OR_VIEW_NOT_FOUND] The table or view `a`.`b` cannot be found.\nSearch path: x")
     assert runtime_message(exc) == "[TABLE_OR_VIEW_NOT_FOUND] The table or view `a`.`b` cannot be found."
     assert runtime_message(Exception("")) == "Exception"
+
+
+def test_an_unknown_catalog_is_bad_input_with_sparks_class_and_sqlstate():
+    """Spark takes the unknown catalog of ``main.default.t`` as a namespace of its session catalog
+    and refuses the name with REQUIRES_SINGLE_PART_NAMESPACE (SQLSTATE 42K05): a wrong name, exit
+    2 with what to check, as for an unknown table."""
+    exc = Exception("[REQUIRES_SINGLE_PART_NAMESPACE] spark_catalog requires a single-part namespace, "
+                    "but got identifier `main`.`default`.`t`. SQLSTATE: 42K05")
+    mapped = map_error(exc, "main.default.t", None)
+    assert (mapped.error_class, mapped.exit_code, mapped.sqlstate) == ("REQUIRES_SINGLE_PART_NAMESPACE", 2, "42K05")
+    assert "Next: check the name as catalog.schema.table (SHOW CATALOGS" in mapped.message
+    for error_class in ("SCHEMA_NOT_FOUND", "CATALOG_NOT_FOUND", "NO_SUCH_CATALOG_EXCEPTION"):
+        assert map_error(Exception(f"[{error_class}] x"), "a.b.c", None).exit_code == 2
+
+
+def test_a_message_without_sqlstate_keeps_the_types_own():
+    mapped = map_error(Exception("[TABLE_OR_VIEW_NOT_FOUND] The table or view `a`.`b` cannot be found."), "a.b", None)
+    assert mapped.sqlstate == "42P01"
