@@ -213,6 +213,20 @@ def test_an_unknown_table_is_exit_2_with_the_runtimes_class(names, task, extra):
     assert not any(s.startswith("ALTER") for s in names.statements)
 
 
+@classic
+@pytest.mark.parametrize("task, extra", [(drop_feature_task, ["--feature=vacuumProtocolCheck"]),
+                                         (verify_task, [])])
+def test_an_unknown_catalog_is_exit_2_with_the_runtimes_class(names, task, extra):
+    """Spark takes an unknown first part as a namespace of its session catalog and refuses the
+    name (REQUIRES_SINGLE_PART_NAMESPACE): a wrong name, exit 2, like an unknown table."""
+    table = f"no_such_catalog.{names.schema}.events"
+    code, (result,), err = run_task(task, [f"--table={table}", *extra])
+    assert code == 2, err
+    assert (result["error_class"], result["sqlstate"]) == ("REQUIRES_SINGLE_PART_NAMESPACE", "42K05"), result
+    assert "Next: check the name as catalog.schema.table (SHOW CATALOGS" in result["message"]
+    assert not any(s.startswith("ALTER") for s in names.statements)
+
+
 def test_missing_modify_is_exit_2_and_nothing_changes(catalog):
     """Stand-in: Spark's session catalog has no privileges, and no Unity Catalog server runs here."""
     path = catalog.paths["main.ops.readonly"]

@@ -270,7 +270,11 @@ def test_catalog_name_through_delta_sql(delta_spark, golden_table, monkeypatch):
 
 
 def test_catalog_name_without_delta_sql_is_engine_unavailable(monkeypatch):
+    from pyspark.sql import SparkSession
+
     monkeypatch.delenv("DELTA_DOWNGRADE_DELTA_JARS", raising=False)
+    # No session (another test's may still be active in this process).
+    monkeypatch.setattr(SparkSession, "getActiveSession", staticmethod(lambda: None))
     code, out, _ = _cli("compat", "main.default.t")
     (result,) = parse_result_lines(out)
     assert code == 2 and result["error_class"] == "DELTA_DOWNGRADE_ENGINE_UNAVAILABLE"
