@@ -196,7 +196,7 @@ def test_verify_fails_when_the_feature_is_still_there(names):
 def test_verify_refuses_checkpoint_file_expectations_for_a_name(names):
     code, (result,), err = run_task(verify_task, [f"--table=spark_catalog.{names.schema}.events",
                                                   "--expect_protected_checkpoints=_delta_log/x.parquet"])
-    assert code == 2 and result["error_class"] == "DELTA_DOWNGRADE_BAD_SETTINGS"
+    assert code == 2 and result["error_class"] == "DELTA_DOWNGRADE_BAD_SETTINGS", err
     assert names.statements == []
 
 

@@ -28,6 +28,7 @@ from pathlib import Path
 import pytest
 
 from delta_downgrade.app.cli import main as cli_main
+from delta_downgrade.app.render.result import parse_result_lines
 from delta_downgrade.app.tasks.entrypoints import drop_feature_task, truncate_task, verify_task
 from tests.drop_support import log_snapshot_files, run_task
 
@@ -190,5 +191,8 @@ def test_a_missing_table_is_exit_2_with_sparks_class(delta_spark, schema, args):
     code, out, err = _cli([a.replace("{name}", name) for a in args])
     assert code == 2, err
     assert err.startswith("error: [TABLE_OR_VIEW_NOT_FOUND]") and name in err, err
+    (result,) = parse_result_lines(out)
+    assert (result["status"], result["error_class"], result["exit_code"], result["table"]) == \
+        ("error", "TABLE_OR_VIEW_NOT_FOUND", 2, name)
     assert "Next: check the name as catalog.schema.table" in err or args[0] == "inspect", err
 
