@@ -1,7 +1,10 @@
-"""A stand-in for a Spark session with Delta SQL and a catalog (test support).
+"""A stand-in for a Spark session with Delta SQL and a Unity Catalog (test support).
 
-Delta's SQL cannot run here (no delta-spark jars; Maven is unreachable), so the catalog-name path
-of the package is exercised against this stand-in. It plays the runtime, not the package:
+Real Delta SQL runs in the tests (delta-spark's jars, names in Spark's session catalog); this
+stand-in serves only what neither OSS Delta nor Spark's session catalog can show and no Unity
+Catalog server here can (its server and Spark connector jars are not served by the Maven registry
+these machines reach): a missing MODIFY privilege, and a managed table whose location the
+package may not read. It plays the runtime, not the package:
 
 - ``sql(statement)`` accepts the statements Delta's grammar has for what the package issues
   (``ALTER TABLE t DROP FEATURE f [TRUNCATE HISTORY]``, ``DESCRIBE DETAIL t``, ``DESCRIBE HISTORY

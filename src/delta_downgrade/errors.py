@@ -13,6 +13,8 @@ which keeps the error class a Delta runtime reported, whatever it is.
 
 from __future__ import annotations
 
+import re
+
 from typing import Any, TypeVar
 
 EXIT_OK = 0
@@ -290,7 +292,9 @@ class CatalogNameNeedsSqlError(BadInputError):
 
 
 class TableOrViewNotFoundError(BadInputError):
-    """The runtime knows no table or view of that name (Spark's ``TABLE_OR_VIEW_NOT_FOUND``)."""
+    """The runtime knows no table or view of that name (Spark's ``TABLE_OR_VIEW_NOT_FOUND``), or
+    not its catalog or schema (the runtime's class is kept: ``REQUIRES_SINGLE_PART_NAMESPACE``,
+    ``SCHEMA_NOT_FOUND``, ``CATALOG_NOT_FOUND``, ``NO_SUCH_CATALOG_EXCEPTION``)."""
 
     error_class = "TABLE_OR_VIEW_NOT_FOUND"
     sqlstate = "42P01"
@@ -650,13 +654,30 @@ _CONFLICT_CLASSES = frozenset({
 _FEATURE_DROP_CLASSES = frozenset({"DELTA_INVALID_COLUMN_NAMES_WHEN_REMOVING_COLUMN_MAPPING",
                                    "DELTA_ONLY_OPERATION"})
 _NOT_FOUND_CLASSES = frozenset({"DELTA_MISSING_DELTA_TABLE", "PATH_NOT_FOUND"})
+# A name whose catalog or schema the runtime does not know. Spark takes an unknown first part of
+# a three-part name as a namespace of its session catalog, hence REQUIRES_SINGLE_PART_NAMESPACE.
+_NAME_NOT_FOUND_CLASSES = frozenset({"REQUIRES_SINGLE_PART_NAMESPACE", "SCHEMA_NOT_FOUND",
+                                     "CATALOG_NOT_FOUND", "NO_SUCH_CATALOG_EXCEPTION"})
 _PERMISSION_CLASSES = frozenset({"INSUFFICIENT_PERMISSIONS", "PERMISSION_DENIED"})
 
 
 def from_delta_error_class(error_class: str, message: str, *, table: str | None = None,
                            feature: str | None = None) -> DeltaDowngradeError:
     """An error a Delta runtime raised, as ours: the runtime's error class is kept verbatim (it may
-    be one this package never declares), the type gives the exit code."""
+    be one this package never declares), and so is its SQLSTATE where its message ends with one
+    (Spark's "… SQLSTATE: 42K05"); the type gives the exit code."""
+    error = _from_delta_error_class(error_class, message, table=table, feature=feature)
+    sqlstate = _RUNTIME_SQLSTATE.search(message)
+    if sqlstate:
+        error.sqlstate = sqlstate.group(1)
+    return error
+
+
+_RUNTIME_SQLSTATE = re.compile(r"\bSQLSTATE: ([0-9A-Z]{5})\s*$")
+
+
+def _from_delta_error_class(error_class: str, message: str, *, table: str | None,
+                            feature: str | None) -> DeltaDowngradeError:
     kw: dict[str, Any] = {"table": table, "feature": feature, "error_class": error_class}
     if error_class in _WAIT_CLASSES:
         return RetentionWaitError(message, **kw)
@@ -669,7 +690,7 @@ def from_delta_error_class(error_class: str, message: str, *, table: str | None 
         return FeatureDropError(message, **kw)
     if error_class in _PERMISSION_CLASSES:
         return InsufficientPermissionsError(message, **kw)
-    if error_class == "TABLE_OR_VIEW_NOT_FOUND":
+    if error_class == "TABLE_OR_VIEW_NOT_FOUND" or error_class in _NAME_NOT_FOUND_CLASSES:
         return TableOrViewNotFoundError(message, **kw)
     if error_class == "DELTA_TABLE_NOT_FOUND":
         return TableNotFoundError(message, **kw)

@@ -1,12 +1,16 @@
-"""Catalog names end to end: every task and ``inspect`` on ``catalog.schema.table``
-through SQL on the session, never through the table's storage path.
+"""Catalog names end to end: every task and ``inspect`` on ``catalog.schema.table`` through SQL on
+the session, never through the table's storage path.
 
-Delta's SQL cannot run here (no delta-spark jars), so the session is the stand-in of
-tests/delta_sql_session.py: it parses the statements, answers DESCRIBE DETAIL / HISTORY in the
-documented columns from deltalake 1.6.6 reading the table directory, carries out ALTER TABLE …
-DROP FEATURE with the package's native engine, and refuses with the documented errors. Under test
-is the package's SQL path: statements, answer parsing, error mapping, outcome, RESULT, exit codes.
-The stand-in's DETAIL gives a location no storage answers: a package that read it would fail.
+Against real Delta SQL (delta-spark's jars, the test session): golden tables registered in Spark's
+session catalog (``CREATE TABLE … USING delta LOCATION``) in a schema of their own, the session
+wrapped only to remember the statements the package ran (tests/recording_session.py). Spark
+parses them, Delta answers DESCRIBE DETAIL / HISTORY and refuses as it does.
+
+Still a stand-in (tests/delta_sql_session.py), for what neither OSS Delta nor Spark's session
+catalog can show: a missing MODIFY privilege, and a managed Unity Catalog table whose storage
+location the package may not read (the stand-in's DETAIL gives one no storage answers). A real
+Unity Catalog server cannot run here: its server and Spark connector jars are not served by the
+Maven registry these machines reach (only the client jars delta-spark depends on are).
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ import json
 import os
 import subprocess
 import sys
+import uuid
 from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 
@@ -27,20 +32,38 @@ from delta_downgrade.app.tasks.entrypoints import drop_feature_task, truncate_ta
 from delta_downgrade.clock import ManualClock
 from tests.delta_sql_session import DeltaSqlStandIn
 from tests.drop_support import log_snapshot_files, run_task
+from tests.recording_session import activate
 
+#: The stand-in's Unity Catalog name (a managed table there).
 NAME = "main.default.events"
 
 
 @pytest.fixture
+def names(delta_spark, golden_table, monkeypatch):
+    """Real Delta SQL with names: ``spark_catalog.<schema>.events`` on a copy of the golden
+    ``vacuum_protocol_check`` table and ``….ntz`` on ``timestamp_ntz``, in a schema of this test's
+    own; the recording session is the active one. Yields it with ``schema`` and ``paths``."""
+    schema = f"names_{uuid.uuid4().hex[:12]}"
+    paths = {"events": golden_table("vacuum_protocol_check"), "ntz": golden_table("timestamp_ntz")}
+    delta_spark.sql(f"CREATE SCHEMA spark_catalog.{schema}")
+    for table, path in paths.items():
+        delta_spark.sql(f"CREATE TABLE spark_catalog.{schema}.{table} USING delta LOCATION '{path}'")
+    session = activate(delta_spark, monkeypatch)
+    session.schema = schema
+    session.paths = {f"spark_catalog.{schema}.{t}": p for t, p in paths.items()}
+    yield session
+    delta_spark.sql(f"DROP SCHEMA IF EXISTS spark_catalog.{schema} CASCADE")  # external: files stay
+
+
+@pytest.fixture
 def catalog(golden_table, oracle, monkeypatch, tmp_path):
-    """The stand-in as the active session: ``main.default.events`` and ``main.ops.readonly``
-    (no MODIFY) are copies of the golden ``vacuum_protocol_check`` table, ``main.default.ntz`` of
-    ``timestamp_ntz`` (deltalake, the stand-in's reader, reads it as it is)."""
+    """The stand-in as the active session (what only a Unity Catalog shows): ``main.default.events``
+    (a managed table: its DETAIL location answers no storage) and ``main.ops.readonly`` (no
+    MODIFY), copies of the golden ``vacuum_protocol_check`` table."""
     from pyspark.sql import SparkSession
 
     events, readonly = golden_table("vacuum_protocol_check"), golden_table("vacuum_protocol_check")
-    ntz = golden_table("timestamp_ntz")
-    session = DeltaSqlStandIn({NAME: events, "main.ops.readonly": readonly, "main.default.ntz": ntz},
+    session = DeltaSqlStandIn({NAME: events, "main.ops.readonly": readonly},
                               no_modify={"main.ops.readonly"}, reader=oracle)
     monkeypatch.setattr(SparkSession, "getActiveSession", staticmethod(lambda: session))
     session.paths = {NAME: events, "main.ops.readonly": readonly}
@@ -61,7 +84,10 @@ def _no_path_access(session: DeltaSqlStandIn) -> None:
         assert "delta.`" not in statement and "/" not in statement, statement
 
 
-def test_drop_verify_and_truncate_by_name(catalog, oracle):
+def test_drop_verify_and_truncate_never_read_a_managed_tables_location(catalog, oracle):
+    """Stand-in: a managed Unity Catalog table, whose DETAIL location the package may not read
+    (the stand-in's answers no storage); Spark's session catalog cannot forbid path access. The
+    same flow on real Delta SQL: tests/integration/test_session_catalog_names_with_delta.py."""
     path = catalog.paths[NAME]
     before_files = log_snapshot_files(path)
 
@@ -141,37 +167,68 @@ def test_drop_verify_and_truncate_by_name(catalog, oracle):
     _no_path_access(catalog)
 
 
-def test_names_resolve_as_the_catalog_does_and_quoted_parts_reach_it(catalog):
-    code, (result,), err = run_task(drop_feature_task, ["--table=MAIN.`default`.Events", "--feature=vacuumProtocolCheck",
+#: Tests on real Delta SQL register tables in the classic session's catalog.
+classic = pytest.mark.classic_spark("registers tables in the classic session's catalog")
+
+
+@classic
+def test_names_resolve_as_the_catalog_does_and_quoted_parts_reach_it(names):
+    # Spark's session catalog resolves names case-insensitively; quoted parts reach it as given.
+    table = f"SPARK_CATALOG.`{names.schema}`.Events"
+    code, (result,), err = run_task(drop_feature_task, [f"--table={table}", "--feature=vacuumProtocolCheck",
                                                        "--dry_run=true"])
     assert code == 0, err
-    assert catalog.statements[-1] == "DESCRIBE DETAIL `MAIN`.`default`.`Events`"
+    assert result["status"] == "planned"
+    assert names.statements == [f"DESCRIBE DETAIL `SPARK_CATALOG`.`{names.schema}`.`Events`"]
+    assert "tableFeatures [appendOnly, invariants, vacuumProtocolCheck]" in result["plan"][1]
 
 
-def test_verify_fails_when_the_feature_is_still_there(catalog):
-    code, (result,), err = run_task(verify_task, ["--table=main.default.ntz", "--expect_absent_feature=timestampNtz"])
+@classic
+def test_verify_fails_when_the_feature_is_still_there(names):
+    code, (result,), err = run_task(verify_task, [f"--table=spark_catalog.{names.schema}.ntz",
+                                                  "--expect_absent_feature=timestampNtz"])
     assert code == 1
     assert result["status"] == "failed" and result["failed_checks"] == ["feature_absent_from_protocol"]
     assert "FAILED feature_absent_from_protocol" in err
 
 
-def test_verify_refuses_checkpoint_file_expectations_for_a_name(catalog):
-    code, (result,), err = run_task(verify_task, [f"--table={NAME}", "--expect_protected_checkpoints=_delta_log/x.parquet"])
-    assert code == 2 and result["error_class"] == "DELTA_DOWNGRADE_BAD_SETTINGS"
-    assert catalog.statements == []
+@classic
+def test_verify_refuses_checkpoint_file_expectations_for_a_name(names):
+    code, (result,), err = run_task(verify_task, [f"--table=spark_catalog.{names.schema}.events",
+                                                  "--expect_protected_checkpoints=_delta_log/x.parquet"])
+    assert code == 2 and result["error_class"] == "DELTA_DOWNGRADE_BAD_SETTINGS", err
+    assert names.statements == []
 
 
+@classic
 @pytest.mark.parametrize("task, extra", [(drop_feature_task, ["--feature=vacuumProtocolCheck"]),
                                          (truncate_task, []), (verify_task, [])])
-def test_an_unknown_table_is_exit_2_with_the_runtimes_class(catalog, task, extra):
-    code, (result,), err = run_task(task, ["--table=main.default.nope", *extra])
+def test_an_unknown_table_is_exit_2_with_the_runtimes_class(names, task, extra):
+    table = f"spark_catalog.{names.schema}.nope"
+    code, (result,), err = run_task(task, [f"--table={table}", *extra])
     assert code == 2, err
-    assert result["error_class"] == "TABLE_OR_VIEW_NOT_FOUND" and result["table"] == "main.default.nope"
+    assert result["error_class"] == "TABLE_OR_VIEW_NOT_FOUND" and result["table"] == table
     assert "cannot be found" in result["message"] and "Next: check the name as catalog.schema.table" in result["message"]
     assert not result["message"].startswith("[TABLE_OR_VIEW_NOT_FOUND]")  # the class is printed once
+    assert not any(s.startswith("ALTER") for s in names.statements)
+
+
+@classic
+@pytest.mark.parametrize("task, extra", [(drop_feature_task, ["--feature=vacuumProtocolCheck"]),
+                                         (verify_task, [])])
+def test_an_unknown_catalog_is_exit_2_with_the_runtimes_class(names, task, extra):
+    """Spark takes an unknown first part as a namespace of its session catalog and refuses the
+    name (REQUIRES_SINGLE_PART_NAMESPACE): a wrong name, exit 2, like an unknown table."""
+    table = f"no_such_catalog.{names.schema}.events"
+    code, (result,), err = run_task(task, [f"--table={table}", *extra])
+    assert code == 2, err
+    assert (result["error_class"], result["sqlstate"]) == ("REQUIRES_SINGLE_PART_NAMESPACE", "42K05"), result
+    assert "Next: check the name as catalog.schema.table (SHOW CATALOGS" in result["message"]
+    assert not any(s.startswith("ALTER") for s in names.statements)
 
 
 def test_missing_modify_is_exit_2_and_nothing_changes(catalog):
+    """Stand-in: Spark's session catalog has no privileges, and no Unity Catalog server runs here."""
     path = catalog.paths["main.ops.readonly"]
     before = log_snapshot_files(path)
     code, (result,), err = run_task(drop_feature_task, ["--table=main.ops.readonly", "--feature=vacuumProtocolCheck"])
@@ -182,19 +239,22 @@ def test_missing_modify_is_exit_2_and_nothing_changes(catalog):
     assert log_snapshot_files(path) == before
 
 
+@classic
 @pytest.mark.parametrize("task, extra", [(drop_feature_task, ["--feature=vacuumProtocolCheck"]),
                                          (truncate_task, []), (verify_task, [])])
-def test_native_engine_with_a_name_is_exit_2_before_any_sql(catalog, task, extra):
-    code, (result,), err = run_task(task, [f"--table={NAME}", "--engine=native", *extra])
+def test_native_engine_with_a_name_is_exit_2_before_any_sql(names, task, extra):
+    code, (result,), err = run_task(task, [f"--table=spark_catalog.{names.schema}.events", "--engine=native", *extra])
     assert code == 2, err
     assert result["error_class"] == "DELTA_DOWNGRADE_CATALOG_NAME_NEEDS_SQL"
     assert "pass the table's path to use native" in result["message"]
-    assert catalog.statements == []
+    assert names.statements == []
 
 
-def test_inspect_a_name_through_detail_and_history(catalog):
-    path = catalog.paths[NAME]
-    code, out, err = _cli(["inspect", NAME, "--json"])
+@classic
+def test_inspect_a_name_through_detail_and_history(names):
+    name = f"spark_catalog.{names.schema}.events"
+    path = names.paths[name]
+    code, out, err = _cli(["inspect", name, "--json"])
     assert code == 0, err
     doc = json.loads(out)
     code, out_path, err = _cli(["inspect", path, "--json"])
@@ -210,13 +270,15 @@ def test_inspect_a_name_through_detail_and_history(catalog):
     assert doc["files"]["live_bytes"] == by_path["files"]["live_bytes"]
     assert doc["checkpoint_protection"]["feature_present"] is False
     assert "checkpoints" in doc["unavailable"] and "checkpoints" not in doc
-    assert catalog.statements == ["DESCRIBE DETAIL `main`.`default`.`events`", "DESCRIBE HISTORY `main`.`default`.`events`"]
-    code, text, err = _cli(["inspect", NAME])
+    quoted = f"`spark_catalog`.`{names.schema}`.`events`"
+    assert names.statements == [f"DESCRIBE DETAIL {quoted}", f"DESCRIBE HISTORY {quoted}"]
+    code, text, err = _cli(["inspect", name])
     assert code == 0 and "through DESCRIBE DETAIL, DESCRIBE HISTORY" in text and "not shown through SQL" in text
 
 
-def test_inspect_an_unknown_name_is_exit_2(catalog):
-    code, out, err = _cli(["inspect", "main.default.nope"])
+@classic
+def test_inspect_an_unknown_name_is_exit_2(names):
+    code, out, err = _cli(["inspect", f"spark_catalog.{names.schema}.nope"])
     assert code == 2
     (result,) = parse_result_lines(out)
     assert (result["status"], result["error_class"], result["exit_code"]) == ("error", "TABLE_OR_VIEW_NOT_FOUND", 2)
@@ -285,10 +347,53 @@ def test_a_catalog_name_without_delta_names_no_flag_inspect_lacks(tmp_path):
     assert "catalog name" in proc.stderr and "--engine" not in proc.stderr, proc.stderr
 
 
-def test_a_read_the_runtime_refuses_is_a_failed_check(catalog):
-    """The stand-in's reader (deltalake 1.6.6) refuses vacuumProtocolCheck tables: verify reports
-    the refused read as a failed check (exit 1), as it does for a path, not as bad input."""
-    code, (result,), err = run_task(verify_task, [f"--table={NAME}"])
+def _add_unknown_reader_feature(path: str) -> None:
+    """Commit the next version with a reader feature no Delta knows (PROTOCOL.md "Table
+    Features": a reader must refuse a table whose readerFeatures it does not support)."""
+    import time
+
+    log = Path(path) / "_delta_log"
+    version = max(int(p.name.split(".")[0]) for p in log.glob("*.json")) + 1
+    commit = {"commitInfo": {"timestamp": int(time.time() * 1000), "operation": "UPGRADE PROTOCOL",
+                             "operationParameters": {}}}
+    protocol = {"protocol": {"minReaderVersion": 3, "minWriterVersion": 7,
+                             "readerFeatures": ["vacuumProtocolCheck", "aFeatureFromTheFuture"],
+                             "writerFeatures": ["appendOnly", "invariants", "vacuumProtocolCheck",
+                                                "aFeatureFromTheFuture"]}}
+    (log / f"{version:020d}.json").write_text(json.dumps(commit) + "\n" + json.dumps(protocol) + "\n")
+
+
+@classic
+def test_a_table_delta_cannot_read_is_exit_2_with_its_class_as_on_the_path(names):
+    """An unknown reader feature: Delta refuses DESCRIBE DETAIL itself, so the name gives what
+    the path gives (exit 2, DELTA_UNSUPPORTED_FEATURES_FOR_READ), with Delta's own message (not
+    py4j's "An error occurred while calling …" line)."""
+    name = f"spark_catalog.{names.schema}.events"
+    path = names.paths[name]
+    _add_unknown_reader_feature(path)
+    before = log_snapshot_files(path)
+    by_name = run_task(verify_task, [f"--table={name}"])
+    by_path = run_task(verify_task, [f"--table={path}"])
+    for code, (result,), err in (by_name, by_path):
+        assert code == 2, err
+        assert result["error_class"] == "DELTA_UNSUPPORTED_FEATURES_FOR_READ", result
+        assert "aFeatureFromTheFuture" in result["message"], result
+    message = by_name[1][0]["message"]
+    assert message.startswith("Unsupported Delta read feature") and "An error occurred" not in message, message
+    code, (result,), err = run_task(drop_feature_task, [f"--table={name}", "--feature=vacuumProtocolCheck"])
+    assert code == 2 and result["error_class"] == "DELTA_UNSUPPORTED_FEATURES_FOR_READ", err
+    assert log_snapshot_files(path) == before
+
+
+@classic
+def test_a_read_the_runtime_refuses_is_a_failed_check(names):
+    """A data file gone: DETAIL and HISTORY (the log) answer, Delta's read of the rows fails:
+    verify reports the refused read as a failed check (exit 1), not as bad input."""
+    name = f"spark_catalog.{names.schema}.events"
+    for data in Path(names.paths[name]).glob("*.parquet"):
+        data.unlink()
+    code, (result,), err = run_task(verify_task, [f"--table={name}"])
     assert code == 1, err
     assert result["failed_checks"] == ["readable"]
-    assert "DELTA_UNSUPPORTED_FEATURES_FOR_READ" in next(c["detail"] for c in result["checks"] if c["check"] == "readable")
+    detail = next(c["detail"] for c in result["checks"] if c["check"] == "readable")
+    assert "the runtime could not read" in detail and "An error occurred while calling" not in detail, detail

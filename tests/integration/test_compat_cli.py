@@ -1,7 +1,8 @@
 """``delta-downgrade compat`` end to end: every golden table reported from its log alone (the copy's
 data files and deletion-vector files are deleted first, and the document must equal the one of the
 intact table), the document's shape, ``--client`` by alias and family, an unknown client, a fleet
-with a missing table, and a catalog name through Delta SQL (the stand-in session)."""
+with a missing table, and a catalog name through real Delta SQL (a name in Spark's session
+catalog)."""
 
 from __future__ import annotations
 
@@ -239,21 +240,29 @@ def test_no_pyspark_on_the_path_of_a_table(golden_root, tmp_path):
     assert done.returncode == 0, done.stderr
 
 
-def test_catalog_name_through_delta_sql(golden_table, oracle, monkeypatch):
-    from pyspark.sql import SparkSession
+@pytest.mark.classic_spark("registers a table in the classic session's catalog")
+def test_catalog_name_through_delta_sql(delta_spark, golden_table, monkeypatch):
+    import uuid
 
-    from tests.delta_sql_session import DeltaSqlStandIn
+    from tests.recording_session import activate
 
     path = golden_table("dv_basic_no_checkpoint")
-    session = DeltaSqlStandIn({"main.default.t": path}, reader=oracle)
-    monkeypatch.setattr(SparkSession, "getActiveSession", staticmethod(lambda: session))
-    code, out, err = _cli("compat", "main.default.t", "--json")
+    schema = f"spark_catalog.compat_{uuid.uuid4().hex[:12]}"
+    name = f"{schema}.t"
+    delta_spark.sql(f"CREATE SCHEMA {schema}")
+    try:
+        delta_spark.sql(f"CREATE TABLE {name} USING delta LOCATION '{path}'")
+        session = activate(delta_spark, monkeypatch)
+        code, out, err = _cli("compat", name, "--json")
+    finally:
+        delta_spark.sql(f"DROP SCHEMA IF EXISTS {schema} CASCADE")  # external: the files stay
     assert code == 0, err
     doc = json.loads(out)
-    assert doc["table"] == "main.default.t"
+    assert doc["table"] == name
     assert doc["version"] == DeltaLog(path).snapshot().version
     assert doc["protocol"] == table_compat(path, packaged_catalogue()).to_json()["protocol"]
     assert doc["notes"] and "DESCRIBE DETAIL" in doc["notes"][0]
+    assert session.statements, "nothing ran through SQL"
     for statement in session.statements:
         assert "delta.`" not in statement and "/" not in statement, statement
     dv_steps = [s for c in doc["clients"] if c["unblock"] for s in c["unblock"]["steps"]
@@ -263,7 +272,11 @@ def test_catalog_name_through_delta_sql(golden_table, oracle, monkeypatch):
 
 
 def test_catalog_name_without_delta_sql_is_engine_unavailable(monkeypatch):
+    from pyspark.sql import SparkSession
+
     monkeypatch.delenv("DELTA_DOWNGRADE_DELTA_JARS", raising=False)
+    # No session (another test's may still be active in this process).
+    monkeypatch.setattr(SparkSession, "getActiveSession", staticmethod(lambda: None))
     code, out, _ = _cli("compat", "main.default.t")
     (result,) = parse_result_lines(out)
     assert code == 2 and result["error_class"] == "DELTA_DOWNGRADE_ENGINE_UNAVAILABLE"

@@ -96,18 +96,43 @@ _NEXT_STEP: dict[type, str] = {
         "parents): ask its owner for GRANT MODIFY ON TABLE {table} TO <the job's principal>, or "
         "run the job as a principal that has it"),
     TableOrViewNotFoundError: (
-        "check the name as catalog.schema.table (SHOW TABLES IN catalog.schema), and that the "
-        "job's principal may USE its catalog and schema; a path-based table is given as its path"),
+        "check the name as catalog.schema.table (SHOW CATALOGS, SHOW TABLES IN catalog.schema), "
+        "and that the job's principal may USE its catalog and schema; a path-based table is "
+        "given as its path"),
     TableNotFoundError: (
         "check the name or path; a catalog table is given as catalog.schema.table"),
 }
+
+
+# A Java exception's class in front of its message ("org.apache…Exception: [CLASS] …").
+_JAVA_CLASS_PREFIX = re.compile(r"^(?:[A-Za-z_$][\w$]*\.)+[A-Za-z_$][\w$]*(?:Exception|Error|Throwable): ")
+
+
+def runtime_message(exc: BaseException) -> str:
+    """The runtime's own message, first line. PySpark raises a Delta exception it does not
+    convert (e.g. delta-spark's ``DeltaUnsupportedTableFeatureException``) as py4j's
+    ``Py4JJavaError``, whose text starts "An error occurred while calling o50.sql." and holds
+    the Java exception's text and stack below: its Java message is the message then."""
+    java = getattr(exc, "java_exception", None)
+    text = ""
+    if java is not None:
+        try:
+            text = str(java.getMessage() or "")
+        except Exception:  # noqa: BLE001 - a closed gateway; the text below still has it
+            text = ""
+    lines = [line.strip() for line in (text or str(exc)).strip().splitlines() if line.strip()]
+    if not lines:
+        return type(exc).__name__
+    # Without the Java object (another wrapper), the line that carries the error class.
+    line = next((l for l in lines if _ERROR_CLASS.search(l)), lines[0]) if not text else lines[0]
+    return _JAVA_CLASS_PREFIX.sub("", line.lstrip(": "))
 
 
 def map_error(exc: BaseException, table: str, feature: str | None) -> DeltaDowngradeError:
     """Translate a runtime error into ours, keeping the Delta error class and message (first
     line), with the next step for the classes above."""
     error_class = error_class_of(exc) or "DELTA_DOWNGRADE_ENGINE_ERROR"
-    message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    message = runtime_message(exc)
     # Our error prints its class in front: the runtime's own "[CLASS] " prefix is not repeated.
     while (prefix := _ERROR_CLASS.match(message)) and prefix.group(1) == error_class:
         message = message[prefix.end():].lstrip() or message
