@@ -21,7 +21,7 @@ from pydantic import BaseModel
 
 from delta_downgrade.app.render.result import parse_result_lines
 from delta_downgrade.app.schemas import SCHEMAS, compat, documents, results
-from delta_downgrade.app.schemas.base import validate_complete
+from tests.output_schemas import validate_complete
 from delta_downgrade.app.tasks.entrypoints import (
     drop_feature_task,
     truncate_task,

@@ -26,7 +26,7 @@ from pydantic import ValidationError
 import delta_downgrade
 from delta_downgrade.app.render.result import drop_result, error_result, format_result
 from delta_downgrade.app.schemas import SCHEMAS, results
-from delta_downgrade.app.schemas.base import UndeclaredFieldsError, validate_complete
+from tests.output_schemas import UndeclaredFieldsError, validate_complete
 from delta_downgrade.errors import BadInputError, RetentionWaitError
 from delta_downgrade.protocol import Protocol
 

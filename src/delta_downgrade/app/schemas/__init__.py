@@ -5,7 +5,7 @@ of every outcome (:mod:`.results`), every ``--json`` document (:mod:`.documents`
 
 They describe the output; they do not make it: the renderers (``app/render/``) build plain
 dictionaries and never import these models, so that no command loads pydantic to print its
-result. Tests validate the real output against them (``validate_complete``: strict types, no
+result. Tests validate the real output against them (``validate_complete``, tests/output_schemas.py: strict types, no
 undeclared field); a consumer validates with the models or the schemas, which accept fields
 added later.
 """

@@ -5,7 +5,7 @@ The documents' fields are only ever added (README "Output contract"), so a consu
 our output with these models, or with the JSON Schemas generated from them (``docs/schemas/``),
 must accept a field it does not know yet: every model allows extra fields and its schema says
 ``additionalProperties: true``. Our own tests ask the opposite question - does the model still
-describe everything the code prints? - with :func:`validate_complete`, which refuses any field
+describe everything the code prints? - with ``validate_complete`` (tests/output_schemas.py), which refuses any field
 the model does not declare, at any depth.
 
 Types are strict (``1`` is no boolean, ``"1"`` no integer): a document that changes a field's
@@ -16,15 +16,11 @@ default None and, when present, its declared type (never null unless declared so
 
 from __future__ import annotations
 
-import json
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["Document", "ProtocolAction", "ProtocolDocument", "UndeclaredFieldsError", "undeclared_fields",
-           "validate_complete", "when_present"]
-
-M = TypeVar("M", bound=BaseModel)
+__all__ = ["Document", "ProtocolAction", "ProtocolDocument", "when_present"]
 
 
 class Document(BaseModel):
@@ -64,41 +60,3 @@ class ProtocolAction(Document):
 
 #: A client's verdict on reading or writing a table (compat/verdict.py ``Verdict``).
 VerdictValue = Literal["yes", "no", "misreads", "unknown", "n/a"]
-
-
-class UndeclaredFieldsError(ValueError):
-    """A document holds fields its model does not declare: the model (and its schema) is behind
-    the code."""
-
-    def __init__(self, model: type[BaseModel], paths: list[str]) -> None:
-        super().__init__(f"{model.__name__}: fields the model does not declare: {', '.join(paths)}")
-        self.paths = paths
-
-
-def undeclared_fields(value: Any, path: str = "$") -> list[str]:
-    """The JSON paths of every field of a validated ``value`` that its model does not declare
-    (the extras a consumer's model accepts), at any depth."""
-    found: list[str] = []
-    if isinstance(value, BaseModel):
-        found += [f"{path}.{key}" for key in sorted(value.model_extra or {})]
-        for name in type(value).model_fields:
-            found += undeclared_fields(getattr(value, name), f"{path}.{name}")
-    elif isinstance(value, (list, tuple)):
-        for i, item in enumerate(value):
-            found += undeclared_fields(item, f"{path}[{i}]")
-    elif isinstance(value, dict):
-        for key, item in value.items():
-            found += undeclared_fields(item, f"{path}.{key}")
-    return found
-
-
-def validate_complete(model: type[M], data: Any) -> M:
-    """``data`` (JSON text, or what ``json.loads`` made of it) validated by ``model`` as JSON
-    (strict types), and refused when it holds a field the model does not declare: the check that
-    keeps the models and schemas complete."""
-    text = data if isinstance(data, (str, bytes)) else json.dumps(data)
-    document = model.model_validate_json(text, strict=True)
-    extra = undeclared_fields(document)
-    if extra:
-        raise UndeclaredFieldsError(model, extra)
-    return document
