@@ -14,8 +14,9 @@ stdin ends. Requests:
   the client itself: a writer reads the table first); ``{"ok": true}``
 - ``{"op": "files", "path": P}`` (spark): the latest version's data files, relative to P
 - ``{"op": "checkpoint", "path": P}`` (spark): a checkpoint of the latest version
-- ``{"op": "cleanup", "path": P, "backdate_days": N}`` (spark): every log file's modification time
-  moved N days back (so the log retention has expired), then the client's own metadata cleanup
+- ``{"op": "cleanup", "path": P, "backdate_days": N, "backdate_before": V|null}`` (spark): the log
+  files' modification times (those of versions below V, else all) moved N days back, so that the
+  log retention has expired for them; then the client's own metadata cleanup
 - ``{"op": "drop_feature", "path": P, "feature": F, "truncate": bool}`` (spark): ``ALTER TABLE
   delta.`P` DROP FEATURE F [TRUNCATE HISTORY]``
 - ``{"op": "version"}``: the client's library versions
@@ -105,16 +106,20 @@ def error_answer(exc: BaseException) -> dict:
     return {"ok": False, "error_class": str(cls), "error": "\n".join(text.strip().splitlines()[:4])[:1500]}
 
 
-def backdate_log(path: str, days: float) -> None:
-    """Every file of the log ``days`` older, keeping their order (Delta's metadata cleanup reads
-    modification times, PROTOCOL.md "Metadata Cleanup")."""
+def backdate_log(path: str, days: float, before_version: int | None = None) -> None:
+    """The log's files ``days`` older, keeping their order (Delta's metadata cleanup reads
+    modification times, PROTOCOL.md "Metadata Cleanup"): every file, or those of versions below
+    ``before_version`` (part of the history expired)."""
     log = os.path.join(path, "_delta_log")
     base = time.time() - days * 86400
     names = sorted(os.listdir(log))
     for i, name in enumerate(names):
         full = os.path.join(log, name)
-        if os.path.isfile(full):
-            os.utime(full, (base + i, base + i))
+        if not os.path.isfile(full):
+            continue
+        if before_version is not None and not (name[:20].isdigit() and int(name[:20]) < before_version):
+            continue
+        os.utime(full, (base + i, base + i))
 
 
 # --- Spark (delta-spark of any release) -------------------------------------------------------------
@@ -200,7 +205,7 @@ class SparkClient:
         return {"ok": True, "version": int(log.unsafeVolatileSnapshot().version())}
 
     def cleanup(self, req):
-        backdate_log(req["path"], float(req.get("backdate_days", 0)))
+        backdate_log(req["path"], float(req.get("backdate_days", 0)), req.get("backdate_before"))
         log = self._log(req["path"])
         snapshot = log.unsafeVolatileSnapshot()
         try:

@@ -270,18 +270,21 @@ def boundary_of(path: Path) -> int | None:
 
 
 def remove_protection(path: Path) -> list[str]:
-    """The control: what a cleanup that ignores RFC rule (a) leaves - the checkpoints at and after
-    the boundary and the _last_checkpoint pointer deleted, and with them every commit before the
-    newest of those checkpoints. Returns the removed names."""
-    boundary = boundary_of(path) or 0
-    log = path / "_delta_log"
-    names = sorted(os.listdir(log))
-    protected = [n for n in names if ".checkpoint" in n and n[:20].isdigit() and int(n[:20]) >= boundary]
-    if not protected:
+    """The control: the table as a cleanup that ignores the RFC's rules (a) and (c) leaves it - the
+    protected checkpoints (the boundary's and the barrier ones, as this package protects them)
+    and the _last_checkpoint pointer deleted, and the commits before the boundary with them.
+    Returns the removed names."""
+    from delta_downgrade.log.delta_log import DeltaLog
+    from delta_downgrade.operations.drop_run import protected_checkpoint_paths
+
+    boundary = boundary_of(path)
+    if boundary is None:
         return []
-    newest = max(int(n[:20]) for n in protected)
-    removed = [n for n in names if n in protected or n == "_last_checkpoint"
-               or (n[:20].isdigit() and n.endswith(".json") and ".checkpoint" not in n and int(n[:20]) < newest)]
+    protected = {Path(p).name for p in protected_checkpoint_paths(DeltaLog(str(path)), boundary)}
+    log = path / "_delta_log"
+    removed = [n for n in sorted(os.listdir(log))
+               if n in protected or n == "_last_checkpoint"
+               or (n.endswith(".json") and len(n) == 25 and n[:20].isdigit() and int(n[:20]) < boundary)]
     for n in removed:
         (log / n).unlink()
     return removed
@@ -437,8 +440,12 @@ def _protected_cleanup_cells(case: Case, spec: ClientSpec, runner: Runner, path:
     from delta_downgrade.operations.verify import Expectations, verify_table
 
     before = protected_checkpoint_paths(DeltaLog(str(path)), boundary or 0)
+    # The history before the oldest protected checkpoint expired, the protected part not yet:
+    # the cleanup may remove the expired commits, never a protected checkpoint (rule (a)) nor
+    # part of what it protects.
+    oldest = min((int(Path(p).name[:20]) for p in before), default=0)
     answers = runner.run([{"op": "checkpoint", "path": str(path)},
-                          {"op": "cleanup", "path": str(path), "backdate_days": 40}])
+                          {"op": "cleanup", "path": str(path), "backdate_days": 40, "backdate_before": oldest}])
     cells = [Cell("rfc-writer", spec.name, spec.catalogue_id, case.table, case.feature, "dropped", action, "yes",
                   observed(a), bool(a.get("ok")), "" if a.get("ok") else str(a.get("error"))[:300])
              for action, a in zip(("checkpoint", "cleanup (retention expired)"), answers)]

@@ -32,6 +32,8 @@ RUNNER = Path(__file__).resolve().with_name("client_runner.py")
 VENV_PYTHON = REPO_ROOT / ".venv" / "bin" / "python"
 DELTALAKE_018 = REPO_ROOT / ".venv" / "deltalake-0.18.2"
 DEFAULT_TIMEOUT = float(os.environ.get("DELTA_DOWNGRADE_CLIENT_TIMEOUT", "300"))
+#: A JVM's start on a loaded 2-core machine: minutes, not seconds.
+START_TIMEOUT = float(os.environ.get("DELTA_DOWNGRADE_CLIENT_START_TIMEOUT", "900"))
 
 
 @dataclass(frozen=True)
@@ -151,6 +153,7 @@ class ClientProcess:
         self.log_dir = log_dir
         self.proc: subprocess.Popen[str] | None = None
         self.starts = 0
+        self.start_failure: dict[str, Any] | None = None  # once it failed to start, it is not retried
 
     def _env(self) -> dict[str, str]:
         env = dict(os.environ)
@@ -167,7 +170,8 @@ class ClientProcess:
             env["PYTHONPATH"] = os.pathsep.join(map(str, self.spec.pythonpath))
         return env
 
-    def _start(self) -> None:
+    def _start(self) -> dict[str, Any] | None:
+        """Start the client; None when it is ready, else its failure (answered to the request)."""
         stderr: Any = subprocess.DEVNULL
         if self.log_dir is not None:
             self.log_dir.mkdir(parents=True, exist_ok=True)
@@ -176,18 +180,21 @@ class ClientProcess:
                                      stdout=subprocess.PIPE, stderr=stderr, text=True, env=self._env(),
                                      cwd=str(CLIENTS_DIR if CLIENTS_DIR.is_dir() else REPO_ROOT))
         self.starts += 1
-        ready = self._answer()
+        ready = self._answer(START_TIMEOUT)
         if not ready.get("ok"):
-            raise RuntimeError(f"{self.spec.name} did not start: {ready}")
+            self.close(kill=True)
+            return ready
+        return None
 
-    def _answer(self) -> dict[str, Any]:
+    def _answer(self, timeout: float | None = None) -> dict[str, Any]:
         assert self.proc is not None and self.proc.stdout is not None
-        deadline = time.monotonic() + self.timeout
+        timeout = self.timeout if timeout is None else timeout
+        deadline = time.monotonic() + timeout
         while True:
             left = deadline - time.monotonic()
             if left <= 0:
                 self.close(kill=True)
-                return {"ok": False, "error_class": "CLIENT_TIMEOUT", "error": f"no answer in {self.timeout}s"}
+                return {"ok": False, "error_class": "CLIENT_TIMEOUT", "error": f"no answer in {timeout}s"}
             ready, _, _ = select.select([self.proc.stdout], [], [], left)
             if ready:
                 line = self.proc.stdout.readline()
@@ -201,7 +208,11 @@ class ClientProcess:
         answers = []
         for request in requests:
             if self.proc is None:
-                self._start()
+                failure = self.start_failure or self._start()
+                if failure is not None:
+                    self.start_failure = failure
+                    answers.append({**failure, "error_class": "CLIENT_DID_NOT_START:" + str(failure.get("error_class"))})
+                    continue
             assert self.proc is not None and self.proc.stdin is not None
             try:
                 self.proc.stdin.write(json.dumps(request) + "\n")
