@@ -182,8 +182,9 @@ class SparkClient:
     def append(self, req):
         self._log(req["path"])
         df = self.spark.read.format("delta").load(req["path"])
-        rows = df.limit(1).collect()
-        new = self.spark.createDataFrame(rows, df.schema)
+        # The first row, materialised in the JVM before the write (no Python pickling: pyspark
+        # 3.3's cloudpickle cannot serialise on Python 3.11).
+        new = df.limit(1).localCheckpoint(eager=True)
         new.write.format("delta").mode("append").save(req["path"])
         return {"ok": True}
 

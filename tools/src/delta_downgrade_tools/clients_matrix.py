@@ -663,7 +663,7 @@ def catalogue_part(all_tables, python_clients, spark_clients, process, workdir: 
                    progress: Callable[[str], None]) -> list[Cell]:
     cells: list[Cell] = []
     refs = [process(s) for s in PYTHON_CLIENTS if s.name in PYTHON_REFERENCES]
-    spark_ref = process(CURRENT_SPARK)
+    spark_ref = process(CURRENT_SPARK) if spark_clients else None
     dropped_cache: dict[tuple[str, tuple[str, ...]], Path | str] = {}
     for t, (name, path) in enumerate(all_tables):
         progress(f"catalogue [{t + 1}/{len(all_tables)}] {name}")
@@ -673,7 +673,7 @@ def catalogue_part(all_tables, python_clients, spark_clients, process, workdir: 
             if answer.get("ok"):
                 py_ref = answer
                 break
-        spark_answer = spark_ref.run(read_requests(path, [None]))[0]
+        spark_answer = spark_ref.run(read_requests(path, [None]))[0] if spark_clients else None
         for spec in [*python_clients, *spark_clients]:
             reference = spark_answer if spec.is_spark else py_ref
             runner = process(spec)
@@ -696,7 +696,7 @@ def catalogue_part(all_tables, python_clients, spark_clients, process, workdir: 
                 cells.append(Cell("catalogue", spec.name, spec.catalogue_id, name, "for:" + ",".join(features),
                                   "dropped-for", "drop-feature --for", "dropped", f"refused: {after}", True))
                 continue
-            after_ref = (spark_ref.run(read_requests(after, [None]))[0] if spec.is_spark else None)
+            after_ref = (spark_ref.run(read_requests(after, [None]))[0] if spec.is_spark and spark_ref else None)
             if not spec.is_spark:
                 for r, via in zip(refs, ("rust", "duckdb")):
                     answer = r.run([{"op": "read", "path": str(after), "via": via}])[0]
@@ -722,7 +722,9 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         if not args.keep:
             shutil.rmtree(workdir, ignore_errors=True)
-    meta = {"command": f"make clients-matrix (scope {args.scope})", "scope": args.scope,
+    command = "make clients-matrix" if args.scope == "all" else \
+        "python -m delta_downgrade_tools.clients_matrix --scope sample"
+    meta = {"command": command, "scope": args.scope,
             "when": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
             "seconds": time.monotonic() - started, "tables": len(tables())}
     out = Path(args.out)
@@ -730,7 +732,9 @@ def main(argv: list[str] | None = None) -> int:
     judged = [c for c in cells if c.part != "control"]
     (out / "clients-matrix.md").write_text(render_markdown(judged, meta), encoding="utf-8")
     (out / "clients-matrix.html").write_text(render_html(judged, meta), encoding="utf-8")
-    (out / "clients-matrix.json").write_text(json.dumps([asdict(c) for c in cells], indent=0), encoding="utf-8")
+    if args.keep:
+        (workdir / "clients-matrix.json").write_text(json.dumps([asdict(c) for c in cells], indent=0), encoding="utf-8")
+        print(f"every cell (the control's too): {workdir / 'clients-matrix.json'}", file=sys.stderr)
     control = [c for c in cells if c.part == "control"]
     failed = [c for c in judged if not c.ok]
     print(f"{len(judged)} cells, {len(failed)} failed; control: {sum(not c.ok for c in control)} of "
