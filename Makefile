@@ -38,7 +38,7 @@ define quietly
 	  tail -n 40 $(INSTALL_LOG) >&2; exit 1; }
 endef
 
-.PHONY: venv venv-test check-java test test-unit test-classic test-connect test-delta-oracle demo wheel schemas clean distclean databricks-cli jars
+.PHONY: venv venv-test check-java test test-unit test-classic test-connect test-delta-oracle demo wheel schemas clean distclean databricks-cli jars older-clients test-clients-matrix clients-matrix
 
 # ---- Delta's jars: delta-spark for pyspark's Spark line, delta-storage, hadoop-aws + AWS SDK
 # (jars/pom.xml), resolved by Maven into a repository-local Maven repository under .jars/ (ignored
@@ -57,6 +57,73 @@ $(JARS_CLASSPATH): jars/pom.xml
 	$(MVN) -q -B -f jars/pom.xml -Dmaven.repo.local=$(abspath $(JARS_DIR))/m2 dependency:build-classpath
 	@test -s $@ && touch $@
 # ---- end of Delta's jars
+
+
+# ---- Older Delta clients the compatibility tests run for real (tools/src/delta_downgrade_tools/
+# older_clients.py; README "Client compatibility"), under .clients/ (ignored by git):
+# - one venv per pyspark line (pyspark 3.3, 3.4, 3.5: ~330 MB each) and, per delta-spark release,
+#   its jars resolved by Maven from jars/clients/delta-<release>.pom.xml into the repository-local
+#   Maven repository .clients/m2, their paths in .clients/delta-<release>.classpath (spark.jars):
+#   one pyspark serves every delta-spark of its Spark line;
+# - deltalake and Polars releases, each into its own directory (pip install --target, no
+#   dependencies: the .venv's pyarrow, arro3-core and numpy serve them, as for deltalake 0.18.2).
+# Fresh it takes ~2 min and ~1.3 GB (measured: see README); then nothing until a POM or a version
+# below changes. Python 3.11 runs pyspark 3.3 to 3.5; Java 17 needs the --add-opens flags the
+# launcher of Spark >= 3.3 adds itself.
+CLIENTS_DIR := .clients
+CLIENTS_M2 := $(CLIENTS_DIR)/m2
+# pyspark line -> the release installed for it
+PYSPARK_3.3 := 3.3.4
+PYSPARK_3.4 := 3.4.4
+PYSPARK_3.5 := 3.5.3
+SPARK_LINES := 3.3 3.4 3.5
+# delta-spark releases (jars/clients/delta-<release>.pom.xml names the exact version)
+DELTA_CLIENTS := $(patsubst jars/clients/delta-%.pom.xml,%,$(wildcard jars/clients/delta-*.pom.xml))
+# directory name -> what pip installs there (name==version ...; deps of each are the .venv's)
+PY_CLIENTS := deltalake-0.20.2 deltalake-0.25.5 deltalake-1.0.2 deltalake-1.5.1 deltalake-1.6.3 \
+              polars-1.38.1 polars-1.41.2 polars-2.1.0
+PY_CLIENT_PKGS_deltalake-0.20.2 := deltalake==0.20.2
+PY_CLIENT_PKGS_deltalake-0.25.5 := deltalake==0.25.5
+PY_CLIENT_PKGS_deltalake-1.0.2 := deltalake==1.0.2
+PY_CLIENT_PKGS_deltalake-1.5.1 := deltalake==1.5.1
+PY_CLIENT_PKGS_deltalake-1.6.3 := deltalake==1.6.3
+# Polars reads through deltalake: older_clients.py puts a deltalake directory of the range its
+# catalogue entry names behind each (polars >= 1.34 is polars and its polars-runtime-32 binary).
+PY_CLIENT_PKGS_polars-1.38.1 := polars==1.38.1 polars-runtime-32==1.38.1
+PY_CLIENT_PKGS_polars-1.41.2 := polars==1.41.2 polars-runtime-32==1.41.2
+PY_CLIENT_PKGS_polars-2.1.0 := polars==2.1.0 polars-runtime-32==2.1.0
+OLDER_CLIENTS_STAMPS := $(foreach l,$(SPARK_LINES),$(CLIENTS_DIR)/pyspark-$(l)/.installed) \
+  $(CLIENTS_DIR)/delta.classpaths $(foreach c,$(PY_CLIENTS),$(CLIENTS_DIR)/py/$(c)/.installed)
+
+older-clients: $(OLDER_CLIENTS_STAMPS)
+
+$(CLIENTS_DIR)/pyspark-%/.installed:
+	@echo "  pyspark $(PYSPARK_$*) venv in $(CLIENTS_DIR)/pyspark-$*"
+	@rm -rf $(CLIENTS_DIR)/pyspark-$* && mkdir -p $(CLIENTS_DIR)
+	@$(or $(PYTHON),python3) -m venv $(CLIENTS_DIR)/pyspark-$*
+	@$(CLIENTS_DIR)/pyspark-$*/bin/python -m pip install -q pyspark==$(PYSPARK_$*) \
+	  > $(CLIENTS_DIR)/pyspark-$*.log 2>&1 || { tail -n 30 $(CLIENTS_DIR)/pyspark-$*.log >&2; exit 1; }
+	@touch $@
+
+# One Maven run after the other: they share .clients/m2.
+$(CLIENTS_DIR)/delta.classpaths: $(wildcard jars/clients/delta-*.pom.xml)
+	@command -v $(MVN) >/dev/null 2>&1 || { echo "ERROR: Maven ($(MVN)) not found (apt-get install maven)" >&2; exit 1; }
+	@mkdir -p $(CLIENTS_DIR)
+	@for c in $(DELTA_CLIENTS); do \
+	  echo "  delta-spark $$c jars -> $(CLIENTS_DIR)/delta-$$c.classpath"; \
+	  $(MVN) -q -B -f jars/clients/delta-$$c.pom.xml -Dmaven.repo.local=$(abspath $(CLIENTS_M2)) \
+	    -Dclasspath.file=$(abspath $(CLIENTS_DIR))/delta-$$c.classpath dependency:build-classpath; \
+	  test -s $(CLIENTS_DIR)/delta-$$c.classpath; \
+	done
+	@touch $@
+
+$(CLIENTS_DIR)/py/%/.installed: | $(PY)
+	@echo "  $(PY_CLIENT_PKGS_$*) -> $(CLIENTS_DIR)/py/$*"
+	@rm -rf $(CLIENTS_DIR)/py/$* && mkdir -p $(CLIENTS_DIR)/py
+	@$(PY) -m pip install -q --no-deps --target $(CLIENTS_DIR)/py/$* $(PY_CLIENT_PKGS_$*) \
+	  > $(CLIENTS_DIR)/py/$*.log 2>&1 || { tail -n 30 $(CLIENTS_DIR)/py/$*.log >&2; exit 1; }
+	@touch $@
+# ---- end of the older Delta clients
 
 
 # The Databricks CLI (Go; not on PyPI or npm), built from its Go module at a pinned version into
@@ -162,16 +229,27 @@ test: test-classic test-connect
 test-unit: venv-test
 	$(VENV)/bin/pytest -q tests/unit $(PYTEST_ARGS)
 
-test-classic: venv-test check-java databricks-cli jars
+test-classic: venv-test check-java databricks-cli jars older-clients
 	$(PYTEST) --spark-record=$(SPARK_RECORD) $(PYTEST_ARGS)
 
-test-connect: venv-test check-java databricks-cli jars
+test-connect: venv-test check-java databricks-cli jars older-clients
 	$(PYTEST) --spark-connect --spark-record=$(SPARK_RECORD) $(PYTEST_ARGS)
 
 # delta-spark's DROP FEATURE against this package's on every golden table x feature (make test
 # runs a sample of it: tests/integration/test_drop_against_delta_spark.py).
 test-delta-oracle: venv-test check-java jars
 	DELTA_DOWNGRADE_DELTA_ORACLE=all $(PYTEST) tests/integration/test_drop_against_delta_spark.py $(PYTEST_ARGS)
+
+# The compatibility matrix verified with the real clients (tools/src/delta_downgrade_tools/
+# clients_matrix.py): every table x droppable feature read and written by every older delta-spark
+# installed here, before and after truncate-history, and every catalogue entry with a client here
+# against that client, before and after drop-feature --for it. Writes docs/clients-matrix.md and
+# .html (README links them) and fails on a failed cell; `make test` runs a sample of it
+# (tests/integration/test_older_clients_read_dropped_tables.py). Hours on a busy 2-core machine.
+clients-matrix: venv-test check-java jars older-clients
+	$(PY) -m delta_downgrade_tools.clients_matrix --out docs --scope all
+
+test-clients-matrix: clients-matrix
 
 demo: venv check-java
 	$(PY) -m delta_downgrade_tools.demo
@@ -195,4 +273,4 @@ clean:
 	  | xargs -0 rm -rf
 
 distclean: clean
-	rm -rf $(VENV) $(JARS_DIR)
+	rm -rf $(VENV) $(JARS_DIR) $(CLIENTS_DIR)

@@ -211,6 +211,10 @@ class Client(_Model):
     path: str | None = None
     aliases: list[str] = Field(default_factory=list)
     tested_here: str = ""
+    verified: bool = False
+    """The entry's verdicts were checked against the real client on this repository's tables
+    (``make test-clients-matrix``; ``tested_here`` names the releases). False: the entry rests on
+    its cited sources alone (a client that cannot run here: Databricks, Trino, Snowflake ...)."""
     read: ReadSide
     write: WriteSide | None = None
 
@@ -271,6 +275,8 @@ class Catalogue(_Model):
         known = set(FEATURES) | set(self.extra_features)
         seen: dict[str, str] = {}
         for client in self.clients:
+            if client.verified and not client.tested_here:
+                problems.append(f"{client.id}: verified = true needs tested_here (the releases run)")
             for name in (client.id, *client.aliases):
                 key = name.lower()
                 if key in seen:

@@ -190,6 +190,7 @@ def catalogue_entry_json(client: Client) -> dict[str, Any]:
     return {**client_json(client), "aliases": list(client.aliases), "product": client.product_name,
             "releases": None if releases is None else {"from": releases.start, "before": releases.before},
             "path": client.path, "tested_here": client.tested_here or None,
+            "verified": client.verified,
             "read": side(client.read), "write": side(client.write)}
 
 

@@ -1,0 +1,748 @@
+"""The compatibility matrix, verified with the real clients (older_clients.py): every cell one
+thing a client did on a table this package dropped a feature from, against what it must do.
+
+Two parts:
+
+- **The Checkpoint Protection RFC's promise** (Spark clients): for every table of `tables()` and
+  every feature of its protocol this package can drop, after the package's drop (``dropped``) and
+  again after ``truncate-history`` (``truncated``): each client reads the latest version iff the
+  catalogue says it can, with the current delta-spark's rows, and at every retained version it
+  reads the current delta-spark's rows or refuses with its protocol error (`PROTOCOL_REFUSALS`);
+  never other rows, never another exception. Writers: a client that does not know
+  checkpointProtection refuses to append while the feature is present; after truncate-history it
+  appends, checkpoints and cleans up (log retention expired) and the package reads what the
+  current delta-spark reads; delta-spark 3.3's own writer on a protected table keeps the
+  protected checkpoints and the boundary (``verify_table``).
+- **The catalogue against the client** (every client installed here): on every table, before and
+  after ``drop-feature --for`` that client, its catalogue entry's read and write verdicts equal
+  what the client does (``yes``: reads the reference rows / appends; ``no``: refuses;
+  ``misreads``: reads other rows).
+
+``python -m delta_downgrade_tools.clients_matrix --out DIR [--scope sample|all]`` writes
+``DIR/clients-matrix.md`` and ``DIR/clients-matrix.html`` and exits 1 when a cell failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import html
+import json
+import os
+import shutil
+import stat
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable, Iterable, Protocol as TypingProtocol
+
+from delta_downgrade_tools.older_clients import (
+    CURRENT_SPARK,
+    PYTHON_CLIENTS,
+    PYTHON_REFERENCES,
+    REPO_ROOT,
+    SPARK_CLIENTS,
+    ClientProcess,
+    ClientSpec,
+)
+
+#: Error classes with which a Delta client refuses a protocol it does not support (its own
+#: words: delta-spark 2.x raises InvalidProtocolVersionException without a class in the message;
+#: from 2.3 DELTA_INVALID_PROTOCOL_VERSION / DELTA_UNSUPPORTED_FEATURES_FOR_READ / _WRITE).
+PROTOCOL_REFUSALS = frozenset({
+    "InvalidProtocolVersionException", "DELTA_INVALID_PROTOCOL_VERSION",
+    "DELTA_UNSUPPORTED_FEATURES_FOR_READ", "DELTA_UNSUPPORTED_FEATURES_FOR_WRITE",
+    "DeltaUnsupportedTableFeatureException", "DELTA_UNSUPPORTED_FEATURES_IN_CONFIG",
+    # deltalake / Polars / DuckDB: the Python exception of their protocol check
+    "DeltaProtocolError", "CommitFailedError", "DeltaError", "InvalidInputException", "IOException",
+})
+
+#: (client name prefix, table) -> (what the client's answer shows, why it is no table-feature
+#: matter or why the catalogue cannot say it): observed here, accepted as such, and listed in the
+#: matrix. A client that stops showing it fails the cell (the entry is then out of date).
+KNOWN_BEHAVIOURS: dict[tuple[str, str], tuple[str, str]] = {
+    **{(prefix, "legacy_1_1_delta_0_1_0"): (
+        "missing-column: createdTime", "requires metaData.createdTime in the checkpoint, which "
+        "Delta 0.1.0 did not write (the field is optional in PROTOCOL.md): a client defect")
+       for prefix in ("deltalake 0.18.2", "deltalake 0.20.2", "deltalake 0.25.5", "deltalake 1.0.2",
+                      "polars 1.38.1")},
+    ("deltalake 1.0.2 (rust)", "multipart_checkpoint"): (
+        "Failed to parse parquet", "its writer cannot parse this multi-part checkpoint's add "
+        "struct ('Incompatible type'): a client defect, reads are fine"),
+    ("deltalake 0.25.5 (pyarrow)", "catalog_managed_ict"): (
+        "reads", "accepts the catalogManaged reader feature (0.20.2 refuses it) and reads the "
+        "published commits by path, without the catalog: no source states this; 0.25.5 only"),
+}
+
+
+def known_behaviour(client: str, table: str, answer: dict[str, Any]) -> str | None:
+    for (prefix, name), (shows, why) in KNOWN_BEHAVIOURS.items():
+        if client.startswith(prefix) and table == name:
+            text = f"{answer.get('error_class')}: {answer.get('error')}" if not answer.get("ok") else "reads"
+            if shows in text:
+                return why
+    return None
+BOUNDARY = "delta.requireCheckpointProtectionBeforeVersion"
+
+
+# --- the tables ------------------------------------------------------------------------------------
+
+def golden_dir() -> Path:
+    env = os.environ.get("DELTA_DOWNGRADE_GOLDEN")
+    return Path(env).expanduser() if env else REPO_ROOT.parent / "shared" / "golden"
+
+
+def golden_tables() -> list[tuple[str, Path]]:
+    root = golden_dir()
+    if not root.is_dir():
+        return []
+    return [(p.name, p) for p in sorted(root.iterdir()) if (p / "_delta_log").is_dir()]
+
+
+#: Where the matrix's tables come from, each a function returning (name, path) pairs: add the
+#: delta-spark corpus here (its tables are checked exactly as the golden ones).
+TABLE_SOURCES: list[Callable[[], list[tuple[str, Path]]]] = [golden_tables]
+
+
+def tables() -> list[tuple[str, Path]]:
+    """(name, path) of every table the matrix checks, from every source of `TABLE_SOURCES`."""
+    out: list[tuple[str, Path]] = []
+    seen: set[str] = set()
+    for source in TABLE_SOURCES:
+        for name, path in source():
+            if name not in seen:
+                seen.add(name)
+                out.append((name, Path(path)))
+    return out
+
+
+def copy_table(src: Path, dest: Path) -> Path:
+    """A writable copy, without Hadoop's hidden ``.crc`` files (some golden tables carry stale
+    ones, which Hadoop's local file system refuses to read past)."""
+    shutil.copytree(src, dest, symlinks=True, ignore=shutil.ignore_patterns(".*.crc"))
+    for dirpath, dirnames, filenames in os.walk(dest):
+        for name in [*dirnames, *filenames]:
+            p = Path(dirpath, name)
+            if not p.is_symlink():
+                p.chmod(p.stat().st_mode | stat.S_IWUSR | stat.S_IRUSR | (stat.S_IXUSR if p.is_dir() else 0))
+    return dest
+
+
+def commit_versions(path: Path) -> list[int]:
+    log = path / "_delta_log"
+    return sorted(int(n[:20]) for n in os.listdir(log) if len(n) == 25 and n.endswith(".json") and n[:20].isdigit())
+
+
+# --- the cells ---------------------------------------------------------------------------------------
+
+@dataclass
+class Cell:
+    """One thing one client did. ``expected``: the catalogue's verdict (``yes`` / ``no`` /
+    ``misreads`` / ``unknown`` / ``n/a``) or ``same-or-refuse`` (a retained version: the
+    current delta-spark's rows, or a protocol refusal). ``observed``: ``rows``, ``other rows``,
+    ``wrote``, ``refused: CLASS``."""
+
+    part: str
+    client: str
+    entry: str
+    table: str
+    feature: str
+    state: str
+    action: str
+    expected: str
+    observed: str
+    ok: bool
+    problem: str = ""
+
+
+class Runner(TypingProtocol):
+    def run(self, requests: Iterable[dict[str, Any]]) -> list[dict[str, Any]]: ...
+
+
+def observed(answer: dict[str, Any], reference: dict[str, Any] | None = None) -> str:
+    if not answer.get("ok"):
+        return f"refused: {answer.get('error_class')}"
+    if "rows" not in answer:
+        return "wrote"
+    if reference is not None and reference.get("ok") and not same_rows(answer, reference):
+        return "other rows"
+    return "rows"
+
+
+def same_rows(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    """The same columns (by name: deltalake 1.0 puts partition columns last) with the same
+    values, row for row (each answer's rows are sorted canonically)."""
+    return sorted(a.get("columns") or ()) == sorted(b.get("columns") or ()) and a.get("rows") == b.get("rows")
+
+
+def _catalogue():
+    from delta_downgrade.compat import packaged_catalogue
+
+    return packaged_catalogue()
+
+
+def verdicts(entry: str, path: Path) -> tuple[str, str]:
+    """The catalogue's (read, write) verdict of ``entry`` on the table's latest version."""
+    from delta_downgrade.compat import read_verdict, write_verdict
+    from delta_downgrade.errors import DeltaDowngradeError
+    from delta_downgrade.log.delta_log import DeltaLog
+
+    try:
+        snapshot = DeltaLog(str(path)).snapshot(check_read=False)
+    except DeltaDowngradeError:
+        return "refused-by-package", "refused-by-package"
+    client = _catalogue().client(entry)
+    return (read_verdict(client, snapshot.protocol, snapshot.schema).verdict.value,
+            write_verdict(client, snapshot.protocol, snapshot.schema).verdict.value)
+
+
+def judge_read(answer: dict[str, Any], reference: dict[str, Any] | None, expected: str) -> tuple[bool, str]:
+    """Whether a read answer keeps the promise: ``expected`` a catalogue verdict, or
+    ``same-or-refuse``."""
+    if answer.get("ok"):
+        if reference is None:
+            return expected in ("yes", "unknown"), "" if expected in ("yes", "unknown") else \
+                f"reads, the catalogue says {expected}"
+        if not reference.get("ok"):
+            return False, f"reads where the reference refuses ({reference.get('error_class')})"
+        same = same_rows(answer, reference)
+        if expected == "misreads":
+            return not same, "" if not same else "reads the reference's rows, the catalogue says misreads"
+        if not same:
+            return False, "WRONG ROWS: differ from the reference's"
+        if expected == "no":
+            return False, "reads the right rows, the catalogue says no"
+        return True, ""
+    cls = answer.get("error_class")
+    if expected in ("yes", "misreads"):
+        if reference is not None and not reference.get("ok") and reference.get("error_class") == cls:
+            return True, ""  # the table itself cannot be read (the reference fails the same way)
+        return False, f"refuses ({cls}: {str(answer.get('error'))[:200]}), the catalogue says {expected}"
+    if cls in PROTOCOL_REFUSALS:
+        return True, ""
+    if reference is not None and not reference.get("ok") and reference.get("error_class") == cls:
+        return True, ""
+    return False, f"unexpected exception {cls}: {str(answer.get('error'))[:300]}"
+
+
+# --- preparing the states: the package's drop, truncate-history, the control ------------------------
+
+def package_drop(path: Path, feature: str) -> str | None:
+    """This package's fast drop; None when done, else the refusal's error class."""
+    from delta_downgrade.errors import DeltaDowngradeError
+    from delta_downgrade.operations.drop_feature import drop_feature
+
+    try:
+        outcome = drop_feature(str(path), feature)
+    except DeltaDowngradeError as exc:
+        return exc.error_class
+    return "already_absent" if outcome.status == "already_absent" else None
+
+
+def package_truncate(path: Path) -> str | None:
+    """``truncate-history`` (dropping checkpointProtection) with the retention passed: a clock
+    days ahead, as often as the package asks to wait (it may first write the checkpoint the
+    truncation needs)."""
+    from delta_downgrade.clock import ManualClock
+    from delta_downgrade.errors import DeltaDowngradeError, RetentionWaitError
+    from delta_downgrade.operations.drop_feature import drop_feature
+
+    clock = ManualClock()
+    for _ in range(4):
+        clock.advance(days=3)
+        try:
+            drop_feature(str(path), "checkpointProtection", truncate_history=True, clock=clock)
+            return None
+        except RetentionWaitError:
+            continue
+        except DeltaDowngradeError as exc:
+            return exc.error_class
+    return "still waiting after 12 days"
+
+
+def boundary_of(path: Path) -> int | None:
+    from delta_downgrade.log.delta_log import DeltaLog
+
+    return DeltaLog(str(path)).snapshot(check_read=False).boundary_version
+
+
+def remove_protection(path: Path) -> list[str]:
+    """The control: the table as a cleanup that ignores the RFC's rules (a) and (c) leaves it - the
+    protected checkpoints (the boundary's and the barrier ones, as this package protects them)
+    and the _last_checkpoint pointer deleted, and the commits before the boundary with them.
+    Returns the removed names."""
+    from delta_downgrade.log.delta_log import DeltaLog
+    from delta_downgrade.operations.drop_run import protected_checkpoint_paths
+
+    boundary = boundary_of(path)
+    if boundary is None:
+        return []
+    protected = {Path(p).name for p in protected_checkpoint_paths(DeltaLog(str(path)), boundary)}
+    log = path / "_delta_log"
+    removed = [n for n in sorted(os.listdir(log))
+               if n in protected or n == "_last_checkpoint"
+               or (n.endswith(".json") and len(n) == 25 and n[:20].isdigit() and int(n[:20]) < boundary)]
+    for n in removed:
+        (log / n).unlink()
+    return removed
+
+
+@dataclass
+class Case:
+    table: str
+    source: Path
+    feature: str
+    states: dict[str, Path] = field(default_factory=dict)
+    refusal: str | None = None
+
+
+def prepare_case(table: str, source: Path, feature: str, workdir: Path, *, control: bool = False) -> Case:
+    case = Case(table, source, feature)
+    dropped = copy_table(source, workdir / f"{table}--{feature}--dropped")
+    case.refusal = package_drop(dropped, feature)
+    if case.refusal:
+        return case
+    case.states["dropped"] = dropped
+    from delta_downgrade.log.delta_log import DeltaLog
+
+    protocol = DeltaLog(str(dropped)).snapshot(check_read=False).protocol
+    if "checkpointProtection" in protocol.features:
+        truncated = copy_table(dropped, workdir / f"{table}--{feature}--truncated")
+        why = package_truncate(truncated)
+        if why is None:
+            case.states["truncated"] = truncated
+        else:
+            case.refusal = f"truncate-history: {why}"
+        if control:
+            unprotected = copy_table(dropped, workdir / f"{table}--{feature}--control")
+            if remove_protection(unprotected):
+                case.states["control"] = unprotected
+    return case
+
+
+def droppable_features(path: Path) -> list[str]:
+    """The features of the table's protocol this package's drop-feature takes."""
+    from delta_downgrade.errors import DeltaDowngradeError
+    from delta_downgrade.features import REMOVABLE
+    from delta_downgrade.log.delta_log import DeltaLog
+
+    try:
+        protocol = DeltaLog(str(path)).snapshot(check_read=False).protocol
+    except DeltaDowngradeError:
+        return []
+    return sorted(f for f in protocol.features if f in REMOVABLE and f != "checkpointProtection")
+
+
+# --- part 1: the RFC's promise to older Spark clients ------------------------------------------------
+
+def read_requests(path: Path, versions: Iterable[int | None]) -> list[dict[str, Any]]:
+    return [{"op": "read", "path": str(path), "version": v, "via": "spark"} for v in versions]
+
+
+def rfc_reader_cells(case: Case, reference: Runner, clients: dict[ClientSpec, Runner],
+                     reference_path: Path | None = None) -> list[Cell]:
+    """``reference_path``: read the reference's rows there (the control: the intact table)."""
+    cells: list[Cell] = []
+    for state, path in case.states.items():
+        versions: list[int | None] = [None, *commit_versions(path)]
+        ref_answers = reference.run(read_requests(reference_path or path, versions))
+        for spec, runner in clients.items():
+            read_expected, _ = verdicts(spec.catalogue_id, path)
+            answers = runner.run(read_requests(path, versions))
+            for version, answer, ref in zip(versions, answers, ref_answers):
+                expected = read_expected if version is None else "same-or-refuse"
+                if state == "control":
+                    expected = "same-or-refuse"
+                ok, problem = judge_read(answer, ref, expected)
+                cells.append(Cell("rfc", spec.name, spec.catalogue_id, case.table, case.feature, state,
+                                  "read latest" if version is None else f"read v{version}",
+                                  expected, observed(answer, ref), ok, problem))
+    return cells
+
+
+def knows_checkpoint_protection(spec: ClientSpec) -> bool:
+    features = _catalogue().client(spec.catalogue_id).write_features() or frozenset()
+    return "checkpointProtection" in features
+
+
+def _features(path: Path) -> frozenset[str]:
+    from delta_downgrade.log.delta_log import DeltaLog
+
+    return DeltaLog(str(path)).snapshot(check_read=False).protocol.features
+
+
+def package_files(path: Path) -> tuple[int, list[str]]:
+    from delta_downgrade.log.delta_log import DeltaLog
+
+    from urllib.parse import unquote
+
+    snapshot = DeltaLog(str(path)).snapshot(check_read=False)
+    return snapshot.version, sorted(unquote(a.path) for a in snapshot.state().files.values())
+
+
+def rfc_writer_cells(case: Case, reference: Runner, spec: ClientSpec, runner: Runner, workdir: Path) -> list[Cell]:
+    """Appends while checkpointProtection is present (refused by a client that does not know it,
+    kept safe by one that does) and after truncate-history."""
+    cells: list[Cell] = []
+
+    def cell(state: str, action: str, expected: str, answer: dict[str, Any], ok: bool, problem: str = "") -> None:
+        cells.append(Cell("rfc-writer", spec.name, spec.catalogue_id, case.table, case.feature, state, action,
+                          expected, observed(answer), ok, problem))
+
+    if "dropped" in case.states and "checkpointProtection" in _features(case.states["dropped"]):
+        protected = copy_table(case.states["dropped"], workdir / f"{case.table}--{case.feature}--w-{spec.name.replace(' ', '_')}")
+        boundary = boundary_of(protected)
+        _, write_expected = verdicts(spec.catalogue_id, protected)
+        answer = runner.run([{"op": "append", "path": str(protected)}])[0]
+        if knows_checkpoint_protection(spec):
+            ok = answer.get("ok") is True or write_expected != "yes"
+            cell("dropped", "append", write_expected, answer, ok, "" if ok else str(answer.get("error"))[:300])
+            if answer.get("ok"):
+                cells.extend(_protected_cleanup_cells(case, spec, runner, protected, boundary))
+        else:
+            ok = not answer.get("ok") and answer.get("error_class") in PROTOCOL_REFUSALS
+            cell("dropped", "append", "no", answer, ok,
+                 "" if ok else f"a writer that does not know checkpointProtection must refuse: {answer}")
+    if "truncated" in case.states:
+        path = copy_table(case.states["truncated"], workdir / f"{case.table}--{case.feature}--wt-{spec.name.replace(' ', '_')}")
+        _, write_expected = verdicts(spec.catalogue_id, path)
+        answers = runner.run([{"op": "append", "path": str(path)}, {"op": "checkpoint", "path": str(path)},
+                              {"op": "cleanup", "path": str(path), "backdate_days": 40}])
+        for action, answer in zip(("append", "checkpoint", "cleanup"), answers):
+            expected = write_expected if action == "append" else ("yes" if write_expected == "yes" else "n/a")
+            ok = (answer.get("ok") is True) if expected == "yes" else \
+                (not answer.get("ok") if expected == "no" else True)
+            if expected == "no" and not answer.get("ok") and answer.get("error_class") not in PROTOCOL_REFUSALS:
+                ok = False
+            cell("truncated", action, expected, answer, ok, "" if ok else str(answer.get("error"))[:300])
+        if write_expected == "yes" and all(a.get("ok") for a in answers):
+            ref = reference.run(read_requests(path, [None]))[0]
+            mine = runner.run(read_requests(path, [None]))[0]
+            version, files = package_files(path)
+            ok = ref.get("ok") is True and same_rows(ref, mine)
+            cell("truncated", "read after its writes", "yes", mine, ok,
+                 "" if ok else "the current delta-spark reads other rows than the writer")
+            files_ref = reference.run([{"op": "files", "path": str(path)}])[0]
+            same_files = files_ref.get("ok") and files_ref.get("files") == files
+            cell("truncated", "package reads the same files", "yes", files_ref, bool(same_files),
+                 "" if same_files else f"package: v{version} {files[:5]}..., delta-spark: {str(files_ref)[:300]}")
+    return cells
+
+
+def _protected_cleanup_cells(case: Case, spec: ClientSpec, runner: Runner, path: Path, boundary: int | None) -> list[Cell]:
+    """delta-spark >= 3.3's own writer on a protected table: checkpoint, then its metadata cleanup
+    with the log retention expired; the protected checkpoints and the boundary must survive."""
+    from delta_downgrade.log.delta_log import DeltaLog
+    from delta_downgrade.operations.drop_run import protected_checkpoint_paths
+    from delta_downgrade.operations.verify import Expectations, verify_table
+
+    before = protected_checkpoint_paths(DeltaLog(str(path)), boundary or 0)
+    # The history before the oldest protected checkpoint expired, the protected part not yet:
+    # the cleanup may remove the expired commits, never a protected checkpoint (rule (a)) nor
+    # part of what it protects.
+    oldest = min((int(Path(p).name[:20]) for p in before), default=0)
+    answers = runner.run([{"op": "checkpoint", "path": str(path)},
+                          {"op": "cleanup", "path": str(path), "backdate_days": 40, "backdate_before": oldest}])
+    cells = [Cell("rfc-writer", spec.name, spec.catalogue_id, case.table, case.feature, "dropped", action, "yes",
+                  observed(a), bool(a.get("ok")), "" if a.get("ok") else str(a.get("error"))[:300])
+             for action, a in zip(("checkpoint", "cleanup (retention expired)"), answers)]
+    report = verify_table(str(path), Expectations(boundary_version=boundary, protected_checkpoints=tuple(before)))
+    problems = "; ".join(f"{c.name}: {c.detail}" for c in report.failures)
+    cells.append(Cell("rfc-writer", spec.name, spec.catalogue_id, case.table, case.feature, "dropped",
+                      "protected checkpoints and boundary kept (verify_table)", "yes",
+                      "kept" if report.ok else "lost", report.ok, problems))
+    return cells
+
+
+# --- part 2: every catalogue entry against its client ------------------------------------------------
+
+def catalogue_cells(spec: ClientSpec, runner: Runner, table: str, path: Path, state: str,
+                    reference: dict[str, Any] | None, workdir: Path, feature: str = "-") -> list[Cell]:
+    """The entry's read and write verdicts on ``path``'s latest version against the client."""
+    read_expected, write_expected = verdicts(spec.catalogue_id, path)
+    cells = []
+    if read_expected == "refused-by-package":
+        return cells
+    if spec.read_via is not None:
+        answer = runner.run([{"op": "read", "path": str(path), "version": None, "via": spec.read_via}])[0]
+        ok, problem = judge_read(answer, reference, read_expected) if read_expected != "unknown" else (True, "")
+        known = known_behaviour(spec.name, table, answer)
+        if known is not None:
+            ok, problem = True, "known: " + known
+        cells.append(Cell("catalogue", spec.name, spec.catalogue_id, table, feature, state, "read latest",
+                          read_expected, observed(answer, reference), ok, problem))
+    if spec.write_engine is not None and write_expected not in ("n/a", "unknown"):
+        target = copy_table(path, workdir / f"{table}--{state}--{feature}--{spec.name.replace(' ', '_').replace('/', '_')}")
+        answer = runner.run([{"op": "append", "path": str(target), "engine": spec.write_engine}])[0]
+        known = known_behaviour(spec.name, table, answer)
+        if known is not None:
+            ok, problem = True, "known: " + known
+        elif write_expected == "yes":
+            ok, problem = bool(answer.get("ok")), "" if answer.get("ok") else \
+                f"refuses ({answer.get('error_class')}: {str(answer.get('error'))[:200]})"
+        else:
+            ok = not answer.get("ok")
+            problem = "" if ok else "appends, the catalogue says no"
+        cells.append(Cell("catalogue", spec.name, spec.catalogue_id, table, feature, state, "append",
+                          write_expected, observed(answer), ok, problem))
+        shutil.rmtree(target, ignore_errors=True)
+    return cells
+
+
+def drop_for(path: Path, entry: str) -> str | None:
+    """``drop-feature --for`` the entry; None when done, else why not."""
+    from delta_downgrade.errors import DeltaDowngradeError
+    from delta_downgrade.operations.drop_for_client import drop_for_client
+
+    try:
+        drop_for_client(str(path), _catalogue().client(entry))
+    except DeltaDowngradeError as exc:
+        return exc.error_class
+    return None
+
+
+def plan_features(path: Path, entry: str) -> tuple[str, ...] | None:
+    """The features ``drop-feature --for entry`` drops (None: it refuses; () nothing to drop)."""
+    from delta_downgrade.compat.verdict import client_verdict
+    from delta_downgrade.errors import DeltaDowngradeError
+    from delta_downgrade.log.delta_log import DeltaLog
+
+    try:
+        snapshot = DeltaLog(str(path)).snapshot(check_read=False)
+    except DeltaDowngradeError:
+        return None
+    verdict = client_verdict(_catalogue().client(entry), snapshot.protocol, snapshot.schema)
+    if verdict.plan is None:
+        return ()
+    if not verdict.plan.possible:
+        return None
+    return tuple(s.feature for s in verdict.plan.steps)
+
+
+# --- the report ------------------------------------------------------------------------------------
+
+def summary(cells: list[Cell]) -> dict[tuple[str, str, str, str], tuple[int, int]]:
+    """(client, feature, state, action kind) -> (ok, total)."""
+    out: dict[tuple[str, str, str, str], list[int]] = defaultdict(lambda: [0, 0])
+    for c in cells:
+        kind = "time travel" if c.action.startswith("read v") else c.action
+        key = (c.client, c.feature if c.part != "catalogue" else "(catalogue)", c.state, kind)
+        out[key][1] += 1
+        out[key][0] += int(c.ok)
+    return {k: (v[0], v[1]) for k, v in out.items()}
+
+
+def render_markdown(cells: list[Cell], meta: dict[str, Any]) -> str:
+    lines = ["# Client compatibility matrix, verified with the real clients", "",
+             f"Generated by `{meta['command']}` on {meta['when']} ({meta['seconds']:.0f} s, scope "
+             f"`{meta['scope']}`): {len(cells)} cells over {meta['tables']} tables, "
+             f"{sum(1 for c in cells if not c.ok)} failed.", "",
+             "Each cell is one thing a real client did, run here (tools/src/delta_downgrade_tools/"
+             "older_clients.py); `expected` is the catalogue's verdict (src/delta_downgrade/compat/"
+             "clients.toml) or, at a retained version, `same-or-refuse` (the current delta-spark's "
+             "rows or the client's protocol error). Entries not listed here rest on their sources "
+             "(`verified = false` in the catalogue).", "",
+             "## Summary (ok / cells)", "",
+             "| client | feature dropped | state | action | ok / cells |",
+             "|---|---|---|---|---|"]
+    for (client, feature, state, kind), (ok, total) in sorted(summary(cells).items()):
+        mark = "" if ok == total else " **FAILED**"
+        lines.append(f"| {client} | {feature} | {state} | {kind} | {ok} / {total}{mark} |")
+    failed = [c for c in cells if not c.ok]
+    lines += ["", f"## Failed cells ({len(failed)})", ""]
+    if failed:
+        lines += ["| part | client | table | feature | state | action | expected | observed | problem |",
+                  "|---|---|---|---|---|---|---|---|---|"]
+        for c in failed:
+            lines.append(f"| {c.part} | {c.client} | {c.table} | {c.feature} | {c.state} | {c.action} | "
+                         f"{c.expected} | {c.observed} | {c.problem.replace('|', '/')} |")
+    else:
+        lines.append("None.")
+    lines += ["", "## Every cell", "",
+              "| part | client | table | feature | state | action | expected | observed | ok |",
+              "|---|---|---|---|---|---|---|---|---|"]
+    for c in cells:
+        lines.append(f"| {c.part} | {c.client} | {c.table} | {c.feature} | {c.state} | {c.action} | "
+                     f"{c.expected} | {c.observed} | {'yes' if c.ok else 'NO'} |")
+    return "\n".join(lines) + "\n"
+
+
+def render_html(cells: list[Cell], meta: dict[str, Any]) -> str:
+    def e(x: Any) -> str:
+        return html.escape(str(x))
+
+    rows = []
+    for (client, feature, state, kind), (ok, total) in sorted(summary(cells).items()):
+        cls = "ok" if ok == total else "bad"
+        rows.append(f"<tr class='{cls}'><td>{e(client)}</td><td>{e(feature)}</td><td>{e(state)}</td>"
+                    f"<td>{e(kind)}</td><td>{ok} / {total}</td></tr>")
+    failed = [c for c in cells if not c.ok]
+    fail_rows = "".join(
+        f"<tr class='bad'><td>{e(c.part)}</td><td>{e(c.client)}</td><td>{e(c.table)}</td><td>{e(c.feature)}</td>"
+        f"<td>{e(c.state)}</td><td>{e(c.action)}</td><td>{e(c.expected)}</td><td>{e(c.observed)}</td>"
+        f"<td>{e(c.problem)}</td></tr>" for c in failed)
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>Client compatibility matrix</title>
+<style>
+body {{ font-family: system-ui, sans-serif; margin: 2em; }}
+table {{ border-collapse: collapse; margin-bottom: 2em; }}
+td, th {{ border: 1px solid #ccc; padding: 2px 8px; font-size: 13px; }}
+tr.ok td:last-child {{ background: #dfd; }} tr.bad td {{ background: #fdd; }}
+</style></head><body>
+<h1>Client compatibility matrix, verified with the real clients</h1>
+<p>Generated by <code>{e(meta['command'])}</code> on {e(meta['when'])} ({meta['seconds']:.0f} s, scope
+<code>{e(meta['scope'])}</code>): {len(cells)} cells over {meta['tables']} tables, {len(failed)} failed.
+Entries not listed rest on their cited sources (<code>verified = false</code> in the catalogue).</p>
+<h2>Summary</h2>
+<table><tr><th>client</th><th>feature dropped</th><th>state</th><th>action</th><th>ok / cells</th></tr>
+{''.join(rows)}</table>
+<h2>Failed cells ({len(failed)})</h2>
+<table><tr><th>part</th><th>client</th><th>table</th><th>feature</th><th>state</th><th>action</th><th>expected</th><th>observed</th><th>problem</th></tr>
+{fail_rows}</table>
+</body></html>
+"""
+
+
+# --- the command -------------------------------------------------------------------------------------
+
+#: ``sample``: what ``make test`` runs (one case of the RFC part, every Python client on every
+#: table before any drop); ``all``: every table x droppable feature, every client, before and after.
+SAMPLE_CASES = (("vacuum_protocol_check", "vacuumProtocolCheck"),)
+
+
+def run_matrix(scope: str, workdir: Path, log_dir: Path | None = None,
+               spark_clients: Iterable[ClientSpec] = SPARK_CLIENTS,
+               python_clients: Iterable[ClientSpec] = PYTHON_CLIENTS,
+               progress: Callable[[str], None] = lambda m: None) -> list[Cell]:
+    spark_clients = [s for s in spark_clients if s.missing() is None]
+    python_clients = [s for s in python_clients if s.missing() is None]
+    processes: dict[str, ClientProcess] = {}
+
+    def process(spec: ClientSpec) -> ClientProcess:
+        if spec.name not in processes:
+            processes[spec.name] = ClientProcess(spec, log_dir=log_dir)
+        return processes[spec.name]
+
+    cells: list[Cell] = []
+    all_tables = [(n, p) for n, p in tables() if not n.startswith("bad_")]
+    try:
+        reference = process(CURRENT_SPARK)
+        cases = [(n, p, f) for n, p in all_tables for f in droppable_features(p)]
+        if scope != "all":
+            cases = [c for c in cases if (c[0], c[2]) in SAMPLE_CASES]
+        for i, (name, path, feature) in enumerate(cases):
+            progress(f"[{i + 1}/{len(cases)}] {name} drop {feature}")
+            case = prepare_case(name, path, feature, workdir, control=True)
+            if case.refusal and not case.states:
+                cells.append(Cell("rfc", "delta-downgrade", "-", name, feature, "dropped", "drop",
+                                  "dropped or refused", f"refused: {case.refusal}", True))
+                continue
+            control = case.states.pop("control", None)
+            clients = {s: process(s) for s in spark_clients}
+            cells += rfc_reader_cells(case, reference, clients)
+            for spec in spark_clients:
+                cells += rfc_writer_cells(case, reference, spec, process(spec), workdir)
+            if control is not None:
+                # Recorded, not judged as the matrix: a failing control shows the checks can fail.
+                ctl = Case(name, path, feature, {"control": control})
+                for c in rfc_reader_cells(ctl, reference, clients, reference_path=case.states["dropped"]):
+                    c.part = "control"
+                    cells.append(c)
+        cells += catalogue_part(all_tables, python_clients, spark_clients if scope == "all" else [],
+                                process, workdir, scope, progress)
+    finally:
+        for p in processes.values():
+            p.close()
+    return cells
+
+
+def catalogue_part(all_tables, python_clients, spark_clients, process, workdir: Path, scope: str,
+                   progress: Callable[[str], None]) -> list[Cell]:
+    cells: list[Cell] = []
+    refs = [process(s) for s in PYTHON_CLIENTS if s.name in PYTHON_REFERENCES]
+    spark_ref = process(CURRENT_SPARK) if spark_clients else None
+    dropped_cache: dict[tuple[str, tuple[str, ...]], Path | str] = {}
+    for t, (name, path) in enumerate(all_tables):
+        progress(f"catalogue [{t + 1}/{len(all_tables)}] {name}")
+        py_ref = None
+        for r, via in zip(refs, ("rust", "duckdb")):
+            answer = r.run([{"op": "read", "path": str(path), "via": via}])[0]
+            if answer.get("ok"):
+                py_ref = answer
+                break
+        spark_answer = spark_ref.run(read_requests(path, [None]))[0] if spark_clients else None
+        for spec in [*python_clients, *spark_clients]:
+            reference = spark_answer if spec.is_spark else py_ref
+            runner = process(spec)
+            cells += catalogue_cells(spec, runner, name, path, "original", reference, workdir)
+            if scope != "all" and not spec.is_spark:
+                features = plan_features(path, spec.catalogue_id)
+                if not features or any(f in ("deletionVectors", "columnMapping", "typeWidening",
+                                             "typeWidening-preview") for f in features):
+                    continue  # a data rewrite: the full matrix only
+            features = plan_features(path, spec.catalogue_id)
+            if not features:
+                continue
+            key = (name, features)
+            if key not in dropped_cache:
+                target = copy_table(path, workdir / f"{name}--for--{len(dropped_cache)}")
+                why = drop_for(target, spec.catalogue_id)
+                dropped_cache[key] = why if why else target
+            after = dropped_cache[key]
+            if isinstance(after, str):
+                cells.append(Cell("catalogue", spec.name, spec.catalogue_id, name, "for:" + ",".join(features),
+                                  "dropped-for", "drop-feature --for", "dropped", f"refused: {after}", True))
+                continue
+            after_ref = (spark_ref.run(read_requests(after, [None]))[0] if spec.is_spark and spark_ref else None)
+            if not spec.is_spark:
+                for r, via in zip(refs, ("rust", "duckdb")):
+                    answer = r.run([{"op": "read", "path": str(after), "via": via}])[0]
+                    if answer.get("ok"):
+                        after_ref = answer
+                        break
+            cells += catalogue_cells(spec, runner, name, after, "dropped-for", after_ref, workdir,
+                                     "for:" + ",".join(features))
+    return cells
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m delta_downgrade_tools.clients_matrix")
+    parser.add_argument("--out", default=str(REPO_ROOT / "docs"), help="where clients-matrix.md/.html go")
+    parser.add_argument("--scope", choices=("sample", "all"), default="all")
+    parser.add_argument("--keep", action="store_true", help="keep the work directory (table copies, client logs)")
+    args = parser.parse_args(argv)
+    started = time.monotonic()
+    workdir = Path(tempfile.mkdtemp(prefix="clients-matrix-"))
+    try:
+        cells = run_matrix(args.scope, workdir / "tables", log_dir=workdir / "logs",
+                           progress=lambda m: print(m, file=sys.stderr, flush=True))
+    finally:
+        if not args.keep:
+            shutil.rmtree(workdir, ignore_errors=True)
+    command = "make clients-matrix" if args.scope == "all" else \
+        "python -m delta_downgrade_tools.clients_matrix --scope sample"
+    meta = {"command": command, "scope": args.scope,
+            "when": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+            "seconds": time.monotonic() - started, "tables": len(tables())}
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    judged = [c for c in cells if c.part != "control"]
+    (out / "clients-matrix.md").write_text(render_markdown(judged, meta), encoding="utf-8")
+    (out / "clients-matrix.html").write_text(render_html(judged, meta), encoding="utf-8")
+    if args.keep:
+        (workdir / "clients-matrix.json").write_text(json.dumps([asdict(c) for c in cells], indent=0), encoding="utf-8")
+        print(f"every cell (the control's too): {workdir / 'clients-matrix.json'}", file=sys.stderr)
+    control = [c for c in cells if c.part == "control"]
+    failed = [c for c in judged if not c.ok]
+    print(f"{len(judged)} cells, {len(failed)} failed; control: {sum(not c.ok for c in control)} of "
+          f"{len(control)} cells fail without the protected checkpoints; {out}/clients-matrix.md", file=sys.stderr)
+    for c in failed:
+        print(f"FAILED {c.part} {c.client} {c.table} {c.feature} {c.state} {c.action}: {c.problem}", file=sys.stderr)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
