@@ -238,6 +238,9 @@ class CatalogueEntry(ClientRef):
     releases: Releases | None
     path: str | None
     tested_here: str | None
+    verified: bool = Field(description="the entry's verdicts were checked against the real client "
+                                       "here (tested_here names the releases); false: they rest on "
+                                       "the sources cited")
     read: CatalogueSide | None
     write: CatalogueSide | None
 
