@@ -331,6 +331,17 @@ def lookup_feature(name: str) -> TableFeature | None:
     return None
 
 
+def writable_under(configuration: Mapping[str, str]) -> frozenset[str]:
+    """Features this package does not write in general whose tables it may write under this
+    table configuration: ``coordinatedCommits-preview`` with no commit coordinator configured
+    (none of its ``delta.coordinatedCommits.*`` properties set). Every commit of such a table is
+    then a published file of ``_delta_log``: the Coordinated Commits RFC's filesystem table, on
+    which delta-spark drops the feature with the protocol commit alone."""
+    if any(key in configuration for key in _COORDINATED_COMMITS_PROPS):
+        return frozenset()
+    return frozenset({"coordinatedCommits-preview"})
+
+
 # The ``delta.*`` table configuration keys of Delta 4.4 (``DeltaConfigs.getAllConfigs``, the keys
 # of its running jar; tests/integration/test_registry_parity_with_delta_spark.py compares them).
 # DROP FEATURE validation step 2 ([DS]): a name that is not in the protocol, starts with
