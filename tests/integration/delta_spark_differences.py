@@ -102,6 +102,16 @@ DELIBERATE += (
         "checkpoint at or after that version serves; PROTOCOL.md 'Metadata Cleanup' keeps the "
         "cut-off checkpoint, its commit and every later commit.")
       for aspect in ("operations", "earliest", "checkpoints")),
+    # The same, when checkpointProtection itself is dropped with TRUNCATE HISTORY: delta-spark adds
+    # an empty commit and a checkpoint on every attempt, also while the retention has not passed.
+    *(Deliberate(
+        "*", "checkpointProtection", "truncate*", aspect,
+        "while the retention has not passed this package writes nothing, and after it truncates up "
+        "to the checkpoint at the boundary the fast drop wrote, without delta-spark's empty commit "
+        "and checkpoint per attempt. Checkpoint Protection RFC: the feature can be removed once the "
+        "history is truncated up to at least requireCheckpointProtectionBeforeVersion - a checkpoint "
+        "at or after that version is all the truncation needs.")
+      for aspect in ("operations", "earliest", "checkpoints")),
     Deliberate(
         "*", "deletionVectors", "truncate-retried", "earliest",
         "follows from the empty 'Deletion Vector Tombstones' commit delta-spark writes (listed "
