@@ -235,8 +235,8 @@ test-classic: venv-test check-java databricks-cli jars older-clients
 test-connect: venv-test check-java databricks-cli jars older-clients
 	$(PYTEST) --spark-connect --spark-record=$(SPARK_RECORD) $(PYTEST_ARGS)
 
-# delta-spark's DROP FEATURE against this package's on every golden table x feature (make test
-# runs a sample of it: tests/integration/test_drop_against_delta_spark.py).
+# delta-spark's DROP FEATURE against this package's on every golden and delta-spark corpus table x
+# feature (make test runs a stratified sample of it: tests/integration/test_drop_against_delta_spark.py).
 test-delta-oracle: venv-test check-java jars
 	DELTA_DOWNGRADE_DELTA_ORACLE=all $(PYTEST) tests/integration/test_drop_against_delta_spark.py $(PYTEST_ARGS)
 

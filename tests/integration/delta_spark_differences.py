@@ -14,9 +14,9 @@ from fnmatch import fnmatchcase
 
 @dataclass(frozen=True)
 class Deliberate:
-    table: str  # fnmatch pattern of the golden table's name
+    table: str  # fnmatch pattern of the table's name (golden, or corpus/<name>)
     feature: str  # fnmatch pattern of the feature dropped
-    mode: str  # "fast", "truncate" (TRUNCATE HISTORY) or "*"
+    mode: str  # "fast", "truncate", "truncate-retried", "checkpointProtection" (fnmatch pattern)
     aspect: str  # fnmatch pattern of the compared aspect (the test's docstring lists them)
     why: str  # the rule, quoted from the Delta PROTOCOL.md or an RFC, by section name
 
@@ -83,6 +83,52 @@ DELIBERATE: tuple[Deliberate, ...] = (
         "collated string types of this Databricks table (DELTA_UNSUPPORTED_DATA_TYPES) before DROP "
         "FEATURE runs, while this package refuses for the drop's own reason. PROTOCOL.md 'Table "
         "Features': a client must not read or write a table with a feature it does not support."),
+)
+
+
+#: Later steps of the oracle (after the retention was made to pass).
+DELIBERATE += (
+    # delta-spark's DROP FEATURE checkpointProtection TRUNCATE HISTORY always starts with an empty
+    # commit and a checkpoint at it, then truncates up to that checkpoint; this package truncates
+    # up to the checkpoint the fast drop already wrote at the boundary (at the downgrade commit)
+    # and writes an empty commit only when no checkpoint at or after the boundary exists. Its
+    # log therefore keeps one version more (from the boundary) and one commit less.
+    *(Deliberate(
+        "*", "*", "checkpointProtection", aspect,
+        "this package writes no empty commit before the truncation when a checkpoint at or after "
+        "the boundary exists (the fast drop wrote one at the downgrade commit), and truncates up to "
+        "it. Checkpoint Protection RFC: the feature can be removed once the history is truncated up "
+        "to at least requireCheckpointProtectionBeforeVersion, in one cleanup operation - any "
+        "checkpoint at or after that version serves; PROTOCOL.md 'Metadata Cleanup' keeps the "
+        "cut-off checkpoint, its commit and every later commit.")
+      for aspect in ("operations", "earliest", "checkpoints")),
+    # The same, when checkpointProtection itself is dropped with TRUNCATE HISTORY: delta-spark adds
+    # an empty commit and a checkpoint on every attempt, also while the retention has not passed.
+    *(Deliberate(
+        "*", "checkpointProtection", "truncate*", aspect,
+        "while the retention has not passed this package writes nothing, and after it truncates up "
+        "to the checkpoint at the boundary the fast drop wrote, without delta-spark's empty commit "
+        "and checkpoint per attempt. Checkpoint Protection RFC: the feature can be removed once the "
+        "history is truncated up to at least requireCheckpointProtectionBeforeVersion - a checkpoint "
+        "at or after that version is all the truncation needs.")
+      for aspect in ("operations", "earliest", "checkpoints")),
+    Deliberate(
+        "*", "deletionVectors", "truncate-retried", "earliest",
+        "follows from the empty 'Deletion Vector Tombstones' commit delta-spark writes (listed "
+        "above): that fresh commit lies between the aged history and delta-spark's new checkpoint, "
+        "so its cleanup must stop one checkpoint earlier. PROTOCOL.md 'Metadata Cleanup': the cut-off "
+        "checkpoint is the newest checkpoint not newer than the newest expired commit."),
+    # The open Delta bug on deletion vectors whose creation was disabled: delta-spark's snapshot
+    # counts no DV (numDeletionVectorsOpt is empty unless DVs are writable), so its pre-downgrade
+    # skips the purge and answers as if only history still held DVs.
+    Deliberate(
+        "corpus/dv_disabled_with_dvs", "deletionVectors", "truncate", "outcome",
+        "delta-spark 4.4 counts no deletion vectors while delta.enableDeletionVectors is false and "
+        "skips the purge on the first call (DELTA_FEATURE_DROP_HISTORICAL_VERSIONS_EXIST); this "
+        "package finds the live files' DVs, purges them and asks to wait for the retention "
+        "(DELTA_FEATURE_DROP_WAIT_FOR_RETENTION_PERIOD). PROTOCOL.md 'Deletion Vectors': rows a "
+        "file's deletion vector marks are not part of the table - the DVs are traces of the feature "
+        "whatever the table property says (tests/integration/test_dv_drop_with_creation_disabled.py)."),
 )
 
 

@@ -29,6 +29,7 @@ from delta_downgrade.log.row_ids import (
 )
 from delta_downgrade.log.segment import LoadedFile, read_commit_actions
 from delta_downgrade.protocol import Protocol
+from delta_downgrade.protocol.features import writable_under
 from delta_downgrade.protocol.support import Operation, ensure_supported
 from delta_downgrade.storage import FileStatus
 from delta_downgrade.protocol.table_config import TableConfig
@@ -277,7 +278,7 @@ def commit(
     row_domain: DomainMetadata | None = None
     row_domain_version: int | None = None
     for attempt in range(1, max_attempts + 1):
-        _check_writable(log, protocol, pending)
+        _check_writable(log, protocol, metadata, pending)
         tracking = row_tracking_of(protocol, metadata, pending, log.table)
         to_write = pending
         if tracking.assigns and needs_fresh_row_ids(pending):
@@ -334,13 +335,18 @@ def _row_tracking_domain(log: DeltaLog, snapshot: Any, read_version: int) -> Dom
     return snapshot.domain(ROW_TRACKING_DOMAIN)
 
 
-def _check_writable(log: DeltaLog, protocol: Protocol | None, pending: Sequence[AnyAction]) -> None:
+def _check_writable(log: DeltaLog, protocol: Protocol | None, metadata: Metadata | None,
+                    pending: Sequence[AnyAction]) -> None:
     """Refuse to write a table whose protocol (before or after this commit) has features this
     package cannot write (PROTOCOL.md: writers must support every writer feature)."""
     protocols = [protocol] if protocol is not None else []
     protocols += [a.protocol for a in pending if isinstance(a, ProtocolAction)]
+    # A feature whose log this package writes only under some configuration (a coordinated-commits
+    # table without a coordinator) is judged by the configuration the commit leaves.
+    new_metadata = next((a for a in reversed(pending) if isinstance(a, Metadata)), None) or metadata
+    inert = writable_under(new_metadata.configuration) if new_metadata is not None else frozenset()
     for p in protocols:
-        ensure_supported(p, Operation.WRITE, table=log.table)
+        ensure_supported(p, Operation.WRITE, table=log.table, ignore=inert)
 
 
 def _ict_enabled_after(metadata: Metadata | None, pending: Sequence[AnyAction]) -> bool:

@@ -30,9 +30,11 @@ def clean_feature_name(raw: str) -> str:
 
 def _preview_counterpart(name: str) -> str | None:
     """``typeWidening`` for ``typeWidening-preview`` and back, when the registry has both: a
-    preview feature and its released one are different features of one capability."""
+    preview feature and its released one are different features of one capability. Only a
+    counterpart that can be dropped is suggested (``inCommitTimestamp-preview`` cannot)."""
     other = name[:-len("-preview")] if name.endswith("-preview") else f"{name}-preview"
-    return other if get_feature(other) is not None else None
+    found = get_feature(other)
+    return other if found is not None and found.removable and found.known_to_delta_spark else None
 
 
 def _error(kind: type[FeatureDropError], message: str, table: str | None, feature: str,

@@ -216,6 +216,24 @@ _CATALOG: tuple[TableFeature, ...] = (
     # (column-mapping removal and type widening strip only their own keys), statistics written
     # are UTF-8 binary ones (allowed), statsWithCollation is re-keyed with the other stats.
     _w("collations", required_features={"domainMetadata"}, known_to_delta_spark=False),
+    # Names Databricks tables carry that delta-spark 4.4 does not know (known by name here so that
+    # inspect, compat and a drop say what they are; none is removable, as for delta-spark).
+    # The Collated String Type RFC's preview name, as collations.
+    _w("collations-preview", required_features={"domainMetadata"}, known_to_delta_spark=False),
+    # In-commit timestamps under their preview name: this package's commits write the
+    # inCommitTimestamp only for the released name, so it does not write such a table.
+    _w("inCommitTimestamp-preview", package_writes=False, known_to_delta_spark=False),
+    # The catalog-managed preview name (Catalog-Managed Tables RFC): commits go through the catalog.
+    _rw("catalogOwned-preview", required_features={"inCommitTimestamp"}, known_to_delta_spark=False,
+        **_UNSUPPORTED),
+    # Iceberg writer compatibility (managed Iceberg tables): writes must keep Iceberg's
+    # requirements (field ids, no unsupported types), which this package does not check.
+    _w("icebergWriterCompatV1", required_features={"icebergCompatV2"}, package_writes=False,
+       known_to_delta_spark=False),
+    _w("icebergWriterCompatV3", required_features={"icebergCompatV3"}, package_writes=False,
+       known_to_delta_spark=False),
+    # Nanosecond timestamps: a file rewrite cannot carry the type; the log reads as any other.
+    _rw("timestampNanos", package_writes=False, known_to_delta_spark=False),
     _rw("vacuumProtocolCheck", removable=True, in_spec=True),
     _w("inCommitTimestamp", removable=True, properties=_ICT_PROPS, in_spec=True),
     _rw("typeWidening", removable=True, properties=_TYPE_WIDENING_PROPS),
@@ -311,6 +329,17 @@ def lookup_feature(name: str) -> TableFeature | None:
         if feature.name.lower() == wanted:
             return feature
     return None
+
+
+def writable_under(configuration: Mapping[str, str]) -> frozenset[str]:
+    """Features this package does not write in general whose tables it may write under this
+    table configuration: ``coordinatedCommits-preview`` with no commit coordinator configured
+    (none of its ``delta.coordinatedCommits.*`` properties set). Every commit of such a table is
+    then a published file of ``_delta_log``: the Coordinated Commits RFC's filesystem table, on
+    which delta-spark drops the feature with the protocol commit alone."""
+    if any(key in configuration for key in _COORDINATED_COMMITS_PROPS):
+        return frozenset()
+    return frozenset({"coordinatedCommits-preview"})
 
 
 # The ``delta.*`` table configuration keys of Delta 4.4 (``DeltaConfigs.getAllConfigs``, the keys

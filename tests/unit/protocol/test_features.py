@@ -71,17 +71,27 @@ CATALOG_1_3 = [
 BEYOND_SPARK = [
     ("liquid", W, (0, 7), "no", False, _, {"domainMetadata"}),
     ("collations", W, (0, 7), "RFC", False, _, {"domainMetadata"}),
+    # Other names Databricks tables carry, known by name (none removable).
+    ("collations-preview", W, (0, 7), "no", False, _, {"domainMetadata"}),
+    ("inCommitTimestamp-preview", W, (0, 7), "no", False, _, set()),
+    ("catalogOwned-preview", RW, (3, 7), "no", False, _, {"inCommitTimestamp"}),
+    ("icebergWriterCompatV1", W, (0, 7), "no", False, _, {"icebergCompatV2"}),
+    ("icebergWriterCompatV3", W, (0, 7), "no", False, _, {"icebergCompatV3"}),
+    ("timestampNanos", RW, (3, 7), "no", False, _, set()),
 ]
 REGISTRY_ROWS = CATALOG_1_3 + BEYOND_SPARK
 
 NOT_HANDLED_BY_PACKAGE = {"catalogManaged", "coordinatedCommits-preview",
                           "redirectReaderWriter-preview", "redirectWriterOnly-preview",
-                          "adaptiveMetadata-preview"}
+                          "adaptiveMetadata-preview", "catalogOwned-preview"}
+#: Read (their log means what it says) but never written by this package.
+READ_ONLY_FOR_PACKAGE = {"inCommitTimestamp-preview", "icebergWriterCompatV1", "icebergWriterCompatV3",
+                         "timestampNanos"}
 
 
 def test_registry_has_exactly_the_catalog_features():
     assert set(FEATURES) == {row[0] for row in REGISTRY_ROWS}
-    assert len(FEATURES) == 36
+    assert len(FEATURES) == 42
 
 
 def test_registry_is_keyed_by_exact_name_and_immutable():
@@ -110,7 +120,8 @@ def test_feature_matches_catalog_row(row):
         assert f.requires_history_protection is hist_prot
     assert f.required_features == frozenset(requires)
     assert f.in_spec is (spec == "yes")
-    assert f.package_reads is f.package_writes is (name not in NOT_HANDLED_BY_PACKAGE)
+    assert f.package_reads is (name not in NOT_HANDLED_BY_PACKAGE)
+    assert f.package_writes is (name not in NOT_HANDLED_BY_PACKAGE | READ_ONLY_FOR_PACKAGE)
 
 
 def test_required_features_are_registered_and_acyclic():
