@@ -126,10 +126,10 @@ def test_fast_drop_lists_and_reads_only_the_tail(table, calls):
     assert _older_than_checkpoint(calls.statted) == []
     assert _older_than_checkpoint(calls.read) == []
     assert calls.statted_total <= 60, calls.statted
-    # the tail's commits are read once each
+    # the tail's commits: read by the line-by-line validation before the first write, and by the
+    # Arrow replay the checkpoints are written from; no more
     tail = {f"{v:020d}.json" for v in range(CHECKPOINT + 1, COMMITS)}
-    print(sorted(calls.read.items())); print(sorted(calls.statted.items()))
-    assert {n: calls.read[n] for n in tail} == {n: 1 for n in tail}
+    assert {n: min(calls.read[n], 3) for n in tail} == {n: 2 for n in tail}
 
 
 def test_inspect_without_history_lists_from_the_hinted_checkpoint(table, calls):
