@@ -170,6 +170,10 @@ class LocalStorage:
             self._put_if_absent(rel_path, data)
 
     def _put_if_absent(self, rel_path: str, data: bytes) -> None:
+        # A commit is synced before it is linked (PROTOCOL.md "Delta Log Entries": an entry is
+        # atomic, whole or absent - after a crash too), and the directory after (the commit is
+        # acknowledged; the next step of a drop builds on it). Checkpoints likewise
+        # (write_atomic, atomic_file): a protected checkpoint must survive what its commit does.
         target = self._abs(rel_path)
         tmp = self._write_temp(target, data)
         try:
@@ -214,6 +218,23 @@ class LocalStorage:
                 _unlink_missing_ok(tmp)
                 raise
             _fsync_dir(os.path.dirname(target))
+
+    def replace_hint(self, rel_path: str, data: bytes) -> None:
+        """Replace-or-create atomically (temp file + rename) without forcing it to the disk: for
+        a file that is only a hint, ``_last_checkpoint``. PROTOCOL.md "Last Checkpoint File": the
+        hint may be stale or missing, and readers list the log to find the truth (this package
+        also ignores an empty or unreadable one, as delta-spark does); a crash may lose the new
+        hint, never a commit or a checkpoint, which are synced. Saves two fsyncs per checkpoint."""
+        with typed_write_errors(f"writing {rel_path}", self.root):
+            target = self._abs(rel_path)
+            tmp = _temp_beside(target)
+            try:
+                with open(tmp, "xb") as fh:
+                    fh.write(data)
+                os.replace(tmp, target)
+            except BaseException:
+                _unlink_missing_ok(tmp)
+                raise
 
     @contextmanager
     def atomic_file(self, rel_path: str) -> Iterator[str]:
