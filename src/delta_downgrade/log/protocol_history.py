@@ -56,6 +56,11 @@ def _file_reader(storage: Storage) -> tuple[Callable[[FileStatus], bytes], bool]
         fd = os.open(local_file(status.path), os.O_RDONLY)  # type: ignore[arg-type]
         try:
             data = os.read(fd, max(status.size, 0) + 1)
+            if status.size > 0 and len(data) == status.size:
+                # asked for one byte more than the listing saw and got the size it saw: the end
+                # (a commit never changes once written, PROTOCOL.md "Creation of New Log
+                # Entries"); one read call per commit instead of two
+                return data
             rest = []
             while more := os.read(fd, 1 << 16):
                 rest.append(more)
