@@ -686,7 +686,10 @@ def _list_log_dir(storage: Storage, table: str, start_after: str | None = None) 
         if "_sidecars" in names:
             _refuse_unreadable(storage, table, "_sidecars")
         listed = {s.path.rsplit("/", 1)[-1] for s in statuses}
-        for name in sorted(names - listed):
+        unlisted = names - listed
+        if start_after is not None:  # only the names the listing covers (a long log's tail)
+            unlisted = {n for n in unlisted if n > start_after or n == "_last_checkpoint"}
+        for name in sorted(unlisted):
             if name == "_last_checkpoint" or (
                     name[:1] not in (".", "_") and (start_after is None or name > start_after)
                     and parse_log_file(name) is not None):

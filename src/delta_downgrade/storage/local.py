@@ -5,6 +5,7 @@ from __future__ import annotations
 import errno
 import os
 from contextlib import contextmanager
+from stat import S_ISREG
 from typing import BinaryIO, Iterator, Mapping
 
 from delta_downgrade.errors import CommitFileExistsError
@@ -90,21 +91,25 @@ class LocalStorage:
         base = self._abs(rel_dir)
         out: list[FileStatus] = []
         try:
-            entries = list(os.scandir(base))
+            names = os.listdir(base)
         except FileNotFoundError:
             return out
+        if start_after is not None:
+            # a listing from a version on (a log's tail): only the names kept are stat'ed, and
+            # no per-entry object is made for the others (os.listdir, not os.scandir)
+            names = [n for n in names if n > start_after]
+        names.sort()
         prefix = f"{rel_dir}/" if rel_dir else ""
-        for entry in entries:
-            if start_after is not None and entry.name <= start_after:
-                continue
+        join, stat, is_reg = os.path.join, os.stat, S_ISREG
+        for name in names:
             try:
-                if not entry.is_file():
-                    continue
-                st = entry.stat()
-            except FileNotFoundError:  # deleted between listing and stat
+                st = stat(join(base, name))  # follows links, as DirEntry.is_file() does
+            except (FileNotFoundError, NotADirectoryError):  # deleted between listing and stat
                 continue
-            out.append(FileStatus(prefix + entry.name, st.st_size, int(st.st_mtime * 1000)))
-        out.sort(key=lambda s: s.path)
+            except OSError:  # a link loop or the like: not a file (a directory listing skips it)
+                continue
+            if is_reg(st.st_mode):
+                out.append(FileStatus(prefix + name, st.st_size, int(st.st_mtime * 1000)))
         return out
 
     def list_names(self, rel_dir: str) -> set[str]:
