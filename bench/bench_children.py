@@ -108,3 +108,61 @@ except ImportError as exc:
     sys.exit(1)
 import pyspark  # noqa: F401
 """
+
+# A tiny table with deletionVectors in its protocol (no deletion vector): what the warm-up drop of
+# the two in-process drop programs below runs on, so that the timed drop finds a warm session.
+_WARM_TABLE = r"""
+def warm_table():
+    import json, os, tempfile
+    root = tempfile.mkdtemp(prefix="bench-warm-")
+    os.makedirs(os.path.join(root, "_delta_log"))
+    schema = json.dumps({"type": "struct", "fields": [{"name": "id", "type": "long", "nullable": True,
+                                                       "metadata": {}}]})
+    lines = [{"commitInfo": {"timestamp": 0, "operation": "CREATE TABLE"}},
+             {"protocol": {"minReaderVersion": 3, "minWriterVersion": 7, "readerFeatures": ["deletionVectors"],
+                           "writerFeatures": ["deletionVectors"]}},
+             {"metaData": {"id": "00000000-0000-4000-8000-00000000beef", "format": {"provider": "parquet",
+                           "options": {}}, "schemaString": schema, "partitionColumns": [],
+                           "configuration": {"delta.enableDeletionVectors": "true"}, "createdTime": 0}}]
+    with open(os.path.join(root, "_delta_log", "%020d.json" % 0), "w") as fh:
+        fh.write("\n".join(json.dumps(x) for x in lines) + "\n")
+    return root
+"""
+
+# delta-spark: its own fast drop (ALTER TABLE ... DROP FEATURE deletionVectors) on a local[2]
+# session with Delta's jars; a warm-up drop on a tiny table first, then the timed one: call_s is
+# the warm session's statement, the whole process (wall) includes the JVM's start.
+DELTA_SPARK_DROP = _WARM_TABLE + r"""
+import json, os, sys, time
+t = time.perf_counter()
+from delta_downgrade.spark import get_spark
+spark = get_spark("bench-delta-spark-drop")
+spark.sparkContext.setLogLevel("ERROR")
+# the bench tables are logs only (no data files, bench_tables.py): a scan delta-spark's drop starts
+# over the live files (it finds no deletion vector) reads nothing then
+spark.conf.set("spark.sql.files.ignoreMissingFiles", "true")
+session_s = time.perf_counter() - t
+spark.sql("ALTER TABLE delta.`%s` DROP FEATURE deletionVectors" % warm_table())
+t = time.perf_counter()
+spark.sql("ALTER TABLE delta.`%s` DROP FEATURE deletionVectors" % sys.argv[1])
+call_s = time.perf_counter() - t
+print(json.dumps({"call_s": call_s, "session_s": session_s}))
+sys.stdout.flush()
+spark.stop()
+os._exit(0)
+"""
+
+# Ours: the fast drop as a call (drop_feature), after the same warm-up drop: the in-process
+# counterpart of delta-spark's warm session.
+OURS_DROP_CALL = _WARM_TABLE + r"""
+import json, sys, time
+from delta_downgrade.operations.drop_feature import drop_feature
+drop_feature(warm_table(), "deletionVectors")
+t = time.perf_counter()
+outcome = drop_feature(sys.argv[1], "deletionVectors")
+call_s = time.perf_counter() - t
+print(json.dumps({"call_s": call_s, "status": outcome.status}))
+"""
+
+# The interpreter's start: what every whole-process row pays before any import.
+PYTHON_START = "pass"

@@ -95,6 +95,19 @@ def verify_drop(path: str, run: ChildRun, meta: dict) -> str | None:
     return None
 
 
+def verify_dropped(path: str, run: ChildRun, meta: dict) -> str | None:
+    """A drop run as a call (ours) or by delta-spark: the protocol read back without deletionVectors."""
+    if run.report.get("status") not in (None, "dropped"):
+        return f"status {run.report.get('status')}"
+    sys.path.insert(0, SRC)
+    from delta_downgrade.log.delta_log import DeltaLog
+
+    protocol = DeltaLog(path).snapshot().protocol
+    if "deletionVectors" in set(protocol.reader_features or ()) | set(protocol.writer_features or ()):
+        return f"deletionVectors still in the protocol: {protocol!r}"
+    return None
+
+
 def verify_rs_checkpoint(path: str, run: ChildRun, meta: dict) -> str | None:
     if run.report.get("version") != meta["last_version"]:
         return f"delta-rs opened version {run.report.get('version')}, not {meta['last_version']}"
@@ -158,6 +171,11 @@ class Row:
     ours: Side
     base: Side
     measures: tuple[Measure, ...]
+    #: What the row's floor is made of (``floor_seconds``): "tail" (an interpreter start and the
+    #: reads of _last_checkpoint, its checkpoint and the commits after it - all commits without a
+    #: checkpoint), "drop" (the tail, and the writes of the drop: its files with their fsyncs),
+    #: "history" (the tail and every commit); None: no floor defined.
+    floor: str | None = None
 
 
 def _cli(command: str, *options: str, after: tuple[str, ...] = ()) -> Callable[[str], list[str]]:
@@ -181,7 +199,14 @@ OURS_CHECKPOINT = Side("ours checkpoint_table", _program(children.OURS_CHECKPOIN
 OURS_SPARK_CHECKPOINT = Side("ours spark_checkpoint_table", _program(children.OURS_SPARK_CHECKPOINT),
                              verify_ours_checkpoint)
 
+OURS_DROP_CALL = Side("ours drop_feature() call", _program(children.OURS_DROP_CALL), verify_dropped)
+DELTA_SPARK_DROP = Side("delta-spark ALTER TABLE DROP FEATURE", _program(children.DELTA_SPARK_DROP), verify_dropped)
+
 DROP = (Measure("fast drop DV vs delta-rs open+create_checkpoint (whole processes) <= 1.0x"),)
+VS_DELTA_SPARK = (Measure("fast drop DV vs delta-spark DROP FEATURE: warm session (calls)", ours="call_s",
+                          base="call_s", max_ratio=None),
+                  Measure("fast drop DV vs delta-spark DROP FEATURE: whole processes (JVM start)",
+                          max_ratio=None))
 INSPECT = (Measure("inspect --json --no-history vs delta-rs open <= 1.0x"),)
 INSPECT_HISTORY = (Measure("inspect --json (history) vs delta-rs open <= 1.5x", max_ratio=1.5),)
 PROTOCOL = (Measure("latest protocol vs delta-rs protocol() (whole processes) <= 1.0x"),
@@ -197,18 +222,27 @@ def _checkpoint_measures(rss_goal: float | None) -> tuple[Measure, ...]:
 
 
 ROWS: tuple[Row, ...] = (
-    *(Row(f"fast drop {t.label}", p, t, OURS_DROP, RS_OPEN_CHECKPOINT, DROP) for p, t in (
+    *(Row(f"fast drop {t.label}", p, t, OURS_DROP, RS_OPEN_CHECKPOINT, DROP, "drop") for p, t in (
         ("small", F10K), ("small", F100K), ("small", F100K_CKPT), ("medium", F1M), ("medium", F1M_CKPT),
         ("small", C1K), ("small", C10K), ("small", C1K_BARE), ("medium", C10K_BARE), ("medium", C100K))),
-    *(Row(f"inspect {t.label}", p, t, OURS_INSPECT, RS_OPEN, INSPECT) for p, t in (
+    *(Row(f"inspect {t.label}", p, t, OURS_INSPECT, RS_OPEN, INSPECT, "tail") for p, t in (
         ("small", F10K), ("small", F100K), ("medium", F1M), ("small", C10K))),
-    *(Row(f"inspect history {t.label}", p, t, OURS_INSPECT_HISTORY, RS_OPEN, INSPECT_HISTORY) for p, t in (
+    *(Row(f"inspect history {t.label}", p, t, OURS_INSPECT_HISTORY, RS_OPEN, INSPECT_HISTORY, "history")
+      for p, t in (
         ("small", C1K), ("small", C10K), ("medium", C10K_BARE), ("medium", C100K))),
-    *(Row(f"latest protocol {t.label}", p, t, OURS_PROTOCOL, RS_OPEN, PROTOCOL) for p, t in (
+    *(Row(f"latest protocol {t.label}", p, t, OURS_PROTOCOL, RS_OPEN, PROTOCOL, "tail") for p, t in (
         ("small", F100K_CKPT), ("medium", F1M_CKPT), ("small", C10K), ("medium", C100K))),
     Row(f"checkpoint {F100K.label}", "small", F100K, OURS_CHECKPOINT, RS_OPEN_CHECKPOINT, _checkpoint_measures(None)),
     Row(f"checkpoint {F1M.label}", "medium", F1M, OURS_CHECKPOINT, RS_OPEN_CHECKPOINT, _checkpoint_measures(1024)),
 )
+# delta-spark's own fast drop on the same tables (a local[2] session with Delta's jars): not in a
+# profile yet. The tables here are logs without data files, and delta-spark's DROP FEATURE
+# deletionVectors reads the live files (after its first commit and checkpoint, a FileNotFoundException
+# on a data file, even with spark.sql.files.ignoreMissingFiles): these rows need tables whose add
+# actions name real Parquet files. ``--only "vs delta-spark"`` runs them.
+DELTA_SPARK_ROWS: tuple[Row, ...] = tuple(
+    Row(f"vs delta-spark {t.label}", "large", t, OURS_DROP_CALL, DELTA_SPARK_DROP, VS_DELTA_SPARK)
+    for t in (F10K, F100K_CKPT, F1M_CKPT, C1K, C10K, C100K))
 SPARK_ROW = Row(f"spark checkpoint {F1M.label}", "large", F1M, OURS_SPARK_CHECKPOINT, OURS_CHECKPOINT,
                 (Measure("checkpoint: Spark path (local[2]) vs our Arrow path (calls)", ours="call_s",
                          base="call_s", max_ratio=None),))
@@ -229,6 +263,15 @@ class Outcome:
     base_rss_text: str | None = None
     problems: list[str] = field(default_factory=list)
     note: str | None = None               # a row that did not run: why
+    written: list[int] = field(default_factory=list)   # sizes of the log files ours wrote (a drop)
+    floor: tuple[float, str] | None = None             # (seconds, what they are made of)
+
+
+def _written(path: str, meta: dict) -> list[int]:
+    """Sizes of the commits and checkpoints a run added after the master's last version."""
+    log_dir = os.path.join(path, "_delta_log")
+    return [os.path.getsize(os.path.join(log_dir, n)) for n in sorted(os.listdir(log_dir))
+            if n[:20].isdigit() and int(n[:20]) > meta["last_version"] and n.endswith((".json", ".parquet"))]
 
 
 def _one_run(side: Side, master: str, meta: dict, work_dir: str) -> tuple[ChildRun, str | None]:
@@ -243,9 +286,84 @@ def _one_run(side: Side, master: str, meta: dict, work_dir: str) -> tuple[ChildR
                 problem = side.verify(path, run, meta)
             except Exception as exc:  # a verifier that cannot read the result is a failed run too
                 problem = f"verification failed: {exc!r}"
+        run.written = _written(path, meta) if problem is None else []  # type: ignore[attr-defined]
         return run, problem
     finally:
         shutil.rmtree(path, ignore_errors=True)
+
+
+# --- the floor ----------------------------------------------------------------------------------
+
+_START: list[float] = []   # the interpreter's start, measured once per harness run
+
+
+def interpreter_start_s() -> float:
+    """Median wall time of ``python -c pass`` (5 runs), the way every child is started."""
+    if not _START:
+        _START.extend(run_child([PY, "-c", children.PYTHON_START], env=CHILD_ENV).wall_s for _ in range(5))
+    return statistics.median(_START)
+
+
+def floor_reads(master: str, kind: str) -> list[str]:
+    """The files a row must read at least: ``_last_checkpoint``, the checkpoint it names and the
+    commits after it (every commit without one); for ``history`` every commit."""
+    log_dir = os.path.join(master, "_delta_log")
+    names = sorted(os.listdir(log_dir))
+    commits = [n for n in names if n.endswith(".json") and n[:20].isdigit()]
+    files: list[str] = []
+    after = -1
+    hint = os.path.join(log_dir, "_last_checkpoint")
+    if os.path.exists(hint):
+        with open(hint) as fh:
+            after = json.loads(fh.readline())["version"]
+        files.append(hint)
+        files += [os.path.join(log_dir, n) for n in names if n.startswith("%020d.checkpoint." % after)]
+    files += [os.path.join(log_dir, n) for n in commits if kind == "history" or int(n[:20]) > after]
+    return files
+
+
+def _timed_reads(files: list[str]) -> float:
+    t = time.perf_counter()
+    for f in files:
+        with open(f, "rb") as fh:
+            fh.read()
+    return time.perf_counter() - t
+
+
+def _timed_writes(folder: str, sizes: list[int]) -> float:
+    """Write files of ``sizes`` as the package publishes a commit or a checkpoint: the file
+    synced, then its directory (LocalStorage)."""
+    os.makedirs(folder, exist_ok=True)
+    t = time.perf_counter()
+    for i, size in enumerate(sizes):
+        with open(os.path.join(folder, f"f{i}"), "wb") as fh:
+            fh.write(b"x" * size)
+            fh.flush()
+            os.fsync(fh.fileno())
+        fd = os.open(folder, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    elapsed = time.perf_counter() - t
+    shutil.rmtree(folder, ignore_errors=True)
+    return elapsed
+
+
+def floor_seconds(kind: str, master: str, written: list[int], work_dir: str) -> tuple[float, str]:
+    """A row's floor, measured in this run (warm page cache, as the runs are): an interpreter
+    start, a plain read of the files it must read, and for a drop a plain write of the files it
+    wrote, each synced with its directory (2 fsyncs a file)."""
+    start = interpreter_start_s()
+    files = floor_reads(master, kind)
+    size = sum(os.path.getsize(f) for f in files)
+    read = statistics.median(_timed_reads(files) for _ in range(3))
+    write = 0.0
+    what = f"start {start:.2f} + read {len(files)} files {size / 1e6:.1f} MB {read:.2f}"
+    if kind == "drop" and written:
+        write = statistics.median(_timed_writes(os.path.join(work_dir, "floor"), written) for _ in range(3))
+        what += f" + write {len(written)} files {sum(written) / 1e6:.1f} MB, {2 * len(written)} fsyncs {write:.2f}"
+    return start + read + write, what
 
 
 def run_row(row: Row, master: str, meta: dict, repeat: int, work_dir: str) -> Outcome:
@@ -262,6 +380,8 @@ def run_row(row: Row, master: str, meta: dict, repeat: int, work_dir: str) -> Ou
                 outcome.problems.append(f"{side.name}: {problem}")
                 log(f"    {who:4s} FAILED {problem}")
                 continue
+            if who == "ours" and getattr(run, "written", None) and not outcome.written:
+                outcome.written = list(run.written)  # type: ignore[attr-defined]
             times = outcome.ours if who == "ours" else outcome.base
             for key in keys_ours if who == "ours" else keys_base:
                 times.setdefault(key, []).append(run.wall_s if key == "wall" else float(run.report[key]))
@@ -274,6 +394,9 @@ def run_row(row: Row, master: str, meta: dict, repeat: int, work_dir: str) -> Ou
                 extra = f" ({outcome.ours_rss_text})"
             call = f", call {run.report['call_s']:.2f} s" if "call_s" in run.report else ""
             log(f"    {who:4s} {run.wall_s:7.2f} s{call}, {run.maxrss_mib:6.0f} MiB{extra}  [{side.name}]")
+    if row.floor is not None:
+        outcome.floor = floor_seconds(row.floor, master, outcome.written, work_dir)
+        log(f"    floor {outcome.floor[0]:.2f} s: {outcome.floor[1]}")
     if fingerprint(master) != tuple(meta["fingerprint"]):
         raise SystemExit(f"a run of {row.name} wrote into the master table {master} through a hard link: "
                          f"delete {os.path.dirname(master)} and fix the writer or fresh_copy")
@@ -321,11 +444,14 @@ def _rss(values: list[float], text: str | None) -> str:
 
 def table_lines(results: list[tuple[str, Measure, Outcome]]) -> list[str]:
     header = ["goal", "row", "ours s med / min", "baseline s med / min", "ratio med (min)",
-              "peak RSS MiB ours", "peak RSS MiB baseline", "goal met?"]
+              "peak RSS MiB ours", "peak RSS MiB baseline", "goal met?", "floor s (ours / floor)"]
     lines = [header]
     for name, measure, o in results:
         ours, base = o.ours.get(measure.ours), o.base.get(measure.base)
         ratio, met = "-", "-"
+        floor = "-"
+        if o.floor is not None and measure.ours == "wall" and ours:
+            floor = f"{o.floor[0]:.2f} ({statistics.median(ours) / o.floor[0]:.1f}x)"
         if o.note:
             met = o.note
         elif ours and base:
@@ -342,7 +468,7 @@ def table_lines(results: list[tuple[str, Measure, Outcome]]) -> list[str]:
         if o.problems:
             met = f"FAILED ({len(o.problems)} run(s)): {o.problems[0][:120]}"
         lines.append([measure.goal, name, _med_min(ours), _med_min(base), ratio,
-                      _rss(o.ours_rss, o.ours_rss_text), _rss(o.base_rss, o.base_rss_text), met])
+                      _rss(o.ours_rss, o.ours_rss_text), _rss(o.base_rss, o.base_rss_text), met, floor])
     widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
     out = ["| " + " | ".join(cell.ljust(w) for cell, w in zip(line, widths)) + " |" for line in lines]
     out.insert(1, "|" + "|".join("-" * (w + 2) for w in widths) + "|")
@@ -350,6 +476,18 @@ def table_lines(results: list[tuple[str, Measure, Outcome]]) -> list[str]:
 
 
 # --- main ---------------------------------------------------------------------------------------
+
+def delta_jars() -> list[str]:
+    """Delta's jars as ``make jars`` resolved them (``.jars/spark.classpath``, without the s3a
+    connector): what the delta-spark rows put on their session's classpath."""
+    classpath = os.path.join(ROOT, ".jars", "spark.classpath")
+    if not os.path.isfile(classpath):
+        return []
+    with open(classpath, encoding="utf-8") as fh:
+        jars = [j for j in fh.read().strip().split(",") if j]
+    s3a = ("hadoop-aws-", "bundle-", "analyticsaccelerator-s3-", "wildfly-openssl-")
+    return [j for j in jars if not os.path.basename(j).startswith(s3a)]
+
 
 def build_log_only(files: int, cache: str) -> int:
     """``--log-only-files N``: a commits-only log of N files (N/1000 commits of 1,000 adds, no
@@ -377,6 +515,9 @@ def main(argv: list[str] | None = None) -> int:
     # A SIGTERM unwinds like Ctrl-C, so that run_child kills the child it is waiting for.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     CHILD_ENV["PYTHONPATH"] = os.path.abspath(args.src)
+    jars = delta_jars()
+    if jars and not CHILD_ENV.get("DELTA_DOWNGRADE_DELTA_JARS"):
+        CHILD_ENV["DELTA_DOWNGRADE_DELTA_JARS"] = ",".join(jars)
     # Both sides run as installed packages do: from compiled bytecode (pip compiles a wheel's
     # modules at install; a shell with PYTHONDONTWRITEBYTECODE=1 would make every run of ours
     # compile the package again, and none of delta-rs's compiled extension).
@@ -391,6 +532,8 @@ def main(argv: list[str] | None = None) -> int:
     profile = args.profile or ("large" if args.only else "small")
     upto = PROFILES.index(profile)
     rows = [r for r in (*ROWS, SPARK_ROW) if PROFILES.index(r.profile) <= upto]
+    if args.only and "delta-spark" in args.only.lower():
+        rows += list(DELTA_SPARK_ROWS)
     dv_profiles = [p for p in DV_PURGE if PROFILES.index(p) <= upto]
     dv_name = f"dv purge {DV_PURGE[dv_profiles[-1]][0] / 1e6:g}M rows" if dv_profiles else None
     if args.only:
@@ -429,6 +572,10 @@ def main(argv: list[str] | None = None) -> int:
     print(f"delta-downgrade bench: profile {profile}, repeat {args.repeat}, "
           f"{os.cpu_count()} CPUs; total {total:.0f} s (of which table builds {build_s:.0f} s)")
     print("\n".join(table_lines(results)))
+    floors = [(name, o.floor) for name, m, o in results if o.floor is not None and m.ours == "wall"]
+    if floors:
+        print("\nfloors (measured in this run; warm page cache):")
+        print("\n".join(f"  {name}: {f[0]:.2f} s = {f[1]}" for name, f in floors))
     return 1 if any(o.problems for _, _, o in results) else 0
 
 

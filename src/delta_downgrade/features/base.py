@@ -54,6 +54,19 @@ class TraceContext:
         :mod:`delta_downgrade.log.file_summary`, never a Python object per file."""
         return self.snapshot.arrow_state()
 
+    def deletion_vector_counts(self) -> tuple[int, int]:
+        """(live files with a deletion vector, rows they delete). A segment small enough for the
+        Python replay is counted on its Python state (no pyarrow to import: ``replay_choice``)."""
+        from delta_downgrade.log.replay_choice import python_replay_fits
+
+        if python_replay_fits(self.snapshot.segment):
+            with_dv = [f.dv for f in self.snapshot.state().files.values() if f.dv is not None]
+            return len(with_dv), sum(dv.cardinality for dv in with_dv)
+        from delta_downgrade.log.file_summary import file_counts
+
+        counts = file_counts(self.arrow)
+        return counts.files_with_deletion_vectors, counts.deleted_rows_in_deletion_vectors
+
     @property
     def live_domains(self) -> dict[str, DomainMetadata]:
         return {d.domain: d for d in self.arrow.live_domains}

@@ -113,10 +113,9 @@ class DeletionVectors(RemovableFeature):
         out = []
         if ctx.prop_true(ENABLE_PROPERTY):
             out.append(f"{ENABLE_PROPERTY}=true")
-        counts = file_counts(ctx.arrow)
-        if counts.files_with_deletion_vectors:
-            out.append(f"{counts.files_with_deletion_vectors} live file(s) carry deletion vectors "
-                       f"({counts.deleted_rows_in_deletion_vectors} deleted rows)")
+        files, rows = ctx.deletion_vector_counts()
+        if files:
+            out.append(f"{files} live file(s) carry deletion vectors ({rows} deleted rows)")
         return out
 
     def rewrite_footprint(self, ctx: TraceContext) -> RewriteFootprint:

@@ -153,5 +153,6 @@ def write_last_checkpoint(storage: Storage, info: Mapping[str, Any], *,
     if current is not None and current["version"] > version:
         return False
     data = serialize_last_checkpoint(info, with_checksum=with_checksum)
-    storage.write_atomic(LAST_CHECKPOINT, data)
+    # a hint needs no fsync where the storage can skip it (LocalStorage.replace_hint says why)
+    getattr(storage, "replace_hint", storage.write_atomic)(LAST_CHECKPOINT, data)
     return True

@@ -287,6 +287,39 @@ class LogListing:
     def checkpoint_versions(self) -> list[int]:
         return sorted({c.version for c in self.checkpoints if c.complete})
 
+    @property
+    def listed_commits(self) -> dict[int, FileStatus]:
+        """The commits listed: all of them on a whole listing, those from :attr:`listed_from`
+        on for a partial one (it is not completed)."""
+        return self._commits
+
+    @property
+    def listed_unknown(self) -> list[FileStatus]:
+        """The unknown files listed (those from :attr:`listed_from` on for a partial listing)."""
+        return self._unknown
+
+    def checkpoints_from(self, version: int) -> list[CheckpointInstance]:
+        """The checkpoints (complete or not) of ``version`` and later, by version: from the
+        listed tail when it covers ``version``, else from the whole listing."""
+        pool = self._checkpoints if self._covers(version) else self.checkpoints
+        return [c for c in pool if c.version >= version]
+
+    def newest_checkpoints(self, at_most: int, count: int) -> list[CheckpointInstance]:
+        """The newest ``count`` complete checkpoints at or below ``at_most``, one per version
+        (the first listed of a version), oldest first. From the listed tail when it holds
+        ``count`` such versions: every checkpoint it does not list is older than all of them."""
+        def pick(pool: list[CheckpointInstance]) -> dict[int, CheckpointInstance]:
+            by_version: dict[int, CheckpointInstance] = {}
+            for c in pool:
+                if c.complete and c.version <= at_most:
+                    by_version.setdefault(c.version, c)
+            return by_version
+
+        by_version = pick(self._checkpoints)
+        if len(by_version) < count and self.listed_from is not None:
+            by_version = pick(self.checkpoints)
+        return [by_version[v] for v in sorted(by_version)[-count:]] if count > 0 else []
+
 
 def list_log(storage: Storage, table: str | None = None, previous: LogListing | None = None, *,
              stat_known: bool = True, tail_only: bool = True, from_hint: bool = False) -> LogListing:
@@ -653,7 +686,10 @@ def _list_log_dir(storage: Storage, table: str, start_after: str | None = None) 
         if "_sidecars" in names:
             _refuse_unreadable(storage, table, "_sidecars")
         listed = {s.path.rsplit("/", 1)[-1] for s in statuses}
-        for name in sorted(names - listed):
+        unlisted = names - listed
+        if start_after is not None:  # only the names the listing covers (a long log's tail)
+            unlisted = {n for n in unlisted if n > start_after or n == "_last_checkpoint"}
+        for name in sorted(unlisted):
             if name == "_last_checkpoint" or (
                     name[:1] not in (".", "_") and (start_after is None or name > start_after)
                     and parse_log_file(name) is not None):

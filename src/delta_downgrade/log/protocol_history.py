@@ -5,8 +5,8 @@ The history needs the protocol and the boundary property of every retained versi
 commit must be read: two checkpoints with the same protocol may have others between them (a fast
 DROP FEATURE leaves protocols that are not monotonic in version, Checkpoint Protection RFC). What
 can be saved is everything but the read: a file of a local table is read with plain file calls,
-those of other storages concurrently (a remote read is mostly waiting, so the reads overlap), a
-bounded number of commits ahead of the one being parsed; each is parsed by :func:`~delta_downgrade.log.segment.read_commit_actions`
+every file concurrently (a remote read, and a local one from the disk, is mostly waiting, so the
+reads overlap), a bounded number of commits ahead of the one being parsed; each is parsed by :func:`~delta_downgrade.log.segment.read_commit_actions`
 projected on the two keys - one scan of the bytes for ``"protocol"``/``"metaData"``, the JSON
 parse only of the lines that hold one. The result and the errors are those of reading the commits
 one by one with it, in order: the first commit (by version) that cannot be parsed or holds two
@@ -37,10 +37,15 @@ BATCH = 256
 
 #: Batches fetched ahead on a remote storage, while the one before is parsed (each batch is
 #: itself fetched concurrently, :data:`concurrent_reads.REMOTE_READ_THREADS` files at a time).
-#: A local table is read by the calling thread: a read of the page cache takes a few
-#: microseconds, less than handing the GIL between threads (measured on 10,000 commits: one
-#: thread 0.16 s, two to eight threads 0.18-0.21 s).
 REMOTE_BATCHES_AHEAD = 2
+
+#: Threads reading the batches of a local table with more than one batch (os.read releases the
+#: GIL). Out of the page cache a read is a few microseconds and threads gain little (10,000
+#: commits on the 2-core machine, busy: 1 thread 0.41 s, 4 threads 0.32-0.36 s; quiet, earlier:
+#: 0.16 s against 0.18-0.21 s); from the disk each read waits, and the waits overlap (the same
+#: commits evicted from the cache: 1 thread 2.4-3.0 s, 2 threads 1.2 s, 4 threads 0.69-0.71 s).
+#: A long history is mostly read cold: its old commits are not in the cache.
+LOCAL_READ_THREADS = 4
 
 
 def _file_reader(storage: Storage) -> tuple[Callable[[FileStatus], bytes], bool]:
@@ -56,6 +61,11 @@ def _file_reader(storage: Storage) -> tuple[Callable[[FileStatus], bytes], bool]
         fd = os.open(local_file(status.path), os.O_RDONLY)  # type: ignore[arg-type]
         try:
             data = os.read(fd, max(status.size, 0) + 1)
+            if status.size > 0 and len(data) == status.size:
+                # asked for one byte more than the listing saw and got the size it saw: the end
+                # (a commit never changes once written, PROTOCOL.md "Creation of New Log
+                # Entries"); one read call per commit instead of two
+                return data
             rest = []
             while more := os.read(fd, 1 << 16):
                 rest.append(more)
@@ -86,7 +96,8 @@ def projected_commit_actions(storage: Storage, statuses: Sequence[FileStatus], k
     batches of files are read ahead by that many threads, at most two batches per thread at a
     time. By default a local table is read by the calling thread; on a remote storage each batch
     is fetched concurrently (:func:`concurrent_reads.read_files`, its files in flight together)
-    and :data:`REMOTE_BATCHES_AHEAD` batches are fetched while the one before is parsed."""
+    and :data:`REMOTE_BATCHES_AHEAD` batches are fetched while the one before is parsed; a local
+    table of more than one batch is read by :data:`LOCAL_READ_THREADS` threads."""
     if not statuses:
         return
     read, local = _file_reader(storage)
@@ -99,7 +110,7 @@ def projected_commit_actions(storage: Storage, statuses: Sequence[FileStatus], k
         return read_files(storage, [s.path for s in batch])
 
     if threads is None:
-        threads = 1 if local else REMOTE_BATCHES_AHEAD
+        threads = (LOCAL_READ_THREADS if len(batches) > 1 else 1) if local else REMOTE_BATCHES_AHEAD
     threads = max(1, threads)
     if local and (threads == 1 or len(batches) == 1):
         # one file at a time, read and checked in the same loop (a read error raises in turn)

@@ -426,7 +426,7 @@ def _checkpoint_readable(log: DeltaLog, listing: LogListing, version: int) -> bo
     from delta_downgrade.log.checkpoint_integrity import verify_checkpoint
 
     hint = listing.last_checkpoint
-    for ck in listing.checkpoints:
+    for ck in listing.checkpoints_from(version):
         if ck.version != version or not ck.complete:
             continue
         try:
@@ -610,17 +610,27 @@ def earliest_truncation_time_ms(log: DeltaLog, boundary: int, retention_ms: int,
     when no complete checkpoint ``>= boundary`` exists.
     """
     unit = _granularity_ms(granularity)
-    listing = log.full_listing()  # what lies below the boundary, and the commit times
-    below = (any(v < boundary for v in listing.commits) or any(v < boundary for v in listing.crcs)
-             or any(ck.version < boundary for ck in listing.checkpoints))
+    listing = log.listing()
+    if listing.listed_from is None or listing.listed_from >= boundary \
+            or not any(v < boundary for v in listing.listed_commits):
+        listing = log.full_listing()  # what lies below the boundary, and the commit times
+    # On a listing from _last_checkpoint's checkpoint (below the boundary), something below the
+    # boundary is listed, and every checkpoint at or after it is; the commit times are those of
+    # the listed commits, from that checkpoint's version on: an older commit whose modification
+    # time is later (clock skew) would move the time later, never earlier - truncate-history
+    # itself decides from the whole log (plan_cleanup) and waits when it is too early.
+    commits = listing.listed_commits
+    below = (any(v < boundary for v in commits)
+             or (listing.listed_from is None and (any(v < boundary for v in listing.crcs)
+                                                  or any(ck.version < boundary for ck in listing.checkpoints))))
     if not below:
         return 0
     # a damaged checkpoint is never a cutoff (plan_cleanup skips it): the first sound one counts
-    after = [v for v in listing.checkpoint_versions
-             if v >= boundary and _checkpoint_readable(log, listing, v)][:1]
+    after = [v for v in sorted({c.version for c in listing.checkpoints_from(boundary) if c.complete})
+             if _checkpoint_readable(log, listing, v)][:1]
     if not after:
         return None
-    times = monotonic_commit_times(listing.commits)
+    times = monotonic_commit_times(commits)
     reference = _reference_time(after[0], times, sorted(times))
     if reference is None:
         return 0   # only leftovers of an earlier cleanup are below: they may go now

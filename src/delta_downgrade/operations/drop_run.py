@@ -264,15 +264,13 @@ def protected_checkpoint_paths(log: DeltaLog, boundary: int | None, *, own_write
     file of each (a V2 checkpoint's sidecars too: without them it cannot be read)."""
     if boundary is None:
         return []
-    # One checkpoint per version (the inventory is sorted by version); the newest ones win.
-    by_version: dict[int, Any] = {}
-    # own_writes_only: the log knows the checkpoints this run wrote (DeltaLog.note_written), so
-    # no listing is needed; a concurrent writer's checkpoint is then missing from this report
-    # only - the boundary protects it all the same (Checkpoint Protection RFC)
-    for c in (log.catch_up() if own_writes_only else log.refresh()).checkpoint_inventory():
-        if c.complete and c.version <= boundary:
-            by_version.setdefault(c.version, c)
-    chosen = list(by_version.values())[-(NUMBER_OF_BARRIER_CHECKPOINTS + 1):]
+    # One checkpoint per version; the newest ones win. own_writes_only: the log knows the
+    # checkpoints this run wrote (DeltaLog.note_written), so no listing is needed; a concurrent
+    # writer's checkpoint is then missing from this report only - the boundary protects it all
+    # the same (Checkpoint Protection RFC). A listing from _last_checkpoint serves when it holds
+    # that many checkpoints at or below the boundary: the others are older.
+    listing = (log.catch_up() if own_writes_only else log.refresh()).listing()
+    chosen = listing.newest_checkpoints(boundary, NUMBER_OF_BARRIER_CHECKPOINTS + 1)
     out: list[str] = []
     for c in chosen:
         try:
@@ -307,9 +305,13 @@ def planned_protected_checkpoints(log: DeltaLog, steps: Sequence[DropStep], boun
     if boundary is None:
         return []
     by_version: dict[int, list[str]] = {}
-    for c in log.checkpoint_inventory():
-        if c.complete and c.version <= boundary:
-            by_version.setdefault(c.version, list(c.paths))
+    planned = {step.version for step in steps if step.kind == CHECKPOINT and step.version <= boundary}
+    # the planned ones come after every existing one: only the newest existing ones that can
+    # still be among those chosen are looked up (a listing from _last_checkpoint serves when it
+    # holds that many: LogListing.newest_checkpoints)
+    wanted = NUMBER_OF_BARRIER_CHECKPOINTS + 1 - len(planned)
+    for c in log.listing().newest_checkpoints(boundary, wanted) if wanted > 0 else ():
+        by_version.setdefault(c.version, list(c.paths))
     for step in steps:
         if step.kind == CHECKPOINT and step.version <= boundary:
             by_version[step.version] = [planned_checkpoint_path(step)]

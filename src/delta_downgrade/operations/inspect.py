@@ -71,7 +71,7 @@ class TableReport:
     table: str
     version: int
     latest_version: int
-    earliest_version: int
+    earliest_version: int | None          # None: not listed (``history=False`` lists the tail)
     timestamp_ms: int | None
     protocol: Protocol
     features: list[FeatureReport]         # sorted by name
@@ -87,6 +87,10 @@ class TableReport:
     files: FileSummary
     unknown_log_files: list[str]
     protocol_history: list[ProtocolSpan] | None   # None: not read (``history=False``)
+    #: None when the whole log was listed; else the version of the checkpoint ``_last_checkpoint``
+    #: names, from which on the log was listed (``history=False``): ``checkpoints`` and
+    #: ``unknown_log_files`` are those of that version and later.
+    listed_from: int | None = None
 
     @property
     def checkpoint_protection(self) -> bool:
@@ -101,15 +105,21 @@ def inspect_table(location: str, version: int | None = None, *, history: bool = 
                   storage_options: Mapping[str, str] | None = None) -> TableReport:
     """Inspect ``location`` at ``version`` (latest by default)."""
     log = DeltaLog(location, storage_options=storage_options)
-    # The report names the earliest version, every checkpoint and the unknown log files: one
-    # listing of the whole log, not one from the hinted checkpoint completed afterwards.
-    log.refresh(whole_log=True)
-    # every commit and the checkpoint's rows read and checked: a damaged log is named, a damaged
-    # checkpoint set aside for an older one (as for every command)
+    if history:
+        # The report names the earliest version, every checkpoint and the unknown log files: one
+        # listing of the whole log, not one from the hinted checkpoint completed afterwards.
+        log.refresh(whole_log=True)
+    # Without the history, the log is listed from the checkpoint _last_checkpoint names (PROTOCOL.md
+    # "Last Checkpoint File"): what the latest version needs, not the whole directory.
+    # Every commit and the checkpoint's rows read and checked: a damaged log is named, a damaged
+    # checkpoint set aside for an older one (as for every command).
     snapshot = log.validated_snapshot(version, check_read=True, replay="auto")  # the one _file_summary uses
     protocol = snapshot.protocol
     metadata = snapshot.metadata
-    listing = log.full_listing()
+    listing = log.full_listing() if history else log.listing()
+    boundary = snapshot.boundary_version
+    if listing.listed_from is not None and boundary is not None and boundary < listing.listed_from:
+        listing = log.full_listing()  # the protected checkpoints reach below the listed tail
 
     specs = {name: get_feature(name) for name in sorted(protocol.features)}
     traces: dict[str, list[str]] = {}
@@ -127,12 +137,13 @@ def inspect_table(location: str, version: int | None = None, *, history: bool = 
             requires_history_protection=bool(spec and spec.requires_history_protection),
             traces=traces[name] if removable else None))
 
-    boundary = snapshot.boundary_version
-    checkpoints = [CheckpointReport(c, log.sidecars_of(c) if c.kind == "v2" else None)
-                   for c in log.checkpoint_inventory()]
+    listed_from = listing.listed_from
+    inventory = log.checkpoint_inventory() if listed_from is None else listing.checkpoints_from(listed_from)
+    checkpoints = [CheckpointReport(c, log.sidecars_of(c) if c.kind == "v2" else None) for c in inventory]
     protected = [r.checkpoint.version for r in checkpoints
                  if boundary is not None and r.checkpoint.complete and r.checkpoint.version >= boundary]
-    latest, earliest = log.latest_version(), log.earliest_version()
+    latest = log.latest_version()
+    earliest = log.earliest_version() if listed_from is None else None
     return TableReport(
         table=location,
         version=snapshot.version,
@@ -151,8 +162,9 @@ def inspect_table(location: str, version: int | None = None, *, history: bool = 
         boundary_version=boundary,
         protected_checkpoint_versions=protected,
         files=_file_summary(snapshot),
-        unknown_log_files=[s.path for s in listing.unknown],
+        unknown_log_files=[s.path for s in (listing.unknown if listed_from is None else listing.listed_unknown)],
         protocol_history=log.protocol_history() if history else None,
+        listed_from=listed_from,
     )
 
 

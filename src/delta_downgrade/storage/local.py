@@ -5,6 +5,7 @@ from __future__ import annotations
 import errno
 import os
 from contextlib import contextmanager
+from stat import S_ISREG
 from typing import BinaryIO, Iterator, Mapping
 
 from delta_downgrade.errors import CommitFileExistsError
@@ -90,21 +91,25 @@ class LocalStorage:
         base = self._abs(rel_dir)
         out: list[FileStatus] = []
         try:
-            entries = list(os.scandir(base))
+            names = os.listdir(base)
         except FileNotFoundError:
             return out
+        if start_after is not None:
+            # a listing from a version on (a log's tail): only the names kept are stat'ed, and
+            # no per-entry object is made for the others (os.listdir, not os.scandir)
+            names = [n for n in names if n > start_after]
+        names.sort()
         prefix = f"{rel_dir}/" if rel_dir else ""
-        for entry in entries:
-            if start_after is not None and entry.name <= start_after:
-                continue
+        join, stat, is_reg = os.path.join, os.stat, S_ISREG
+        for name in names:
             try:
-                if not entry.is_file():
-                    continue
-                st = entry.stat()
-            except FileNotFoundError:  # deleted between listing and stat
+                st = stat(join(base, name))  # follows links, as DirEntry.is_file() does
+            except (FileNotFoundError, NotADirectoryError):  # deleted between listing and stat
                 continue
-            out.append(FileStatus(prefix + entry.name, st.st_size, int(st.st_mtime * 1000)))
-        out.sort(key=lambda s: s.path)
+            except OSError:  # a link loop or the like: not a file (a directory listing skips it)
+                continue
+            if is_reg(st.st_mode):
+                out.append(FileStatus(prefix + name, st.st_size, int(st.st_mtime * 1000)))
         return out
 
     def list_names(self, rel_dir: str) -> set[str]:
@@ -170,6 +175,10 @@ class LocalStorage:
             self._put_if_absent(rel_path, data)
 
     def _put_if_absent(self, rel_path: str, data: bytes) -> None:
+        # A commit is synced before it is linked (PROTOCOL.md "Delta Log Entries": an entry is
+        # atomic, whole or absent - after a crash too), and the directory after (the commit is
+        # acknowledged; the next step of a drop builds on it). Checkpoints likewise
+        # (write_atomic, atomic_file): a protected checkpoint must survive what its commit does.
         target = self._abs(rel_path)
         tmp = self._write_temp(target, data)
         try:
@@ -214,6 +223,23 @@ class LocalStorage:
                 _unlink_missing_ok(tmp)
                 raise
             _fsync_dir(os.path.dirname(target))
+
+    def replace_hint(self, rel_path: str, data: bytes) -> None:
+        """Replace-or-create atomically (temp file + rename) without forcing it to the disk: for
+        a file that is only a hint, ``_last_checkpoint``. PROTOCOL.md "Last Checkpoint File": the
+        hint may be stale or missing, and readers list the log to find the truth (this package
+        also ignores an empty or unreadable one, as delta-spark does); a crash may lose the new
+        hint, never a commit or a checkpoint, which are synced. Saves two fsyncs per checkpoint."""
+        with typed_write_errors(f"writing {rel_path}", self.root):
+            target = self._abs(rel_path)
+            tmp = _temp_beside(target)
+            try:
+                with open(tmp, "xb") as fh:
+                    fh.write(data)
+                os.replace(tmp, target)
+            except BaseException:
+                _unlink_missing_ok(tmp)
+                raise
 
     @contextmanager
     def atomic_file(self, rel_path: str) -> Iterator[str]:

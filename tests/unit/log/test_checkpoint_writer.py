@@ -124,6 +124,10 @@ class RecordingStorage(LocalStorage):
         super().write_atomic(rel_path, data)
         self.writes.append(rel_path)
 
+    def replace_hint(self, rel_path: str, data: bytes) -> None:
+        super().replace_hint(rel_path, data)
+        self.writes.append(rel_path)
+
 
 # --- schema and values ---------------------------------------------------------------------------
 

@@ -268,6 +268,14 @@ class _FailingStorage(LocalStorage):
         super().write_atomic(rel_path, data)
         self.written.append(rel_path)
 
+    def replace_hint(self, rel_path: str, data: bytes) -> None:  # _last_checkpoint: the same refusals
+        if self.pattern.search(rel_path):
+            self.left -= 1
+            if self.left == 0:
+                raise OSError(28, "No space left on device")
+        super().replace_hint(rel_path, data)
+        self.written.append(rel_path)
+
 
 @pytest.mark.parametrize("pattern,fail_at", [(r"_sidecars/", 2), (r"\.checkpoint\.[0-9a-f-]{36}\.parquet$", 1),
                                              (r"_last_checkpoint$", 1)],

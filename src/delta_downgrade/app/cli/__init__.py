@@ -108,6 +108,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         command = _command_word(argv)
         return fail(command if command in _COMMANDS else None, error, table=None, as_json="--json" in words,
                     secrets=secrets)
+    # pyarrow without pandas in this process, unless something needs pandas (lean_imports)
+    from delta_downgrade.app.cli import lean_imports
+
+    lean_imports.install()
     # Imported once a command runs (``--help`` exits in parse_args): ``logging`` is a good part of
     # the start-up time of ``--help``.
     from delta_downgrade.app.console_logging import CLI_STEP_FORMAT, console_logging, level_for

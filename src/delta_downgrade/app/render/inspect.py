@@ -85,6 +85,7 @@ def inspect_document(report: TableReport) -> dict[str, Any]:
             "domains": list(report.files.domains),
         },
         "unknown_log_files": list(report.unknown_log_files),
+        "listed_from": report.listed_from,
     }
     if report.protocol_history is not None:
         doc["protocol_history"] = [span_document(span) for span in report.protocol_history]
@@ -110,8 +111,10 @@ def render_text(report: TableReport) -> str:
     """``inspect``: a readable, aligned rendering of the report."""
     p = protocol_document(report.protocol)
     lines = [f"table            {report.table}",
-             f"version          {report.version} (latest {report.latest_version}, earliest retained "
-             f"{report.earliest_version}) at {iso_utc(report.timestamp_ms)}",
+             f"version          {report.version} (latest {report.latest_version}, "
+             + (f"earliest retained {report.earliest_version}" if report.listed_from is None else
+                f"log listed from checkpoint {report.listed_from}")
+             + f") at {iso_utc(report.timestamp_ms)}",
              *protocol_lines(p)]
     implicit = sorted(report.protocol.implicit_features)
     if implicit:

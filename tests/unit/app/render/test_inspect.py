@@ -49,7 +49,7 @@ def test_document_keys_and_values():
                          "protocol", "implicit_features", "features", "unsupported_features", "table_id",
                          "partition_columns", "properties", "checkpoints", "last_checkpoint",
                          "checkpoint_protection", "droppable_features", "files", "unknown_log_files",
-                         "protocol_history"]
+                         "listed_from", "protocol_history"]
     assert doc["format_version"] == 1 and doc["timestamp"] == "2023-11-14T22:13:20.123Z"
     assert doc["protocol"] == {"minReaderVersion": 3, "minWriterVersion": 7,
                                "readerFeatures": ["catalogManaged", "deletionVectors"],

@@ -1,0 +1,97 @@
+"""Which heavy modules each command imports, in a fresh interpreter per command (the process
+start is the point): pandas never (pyarrow would load it for its pandas shim: the CLI answers
+pyarrow's probe with "no pandas", see ``app/cli/lean_imports.py``), no engine, no settings
+library, and pyarrow only where the command writes or reads Parquet."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from delta_downgrade.log.files import LOG_DIR
+
+HEAVY = ("pandas", "pyarrow", "numpy", "pyspark", "py4j", "pydantic", "pydantic_settings", "deltalake", "yaml")
+
+PROBE = """
+import contextlib, io, json, sys
+from delta_downgrade.app.cli import main
+out = io.StringIO()
+with contextlib.redirect_stdout(out):
+    try:
+        code = main(json.loads(sys.argv[1]))
+    except SystemExit as exit:
+        code = exit.code
+heavy = sorted({m.split(".")[0] for m in sys.modules if sys.modules[m] is not None} & set(json.loads(sys.argv[2])))
+print(json.dumps({"code": code, "heavy": heavy, "out": out.getvalue()}))
+"""
+
+
+def _run_main(argv: list[str]) -> dict:
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    done = subprocess.run([sys.executable, "-c", PROBE, json.dumps(argv), json.dumps(HEAVY)],
+                          capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def _dv_table(root: Path, commits: int = 3) -> str:
+    """A table with deletionVectors in its protocol and no deletion vector: a fast drop."""
+    (root / LOG_DIR).mkdir(parents=True)
+    schema = json.dumps({"type": "struct", "fields": [{"name": "id", "type": "long", "nullable": True,
+                                                       "metadata": {}}]})
+    first = [{"protocol": {"minReaderVersion": 3, "minWriterVersion": 7, "readerFeatures": ["deletionVectors"],
+                           "writerFeatures": ["deletionVectors"]}},
+             {"metaData": {"id": "t", "format": {"provider": "parquet", "options": {}}, "schemaString": schema,
+                           "partitionColumns": [], "configuration": {"delta.enableDeletionVectors": "true"},
+                           "createdTime": 0}}]
+    for v in range(commits):
+        add = {"add": {"path": f"f{v}.parquet", "partitionValues": {}, "size": 10 + v, "modificationTime": v,
+                       "dataChange": True}}
+        info = {"commitInfo": {"timestamp": v, "operation": "WRITE"}}
+        lines = [info, *(first if v == 0 else []), add]
+        (root / LOG_DIR / f"{v:020d}.json").write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    return str(root)
+
+
+def test_fast_drop_imports_pyarrow_for_its_checkpoints_and_nothing_else_heavy(tmp_path):
+    path = _dv_table(tmp_path / "t")
+    result = _run_main(["drop-feature", path, "deletionVectors"])
+    assert result["code"] == 0, result["out"]
+    assert '"status":"dropped"' in result["out"]
+    # pyarrow writes the checkpoints (and loads numpy itself); pandas, the engines, the settings
+    # library and YAML are never loaded
+    assert result["heavy"] == ["numpy", "pyarrow"]
+
+
+@pytest.mark.parametrize("argv", [["inspect", "--json", "--no-history"], ["inspect", "--json"]])
+def test_inspect_of_a_small_table_imports_nothing_heavy(tmp_path, argv):
+    path = _dv_table(tmp_path / "t")
+    result = _run_main([*argv, path])
+    assert result["code"] == 0
+    assert result["heavy"] == []
+    assert json.loads(result["out"])["files"]["live_files"] == 3
+
+
+def test_pandas_loaded_after_pyarrow_in_the_cli_process_converts_as_before(tmp_path):
+    """A CLI process that needs pandas after all (pyspark's Connect client imports it) gets it,
+    and pyarrow converts pandas objects as it does anywhere (nulls from a pandas Series)."""
+    probe = """
+import json, sys
+from delta_downgrade.app.cli import lean_imports
+lean_imports.install()
+import pyarrow as pa
+from delta_downgrade.log import arrow_columns  # converts Python values at import
+before = "pandas" in sys.modules
+import pandas as pd
+array = pa.array(pd.Series([1.0, None]))
+print(json.dumps({"before": before, "nulls": array.null_count, "shim": pa.lib._pandas_api.have_pandas}))
+"""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == {"before": False, "nulls": 1, "shim": True}
