@@ -387,7 +387,7 @@ class Catalogue(_Model):
                 raise UnknownClientError(
                     f"{name!r}: {product} has no read path {spelling.path!r} in the catalogue"
                     + (f"; its paths: {', '.join(paths)}" if paths else "; it has one read path: "
-                       f"leave the path out"), params={"client": name, "suggestions": paths})
+                       "leave the path out"), params={"client": name, "suggestions": paths})
         span = (spelling.low, spelling.high)
         holding = [c for c in entries if c.releases.holds(*span, inclusive_high=spelling.pinned)]  # type: ignore[union-attr]
         partial = [c for c in entries if c not in holding

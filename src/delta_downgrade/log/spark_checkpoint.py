@@ -97,9 +97,9 @@ def _check_writable(log: DeltaLog, version: int | None) -> tuple[int, LogSegment
         # through the driver). An object store has no rename and a file only through its own
         # client: there the Arrow path writes the checkpoint through the storage layer.
         raise SparkCheckpointUnsupportedError(
-            f"the Spark checkpoint path writes only tables on a local file system (it publishes "
-            f"its files by renames); nothing was written. Use checkpoint_table (the Arrow path), "
-            f"which writes through the table's storage", table=log.table)
+            "the Spark checkpoint path writes only tables on a local file system (it publishes "
+            "its files by renames); nothing was written. Use checkpoint_table (the Arrow path), "
+            "which writes through the table's storage", table=log.table)
     snapshot = log.snapshot(version, check_read=False)  # validates the protocol
     _refuse_unwritable(log, snapshot.version, snapshot.protocol_action, snapshot.metadata)
     if uses_v2_checkpoint(snapshot.protocol, snapshot.metadata, log.table):

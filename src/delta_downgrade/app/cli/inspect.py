@@ -51,8 +51,8 @@ def _run_catalog(args: argparse.Namespace, ref: object) -> int:
     from delta_downgrade.errors import BadInputError
 
     if args.version is not None:
-        raise BadInputError(f"--version needs the table's path: DESCRIBE DETAIL of a catalog name "
-                            f"describes its latest version only", table=args.table)
+        raise BadInputError("--version needs the table's path: DESCRIBE DETAIL of a catalog name "
+                            "describes its latest version only", table=args.table)
     report = inspect_catalog_table(delta_sql_session(ref), ref)
     return finish(args, catalog_inspect_result(report),
                   document=catalog_inspect_document(report) if args.json else None,

@@ -79,7 +79,12 @@ class InspectDocument(Document):
     table: str
     version: int
     latest_version: int
-    earliest_version: int
+    earliest_version: int | None = Field(description="the oldest version still reconstructable; null "
+                                                     "with --no-history when the log was listed from "
+                                                     "_last_checkpoint (see listed_from)")
+    listed_from: int | None = Field(description="null when the whole log was listed; with --no-history, "
+                                                "the version of the checkpoint _last_checkpoint names "
+                                                "when the log was listed from it")
     timestamp: str | None
     protocol: ProtocolDocument
     implicit_features: list[str]
