@@ -46,7 +46,7 @@ def free_port() -> int:
 
 
 class ConnectServer:
-    def __init__(self, master: str = "local[2]", extra_conf: "dict[str, str] | None" = None) -> None:
+    def __init__(self, master: str = "local[2]", extra_conf: dict[str, str] | None = None) -> None:
         """``extra_conf``: more confs for this server (a test's own server: a file system's jars
         on the driver's class path and its settings)."""
         import pyspark

@@ -33,9 +33,8 @@ import os
 import pytest
 
 from tests.delta_spark_support import (
-    BOUNDARY, DAY_S, backdate_log, canonical_rows, commit_versions, condition, delta_rs_rows, detail,
-    log_names,
-    read_rows, remove_hadoop_checksums,
+    BOUNDARY, DAY_S, backdate_log, canonical_rows, commit_versions, condition, delta_rs_rows,
+    detail, log_names, read_rows, remove_hadoop_checksums
 )
 
 pytestmark = pytest.mark.classic_spark("delta-spark's SQL runs on the classic session")

@@ -32,7 +32,9 @@ import time
 
 import pytest
 
-from tests.delta_spark_support import canonical_rows, condition, delta_rs_rows, history, read_rows
+from tests.delta_spark_support import (
+    canonical_rows, condition, delta_rs_rows, history, read_rows
+)
 from tests.process_support import run_cli
 
 pytestmark = pytest.mark.classic_spark("delta-spark's SQL runs on the classic session")

@@ -41,7 +41,7 @@ def _options(endpoint: Endpoint) -> list[str]:
     return out
 
 
-def test_conditional_create_has_one_winner_on_gcs(gcs_write_endpoint: Endpoint) -> None:
+def test_conditional_create_has_one_winner_on_gcs(gcs_write_endpoint: Endpoint) -> None:  # noqa: F811
     storage = open_storage(gcs_write_endpoint.location("tbl"), options=gcs_write_endpoint.storage_options)
     assert storage.atomic_put_if_absent, storage.not_atomic_reason
     name = "_delta_log/00000000000000000000.json"
@@ -73,7 +73,8 @@ def test_conditional_create_has_one_winner_on_gcs(gcs_write_endpoint: Endpoint) 
     assert gcs_write_endpoint.keys("tbl") == [name]
 
 
-def test_drop_then_truncate_on_gcs(gcs_write_endpoint: Endpoint, golden_root: Path, oracle, duckdb_reader) -> None:
+def test_drop_then_truncate_on_gcs(gcs_write_endpoint: Endpoint, golden_root: Path, oracle,  # noqa: F811
+                                   duckdb_reader) -> None:
     from delta_downgrade.clock import ManualClock
     from delta_downgrade.operations.drop_feature import drop_feature
     from delta_downgrade.operations.inspect import inspect_table

@@ -23,7 +23,7 @@ import os
 import pytest
 
 from tests.delta_spark_support import (
-    BOUNDARY, DAY_S, backdate_log, commit_versions, detail, read_rows, remove_hadoop_checksums,
+    BOUNDARY, DAY_S, backdate_log, commit_versions, detail, read_rows, remove_hadoop_checksums
 )
 from tests.process_support import run_cli
 

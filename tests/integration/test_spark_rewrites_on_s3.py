@@ -31,7 +31,9 @@ from pathlib import Path
 import pytest
 
 from tests.delta_jars import hadoop_aws_jars
-from tests.delta_spark_support import canonical_rows, delta_rs_rows, read_rows, remove_hadoop_checksums
+from tests.delta_spark_support import (
+    delta_rs_rows, read_rows, remove_hadoop_checksums
+)
 from tests.object_stores import S3_REGION
 
 pytestmark = pytest.mark.classic_spark("runs its own classic and Connect sessions in child processes")
@@ -111,7 +113,7 @@ def _run_drops(mode: str, conf: dict[str, str], drops: list[tuple[str, str, dict
 
 
 def _child(env: dict[str, str], drops: list[tuple[str, str, dict]]) -> list[int]:
-    proc = subprocess.run([sys.executable, "-c", CHILD, json.dumps(drops)], capture_output=True,
+    proc = subprocess.run([sys.executable, "-c", CHILD, json.dumps(drops)], capture_output=True, check=False,
                           text=True, timeout=900, env=env, cwd=str(REPO_ROOT))
     lines = [line for line in proc.stdout.splitlines() if line.startswith("EXIT_CODES ")]
     assert proc.returncode == 0 and lines, f"child failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-6000:]}"
