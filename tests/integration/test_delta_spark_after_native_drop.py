@@ -18,6 +18,8 @@ on the classic session with its SQL extension:
   while history before the boundary remains). This package's ``verify_task`` checks the
   protected checkpoints, and delta-spark reads every retained version with the rows it read
   there before the cleanup;
+- (a writer feature's drop protects no history: no boundary; there delta-spark's cleanup of the
+  expired history leaves the rows and ``verify_task`` passes)
 - drops ``checkpointProtection`` itself with ``TRUNCATE HISTORY`` once the history before the
   boundary has expired: the protocol loses the feature and the boundary property, the rows stay,
   and this package's ``inspect`` and ``verify_task`` read the result.
@@ -138,12 +140,24 @@ def test_delta_spark_writes_cleans_up_and_truncates_after_native_drop(
         assert outcome.status == "dropped", (feature, outcome)
     boundary = outcome.boundary_version
     protected = list(outcome.protected_checkpoints)
-    assert boundary is not None and protected
-    assert detail(spark, path)["properties"][BOUNDARY] == str(boundary)
 
     # delta-spark writes on the result.
     final_rows = _write_with_delta_spark(spark, path)
     assert delta_rs_rows(oracle.scan_rows(path).unwrap()) == final_rows, "delta-rs reads other rows"
+
+    if boundary is None:
+        # A writer feature leaves no history to protect (PROTOCOL.md "Table Features": readers
+        # ignore writer features): no boundary, no checkpointProtection. delta-spark's checkpoint
+        # and cleanup with the history before the drop expired leave the table whole.
+        assert "checkpointProtection" not in detail(spark, path)["features"] and not protected
+        assert backdate_log(path, first_drop_version, EXPIRED_S)
+        spark.sql(f"ALTER TABLE {t} SET TBLPROPERTIES ('delta.checkpointInterval' = '1')").collect()
+        assert read_rows(spark, path) == final_rows
+        _verify(path, f"--expect_absent_feature={features[-1]}")
+        assert delta_rs_rows(oracle.scan_rows(path).unwrap()) == final_rows
+        return
+    assert protected
+    assert detail(spark, path)["properties"][BOUNDARY] == str(boundary)
 
     # delta-spark's checkpoint and metadata cleanup with the history before the drop expired.
     before_cleanup = commit_versions(path)
