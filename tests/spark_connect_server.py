@@ -46,7 +46,9 @@ def free_port() -> int:
 
 
 class ConnectServer:
-    def __init__(self, master: str = "local[2]") -> None:
+    def __init__(self, master: str = "local[2]", extra_conf: dict[str, str] | None = None) -> None:
+        """``extra_conf``: more confs for this server (a test's own server: a file system's jars
+        on the driver's class path and its settings)."""
         import pyspark
 
         from delta_downgrade.spark import local_conf
@@ -60,7 +62,8 @@ class ConnectServer:
         # (tests/spark_parser.py). Real Delta SQL runs on the classic session (tests/delta_jars.py).
         saved = os.environ.pop("DELTA_DOWNGRADE_DELTA_JARS", None)
         try:
-            conf = {**local_conf(remote=True), "spark.connect.grpc.binding.port": str(self.port)}
+            conf = {**local_conf(remote=True), "spark.connect.grpc.binding.port": str(self.port),
+                    **(extra_conf or {})}
         finally:
             if saved is not None:
                 os.environ["DELTA_DOWNGRADE_DELTA_JARS"] = saved
