@@ -38,7 +38,7 @@ define quietly
 	  tail -n 40 $(INSTALL_LOG) >&2; exit 1; }
 endef
 
-.PHONY: venv venv-test check-java test test-unit test-classic test-connect test-delta-oracle demo wheel schemas clean distclean databricks-cli fake-gcs-server jars older-clients test-clients-matrix clients-matrix
+.PHONY: venv venv-test check-java lint test test-unit test-classic test-connect test-delta-oracle demo wheel schemas clean distclean databricks-cli fake-gcs-server jars older-clients test-clients-matrix clients-matrix
 
 # ---- Delta's jars: delta-spark for pyspark's Spark line, delta-storage, hadoop-aws + AWS SDK
 # (jars/pom.xml), resolved by Maven into a repository-local Maven repository under .jars/ (ignored
@@ -245,9 +245,14 @@ check-java:
 # The whole suite on classic Spark (recording which tests used Spark), then those tests again on
 # Spark Connect (a Connect server of its own, as Databricks serverless;
 # tests/spark_connect_server.py).
-test: test-classic test-connect
+test: lint test-classic test-connect
 
 # The inner loop: the unit tier starts no JVM, server or child process (tests/unit_tier_guard.py).
+# The linter ([tool.ruff] in pyproject.toml), on everything Python in the repository; first, as
+# it takes a second.
+lint: venv-test
+	$(VENV)/bin/ruff check src tools/src bench tests
+
 test-unit: venv-test
 	$(VENV)/bin/pytest -q tests/unit $(PYTEST_ARGS)
 

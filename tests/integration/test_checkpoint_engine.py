@@ -102,7 +102,7 @@ def test_a_bad_setting_is_refused_before_the_first_write(tmp_path, monkeypatch):
 
 
 def test_spark_without_a_session_is_refused(tmp_path):
-    b = _table(tmp_path / "t")
+    _table(tmp_path / "t")
     names = sorted(os.listdir(tmp_path / "t" / LOG_DIR))
     # a fresh interpreter: no Spark session can be active there
     code = ("import sys\nfrom delta_downgrade.operations.drop_feature import drop_feature\n"

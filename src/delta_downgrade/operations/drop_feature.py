@@ -28,7 +28,7 @@ from delta_downgrade.operations.drop_run import (
     NUMBER_OF_BARRIER_CHECKPOINTS, STATUS_ALREADY_ABSENT, STATUS_DROPPED, DropOutcome, DropRun,
     _DroppedConcurrently, finish, protected_checkpoint_paths, truncate_after_ms,
 )
-from delta_downgrade.operations.drop_plan import DropPlan, PlannedSnapshot
+from delta_downgrade.operations.drop_plan import DropPlan
 from delta_downgrade.operations.drop_validation import clean_feature_name, validate_drop, validate_plan
 from delta_downgrade.operations.truncate import drop_checkpoint_protection
 from delta_downgrade.protocol import CHECKPOINT_PROTECTION, Protocol, TableFeature
