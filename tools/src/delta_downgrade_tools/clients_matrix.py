@@ -102,9 +102,28 @@ def golden_tables() -> list[tuple[str, Path]]:
     return [(p.name, p) for p in sorted(root.iterdir()) if (p / "_delta_log").is_dir()]
 
 
-#: Where the matrix's tables come from, each a function returning (name, path) pairs: add the
-#: delta-spark corpus here (its tables are checked exactly as the golden ones).
-TABLE_SOURCES: list[Callable[[], list[tuple[str, Path]]]] = [golden_tables]
+def corpus_tables() -> list[tuple[str, Path]]:
+    """The tables of the delta-spark corpus (``delta_spark_corpus.py``) as the tests built them for
+    the delta-spark jar of ``.jars/spark.classpath`` (``.test-records/delta-spark-corpus/<key>/``),
+    named ``corpus-<table>`` (a name that is also a directory name); none, said on stderr, when that build is not there (``make test``
+    builds it, or ``python -m delta_downgrade_tools.delta_spark_corpus DIR``)."""
+    from delta_downgrade_tools import delta_spark_corpus as generator
+
+    classpath = REPO_ROOT / ".jars" / "spark.classpath"
+    jars = [j for j in classpath.read_text().strip().split(",") if j] if classpath.is_file() else []
+    built = REPO_ROOT / ".test-records" / "delta-spark-corpus" / (generator.corpus_key(jars) if jars else "-")
+    manifest = built / generator.MANIFEST
+    if not manifest.is_file():
+        print(f"clients matrix: no delta-spark corpus at {built} (make test builds it): golden tables "
+              f"only", file=sys.stderr)
+        return []
+    names = json.loads(manifest.read_text(encoding="utf-8"))["tables"]
+    return [(f"corpus-{name}", built / name) for name in names]
+
+
+#: Where the matrix's tables come from, each a function returning (name, path) pairs; the corpus's
+#: tables are checked exactly as the golden ones.
+TABLE_SOURCES: list[Callable[[], list[tuple[str, Path]]]] = [golden_tables, corpus_tables]
 
 
 def tables() -> list[tuple[str, Path]]:
