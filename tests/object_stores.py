@@ -50,6 +50,23 @@ AZURITE_KEY = ("Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K
 START_TIMEOUT_S = 30.0
 
 
+
+def request_body(handler) -> bytes:
+    """The bytes of the request an ``http.server`` handler is serving, sent with a length or
+    chunked (obstore streams a file upload in chunks)."""
+    if "chunked" in (handler.headers.get("Transfer-Encoding") or "").lower():
+        data = b""
+        while True:
+            size = int(handler.rfile.readline().split(b";")[0].strip() or b"0", 16)
+            if size == 0:
+                while handler.rfile.readline() not in (b"\r\n", b"\n", b""):
+                    pass
+                return data
+            data += handler.rfile.read(size)
+            handler.rfile.readline()
+    length = int(handler.headers.get("Content-Length") or 0)
+    return handler.rfile.read(length) if length else b""
+
 def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
@@ -363,20 +380,7 @@ class HeaderStrippingProxy:
                 pass
 
             def _body(self) -> bytes:
-                """The request's bytes, sent with a length or chunked (obstore streams a file
-                upload in chunks)."""
-                if "chunked" in (self.headers.get("Transfer-Encoding") or "").lower():
-                    data = b""
-                    while True:
-                        size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
-                        if size == 0:
-                            while self.rfile.readline() not in (b"\r\n", b"\n", b""):
-                                pass
-                            return data
-                        data += self.rfile.read(size)
-                        self.rfile.readline()
-                length = int(self.headers.get("Content-Length") or 0)
-                return self.rfile.read(length) if length else b""
+                return request_body(self)
 
             def _forward(self) -> None:
                 body = self._body() or None
@@ -519,20 +523,7 @@ class GcsXmlUploadFront:
                     self.wfile.write(data)
 
             def _body(self) -> bytes:
-                """The request's bytes, sent with a length or chunked (obstore streams a file
-                upload in chunks)."""
-                if "chunked" in (self.headers.get("Transfer-Encoding") or "").lower():
-                    data = b""
-                    while True:
-                        size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
-                        if size == 0:
-                            while self.rfile.readline() not in (b"\r\n", b"\n", b""):
-                                pass
-                            return data
-                        data += self.rfile.read(size)
-                        self.rfile.readline()
-                length = int(self.headers.get("Content-Length") or 0)
-                return self.rfile.read(length) if length else b""
+                return request_body(self)
 
             def _forward(self) -> None:
                 body = self._body() or None

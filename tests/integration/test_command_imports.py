@@ -14,30 +14,9 @@ from pathlib import Path
 import pytest
 
 from delta_downgrade.log.files import LOG_DIR
+from tests.import_probe import cli_imports
 
 HEAVY = ("pandas", "pyarrow", "numpy", "pyspark", "py4j", "pydantic", "pydantic_settings", "deltalake", "yaml")
-
-PROBE = """
-import contextlib, io, json, sys
-from delta_downgrade.app.cli import main
-out = io.StringIO()
-with contextlib.redirect_stdout(out):
-    try:
-        code = main(json.loads(sys.argv[1]))
-    except SystemExit as exit:
-        code = exit.code
-heavy = sorted({m.split(".")[0] for m in sys.modules if sys.modules[m] is not None} & set(json.loads(sys.argv[2])))
-print(json.dumps({"code": code, "heavy": heavy, "out": out.getvalue()}))
-"""
-
-
-def _run_main(argv: list[str]) -> dict:
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
-    done = subprocess.run([sys.executable, "-c", PROBE, json.dumps(argv), json.dumps(HEAVY)],
-                          capture_output=True, text=True, env=env, timeout=300)
-    assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout.strip().splitlines()[-1])
-
 
 def _dv_table(root: Path, commits: int = 3) -> str:
     """A table with deletionVectors in its protocol and no deletion vector: a fast drop."""
@@ -60,7 +39,7 @@ def _dv_table(root: Path, commits: int = 3) -> str:
 
 def test_fast_drop_imports_pyarrow_for_its_checkpoints_and_nothing_else_heavy(tmp_path):
     path = _dv_table(tmp_path / "t")
-    result = _run_main(["drop-feature", path, "deletionVectors"])
+    result = cli_imports(["drop-feature", path, "deletionVectors"], HEAVY)
     assert result["code"] == 0, result["out"]
     assert '"status":"dropped"' in result["out"]
     # pyarrow writes the checkpoints (and loads numpy itself); pandas, the engines, the settings
@@ -71,7 +50,7 @@ def test_fast_drop_imports_pyarrow_for_its_checkpoints_and_nothing_else_heavy(tm
 @pytest.mark.parametrize("argv", [["inspect", "--json", "--no-history"], ["inspect", "--json"]])
 def test_inspect_of_a_small_table_imports_nothing_heavy(tmp_path, argv):
     path = _dv_table(tmp_path / "t")
-    result = _run_main([*argv, path])
+    result = cli_imports([*argv, path], HEAVY)
     assert result["code"] == 0
     assert result["heavy"] == []
     assert json.loads(result["out"])["files"]["live_files"] == 3

@@ -48,6 +48,7 @@ import pytest
 
 from tests.delta_spark_corpus import CORPUS_CASES, CORPUS_NAMES
 from tests.delta_spark_corpus import corpus_table, delta_spark_corpus  # noqa: F401 (fixtures)
+from tests.delta_spark_support import condition
 from tests.golden_cases import golden_cases
 from tests.integration.delta_spark_differences import explanation
 
@@ -131,22 +132,12 @@ CASES = _in_scope([(t, f, False) for t, f in _FAST] + [(t, f, True) for t, f in 
 
 # --- what delta-spark sees --------------------------------------------------------------------------
 
-def _condition(exc: BaseException) -> str:
-    """The Delta/Spark error class of a failed statement."""
-    get = getattr(exc, "getCondition", None) or getattr(exc, "getErrorClass", None)
-    cls = get() if get else None
-    if cls:
-        return cls
-    found = re.search(r"\[([A-Z][A-Z0-9_]+)(?:\.[A-Z0-9_]+)?\]", str(exc))
-    return found.group(1) if found else type(exc).__name__
-
-
 def _answer(call):
     """A statement's answer, or the class of its refusal (both are answers to compare)."""
     try:
         return call()
     except Exception as exc:
-        return ("refused", _condition(exc))
+        return ("refused", condition(exc))
 
 
 def _detail(spark, path: str) -> dict:
@@ -168,7 +159,7 @@ def _rows(spark, path: str, version: int | None):
     try:
         return "rows", sorted(map(repr, (tuple(r) for r in reader.load(path).collect())))
     except Exception as exc:  # a refusal is an answer to compare
-        return "refused", _condition(exc)
+        return "refused", condition(exc)
 
 
 _CHECKPOINT = re.compile(r"^(\d{20})\.checkpoint(?:\.(\d{10})\.(\d{10})|\.([0-9a-f-]{36}))?\.(parquet|json)$")
@@ -231,7 +222,7 @@ def _delta_drop(spark, path: str, feature: str, truncate: bool) -> str:
     try:
         spark.sql(statement + (" TRUNCATE HISTORY" if truncate else "")).collect()
     except Exception as exc:
-        return _condition(exc)
+        return condition(exc)
     return "dropped"
 
 
