@@ -53,7 +53,7 @@ print(json.dumps({"call_s": call_s, "reader_features": sorted(protocol.reader_fe
 # (the call reads and replays the log: there is no open to separate it from).
 OURS_CHECKPOINT = r"""
 import json, sys, time
-from delta_downgrade.log.checkpoints import checkpoint_table
+from delta_downgrade.log.checkpoint.on_driver import checkpoint_table
 from delta_downgrade.log.delta_log import DeltaLog
 t = time.perf_counter()
 result = checkpoint_table(DeltaLog(sys.argv[1]))
@@ -67,7 +67,7 @@ print(json.dumps({"call_s": call_s, "version": result.version, "num_add_files": 
 OURS_SPARK_CHECKPOINT = r"""
 import json, os, resource, sys, time
 from delta_downgrade.log.delta_log import DeltaLog
-from delta_downgrade.log.spark_checkpoint import spark_checkpoint_table
+from delta_downgrade.log.checkpoint.on_spark import spark_checkpoint_table
 from delta_downgrade.spark import get_spark
 spark = get_spark("bench-spark-checkpoint")
 spark.sparkContext.setLogLevel("ERROR")
@@ -102,7 +102,7 @@ os._exit(0)
 HAS_SPARK_PATH = r"""
 import sys
 try:
-    from delta_downgrade.log.spark_checkpoint import spark_checkpoint_table  # noqa: F401
+    from delta_downgrade.log.checkpoint.on_spark import spark_checkpoint_table  # noqa: F401
 except ImportError as exc:
     print(exc)
     sys.exit(1)

@@ -118,7 +118,7 @@ def build(path: str, commits: int, per_commit: int, *, v2: bool = False) -> None
 _OURS = r"""
 import json, sys, time
 sys.path.insert(0, sys.argv[2])
-from delta_downgrade.log.checkpoints import checkpoint_table
+from delta_downgrade.log.checkpoint.on_driver import checkpoint_table
 from delta_downgrade.log.delta_log import DeltaLog
 path, mode = sys.argv[1], sys.argv[3]
 out = {}
@@ -201,7 +201,7 @@ def profile(path: str) -> None:
     import cProfile
     import pstats
 
-    from delta_downgrade.log.checkpoints import checkpoint_table
+    from delta_downgrade.log.checkpoint.on_driver import checkpoint_table
     from delta_downgrade.log.delta_log import DeltaLog
 
     profiler = cProfile.Profile()

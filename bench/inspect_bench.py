@@ -25,7 +25,7 @@ import uuid
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "src"))
 
 from delta_downgrade.clock import ManualClock  # noqa: E402
-from delta_downgrade.log.checkpoints import checkpoint_table  # noqa: E402
+from delta_downgrade.log.checkpoint.on_driver import checkpoint_table  # noqa: E402
 from delta_downgrade.log.delta_log import DeltaLog  # noqa: E402
 from delta_downgrade.app.render.inspect import inspect_document  # noqa: E402
 from delta_downgrade.operations.inspect import inspect_table  # noqa: E402

@@ -9,12 +9,12 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from delta_downgrade.log.checkpoint_writer import (
+from delta_downgrade.log.checkpoint.classic_writer import (
     CheckpointContent,
     CheckpointResult,
     write_checkpoint,
 )
-from delta_downgrade.log.files import (
+from delta_downgrade.log.format.file_names import (
     parse_log_file,
 )
 from delta_downgrade.protocol.actions import (

@@ -9,7 +9,7 @@ import time
 from typing import Any, Sequence
 
 from delta_downgrade.log.delta_log import DeltaLog
-from delta_downgrade.log.files import commit_path
+from delta_downgrade.log.format.file_names import commit_path
 from delta_downgrade.storage.local import LocalStorage
 from delta_downgrade_tools.modern_builder import ModernTable, build_modern_table
 from tests.process_support import run_cli

@@ -700,7 +700,7 @@ def _from_delta_error_class(error_class: str, message: str, *, table: str | None
 
 
 class SparkCheckpointUnsupportedError(NotSupportedYetError):
-    """A checkpoint the Spark path (``log/spark_checkpoint.py``) does not write yet - a V2 checkpoint,
+    """A checkpoint the Spark path (``log/checkpoint/on_spark.py``) does not write yet - a V2 checkpoint,
     typed statistics (``delta.checkpoint.writeStatsAsStruct``), or a source checkpoint whose adds
     keep their statistics only in ``stats_parsed``. Nothing was written; the Arrow path
     (``checkpoint_table``) writes it."""

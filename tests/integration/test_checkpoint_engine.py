@@ -15,9 +15,9 @@ import pytest
 
 from delta_downgrade.clock import ManualClock
 from delta_downgrade.errors import BadSettingsError
-from delta_downgrade.log.checkpoint_engine import ENGINE_VARIABLE, THRESHOLD_VARIABLE, write_checkpoint
+from delta_downgrade.log.checkpoint.engine import ENGINE_VARIABLE, THRESHOLD_VARIABLE, write_checkpoint
 from delta_downgrade.log.delta_log import DeltaLog
-from delta_downgrade.log.files import LOG_DIR
+from delta_downgrade.log.format.file_names import LOG_DIR
 from delta_downgrade.operations.drop_feature import drop_feature
 from delta_downgrade.protocol import Protocol
 from delta_downgrade_tools.builders import TableBuilder
@@ -145,7 +145,7 @@ def test_carried_streamed_and_spark_checkpoints_hold_a_fresh_replays_actions(tmp
     """The acceptance's differential check: one log, its checkpoints written by the carried
     state (a copy after an empty commit), by the streamed replay (many hash parts) and by Spark,
     each against the checkpoint a fresh one-part replay writes for that version."""
-    from delta_downgrade.log import arrow_replay
+    from delta_downgrade.log.replay import arrow_replay
     from delta_downgrade.log.commit import commit
 
     table = tmp_path / "t"

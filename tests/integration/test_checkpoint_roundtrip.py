@@ -26,9 +26,9 @@ from typing import Any
 import pytest
 
 from delta_downgrade.clock import ManualClock
-from delta_downgrade.log.checkpoints import checkpoint_table
+from delta_downgrade.log.checkpoint.on_driver import checkpoint_table
 from delta_downgrade.log.delta_log import DeltaLog
-from delta_downgrade.log.files import LAST_CHECKPOINT, LOG_DIR, parse_log_file
+from delta_downgrade.log.format.file_names import LAST_CHECKPOINT, LOG_DIR, parse_log_file
 from delta_downgrade.log.snapshot import TableState
 from delta_downgrade.protocol.table_config import TableConfig
 

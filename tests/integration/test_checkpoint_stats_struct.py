@@ -22,10 +22,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from delta_downgrade.log.arrow_replay import replay_segment
-from delta_downgrade.log.checkpoints import checkpoint_table
+from delta_downgrade.log.replay.arrow_replay import replay_segment
+from delta_downgrade.log.checkpoint.on_driver import checkpoint_table
 from delta_downgrade.log.delta_log import DeltaLog
-from delta_downgrade.log.files import classic_checkpoint_path, commit_path
+from delta_downgrade.log.format.file_names import classic_checkpoint_path, commit_path
 from delta_downgrade.storage.local import LocalStorage
 from delta_downgrade_tools.builders import TableBuilder
 from tests.oracle import same_rows

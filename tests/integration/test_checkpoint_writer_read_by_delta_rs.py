@@ -11,11 +11,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from delta_downgrade.log.checkpoint_writer import (
+from delta_downgrade.log.checkpoint.classic_writer import (
     CheckpointContent,
     write_checkpoint,
 )
-from delta_downgrade.log.files import LAST_CHECKPOINT, commit_path, parse_log_file
+from delta_downgrade.log.format.file_names import LAST_CHECKPOINT, commit_path, parse_log_file
 from delta_downgrade.protocol.actions import (
     AddFile,
     ProtocolAction,

@@ -29,10 +29,10 @@ from delta_downgrade.protocol.actions import AnyAction, CommitInfo, Metadata, Pr
 from delta_downgrade.app.cli import main as cli_main
 from delta_downgrade.clock import ManualClock
 from delta_downgrade.errors import UnsupportedFeaturesError
-from delta_downgrade.log.checkpoint_writer import write_checkpoint
-from delta_downgrade.log.checkpoints import checkpoint_content, checkpoint_table
+from delta_downgrade.log.checkpoint.classic_writer import write_checkpoint
+from delta_downgrade.log.checkpoint.on_driver import checkpoint_content, checkpoint_table
 from delta_downgrade.log.delta_log import DeltaLog
-from delta_downgrade.log.files import (
+from delta_downgrade.log.format.file_names import (
     classic_checkpoint_path, commit_path, compacted_path, crc_path, multipart_checkpoint_path,
     sidecar_path, staged_commit_path, v2_checkpoint_path,
 )

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from delta_downgrade.log.files import LOG_DIR
+from delta_downgrade.log.format.file_names import LOG_DIR
 from tests.import_probe import cli_imports
 
 HEAVY = ("pyarrow", "pyspark", "pydantic", "pydantic_settings", "py4j")

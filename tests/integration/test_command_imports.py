@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from delta_downgrade.log.files import LOG_DIR
+from delta_downgrade.log.format.file_names import LOG_DIR
 from tests.import_probe import cli_imports
 
 HEAVY = ("pandas", "pyarrow", "numpy", "pyspark", "py4j", "pydantic", "pydantic_settings", "deltalake", "yaml")
@@ -64,7 +64,7 @@ import json, sys
 from delta_downgrade.app.cli import lean_imports
 lean_imports.install()
 import pyarrow as pa
-from delta_downgrade.log import arrow_columns  # converts Python values at import
+from delta_downgrade.log.format import arrow_columns  # converts Python values at import
 before = "pandas" in sys.modules
 import pandas as pd
 array = pa.array(pd.Series([1.0, None]))

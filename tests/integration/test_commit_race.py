@@ -24,10 +24,10 @@ import pyarrow as pa
 
 from delta_downgrade.protocol.actions import AddFile, CommitInfo, parse_commit
 from delta_downgrade.errors import EXIT_CONFLICT, ConcurrentWriteError, DeltaDowngradeError
-from delta_downgrade.log.checkpoints import checkpoint_table
+from delta_downgrade.log.checkpoint.on_driver import checkpoint_table
 from delta_downgrade.log.commit import commit, fail_on_any_conflict
 from delta_downgrade.log.delta_log import DeltaLog
-from delta_downgrade.log.files import commit_path
+from delta_downgrade.log.format.file_names import commit_path
 from delta_downgrade.storage.local import LocalStorage
 from delta_downgrade_tools.builders import TableBuilder
 

@@ -32,9 +32,9 @@ import pytest
 
 from delta_downgrade.clock import ManualClock
 from delta_downgrade.errors import DeltaDowngradeError, RetentionWaitError
-from delta_downgrade.log.checkpoints import checkpoint_table
+from delta_downgrade.log.checkpoint.on_driver import checkpoint_table
 from delta_downgrade.log.delta_log import DeltaLog
-from delta_downgrade.log.files import LOG_DIR, commit_path
+from delta_downgrade.log.format.file_names import LOG_DIR, commit_path
 from delta_downgrade.operations.drop_feature import drop_feature
 from tests.object_stores import s3_endpoint, s3_server  # noqa: F401
 from tests.oracle import same_rows

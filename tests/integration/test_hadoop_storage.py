@@ -65,7 +65,7 @@ def test_v2_checkpoint_through_hadoop_storage(spark, golden_table):
     # Sidecars in _delta_log/_sidecars (a directory Hadoop creates on the first write), their
     # sizes and times from Hadoop's file status, then the top-level file and _last_checkpoint.
     from delta_downgrade.clock import ManualClock
-    from delta_downgrade.log.checkpoints import checkpoint_table
+    from delta_downgrade.log.checkpoint.on_driver import checkpoint_table
 
     path = golden_table("v2_checkpoint_json_sidecars")
     storage = HadoopStorage(f"file://{path}", spark)

@@ -20,7 +20,7 @@ import pytest
 
 from delta_downgrade.clock import ManualClock
 from delta_downgrade.log.delta_log import DeltaLog
-from delta_downgrade.log.files import LOG_DIR, LAST_CHECKPOINT, classic_checkpoint_path
+from delta_downgrade.log.format.file_names import LOG_DIR, LAST_CHECKPOINT, classic_checkpoint_path
 from delta_downgrade.operations.cleanup import (
     earliest_truncation_time_ms, history_truncated_before, plan_cleanup,
 )

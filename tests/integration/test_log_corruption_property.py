@@ -40,8 +40,8 @@ from pathlib import Path
 import pytest
 
 from delta_downgrade.errors import DeltaDowngradeError
-from delta_downgrade.log.checkpoints import checkpoint_table
-from delta_downgrade.log.files import LOG_DIR
+from delta_downgrade.log.checkpoint.on_driver import checkpoint_table
+from delta_downgrade.log.format.file_names import LOG_DIR
 from delta_downgrade.operations.drop_feature import drop_feature
 from delta_downgrade.operations.vacuum import vacuum
 from tests.modern_support import build as build_modern_table

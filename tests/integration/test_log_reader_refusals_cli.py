@@ -18,9 +18,9 @@ from typing import Any
 import pytest
 
 from delta_downgrade.clock import ManualClock
-from delta_downgrade.log.checkpoints import checkpoint_table
+from delta_downgrade.log.checkpoint.on_driver import checkpoint_table
 from delta_downgrade.log.delta_log import DeltaLog
-from delta_downgrade.log.files import LOG_DIR, commit_path
+from delta_downgrade.log.format.file_names import LOG_DIR, commit_path
 from tests.unit.log.test_log_reader_edges import with_int96_stats_parsed
 from tests.process_support import tree_hashes
 

@@ -20,8 +20,8 @@ import pytest
 
 from delta_downgrade.app.tasks.entrypoints import verify_task
 from delta_downgrade.log.delta_log import DeltaLog
-from delta_downgrade.log.files import commit_path
-from delta_downgrade.log.segment import read_commit_actions
+from delta_downgrade.log.format.file_names import commit_path
+from delta_downgrade.log.read.segment import read_commit_actions
 from delta_downgrade.operations.drop_feature import drop_feature
 from delta_downgrade.protocol.actions import CommitInfo
 from delta_downgrade.storage import FileStatus

@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 
 from delta_downgrade.errors import StorageNotAtomicError
-from delta_downgrade.log.checkpoints import checkpoint_table
+from delta_downgrade.log.checkpoint.on_driver import checkpoint_table
 from delta_downgrade.log.commit import commit
 from delta_downgrade.log.delta_log import DeltaLog
-from delta_downgrade.log.files import LOG_DIR, classic_checkpoint_path, commit_path
+from delta_downgrade.log.format.file_names import LOG_DIR, classic_checkpoint_path, commit_path
 from delta_downgrade.operations.drop_feature import drop_feature
 from delta_downgrade.protocol.actions import AddFile
 from delta_downgrade.storage import FileStatus

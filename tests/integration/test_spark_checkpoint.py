@@ -1,4 +1,4 @@
-"""The Spark checkpoint path (delta_downgrade.log.spark_checkpoint) writes the checkpoint the Arrow
+"""The Spark checkpoint path (delta_downgrade.log.checkpoint.on_spark) writes the checkpoint the Arrow
 path writes: the same files, the same actions in each file, the same ``_last_checkpoint``.
 
 Differential, on real logs read by a real local Spark: a hand-written log with every case of
@@ -26,13 +26,13 @@ import pytest
 
 from delta_downgrade.clock import ManualClock
 from delta_downgrade.errors import SparkCheckpointUnsupportedError
-from delta_downgrade.log.checkpoints import checkpoint_table
+from delta_downgrade.log.checkpoint.on_driver import checkpoint_table
 from delta_downgrade.log.delta_log import DeltaLog
-from delta_downgrade.log.files import LAST_CHECKPOINT, LOG_DIR, multipart_checkpoint_path
-from delta_downgrade.log.last_checkpoint import read_last_checkpoint
-from delta_downgrade.log.spark_checkpoint import TEMP_DIR_PREFIX, spark_checkpoint_table
-from delta_downgrade.log.spark_hash import spark_partition_of
-from delta_downgrade.log.spark_replay import decoded_path
+from delta_downgrade.log.format.file_names import LAST_CHECKPOINT, LOG_DIR, multipart_checkpoint_path
+from delta_downgrade.log.format.last_checkpoint import read_last_checkpoint
+from delta_downgrade.log.checkpoint.on_spark import TEMP_DIR_PREFIX, spark_checkpoint_table
+from delta_downgrade.log.checkpoint.spark_hash import spark_partition_of
+from delta_downgrade.log.replay.spark_replay import decoded_path
 from delta_downgrade.storage.local import LocalStorage
 
 from tests.oracle import same_rows

@@ -26,9 +26,9 @@ import pyarrow as pa
 import pytest
 
 from delta_downgrade.clock import ManualClock
-from delta_downgrade.log.checkpoints import checkpoint_table
+from delta_downgrade.log.checkpoint.on_driver import checkpoint_table
 from delta_downgrade.log.delta_log import DeltaLog
-from delta_downgrade.log.files import LAST_CHECKPOINT, SIDECAR_DIR, classic_checkpoint_path, classify
+from delta_downgrade.log.format.file_names import LAST_CHECKPOINT, SIDECAR_DIR, classic_checkpoint_path, classify
 from delta_downgrade.log.snapshot import BOUNDARY_PROPERTY
 from delta_downgrade.operations.cleanup import ALL_AT_ONCE, execute_cleanup, plan_cleanup
 from delta_downgrade.protocol import Protocol

@@ -36,7 +36,7 @@ from delta_downgrade.app import cli
 from delta_downgrade.app.render.result import parse_result_lines
 from delta_downgrade.app.tasks.entrypoints import verify_task
 from delta_downgrade.log.delta_log import DeltaLog
-from delta_downgrade.log.files import LOG_DIR, SIDECAR_DIR, classify
+from delta_downgrade.log.format.file_names import LOG_DIR, SIDECAR_DIR, classify
 from delta_downgrade.protocol import Protocol
 from tests.drop_support import run_task
 from tests.oracle import same_rows

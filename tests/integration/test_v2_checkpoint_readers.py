@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from delta_downgrade.log.checkpoints import checkpoint_table
+from delta_downgrade.log.checkpoint.on_driver import checkpoint_table
 from delta_downgrade.log.delta_log import DeltaLog
-from delta_downgrade.log.files import LAST_CHECKPOINT, LOG_DIR
+from delta_downgrade.log.format.file_names import LAST_CHECKPOINT, LOG_DIR
 from tests.oracle import same_rows
 from tests.v2_tables import rows, v2_table
 

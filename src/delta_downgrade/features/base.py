@@ -20,13 +20,13 @@ from typing import TYPE_CHECKING, Any, Callable, Union
 
 from delta_downgrade.errors import NotSupportedYetError
 from delta_downgrade.log.commit import rebase_over_blind_appends
-from delta_downgrade.log.listing import CheckpointInstance
+from delta_downgrade.log.read.listing import CheckpointInstance
 from delta_downgrade.log.snapshot import Snapshot
 from delta_downgrade.protocol.actions import AnyAction, DomainMetadata
 from delta_downgrade.protocol.features import TableFeature, get_feature
 
 if TYPE_CHECKING:  # imported where a run is built: a trace check needs no commit machinery
-    from delta_downgrade.log.arrow_replay import ArrowState
+    from delta_downgrade.log.replay.arrow_replay import ArrowState
     from delta_downgrade.operations.drop_run import DropRun
 
 RewriteFunction = Callable[["DropRun"], Any]
@@ -51,18 +51,18 @@ class TraceContext:
     @property
     def arrow(self) -> ArrowState:
         """The snapshot's state as Arrow columns (:meth:`Snapshot.arrow_state`): counted with
-        :mod:`delta_downgrade.log.file_summary`, never a Python object per file."""
+        :mod:`delta_downgrade.log.replay.file_summary`, never a Python object per file."""
         return self.snapshot.arrow_state()
 
     def deletion_vector_counts(self) -> tuple[int, int]:
         """(live files with a deletion vector, rows they delete). A segment small enough for the
         Python replay is counted on its Python state (no pyarrow to import: ``replay_choice``)."""
-        from delta_downgrade.log.replay_choice import python_replay_fits
+        from delta_downgrade.log.replay.choice import python_replay_fits
 
         if python_replay_fits(self.snapshot.segment):
             with_dv = [f.dv for f in self.snapshot.state().files.values() if f.dv is not None]
             return len(with_dv), sum(dv.cardinality for dv in with_dv)
-        from delta_downgrade.log.file_summary import file_counts
+        from delta_downgrade.log.replay.file_summary import file_counts
 
         counts = file_counts(self.arrow)
         return counts.files_with_deletion_vectors, counts.deleted_rows_in_deletion_vectors

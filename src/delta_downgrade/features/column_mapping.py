@@ -5,7 +5,7 @@ only a rewrite of the files removes them."""
 from __future__ import annotations
 
 from delta_downgrade.features.base import NO_REWRITE, DataRewriteFeature, RewriteFootprint, TraceContext
-from delta_downgrade.log.file_summary import file_counts
+from delta_downgrade.log.replay.file_summary import file_counts
 from delta_downgrade.protocol.actions import AnyAction, Metadata
 from delta_downgrade.protocol.schema import CM_METADATA_KEYS, iter_fields
 

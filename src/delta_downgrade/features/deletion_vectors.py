@@ -11,7 +11,7 @@ from delta_downgrade.features.base import (
     RemovableFeature, RewriteFootprint, TraceContext, commit_properties, require_rewrite,
 )
 from delta_downgrade.log.commit import rebase_over_blind_appends
-from delta_downgrade.log.file_summary import (
+from delta_downgrade.log.replay.file_summary import (
     deletion_vector_file_refs, deletion_vector_files, file_counts, tombstone_paths, tombstones_with_relative_dvs,
 )
 from delta_downgrade.log.snapshot import Snapshot

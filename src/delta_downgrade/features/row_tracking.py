@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from delta_downgrade.features.base import RemovableFeature, TraceContext, commit_properties
-from delta_downgrade.log.file_summary import live_files_with
+from delta_downgrade.log.replay.file_summary import live_files_with
 from delta_downgrade.log.snapshot import Snapshot
 from delta_downgrade.protocol.actions import AnyAction, DomainMetadata
 

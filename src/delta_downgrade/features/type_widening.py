@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 
 from delta_downgrade.features.base import NO_REWRITE, DataRewriteFeature, RewriteFootprint, TraceContext
-from delta_downgrade.log.file_summary import file_counts
+from delta_downgrade.log.replay.file_summary import file_counts
 from delta_downgrade.protocol.actions import AnyAction, Metadata
 from delta_downgrade.protocol.schema import type_change_fields
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from delta_downgrade.features.base import RemovableFeature, TraceContext, commit_properties
-from delta_downgrade.log.listing import CheckpointInstance
+from delta_downgrade.log.read.listing import CheckpointInstance
 from delta_downgrade.log.snapshot import Snapshot
 from delta_downgrade.protocol.actions import AnyAction, CheckpointMetadata, Metadata, Sidecar
 from delta_downgrade.protocol.table_config import TableConfig

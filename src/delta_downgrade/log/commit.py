@@ -23,11 +23,11 @@ from delta_downgrade.errors import (
     CommitFileExistsError, ConcurrentWriteError, CorruptLogError, StorageNotAtomicError,
 )
 from delta_downgrade.log.delta_log import DeltaLog
-from delta_downgrade.log.files import commit_path
+from delta_downgrade.log.format.file_names import commit_path
 from delta_downgrade.log.row_ids import (
     PRESERVED_TAG, ROW_TRACKING_DOMAIN, assign_fresh_row_ids, needs_fresh_row_ids, row_tracking_of,
 )
-from delta_downgrade.log.segment import LoadedFile, read_commit_actions
+from delta_downgrade.log.read.segment import LoadedFile, read_commit_actions
 from delta_downgrade.protocol import Protocol
 from delta_downgrade.protocol.features import writable_under
 from delta_downgrade.protocol.support import Operation, ensure_supported

@@ -12,9 +12,9 @@ from delta_downgrade.errors import (
     CheckpointUnreadableError, CorruptLogError, DeltaDowngradeError, VersionNotFoundError,
     VersionsNotContiguousError,
 )
-from delta_downgrade.log.files import commit_path, parse_log_file
-from delta_downgrade.log.listing import CheckpointInstance, LogListing, list_log, with_files_written
-from delta_downgrade.log.segment import LogSegment
+from delta_downgrade.log.format.file_names import commit_path, parse_log_file
+from delta_downgrade.log.read.listing import CheckpointInstance, LogListing, list_log, with_files_written
+from delta_downgrade.log.read.segment import LogSegment
 from delta_downgrade.log.snapshot import BOUNDARY_PROPERTY, Snapshot
 from delta_downgrade.protocol import Protocol
 from delta_downgrade.protocol.support import Operation, ensure_supported
@@ -70,7 +70,7 @@ class DeltaLog:
         self._snapshots: dict[int, Snapshot] = {}
         self._checked: dict[int, LogListing] = {}  # version -> listing its snapshot was checked against
         #: The checkpoint ``checkpoint_table`` last wrote through this log
-        #: (:class:`~delta_downgrade.log.checkpoint_copy.WrittenCheckpoint`), so that the next one
+        #: (:class:`~delta_downgrade.log.checkpoint.copy_forward.WrittenCheckpoint`), so that the next one
         #: of the same content is copied instead of encoded again.
         self.written_checkpoint: Any = None
         self._own_checkpoints: set[str] = set()  # checkpoint files written through this log
@@ -314,7 +314,7 @@ class DeltaLog:
             snap.validate_commits()
             try:
                 if replay == "auto":
-                    from delta_downgrade.log.replay_choice import python_replay_fits
+                    from delta_downgrade.log.replay.choice import python_replay_fits
 
                     replay = "python" if python_replay_fits(snap.segment) else "arrow"
                 if replay == "arrow":
@@ -347,13 +347,13 @@ class DeltaLog:
         return out
 
     def _verify_checkpoint(self, segment: LogSegment) -> None:
-        """:func:`~delta_downgrade.log.checkpoint_integrity.verify_checkpoint` for the segment's
+        """:func:`~delta_downgrade.log.read.checkpoint_integrity.verify_checkpoint` for the segment's
         checkpoint, once per log (not for checkpoints this log wrote itself)."""
         checkpoint = segment.checkpoint
         if checkpoint is None or checkpoint.paths in self._verified \
                 or set(checkpoint.paths) <= self._own_checkpoints:
             return
-        from delta_downgrade.log.checkpoint_integrity import verify_checkpoint  # pyarrow: only when needed
+        from delta_downgrade.log.read.checkpoint_integrity import verify_checkpoint  # pyarrow: only when needed
 
         listing = self.listing()
         hint = listing.last_checkpoint
@@ -451,7 +451,7 @@ class DeltaLog:
         boundary = first.boundary_version
         spans: list[ProtocolSpan] = []
         span_start = start
-        from delta_downgrade.log.protocol_history import projected_commit_actions
+        from delta_downgrade.log.read.protocol_history import projected_commit_actions
 
         listing = self.full_listing()
         # The commits after start are contiguous up to latest (earliest_version checked that).
@@ -497,7 +497,7 @@ class DeltaLog:
         checkpoint file naming"). Reads only the ``sidecar`` actions (a projected read)."""
         if checkpoint.kind == "multipart":
             return []
-        from delta_downgrade.log.checkpoint_reader import CheckpointReader  # pyarrow: only when needed
+        from delta_downgrade.log.read.checkpoint_reader import CheckpointReader  # pyarrow: only when needed
 
         return CheckpointReader(self.storage, checkpoint).sidecar_paths()
 

@@ -14,14 +14,14 @@ from typing import TYPE_CHECKING, Any, Iterator, Sequence
 from delta_downgrade.protocol.actions import (AddFile, AnyAction, CommitInfo, DomainMetadata, Metadata,
                                               ProtocolAction, RemoveFile, Txn)
 from delta_downgrade.errors import DeltaDowngradeError
-from delta_downgrade.log.replay_choice import replay_state
-from delta_downgrade.log.reconcile import TableState
-from delta_downgrade.log.segment import LogSegment, iter_commit_actions, read_commit_actions, with_checkpoint_fallback
+from delta_downgrade.log.replay.choice import replay_state
+from delta_downgrade.log.replay.reconcile import TableState
+from delta_downgrade.log.read.segment import LogSegment, iter_commit_actions, read_commit_actions, with_checkpoint_fallback
 from delta_downgrade.protocol import Protocol
 from delta_downgrade.storage import FileStatus, Storage
 
 if TYPE_CHECKING:
-    from delta_downgrade.log.arrow_replay import ArrowState
+    from delta_downgrade.log.replay.arrow_replay import ArrowState
 
 # A table's boundary property (Checkpoint Protection RFC).
 BOUNDARY_PROPERTY = "delta.requireCheckpointProtectionBeforeVersion"
@@ -131,7 +131,7 @@ class Snapshot:
             if mine:
                 return mine[-1] if not mine[-1].removed else None
         if self.segment.checkpoint is not None:
-            from delta_downgrade.log.checkpoint_reader import CheckpointReader  # pyarrow: only when needed
+            from delta_downgrade.log.read.checkpoint_reader import CheckpointReader  # pyarrow: only when needed
 
             found_in = CheckpointReader(self.storage, self.segment.checkpoint).actions(["domainMetadata"])
             mine = [a for a in found_in.get("domainMetadata", [])
@@ -190,7 +190,7 @@ class Snapshot:
         return state
 
     def _replayed_state(self) -> TableState:
-        """The Arrow replay of the segment (:func:`~delta_downgrade.log.arrow_replay.replay_state`);
+        """The Arrow replay of the segment (:func:`~delta_downgrade.log.replay.arrow_replay.replay_state`);
         for a shape of log it does not know, the checkpoint and the commits applied one at a
         time, by the same rules."""
         protocol, metadata = self._protocol_and_metadata
@@ -199,7 +199,7 @@ class Snapshot:
             return state
         state = TableState(self.version, protocol, metadata)
         if self.segment.checkpoint is not None:
-            from delta_downgrade.log.checkpoint_reader import CheckpointReader  # pyarrow: only when needed
+            from delta_downgrade.log.read.checkpoint_reader import CheckpointReader  # pyarrow: only when needed
 
             # protocol and metaData come from _protocol_and_metadata (projected, checked there)
             found = CheckpointReader(self.storage, self.segment.checkpoint).actions(
@@ -223,7 +223,7 @@ class Snapshot:
         between its checkpoints), the base's file actions are carried forward: PROTOCOL.md
         "Action Reconciliation" changes a logical file only through an ``add`` or a ``remove``,
         so the replay would give the same columns. Otherwise the segment is replayed
-        (:func:`~delta_downgrade.log.arrow_replay.replay_segment`), or, for a shape of log the
+        (:func:`~delta_downgrade.log.replay.arrow_replay.replay_segment`), or, for a shape of log the
         Arrow replay does not know, built from :meth:`state`.
 
         Raises what the replay raises (:class:`CheckpointUnreadableError`, :class:`CorruptLogError`)."""
@@ -261,7 +261,7 @@ class Snapshot:
     def _replayed_arrow(self) -> "ArrowState":
         import pyarrow as pa
 
-        from delta_downgrade.log.arrow_replay import arrow_state_of, replay_segment
+        from delta_downgrade.log.replay.arrow_replay import arrow_state_of, replay_segment
 
         try:
             return replay_segment(self.storage, self.table, self.segment)

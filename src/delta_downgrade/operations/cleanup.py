@@ -86,10 +86,10 @@ from typing import Callable, Iterable, Mapping, Sequence
 
 from delta_downgrade.clock import SYSTEM_CLOCK, Clock, to_utc_iso
 from delta_downgrade.errors import BadInputError, ConcurrentWriteError, DeltaDowngradeError
-from delta_downgrade.log.checkpoint_reader import CheckpointReader
+from delta_downgrade.log.read.checkpoint_reader import CheckpointReader
 from delta_downgrade.log.delta_log import DeltaLog, ProtocolSpan
-from delta_downgrade.log.files import SIDECAR_DIR, STAGED_COMMITS_DIR, classify
-from delta_downgrade.log.listing import CheckpointInstance, LogListing
+from delta_downgrade.log.format.file_names import SIDECAR_DIR, STAGED_COMMITS_DIR, classify
+from delta_downgrade.log.read.listing import CheckpointInstance, LogListing
 from delta_downgrade.protocol import CHECKPOINT_PROTECTION
 from delta_downgrade.protocol import checkpoint_protection as rules
 from delta_downgrade.protocol.checkpoint_protection import first_unsupported_version
@@ -420,10 +420,10 @@ def _latest_protection(log: DeltaLog) -> tuple[bool, int]:
 
 def _checkpoint_readable(log: DeltaLog, listing: LogListing, version: int) -> bool:
     """Every complete instance at ``version`` yields a protocol and metadata and is the checkpoint
-    its writer recorded (:func:`~delta_downgrade.log.checkpoint_integrity.verify_checkpoint`:
+    its writer recorded (:func:`~delta_downgrade.log.read.checkpoint_integrity.verify_checkpoint`:
     sidecar sizes, action counts): a reader that prefers any of them will not fall back to an
     older checkpoint we are about to delete."""
-    from delta_downgrade.log.checkpoint_integrity import verify_checkpoint
+    from delta_downgrade.log.read.checkpoint_integrity import verify_checkpoint
 
     hint = listing.last_checkpoint
     for ck in listing.checkpoints_from(version):

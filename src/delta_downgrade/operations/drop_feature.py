@@ -19,8 +19,8 @@ from delta_downgrade.errors import (
     InvalidProtocolDowngradeError, RetentionWaitError,
 )
 from delta_downgrade.features import RemovableFeature, TraceContext, removable
-from delta_downgrade.log.checkpoint_engine import validate_engine
-from delta_downgrade.log.checkpoints import checkpoint_table, uses_v2_checkpoint
+from delta_downgrade.log.checkpoint.engine import validate_engine
+from delta_downgrade.log.checkpoint.on_driver import checkpoint_table, uses_v2_checkpoint
 from delta_downgrade.log.commit import WinningCommit, rebase_unless_protocol_changed, require_atomic_commits
 from delta_downgrade.log.delta_log import DeltaLog
 from delta_downgrade.log.snapshot import BOUNDARY_PROPERTY, LogSegment, Snapshot, TableState
@@ -505,7 +505,7 @@ def _planned_history_uses_feature(run: DropRun, behaviour: RemovableFeature, ret
     commit file's time is when it is written). Otherwise the cleanup of the log as it is decides."""
     import time
 
-    from delta_downgrade.log.listing import CheckpointInstance
+    from delta_downgrade.log.read.listing import CheckpointInstance
     from delta_downgrade.operations.cleanup import cutoff_timestamp_ms, monotonic_commit_times, plan_cleanup
 
     barrier = run.latest()  # the planned empty commit; the barrier checkpoint is at its version

@@ -20,8 +20,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Sequence
 
-from delta_downgrade.log.reconcile import TableState
-from delta_downgrade.log.segment import LogSegment
+from delta_downgrade.log.replay.reconcile import TableState
+from delta_downgrade.log.read.segment import LogSegment
 from delta_downgrade.log.snapshot import Snapshot
 from delta_downgrade.protocol.actions import (
     AddCDCFile, AddFile, AnyAction, DomainMetadata, Metadata, ProtocolAction, RemoveFile, Txn,
@@ -29,7 +29,7 @@ from delta_downgrade.protocol.actions import (
 
 if TYPE_CHECKING:
     from delta_downgrade.errors import DeltaDowngradeError
-    from delta_downgrade.log.arrow_replay import ArrowState
+    from delta_downgrade.log.replay.arrow_replay import ArrowState
     from delta_downgrade.protocol import Protocol
 
 COMMIT, CHECKPOINT, TRUNCATE = "commit", "checkpoint", "truncate"
@@ -142,7 +142,7 @@ class PlannedSnapshot(Snapshot):
         return known.advanced(self.version, protocol, metadata, list(txns.values()), list(domains.values()))
 
     def _replayed_arrow(self) -> "ArrowState":
-        from delta_downgrade.log.arrow_replay import arrow_state_of
+        from delta_downgrade.log.replay.arrow_replay import arrow_state_of
 
         return arrow_state_of(self.state())
 

@@ -17,8 +17,8 @@ from typing import Any, Sequence
 
 from delta_downgrade.clock import SYSTEM_CLOCK, Clock, to_utc_iso
 from delta_downgrade.errors import ConcurrentWriteError, DeltaDowngradeError
-from delta_downgrade.log.checkpoint_engine import write_checkpoint
-from delta_downgrade.log.checkpoints import uses_v2_checkpoint
+from delta_downgrade.log.checkpoint.engine import write_checkpoint
+from delta_downgrade.log.checkpoint.on_driver import uses_v2_checkpoint
 from delta_downgrade.log.commit import ConflictResolver, WinningCommit, commit, fail_on_any_conflict
 from delta_downgrade.log.delta_log import DeltaLog
 from delta_downgrade.log.snapshot import Snapshot

@@ -131,7 +131,7 @@ def validate_plan(snapshot: Snapshot, spec: TableFeature, *, planned_updates: Ma
     - the protocol transition of the downgrade commit (PROTOCOL.md "Table Features": the
       feature's removal with normalisation, plus ``checkpointProtection`` for the fast path).
     """
-    from delta_downgrade.log.checkpoints import check_checkpoint_writable
+    from delta_downgrade.log.checkpoint.on_driver import check_checkpoint_writable
 
     table = table or snapshot.table
     protocol = snapshot.protocol

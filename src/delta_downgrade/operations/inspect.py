@@ -4,7 +4,7 @@ The report holds facts only; the CLI renders it as the stable JSON document of `
 (a contract documented in the README: add fields, never rename or drop them) and as text.
 
 The files are summed up without a Python object per file: from the snapshot's Arrow state, part by
-part (:func:`~delta_downgrade.log.file_summary.file_counts`); only a segment small enough
+part (:func:`~delta_downgrade.log.replay.file_summary.file_counts`); only a segment small enough
 for the Python replay (:func:`~delta_downgrade.log.replay_choice.python_replay_fits`) is summed up
 from its Python state, so that ``inspect`` of a small table never imports pyarrow. The traces of
 removable features (and the feature modules that find them) are looked at only when the protocol
@@ -17,15 +17,15 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Mapping
 
 from delta_downgrade.log.delta_log import DeltaLog, ProtocolSpan
-from delta_downgrade.log.file_summary import file_counts
-from delta_downgrade.log.listing import CheckpointInstance
-from delta_downgrade.log.replay_choice import python_replay_fits
+from delta_downgrade.log.replay.file_summary import file_counts
+from delta_downgrade.log.read.listing import CheckpointInstance
+from delta_downgrade.log.replay.choice import python_replay_fits
 from delta_downgrade.protocol import CHECKPOINT_PROTECTION, Protocol
 from delta_downgrade.protocol.features import get_feature
 from delta_downgrade.protocol.support import Operation, unsupported_features
 
 if TYPE_CHECKING:
-    from delta_downgrade.log.reconcile import TableState
+    from delta_downgrade.log.replay.reconcile import TableState
     from delta_downgrade.log.snapshot import Snapshot
 
 

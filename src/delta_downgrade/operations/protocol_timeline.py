@@ -11,7 +11,7 @@ with ``featureName`` and ``truncateHistory``), and the boundary
 Cost: the listing of ``_delta_log`` (one, which the earliest version needs anyway) gives the
 checkpoints for free; protocol changes and DROP FEATURE commits need the commits themselves, so
 only the most recent :data:`MAX_DRAWN_COMMITS` are read - projected on ``protocol`` and
-``commitInfo`` (:func:`~delta_downgrade.log.protocol_history.projected_commit_actions`) - and the
+``commitInfo`` (:func:`~delta_downgrade.log.read.protocol_history.projected_commit_actions`) - and the
 protocol in force where that window starts and the boundary come from snapshots whose segments
 start at a checkpoint (their protocol and metadata read projected). Older history is counted,
 not drawn: :attr:`ProtocolTimeline.older_history_not_drawn`.
@@ -31,7 +31,7 @@ from typing import Any, Mapping
 
 from delta_downgrade.errors import DeltaDowngradeError
 from delta_downgrade.log.delta_log import DeltaLog, commit_version
-from delta_downgrade.log.protocol_history import projected_commit_actions
+from delta_downgrade.log.read.protocol_history import projected_commit_actions
 from delta_downgrade.log.snapshot import Snapshot
 from delta_downgrade.protocol import CHECKPOINT_PROTECTION, Protocol
 from delta_downgrade.protocol.actions import CommitInfo, ProtocolAction

@@ -16,8 +16,8 @@ from delta_downgrade.errors import (
     CheckpointProtectionTruncationBlockedError, CheckpointProtectionWaitError, InvalidProtocolDowngradeError,
     RetentionWaitError,
 )
-from delta_downgrade.log.checkpoints import check_checkpoint_writable
-from delta_downgrade.log.files import SIDECAR_DIR
+from delta_downgrade.log.checkpoint.on_driver import check_checkpoint_writable
+from delta_downgrade.log.format.file_names import SIDECAR_DIR
 from delta_downgrade.log.snapshot import BOUNDARY_PROPERTY
 from delta_downgrade.operations.drop_run import STATUS_DROPPED, DropOutcome, DropRun, finish
 from delta_downgrade.operations.cleanup import (

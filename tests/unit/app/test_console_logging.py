@@ -102,10 +102,10 @@ def test_a_run_nobody_announced_logs_at_debug_only(tmp_path):
         assert err.getvalue() == ""
         with console_logging(CLI_STEP_FORMAT, VERBOSE):
             run.progress("rehearsed step")
-            logging.getLogger("delta_downgrade.log.checkpoints").debug("a detail")
+            logging.getLogger("delta_downgrade.log.checkpoint.on_driver").debug("a detail")
             DropRun(run.log, VPC, announce=True).progress("a step")
     assert err.getvalue().splitlines() == ["DEBUG delta_downgrade.drop: rehearsed step",
-                                           "DEBUG delta_downgrade.log.checkpoints: a detail",
+                                           "DEBUG delta_downgrade.log.checkpoint.on_driver: a detail",
                                            "  a step"]
 
 

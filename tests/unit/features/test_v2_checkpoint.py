@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from delta_downgrade.features import REMOVABLE
-from delta_downgrade.log.listing import CheckpointInstance
+from delta_downgrade.log.read.listing import CheckpointInstance
 from delta_downgrade.protocol.actions import CheckpointMetadata, Metadata, Sidecar
 
 

@@ -1,4 +1,4 @@
-"""Action objects from Arrow rows (delta_downgrade.log.action_rows) equal the Python parser's."""
+"""Action objects from Arrow rows (delta_downgrade.log.format.action_rows) equal the Python parser's."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from delta_downgrade.log.action_rows import (checkpoint_file_actions, is_exact_checkpoint_type, json_file_actions,
+from delta_downgrade.log.format.action_rows import (checkpoint_file_actions, is_exact_checkpoint_type, json_file_actions,
                                              rows_lacking)
-from delta_downgrade.log.checkpoint_reader import CheckpointReader, read_checkpoint_columns
-from delta_downgrade.log.checkpoint_schema import ADD_TYPE, REMOVE_TYPE
+from delta_downgrade.log.read.checkpoint_reader import CheckpointReader, read_checkpoint_columns
+from delta_downgrade.log.format.checkpoint_schema import ADD_TYPE, REMOVE_TYPE
 from delta_downgrade.log.delta_log import DeltaLog
 from delta_downgrade.protocol.actions import AddFile, RemoveFile, parse_action
 

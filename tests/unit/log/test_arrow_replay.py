@@ -1,4 +1,4 @@
-"""The Arrow replay (delta_downgrade.log.arrow_replay) against the Python one (Snapshot.state).
+"""The Arrow replay (delta_downgrade.log.replay.arrow_replay) against the Python one (Snapshot.state).
 
 Differential: for every golden table at every version a segment can be built for (from its
 checkpoint, and from commit 0 when all commits are there), and for synthetic logs written here
@@ -24,13 +24,13 @@ import pytest
 from delta_downgrade.protocol.actions import AddFile, Metadata, ProtocolAction, RemoveFile
 from delta_downgrade.clock import ManualClock
 from delta_downgrade.errors import CorruptLogError
-from delta_downgrade.log import arrow_commits
-from delta_downgrade.log.arrow_replay import ArrowState, replay_segment
-from delta_downgrade.log.checkpoint_schema import CHECKPOINT_SCHEMA
-from delta_downgrade.log.checkpoint_writer import write_checkpoint
-from delta_downgrade.log.checkpoints import checkpoint_content, checkpoint_table
+from delta_downgrade.log.replay import arrow_commits
+from delta_downgrade.log.replay.arrow_replay import ArrowState, replay_segment
+from delta_downgrade.log.format.checkpoint_schema import CHECKPOINT_SCHEMA
+from delta_downgrade.log.checkpoint.classic_writer import write_checkpoint
+from delta_downgrade.log.checkpoint.on_driver import checkpoint_content, checkpoint_table
 from delta_downgrade.log.delta_log import DeltaLog
-from delta_downgrade.log.files import LOG_DIR
+from delta_downgrade.log.format.file_names import LOG_DIR
 from delta_downgrade.log.snapshot import LogSegment, Snapshot, TableState
 from delta_downgrade.storage.local import LocalStorage
 
@@ -728,7 +728,7 @@ def test_checkpoint_table_falls_back_to_the_python_replay(tmp_path, monkeypatch)
     def broken(*args: Any, **kwargs: Any) -> Any:
         raise pa.ArrowNotImplementedError("a shape the Arrow replay does not know")
 
-    monkeypatch.setattr("delta_downgrade.log.arrow_replay.replay_segment", broken)
+    monkeypatch.setattr("delta_downgrade.log.replay.arrow_replay.replay_segment", broken)
     result = checkpoint_table(DeltaLog(path), clock=ManualClock(T0))
     rows = _checkpoint_rows(path, result.paths)
     assert [r["path"] for r in rows["add"]] == ["b.parquet"]

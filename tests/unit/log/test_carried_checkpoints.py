@@ -2,7 +2,7 @@
 
 ``checkpoint_table`` takes the state from the log's snapshot, carried forward over commits that
 change no file (:meth:`Snapshot.arrow_state`), and copies the previous checkpoint's files when
-the content is the same (:mod:`delta_downgrade.log.checkpoint_copy`). Each checkpoint written
+the content is the same (:mod:`delta_downgrade.log.checkpoint.copy_forward`). Each checkpoint written
 that way is compared, row by row, with the checkpoint a fresh ``DeltaLog`` writes for the same
 version of a copy of the log."""
 
@@ -17,10 +17,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from delta_downgrade.clock import ManualClock
-from delta_downgrade.log.checkpoints import checkpoint_table
+from delta_downgrade.log.checkpoint.on_driver import checkpoint_table
 from delta_downgrade.log.commit import commit
 from delta_downgrade.log.delta_log import DeltaLog
-from delta_downgrade.log.files import LOG_DIR, commit_path
+from delta_downgrade.log.format.file_names import LOG_DIR, commit_path
 from delta_downgrade.log.snapshot import Snapshot
 from delta_downgrade.protocol.actions import AddFile, DomainMetadata, Txn
 

@@ -1,13 +1,13 @@
-"""The Arrow columns of a checkpoint (delta_downgrade.log.checkpoint_columns): each action object
+"""The Arrow columns of a checkpoint (delta_downgrade.log.format.checkpoint_columns): each action object
 becomes one row of its column of the checkpoint schema, with ``dataChange`` false."""
 
 from __future__ import annotations
 
 import pyarrow as pa
 
-from delta_downgrade.log.checkpoint_columns import (action_batch, add_array, domain_array, map_array,
+from delta_downgrade.log.format.checkpoint_columns import (action_batch, add_array, domain_array, map_array,
                                                     metadata_array, protocol_array, remove_array, txn_array)
-from delta_downgrade.log.checkpoint_schema import (ADD_TYPE, CHECKPOINT_SCHEMA, METADATA_TYPE, PROTOCOL_TYPE,
+from delta_downgrade.log.format.checkpoint_schema import (ADD_TYPE, CHECKPOINT_SCHEMA, METADATA_TYPE, PROTOCOL_TYPE,
                                                    REMOVE_TYPE)
 from delta_downgrade.protocol.actions import (AddFile, DeletionVectorDescriptor, DomainMetadata, Metadata,
                                               ProtocolAction, RemoveFile, Txn)

@@ -1,4 +1,4 @@
-"""``add.stats`` from ``add.stats_parsed`` (delta_downgrade.log.checkpoint_stats, and its use by
+"""``add.stats`` from ``add.stats_parsed`` (delta_downgrade.log.format.stats_json, and its use by
 read_checkpoint_columns for any checkpoint parquet file: classic, part, V2 top-level, sidecar)."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from delta_downgrade.log.checkpoint_reader import read_checkpoint_columns
-from delta_downgrade.log.checkpoint_stats import fill_missing_stats, stats_json
+from delta_downgrade.log.read.checkpoint_reader import read_checkpoint_columns
+from delta_downgrade.log.format.stats_json import fill_missing_stats, stats_json
 
 UTC = dt.timezone.utc
 BOUNDS = pa.struct([("i", pa.int32()), ("s", pa.string()), ("d", pa.date32()),
@@ -85,7 +85,7 @@ def test_a_stats_parsed_that_is_no_struct_is_ignored(tmp_path):
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from delta_downgrade.log.checkpoint_reader import read_checkpoint_columns
+    from delta_downgrade.log.read.checkpoint_reader import read_checkpoint_columns
 
     add = pa.array([{"path": "a.parquet", "size": 1, "stats": None, "stats_parsed": "not a struct"}],
                    pa.struct([("path", pa.string()), ("size", pa.int64()), ("stats", pa.string()),
@@ -102,7 +102,7 @@ def test_a_failing_stats_recovery_leaves_the_checkpoint_readable(tmp_path, caplo
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    import delta_downgrade.log.checkpoint_reader as checkpoint_reader
+    import delta_downgrade.log.read.checkpoint_reader as checkpoint_reader
 
     parsed_type = pa.struct([("numRecords", pa.int64())])
     add = pa.array([{"path": "a.parquet", "stats": None, "stats_parsed": {"numRecords": 3}}],

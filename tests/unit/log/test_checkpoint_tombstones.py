@@ -8,8 +8,8 @@ import pyarrow as pa
 
 from delta_downgrade.protocol.actions import RemoveFile
 from delta_downgrade.clock import ManualClock
-from delta_downgrade.log.arrow_replay import replay_snapshot
-from delta_downgrade.log.checkpoint_writer import CheckpointContent, write_checkpoint
+from delta_downgrade.log.replay.arrow_replay import replay_snapshot
+from delta_downgrade.log.checkpoint.classic_writer import CheckpointContent, write_checkpoint
 from delta_downgrade.log.delta_log import DeltaLog
 from delta_downgrade_tools.builders import TableBuilder
 

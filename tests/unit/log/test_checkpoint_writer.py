@@ -1,5 +1,5 @@
-"""Checkpoint writer (delta_downgrade.log.checkpoint_writer) and _last_checkpoint
-(delta_downgrade.log.last_checkpoint).
+"""Checkpoint writer (delta_downgrade.log.checkpoint.classic_writer) and _last_checkpoint
+(delta_downgrade.log.format.last_checkpoint).
 
 Real files only: checkpoints are written with LocalStorage into tmp_path and read back with
 pyarrow; delta-rs (subprocess oracle) reads tables whose only history is our checkpoint; golden
@@ -18,9 +18,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from delta_downgrade.log import last_checkpoint as lc
-from delta_downgrade.log.checkpoint_schema import CHECKPOINT_SCHEMA
-from delta_downgrade.log.checkpoint_writer import (
+from delta_downgrade.log.format import last_checkpoint as lc
+from delta_downgrade.log.format.checkpoint_schema import CHECKPOINT_SCHEMA
+from delta_downgrade.log.checkpoint.classic_writer import (
     DEFAULT_PART_SIZE,
     CheckpointContent,
     plan_num_parts,
@@ -28,12 +28,12 @@ from delta_downgrade.log.checkpoint_writer import (
     split_into_parts,
     write_checkpoint,
 )
-from delta_downgrade.log.files import (
+from delta_downgrade.log.format.file_names import (
     LAST_CHECKPOINT,
     classic_checkpoint_path,
     parse_log_file,
 )
-from delta_downgrade.log.spark_hash import (
+from delta_downgrade.log.checkpoint.spark_hash import (
     spark_murmur3_hash,
     spark_murmur3_hashes,
     spark_partition_of,

@@ -17,10 +17,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from delta_downgrade.errors import CheckpointUnreadableError
-from delta_downgrade.log.checkpoint_reader import sidecar_rel_path
-from delta_downgrade.log.checkpoints import checkpoint_table
+from delta_downgrade.log.read.checkpoint_reader import sidecar_rel_path
+from delta_downgrade.log.checkpoint.on_driver import checkpoint_table
 from delta_downgrade.log.delta_log import DeltaLog
-from delta_downgrade.log.files import LOG_DIR, commit_path
+from delta_downgrade.log.format.file_names import LOG_DIR, commit_path
 from delta_downgrade.operations.drop_feature import drop_feature
 from tests.process_support import tree_hashes
 from tests.v2_tables import v2_table

@@ -11,7 +11,7 @@ import pytest
 from delta_downgrade.app.render.inspect import span_document
 from delta_downgrade.errors import InvalidProtocolError, UnsupportedFeaturesError
 from delta_downgrade.log.delta_log import DeltaLog, ProtocolSpan
-from delta_downgrade.log.files import LOG_DIR
+from delta_downgrade.log.format.file_names import LOG_DIR
 from delta_downgrade.protocol import Protocol
 
 METADATA = {"metaData": {"id": "11111111-2222-3333-4444-555555555555",

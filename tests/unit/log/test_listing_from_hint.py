@@ -8,10 +8,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from delta_downgrade.clock import ManualClock
-from delta_downgrade.log.checkpoints import checkpoint_table
+from delta_downgrade.log.checkpoint.on_driver import checkpoint_table
 from delta_downgrade.log.delta_log import DeltaLog
-from delta_downgrade.log.files import LAST_CHECKPOINT, commit_path
-from delta_downgrade.log.listing import list_log
+from delta_downgrade.log.format.file_names import LAST_CHECKPOINT, commit_path
+from delta_downgrade.log.read.listing import list_log
 from delta_downgrade.storage.local import LocalStorage
 
 from tests.unit.log.test_listing_tail import T0, ListsLikeAnObjectStore, _add, _commit, _same, _table

@@ -11,10 +11,10 @@ import os
 from pathlib import Path
 from typing import Any
 
-from delta_downgrade.log.checkpoints import checkpoint_table
+from delta_downgrade.log.checkpoint.on_driver import checkpoint_table
 from delta_downgrade.log.delta_log import DeltaLog
-from delta_downgrade.log.files import LOG_DIR
-from delta_downgrade.log.listing import LogListing, list_log
+from delta_downgrade.log.format.file_names import LOG_DIR
+from delta_downgrade.log.read.listing import LogListing, list_log
 from delta_downgrade.storage import FileStatus
 from delta_downgrade.storage.local import LocalStorage
 

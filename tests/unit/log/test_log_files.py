@@ -1,11 +1,11 @@
-"""Log file names (delta_downgrade.log.files): format, parse, round trip, tolerance."""
+"""Log file names (delta_downgrade.log.format.file_names): format, parse, round trip, tolerance."""
 
 from __future__ import annotations
 
 import pytest
 
-from delta_downgrade.log import files as f
-from delta_downgrade.log.files import LogFile, classify, parse_log_file
+from delta_downgrade.log.format import file_names as f
+from delta_downgrade.log.format.file_names import LogFile, classify, parse_log_file
 
 V = "00000000000000000042"
 

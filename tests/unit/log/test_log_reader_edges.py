@@ -20,12 +20,12 @@ import pytest
 from delta_downgrade.protocol.actions import MalformedActionError, parse_commit
 from delta_downgrade.clock import ManualClock
 from delta_downgrade.errors import CorruptLogError, NotADeltaTableError, VersionsNotContiguousError
-from delta_downgrade.log.arrow_replay import replay_segment
-from delta_downgrade.log.checkpoint_reader import CheckpointReader
-from delta_downgrade.log.checkpoints import checkpoint_table
+from delta_downgrade.log.replay.arrow_replay import replay_segment
+from delta_downgrade.log.read.checkpoint_reader import CheckpointReader
+from delta_downgrade.log.checkpoint.on_driver import checkpoint_table
 from delta_downgrade.log.delta_log import DeltaLog
-from delta_downgrade.log.files import LOG_DIR, classic_checkpoint_path, commit_path
-from delta_downgrade.log.listing import list_log
+from delta_downgrade.log.format.file_names import LOG_DIR, classic_checkpoint_path, commit_path
+from delta_downgrade.log.read.listing import list_log
 from delta_downgrade.log.snapshot import Snapshot
 from delta_downgrade.storage import FileStatus
 from delta_downgrade.storage.local import LocalStorage

@@ -1,5 +1,5 @@
 """The projected read of many commits behind the protocol history
-(delta_downgrade.log.protocol_history): the same actions and the same errors as reading each
+(delta_downgrade.log.read.protocol_history): the same actions and the same errors as reading each
 commit with read_commit_actions, in order, whether the files are read by the calling thread or
 by a pool; and the history built from it (DeltaLog.protocol_history) over a few hundred commits
 with protocol and boundary changes that go back and forth."""
@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 
 from delta_downgrade.errors import CorruptLogError, DuplicateActionsError
-from delta_downgrade.log import protocol_history
+from delta_downgrade.log.read import protocol_history
 from delta_downgrade.log.delta_log import DeltaLog, ProtocolSpan
-from delta_downgrade.log.files import LOG_DIR
-from delta_downgrade.log.protocol_history import projected_commit_actions
-from delta_downgrade.log.segment import read_commit_actions
+from delta_downgrade.log.format.file_names import LOG_DIR
+from delta_downgrade.log.read.protocol_history import projected_commit_actions
+from delta_downgrade.log.read.segment import read_commit_actions
 from delta_downgrade.protocol import Protocol
 from delta_downgrade.storage.local import LocalStorage
 

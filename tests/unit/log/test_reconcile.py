@@ -1,4 +1,4 @@
-"""One reconciliation (delta_downgrade.log.reconcile, delta_downgrade.log.arrow_replay).
+"""One reconciliation (delta_downgrade.log.replay.reconcile, delta_downgrade.log.replay.arrow_replay).
 
 ``Snapshot.state()`` is the Arrow replay's Python view. Differential: on every version of every
 golden table, and on synthetic logs written here (re-added files, same-key pairs in a checkpoint,
@@ -20,15 +20,19 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from delta_downgrade.log import arrow_commits, arrow_replay, replay_choice
+from delta_downgrade.log.replay import arrow_commits
+
+from delta_downgrade.log.replay import arrow_replay
+
+from delta_downgrade.log.replay import choice as replay_choice
 from delta_downgrade.log import snapshot as snapshot_module
-from delta_downgrade.log.checkpoint_columns import add_array, remove_array
-from delta_downgrade.log.checkpoint_writer import CheckpointContent, write_checkpoint
+from delta_downgrade.log.format.checkpoint_columns import add_array, remove_array
+from delta_downgrade.log.checkpoint.classic_writer import CheckpointContent, write_checkpoint
 from delta_downgrade.log.delta_log import DeltaLog
-from delta_downgrade.log.last_checkpoint import serialize_last_checkpoint
-from delta_downgrade.log.files import LOG_DIR
-from delta_downgrade.log.reconcile import CHECKPOINT_RANK, TableState, commit_rank, file_key
-from delta_downgrade.log.segment import LogSegment
+from delta_downgrade.log.format.last_checkpoint import serialize_last_checkpoint
+from delta_downgrade.log.format.file_names import LOG_DIR
+from delta_downgrade.log.replay.reconcile import CHECKPOINT_RANK, TableState, commit_rank, file_key
+from delta_downgrade.log.read.segment import LogSegment
 from delta_downgrade.log.snapshot import Snapshot
 from delta_downgrade.protocol.actions import (AddFile, DomainMetadata, Metadata, ProtocolAction, RemoveFile,
                                               Txn)

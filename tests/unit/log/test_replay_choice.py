@@ -1,4 +1,4 @@
-"""Which replay builds Snapshot.state() (delta_downgrade.log.replay_choice): the Python one for a
+"""Which replay builds Snapshot.state() (delta_downgrade.log.replay.choice): the Python one for a
 small segment without a checkpoint, the Arrow one otherwise - with the same state either way
 (the differential here is on both sides of the threshold; tests/unit/log/test_reconcile.py
 compares the two replays on many more logs)."""
@@ -12,12 +12,13 @@ from typing import Any
 import pytest
 
 from delta_downgrade.clock import ManualClock
-from delta_downgrade.log import arrow_replay, replay_choice
-from delta_downgrade.log.checkpoints import checkpoint_table
+from delta_downgrade.log.replay import arrow_replay
+from delta_downgrade.log.replay import choice as replay_choice
+from delta_downgrade.log.checkpoint.on_driver import checkpoint_table
 from delta_downgrade.log.delta_log import DeltaLog
-from delta_downgrade.log.files import LOG_DIR
-from delta_downgrade.log.replay_choice import python_replay_fits
-from delta_downgrade.log.segment import LogSegment
+from delta_downgrade.log.format.file_names import LOG_DIR
+from delta_downgrade.log.replay.choice import python_replay_fits
+from delta_downgrade.log.read.segment import LogSegment
 from delta_downgrade.storage import FileStatus
 
 T0 = 1_700_000_000_000

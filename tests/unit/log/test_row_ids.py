@@ -14,7 +14,7 @@ import pytest
 from delta_downgrade.errors import RowIdAssignmentWithoutStatsError, RowTrackingPropertiesError
 from delta_downgrade.log.commit import commit, rebase_over_blind_appends
 from delta_downgrade.log.delta_log import DeltaLog
-from delta_downgrade.log.files import commit_path
+from delta_downgrade.log.format.file_names import commit_path
 from delta_downgrade.log.row_ids import (
     MISSING_HIGH_WATER_MARK, PRESERVED_TAG, ROW_TRACKING_DOMAIN, RowTracking, assign_fresh_row_ids,
     high_water_mark, high_water_mark_action,

@@ -1,4 +1,4 @@
-"""Spark's hash partitioning (delta_downgrade.log.spark_hash) against values Spark computed.
+"""Spark's hash partitioning (delta_downgrade.log.checkpoint.spark_hash) against values Spark computed.
 
 The expected hashes are what Apache Spark 4.2's SQL ``hash(s)`` returned for each string (Murmur3Hash
 with seed 42 over the UTF-8 bytes, ``Murmur3_x86_32.hashUnsafeBytes``), and the partitions what
@@ -13,7 +13,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from delta_downgrade.log.spark_hash import (spark_murmur3_hash, spark_murmur3_hashes, spark_partition_ids,
+from delta_downgrade.log.checkpoint.spark_hash import (spark_murmur3_hash, spark_murmur3_hashes, spark_partition_ids,
                                             spark_partition_of, spark_partitions_of)
 
 SPARK = [  # (value, hash(value), pmod(hash(value), 7))

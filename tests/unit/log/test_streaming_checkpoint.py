@@ -22,12 +22,14 @@ import pytest
 
 from delta_downgrade.clock import ManualClock
 from delta_downgrade.errors import CorruptLogError, StorageFullError
-from delta_downgrade.log import arrow_checkpoint, arrow_replay, checkpoint_writer
-from delta_downgrade.log.checkpoints import checkpoint_table
+from delta_downgrade.log.replay import arrow_checkpoint
+from delta_downgrade.log.replay import arrow_replay
+from delta_downgrade.log.checkpoint import classic_writer as checkpoint_writer
+from delta_downgrade.log.checkpoint.on_driver import checkpoint_table
 from delta_downgrade.log.delta_log import DeltaLog
-from delta_downgrade.log.files import LAST_CHECKPOINT, LOG_DIR
-from delta_downgrade.log.state_checkpoint import write_state_checkpoint
-from delta_downgrade.log.state_parts import SpilledParts
+from delta_downgrade.log.format.file_names import LAST_CHECKPOINT, LOG_DIR
+from delta_downgrade.log.checkpoint.from_state import write_state_checkpoint
+from delta_downgrade.log.replay.state_parts import SpilledParts
 from delta_downgrade.storage.local import LocalStorage
 
 DAY = 86_400_000

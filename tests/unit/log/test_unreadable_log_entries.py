@@ -19,12 +19,12 @@ from pathlib import Path
 import pytest
 
 from delta_downgrade.errors import CorruptLogError
-from delta_downgrade.log.arrow_replay import replay_segment
+from delta_downgrade.log.replay.arrow_replay import replay_segment
 from delta_downgrade.log.commit import commit
 from delta_downgrade.log.delta_log import DeltaLog
-from delta_downgrade.log.files import LOG_DIR, commit_path
-from delta_downgrade.log.last_checkpoint import parse_last_checkpoint
-from delta_downgrade.log.segment import read_commit_actions
+from delta_downgrade.log.format.file_names import LOG_DIR, commit_path
+from delta_downgrade.log.format.last_checkpoint import parse_last_checkpoint
+from delta_downgrade.log.read.segment import read_commit_actions
 from delta_downgrade.operations.vacuum import vacuum
 from delta_downgrade.protocol.actions import MalformedActionError, parse_commit
 from delta_downgrade.protocol.json_nesting import MAX_NESTING, NestingTooDeepError, check_nesting, nesting_depth

@@ -1,4 +1,4 @@
-"""The V2 checkpoint writer (delta_downgrade.log.v2_checkpoint_writer) and the routing of
+"""The V2 checkpoint writer (delta_downgrade.log.checkpoint.v2_writer) and the routing of
 ``checkpoint_table`` to it, on real tables built with the package's own commits.
 
 What PROTOCOL.md asks of a UUID-named V2 checkpoint ("V2 Spec", "Sidecar Files", "Sidecar File
@@ -25,12 +25,12 @@ import pytest
 
 from delta_downgrade.clock import ManualClock
 from delta_downgrade.errors import InvalidTablePropertyError
-from delta_downgrade.log.checkpoint_schema import SIDECAR_SCHEMA, V2_CHECKPOINT_SCHEMA
-from delta_downgrade.log.checkpoints import checkpoint_content, checkpoint_table, uses_v2_checkpoint
+from delta_downgrade.log.format.checkpoint_schema import SIDECAR_SCHEMA, V2_CHECKPOINT_SCHEMA
+from delta_downgrade.log.checkpoint.on_driver import checkpoint_content, checkpoint_table, uses_v2_checkpoint
 from delta_downgrade.log.delta_log import DeltaLog
-from delta_downgrade.log.files import LAST_CHECKPOINT, LOG_DIR, SIDECAR_DIR, classify
-from delta_downgrade.log.last_checkpoint import parse_last_checkpoint, read_last_checkpoint
-from delta_downgrade.log.v2_checkpoint_writer import (DEFAULT_SIDECAR_ACTIONS, LAST_CHECKPOINT_EMBED_LIMIT,
+from delta_downgrade.log.format.file_names import LAST_CHECKPOINT, LOG_DIR, SIDECAR_DIR, classify
+from delta_downgrade.log.format.last_checkpoint import parse_last_checkpoint, read_last_checkpoint
+from delta_downgrade.log.checkpoint.v2_writer import (DEFAULT_SIDECAR_ACTIONS, LAST_CHECKPOINT_EMBED_LIMIT,
                                                       write_v2_checkpoint, write_v2_checkpoint_arrow)
 from delta_downgrade.protocol import Protocol
 from delta_downgrade.protocol.actions import Txn, parse_commit

@@ -11,11 +11,11 @@ import pytest
 from delta_downgrade.app.render.cleanup import plan_document
 from delta_downgrade.errors import BadInputError
 from delta_downgrade.log.delta_log import ProtocolSpan
-from delta_downgrade.log.files import (
+from delta_downgrade.log.format.file_names import (
     LOG_DIR, classic_checkpoint_path, classify, commit_path, compacted_path, crc_path,
     multipart_checkpoint_path, sidecar_path, staged_commit_path, v2_checkpoint_path,
 )
-from delta_downgrade.log.listing import CheckpointInstance, LogListing
+from delta_downgrade.log.read.listing import CheckpointInstance, LogListing
 from delta_downgrade.operations.cleanup import (
     ALL_AT_ONCE, NO_CHECKPOINT, NOTHING_TO_DELETE, SKIPPED_PARTIAL, SKIPPED_UNSUPPORTED,
     SUPPORTED_RANGE, UNPROTECTED, CleanupInputs, CleanupPlan, build_plan, cutoff_timestamp_ms,

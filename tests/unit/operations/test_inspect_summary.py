@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 
 from delta_downgrade.clock import ManualClock
-from delta_downgrade.log import replay_choice
-from delta_downgrade.log.checkpoints import checkpoint_table
+from delta_downgrade.log.replay import choice as replay_choice
+from delta_downgrade.log.checkpoint.on_driver import checkpoint_table
 from delta_downgrade.log.delta_log import DeltaLog
-from delta_downgrade.log.files import LOG_DIR
+from delta_downgrade.log.format.file_names import LOG_DIR
 from delta_downgrade.operations.inspect import FileSummary, inspect_table
 
 T0 = 1_700_000_000_000

@@ -15,7 +15,7 @@ from collections import Counter
 
 import pytest
 
-from delta_downgrade.log.checkpoints import checkpoint_table
+from delta_downgrade.log.checkpoint.on_driver import checkpoint_table
 from delta_downgrade.log.delta_log import DeltaLog
 from delta_downgrade.operations.drop_feature import drop_feature
 from delta_downgrade.operations.inspect import inspect_table

@@ -13,8 +13,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from delta_downgrade.log.delta_log import DeltaLog
-from delta_downgrade.log.files import commit_path
-from delta_downgrade.log.segment import read_commit_actions
+from delta_downgrade.log.format.file_names import commit_path
+from delta_downgrade.log.read.segment import read_commit_actions
 from delta_downgrade.protocol.actions import CommitInfo, Metadata
 from delta_downgrade.protocol.schema import (
     COLUMN_MAPPING_ID_KEY, COLUMN_MAPPING_PHYSICAL_NAME_KEY, iter_fields,

@@ -24,7 +24,7 @@ from delta_downgrade.protocol.actions import AddFile, AnyAction, Metadata, Proto
 from delta_downgrade.clock import SYSTEM_CLOCK, Clock
 from delta_downgrade.log.commit import commit
 from delta_downgrade.log.delta_log import DeltaLog
-from delta_downgrade.log.files import commit_path
+from delta_downgrade.log.format.file_names import commit_path
 from delta_downgrade.protocol import Protocol
 from delta_downgrade.protocol.schema import schema_string
 from delta_downgrade.storage.local import LocalStorage
@@ -149,7 +149,7 @@ class TableBuilder:
         return self.commit(removes, "DELETE")
 
     def checkpoint(self, version: int | None = None) -> Any:
-        from delta_downgrade.log.checkpoints import checkpoint_table
+        from delta_downgrade.log.checkpoint.on_driver import checkpoint_table
 
         return checkpoint_table(self.log, version, clock=self.clock)
 

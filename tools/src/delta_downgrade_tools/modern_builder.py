@@ -48,7 +48,7 @@ import pyarrow.parquet as pq
 
 from delta_downgrade.clock import SYSTEM_CLOCK, Clock
 from delta_downgrade.log.commit import commit
-from delta_downgrade.log.files import commit_path
+from delta_downgrade.log.format.file_names import commit_path
 from delta_downgrade.protocol import Protocol
 from delta_downgrade.protocol.actions import (
     AddFile, AnyAction, DomainMetadata, Metadata, ProtocolAction, RemoveFile,

@@ -6,7 +6,7 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from delta_downgrade.clock import to_utc_iso
-from delta_downgrade.log.files import classify
+from delta_downgrade.log.format.file_names import classify
 
 if TYPE_CHECKING:
     from delta_downgrade.operations.cleanup import CleanupPlan, CleanupResult

@@ -7,7 +7,7 @@ import json
 
 from delta_downgrade.app.render.inspect import inspect_document, iso_utc, render_json, render_text
 from delta_downgrade.log.delta_log import ProtocolSpan
-from delta_downgrade.log.listing import CheckpointInstance
+from delta_downgrade.log.read.listing import CheckpointInstance
 from delta_downgrade.operations.inspect import CheckpointReport, FeatureReport, FileSummary, TableReport
 from delta_downgrade.protocol import Protocol
 from delta_downgrade.storage import FileStatus

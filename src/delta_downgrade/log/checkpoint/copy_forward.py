@@ -1,0 +1,72 @@
+"""A checkpoint written again under a later version when its content would be the same bytes.
+
+A drop's barrier checkpoints follow empty commits (Checkpoint Protection RFC): the state at each
+barrier version is the state at the one before - same protocol, metadata, txns, domains and file
+actions - and a checkpoint file records no version of its own (PROTOCOL.md "Checkpoints": the
+version is in the file name). Writing the state again would encode the same rows into the same
+bytes; copying the previous files under the new names is that result for a fraction of the cost.
+
+Only classic and multi-part checkpoints are copied: a V2 checkpoint's top-level file names its
+version (``checkpointMetadata``) and its sidecars, so it is always written afresh.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+
+from delta_downgrade.log.checkpoint.classic_writer import CheckpointResult, NewCheckpointFiles
+from delta_downgrade.log.format.file_names import classic_checkpoint_path, multipart_checkpoint_path
+from delta_downgrade.log.format.last_checkpoint import write_last_checkpoint
+from delta_downgrade.storage import Storage
+
+if TYPE_CHECKING:
+    from delta_downgrade.log.replay.arrow_replay import ArrowState
+
+
+@dataclass(frozen=True)
+class WrittenCheckpoint:
+    """What one ``checkpoint_table`` call wrote, and from what: enough to tell whether a later
+    checkpoint of the same log would hold the same rows."""
+
+    state: ArrowState
+    tombstones: int          # the tombstones written (those within retention)
+    layout: tuple[object, ...]  # what decides the files' layout: part size, V2 format
+    result: CheckpointResult
+
+    def same_content(self, state: ArrowState, tombstones: int, layout: tuple[object, ...]) -> bool:
+        """Whether a checkpoint of ``state`` would hold exactly the rows this one holds.
+
+        The file actions are the same objects (a state carried over commits that changed no
+        file); the tombstones kept are the same set when their number is (a later cutoff only
+        ever drops more of the same tombstones); protocol, metadata, txns and live domains equal."""
+        mine = self.state
+        return (self.result.checkpoint_kind != "v2" and layout == self.layout
+                and tombstones == self.tombstones and state.same_files(mine)
+                and state.protocol == mine.protocol and state.metadata == mine.metadata
+                and state.txns == mine.txns and state.live_domains == mine.live_domains)
+
+
+def copy_checkpoint(storage: Storage, previous: CheckpointResult, version: int, *,
+                    now_ms: int | None = None) -> CheckpointResult | None:
+    """Write ``previous``'s files again as the checkpoint of ``version`` (each part under its
+    name, atomically), then ``_last_checkpoint``. None, with nothing written, when the previous
+    files are no longer the bytes that were written (another writer replaced them, cleanup
+    removed them): the caller then writes the checkpoint from the state."""
+    parts = previous.parts
+    targets = ([classic_checkpoint_path(version)] if parts is None else
+               [multipart_checkpoint_path(version, i, parts) for i in range(1, parts + 1)])
+    try:
+        contents = [storage.read_bytes(path) for path in previous.paths]
+    except OSError:
+        return None
+    if sum(map(len, contents)) != previous.size_in_bytes:
+        return None
+    with NewCheckpointFiles(storage) as new:
+        for path, data in zip(targets, contents):
+            new.publish(path, lambda: storage.write_atomic(path, data))  # noqa: B023 - called at once
+    created_ms = int(time.time() * 1000) if now_ms is None else int(now_ms)
+    result = replace(previous, version=version, paths=tuple(targets), created_ms=created_ms,
+                     last_checkpoint_updated=False)
+    return replace(result, last_checkpoint_updated=write_last_checkpoint(storage, result.last_checkpoint_info()))

@@ -1,0 +1,251 @@
+"""Write the checkpoint of a reconciled :class:`~delta_downgrade.log.replay.arrow_replay.ArrowState`
+part by part, so that the driver holds one part of the state (and one row group of the file)
+at a time, never the whole table nor the whole parquet file as bytes.
+
+The content and layout are those of :mod:`~delta_downgrade.log.checkpoint.classic_writer` (classic and
+multi-part) and :mod:`~delta_downgrade.log.checkpoint.v2_writer` (V2): same schema, values, part
+count, Spark's hash placement of multi-part rows, sidecar size, order of writes and
+``_last_checkpoint``. What differs is only the order of the file-action rows, which PROTOCOL.md
+"Checkpoints" leaves free: a state in hash parts is written part after part.
+
+* **Classic** - one parquet file, streamed to a local file row group by row group
+  (:meth:`Storage.atomic_file`) and published by an atomic rename under its final name.
+* **Multi-part** - every part's file open at once, each state part read once and its rows sent
+  to the part Spark's hash of their path places them in; then all published. A failure removes
+  the parts this call created (an incomplete multi-part checkpoint is never completed). A state
+  in memory (one part) is written by the in-memory writer, as before.
+* **V2** - the sidecars are cut from each state part in turn (at most the sidecar size each), then
+  the top-level file names them all.
+
+A table that writes ``stats_parsed`` (``delta.checkpoint.writeStatsAsStruct``) gets an ``add`` type
+that depends on the statistics present in all its adds; its classic and multi-part checkpoints
+are written from the whole state at once (as before: its memory is not bounded by the parts),
+its V2 sidecars per state part.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+from contextlib import ExitStack, contextmanager
+from dataclasses import replace
+from typing import TYPE_CHECKING, Iterator, Sequence
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from delta_downgrade.log.format.arrow_columns import chunked_field
+from delta_downgrade.log.format.checkpoint_schema import ADD_TYPE, CHECKPOINT_SCHEMA, REMOVE_TYPE, with_add_type
+from delta_downgrade.log.format.stats_struct import with_parsed_columns, writes_stats_as_struct
+from delta_downgrade.log.checkpoint.classic_writer import (BATCH_ROWS, CheckpointResult, arrow_part_batches,
+                                                   checkpoint_parquet_writer, file_action_column, resolve_part_size,
+                                                   struct_tables, supports_v2_checkpoint, write_checkpoint_arrow,
+                                                   write_row_groups)
+from delta_downgrade.log.format.file_names import classic_checkpoint_path, multipart_checkpoint_path
+from delta_downgrade.log.format.last_checkpoint import write_last_checkpoint
+from delta_downgrade.log.checkpoint.spark_hash import spark_partition_ids, spark_partition_of
+from delta_downgrade.log.replay.state_parts import release_memory, tombstones_after
+from delta_downgrade.log.checkpoint.v2_writer import (DEFAULT_V2_FORMAT, check_v2_request, resolve_sidecar_actions,
+                                                      sidecar_slices, write_v2_sidecars_and_top)
+from delta_downgrade.protocol.actions import DomainMetadata
+from delta_downgrade.storage import Storage
+
+if TYPE_CHECKING:
+    from delta_downgrade.log.replay.arrow_replay import ArrowState
+
+
+
+def _parts(state: "ArrowState", cutoff_ms: int) -> Iterator[tuple[pa.ChunkedArray, pa.ChunkedArray]]:
+    """Each state part's file actions as written: ``dataChange`` false, unexpired tombstones."""
+    for adds, removes in state.file_parts():
+        yield (file_action_column(adds, ADD_TYPE, "adds"),
+               file_action_column(tombstones_after(removes, cutoff_ms), REMOVE_TYPE, "removes"))
+        del adds, removes
+        release_memory()
+
+
+def write_state_checkpoint(storage: Storage, state: "ArrowState", cutoff_ms: int, *, v2: bool,
+                           part_size: int | None = None, v2_format: str = DEFAULT_V2_FORMAT,
+                           now_ms: int | None = None, update_last_checkpoint: bool = True) -> CheckpointResult:
+    """Write the checkpoint of ``state`` at ``state.version`` - tombstones deleted at or before
+    ``cutoff_ms`` left out - then point ``_last_checkpoint`` at it (unless it names a newer one).
+
+    ``v2``: a UUID-named V2 checkpoint (``v2_format`` its top-level file, ``part_size`` file
+    actions per sidecar), else a classic one, multi-part when the file actions exceed the part
+    size (:func:`~delta_downgrade.log.checkpoint.classic_writer.resolve_part_size`)."""
+    version = state.version
+    if isinstance(version, bool) or not isinstance(version, int) or version < 0:
+        raise ValueError(f"version must be a non-negative int, got {version!r}")
+    created_ms = int(time.time() * 1000) if now_ms is None else int(now_ms)
+    if v2:
+        return _write_v2(storage, state, cutoff_ms, part_size, v2_format, now_ms, update_last_checkpoint)
+    n_files = state.num_adds + state.num_tombstones_after(cutoff_ms)
+    size = resolve_part_size(state.metadata, part_size)
+    num_parts = 1 if supports_v2_checkpoint(state.protocol) else max(1, math.ceil(n_files / size))
+    live = [d for d in state.domains if not d.removed]
+    if num_parts == 1:
+        rows, path, nbytes = _write_classic(storage, state, cutoff_ms, live)
+        result = CheckpointResult(
+            version=version, paths=(path,), num_actions=rows, num_add_files=state.num_adds,
+            size_in_bytes=nbytes, parts=None, last_checkpoint_updated=False, created_ms=created_ms,
+            part_rows=(rows,))
+    elif state.num_parts > 1 and not writes_stats_as_struct(state.metadata):
+        result = _write_multipart_one_pass(storage, state, cutoff_ms, live, num_parts, created_ms)
+    else:
+        # A state in memory (one part), or a table writing stats_parsed, whose parsed columns
+        # are built over all its adds (each part file gets the one type): the in-memory writer.
+        return write_checkpoint_arrow(storage, version, state.protocol, state.metadata, state.adds,
+                                      state.tombstones_after(cutoff_ms), state.txns, live, part_size=part_size,
+                                      now_ms=created_ms, update_last_checkpoint=update_last_checkpoint)
+    if update_last_checkpoint:
+        updated = write_last_checkpoint(storage, result.last_checkpoint_info())
+        result = replace(result, last_checkpoint_updated=updated)
+    return result
+
+
+def _stream_file(storage: Storage, path: str, schema: pa.Schema, batches: Iterator[pa.RecordBatch | pa.Table]
+                 ) -> int:
+    """One parquet file of ``batches`` written to local disk as they come and published
+    atomically under ``path``; its size in bytes."""
+    with storage.atomic_file(path) as local:
+        with checkpoint_parquet_writer(local, schema) as writer:
+            write_row_groups(writer, batches)
+        return os.path.getsize(local)
+
+
+def _write_classic(storage: Storage, state: "ArrowState", cutoff_ms: int,
+                   live: Sequence[DomainMetadata]) -> tuple[int, str, int]:
+    path = classic_checkpoint_path(state.version)
+    txns = list(state.txns)
+    rows = 2 + len(txns) + len(live)
+    if writes_stats_as_struct(state.metadata):
+        # one file, one schema: the parsed columns' type follows the stats of all rows
+        adds = with_parsed_columns(file_action_column(state.adds, ADD_TYPE, "adds"), state.metadata)
+        removes = file_action_column(state.tombstones_after(cutoff_ms), REMOVE_TYPE, "removes")
+        schema = with_add_type(CHECKPOINT_SCHEMA, adds.type)
+        rows += len(adds) + len(removes)
+        return rows, path, _stream_file(storage, path, schema,
+                                        arrow_part_batches(state.protocol, state.metadata, txns, live, adds, removes,
+                                                           schema))
+    counted = [0]
+
+    def batches() -> Iterator[pa.RecordBatch | pa.Table]:
+        yield from arrow_part_batches(state.protocol, state.metadata, txns, live,
+                                      pa.chunked_array([], ADD_TYPE), pa.chunked_array([], REMOVE_TYPE))
+        for adds, removes in _parts(state, cutoff_ms):
+            counted[0] += len(adds) + len(removes)
+            yield from arrow_part_batches(None, None, (), (), adds, removes)
+
+    nbytes = _stream_file(storage, path, CHECKPOINT_SCHEMA, batches())
+    return rows + counted[0], path, nbytes
+
+
+#: Rows held back per output part before they are written as a row group, at most, by the one-pass
+#: multi-part writer: :data:`BATCH_ROWS` unless the parts are many (memory: parts x rows held).
+MULTIPART_BUFFER_ROWS = 400_000
+
+
+def _write_multipart_one_pass(storage: Storage, state: "ArrowState", cutoff_ms: int,
+                              live: Sequence[DomainMetadata], num_parts: int, created_ms: int) -> CheckpointResult:
+    """:func:`_write_multipart` for a state in several parts and the plain checkpoint schema: all
+    parts' files open at once (local temporary files), each state part read once and its rows
+    sent to the files Spark's hash of their path places them in, in row groups of up to
+    :data:`BATCH_ROWS` rows (fewer when the parts are many, so that the rows held back stay under
+    :data:`MULTIPART_BUFFER_ROWS`); then every file is published. Reads the state once, where
+    gathering part by part would read it once per checkpoint part."""
+    home = spark_partition_of(None, num_parts)
+    group_rows = max(1, min(BATCH_ROWS, MULTIPART_BUFFER_ROWS // num_parts))
+    txns = list(state.txns)
+    paths = [multipart_checkpoint_path(state.version, i + 1, num_parts) for i in range(num_parts)]
+    existed = [storage.exists(p) for p in paths]
+    rows = [0] * num_parts
+    published: list[str] = []
+    sizes: list[int] = []
+    try:
+        with ExitStack() as stack:
+            locals_ = [stack.enter_context(_published(storage, p, published)) for p in paths]
+            writers = [stack.enter_context(checkpoint_parquet_writer(local, CHECKPOINT_SCHEMA)) for local in locals_]
+            pending: list[list[pa.Table]] = [[] for _ in range(num_parts)]
+            held = [0] * num_parts
+
+            def flush(i: int) -> None:
+                if pending[i]:
+                    writers[i].write_table(pa.concat_tables(pending[i]), row_group_size=max(held[i], 1))
+                    pending[i], held[i] = [], 0
+
+            write_row_groups(writers[home], arrow_part_batches(state.protocol, state.metadata, txns, live,
+                                                               pa.chunked_array([], ADD_TYPE),
+                                                               pa.chunked_array([], REMOVE_TYPE)))
+            rows[home] += 2 + len(txns) + len(live)
+            for adds, removes in _parts(state, cutoff_ms):
+                for column, col in (("add", adds), ("remove", removes)):
+                    if len(col) == 0:
+                        continue
+                    ids = spark_partition_ids(chunked_field(col, "path"), num_parts)
+                    order = pc.sort_indices(ids)
+                    counts = pc.value_counts(ids)
+                    placed = col.take(order)
+                    start = 0
+                    for i, n in sorted(zip(counts.field(0).to_pylist(), counts.field(1).to_pylist())):
+                        for table in struct_tables(column, placed.slice(start, n)):
+                            pending[i].append(table)
+                            held[i] += table.num_rows
+                            if held[i] >= group_rows:
+                                flush(i)
+                        rows[i] += n
+                        start += n
+                    del placed
+            for i in range(num_parts):
+                flush(i)
+            for writer in writers:
+                writer.close()
+            sizes = [os.path.getsize(local) for local in locals_]
+    except BaseException:
+        # Some files may be published already when a later one failed: an incomplete multi-part
+        # checkpoint, ignored by readers (PROTOCOL.md "Multi-part checkpoint") but never deleted
+        # by anyone; remove the ones this call created.
+        for path, was in zip(paths, existed):
+            if path in published and not was:
+                try:
+                    storage.delete(path)
+                except Exception:  # noqa: BLE001 - best effort; the original failure is what matters
+                    pass
+        raise
+    return CheckpointResult(
+        version=state.version, paths=tuple(paths), num_actions=sum(rows), num_add_files=state.num_adds,
+        size_in_bytes=sum(sizes), parts=num_parts, last_checkpoint_updated=False, created_ms=created_ms,
+        part_rows=tuple(rows))
+
+
+@contextmanager
+def _published(storage: Storage, path: str, published: list[str]) -> Iterator[str]:
+    """:meth:`Storage.atomic_file`, noting ``path`` in ``published`` once it is."""
+    with storage.atomic_file(path) as local:
+        yield local
+    published.append(path)
+
+
+def _write_v2(storage: Storage, state: "ArrowState", cutoff_ms: int, part_size: int | None, fmt: str,
+              now_ms: int | None, update_last_checkpoint: bool) -> CheckpointResult:
+    """Sidecars of at most the sidecar size cut from each state part in turn, their number known
+    before the first is written (it is in their names)."""
+    check_v2_request(state.protocol, fmt)
+    per_sidecar = resolve_sidecar_actions(state.metadata, part_size)
+    if state.num_parts == 1:
+        adds, removes = next(_parts(state, cutoff_ms))
+        slices: list | Iterator = sidecar_slices(with_parsed_columns(adds, state.metadata), removes, per_sidecar)
+        count = len(slices)  # type: ignore[arg-type]
+    else:
+        tombstones = state.tombstones_after_per_part(cutoff_ms)
+        count = sum(math.ceil((p + t) / per_sidecar) for (p, _), t in zip(state.parts.sizes, tombstones))
+
+        def stream() -> Iterator[tuple[pa.ChunkedArray, pa.ChunkedArray]]:
+            for adds, removes in _parts(state, cutoff_ms):
+                yield from sidecar_slices(with_parsed_columns(adds, state.metadata), removes, per_sidecar)
+
+        slices = stream()
+    return write_v2_sidecars_and_top(storage, state.version, state.protocol, state.metadata, state.txns,
+                                     state.domains, slices, count, fmt=fmt, now_ms=now_ms,
+                                     update_last_checkpoint=update_last_checkpoint)
+

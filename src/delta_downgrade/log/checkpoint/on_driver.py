@@ -1,0 +1,150 @@
+"""Checkpoint a table at a version: reconcile its state, ask the writer rules, write the files.
+
+The rules are decided in :mod:`delta_downgrade.protocol`: Checkpoint Protection rule (b) (no
+checkpoint before the boundary unless this package supports *that version's* protocol) by
+:func:`~delta_downgrade.protocol.checkpoint_protection.rule_b`, and the package's own stricter
+demand (never a checkpoint of a protocol it cannot fully read and write, at any version) by the
+``Operation.CHECKPOINT`` gate. This module finds the version, its protocol and the boundary,
+and which kind of checkpoint the version gets (:func:`uses_v2_checkpoint`): a UUID-named V2
+checkpoint (:mod:`~delta_downgrade.log.checkpoint.v2_writer`) under ``delta.checkpointPolicy=v2``,
+else a classic one (:mod:`~delta_downgrade.log.checkpoint.classic_writer`).
+"""
+
+from __future__ import annotations
+
+import logging
+
+from delta_downgrade.protocol.actions import Metadata, ProtocolAction
+from delta_downgrade.clock import SYSTEM_CLOCK, Clock
+from delta_downgrade.errors import CorruptLogError, UnsupportedFeaturesError
+from delta_downgrade.log.replay.arrow_replay import ArrowState
+from delta_downgrade.log.checkpoint.copy_forward import WrittenCheckpoint, copy_checkpoint
+from delta_downgrade.log.checkpoint.classic_writer import V2_CHECKPOINT_FEATURE, CheckpointContent, CheckpointResult
+from delta_downgrade.log.delta_log import DeltaLog, check_protocol
+from delta_downgrade.log.checkpoint.from_state import write_state_checkpoint
+from delta_downgrade.log.checkpoint.v2_writer import DEFAULT_V2_FORMAT
+from delta_downgrade.log.snapshot import BOUNDARY_PROPERTY, Snapshot
+from delta_downgrade.protocol import CHECKPOINT_PROTECTION, Protocol
+from delta_downgrade.protocol.checkpoint_protection import rule_b
+from delta_downgrade.protocol.support import Operation, ensure_supported
+from delta_downgrade.protocol.table_config import TableConfig
+
+_log = logging.getLogger(__name__)
+
+
+def _boundary(protocol: Protocol, metadata: Metadata) -> int | None:
+    """V of a version with this protocol and metadata (see :func:`current_boundary`)."""
+    if CHECKPOINT_PROTECTION not in protocol.features:
+        return None
+    value = metadata.configuration.get(BOUNDARY_PROPERTY)
+    return int(value) if value not in (None, "") else None
+
+
+def current_boundary(log: DeltaLog, latest: Snapshot | None = None) -> int | None:
+    """V of the latest table: only meaningful while checkpointProtection is in the protocol.
+    ``latest``: the caller's snapshot of the latest version, if it has one (saves a log scan)."""
+    if latest is None:
+        latest = log.snapshot(check_read=False)
+    if CHECKPOINT_PROTECTION not in latest.protocol.features:
+        return None
+    return latest.boundary_version
+
+
+def checkpoint_content(snapshot: Snapshot, now_ms: int) -> CheckpointContent:
+    """The reconciled state at ``snapshot.version``; tombstones older than
+    ``delta.deletedFileRetentionDuration`` are left out (PROTOCOL.md "Checkpoints").
+
+    From the Python view of the replay (:meth:`Snapshot.state`); :func:`checkpoint_table` uses the
+    replay's checkpoint columns."""
+    state = snapshot.state()
+    retention = TableConfig(snapshot.metadata.configuration, table=snapshot.table).deleted_file_retention_ms
+    cutoff = now_ms - retention
+    removes = [r for r in state.tombstones.values()
+               if r.deletionTimestamp is None or r.deletionTimestamp > cutoff]
+    return CheckpointContent(
+        protocol=state.protocol_action, metadata=state.metadata,
+        adds=list(state.files.values()), removes=removes,
+        txns=list(state.txns.values()), domains=list(state.live_domains.values()))
+
+
+def uses_v2_checkpoint(protocol: Protocol, metadata: Metadata, table: str | None = None) -> bool:
+    """Whether a checkpoint of a version with this protocol and metadata is a UUID-named V2
+    checkpoint: ``delta.checkpointPolicy=v2`` and the protocol supports ``v2Checkpoint``.
+
+    PROTOCOL.md "V2 Checkpoint Table Feature": a table with the feature "could use uuid-named V2
+    spec Checkpoints" or classic ones; the policy says which (delta-spark's
+    ``getV2CheckpointFormatOpt``: V2 when the policy needs V2 support). UUID-named checkpoints
+    "should only be created by clients if the v2 checkpoint table feature is enabled", so a v2
+    policy without the feature gets a classic checkpoint. Raises
+    :class:`~delta_downgrade.errors.InvalidTablePropertyError` for a policy that is neither."""
+    policy = TableConfig(metadata.configuration, table=table).checkpoint_policy
+    return policy == "v2" and V2_CHECKPOINT_FEATURE in protocol.features
+
+
+def check_checkpoint_writable(table: str, version: int, protocol: Protocol, metadata: Metadata,
+                              boundary: int | None) -> None:
+    """Raise unless this package may write a checkpoint of ``version`` with this protocol and
+    metadata: rule (b), the checkpoint gate, and a checkpoint policy it can read (which decides
+    between a classic and a V2 checkpoint, :func:`uses_v2_checkpoint`). No I/O, so that an
+    operation can ask before its first write whether the checkpoints it plans can be written (a
+    plan that cannot finish is refused up front)."""
+    allowed = rule_b(version, protocol, boundary=boundary)
+    if not allowed.allowed:
+        raise UnsupportedFeaturesError(f"{allowed.reason}; no checkpoint was written",
+                                       features=allowed.features, for_write=True, table=table)
+    ensure_supported(protocol, Operation.CHECKPOINT, table=table, version=version)
+    uses_v2_checkpoint(protocol, metadata, table)
+
+
+def _refuse_unwritable(log: DeltaLog, version: int, protocol_action: ProtocolAction,
+                       metadata: Metadata) -> None:
+    """Raise unless this package may write a checkpoint of ``version`` with this protocol and
+    metadata (rule (b), features, a readable checkpoint policy)."""
+    protocol = protocol_action.protocol
+    if version == log.latest_version():
+        boundary = _boundary(protocol, metadata)
+    else:
+        boundary = current_boundary(log)
+    check_checkpoint_writable(log.table, version, protocol, metadata, boundary)
+
+
+def _carried_state(log: DeltaLog, version: int | None) -> ArrowState:
+    """The Arrow state of ``version`` from the log's snapshot (carried forward from a cached
+    snapshot over commits that changed no file, :meth:`Snapshot.arrow_state`), with the errors
+    of the snapshot: an unreadable checkpoint is skipped for an older one when
+    ``DeltaLog.snapshot`` skips it, and a broken log is refused for its protocol first when the
+    protocol says so."""
+    snapshot = log.snapshot(version, check_read=False)
+    try:
+        return snapshot.arrow_state()
+    except CorruptLogError:
+        _refuse_unwritable(log, snapshot.version, snapshot.protocol_action, snapshot.metadata)
+        raise
+
+
+def checkpoint_table(log: DeltaLog, version: int | None = None, *, clock: Clock = SYSTEM_CLOCK,
+                     part_size: int | None = None, v2_format: str = DEFAULT_V2_FORMAT) -> CheckpointResult:
+    """Write the checkpoint of ``version`` (latest by default): a UUID-named V2 checkpoint with
+    sidecars when :func:`uses_v2_checkpoint` says so (``v2_format``: its top-level file, parquet
+    or json; ``part_size``: file actions per sidecar), else a classic (or multi-part) one.
+
+    The state comes from the Arrow replay (:mod:`delta_downgrade.log.replay.arrow_replay`); it is checked
+    (protocol valid, rule (b), features, policy) before anything is written."""
+    log.catch_up()
+    state = _carried_state(log, version)
+    check_protocol(state.protocol.protocol, log.table, state.version, check_read=False)
+    _refuse_unwritable(log, state.version, state.protocol, state.metadata)
+    cutoff = clock.now_ms() - TableConfig(state.metadata.configuration, table=log.table).deleted_file_retention_ms
+    num_tombstones = state.num_tombstones_after(cutoff)
+    layout = (part_size, v2_format)
+    previous = log.written_checkpoint
+    result = None
+    if previous is not None and previous.same_content(state, num_tombstones, layout):
+        result = copy_checkpoint(log.storage, previous.result, state.version, now_ms=clock.now_ms())
+    if result is None:
+        result = write_state_checkpoint(log.storage, state, cutoff,
+                                        v2=uses_v2_checkpoint(state.protocol.protocol, state.metadata, log.table),
+                                        part_size=part_size, v2_format=v2_format, now_ms=clock.now_ms())
+    log.written_checkpoint = WrittenCheckpoint(state, num_tombstones, layout, result)
+    log.note_written(result.checkpoint_files)
+    return result

@@ -1,0 +1,301 @@
+"""Read checkpoints — classic, multi-part, and v2 (JSON or parquet manifest plus sidecars).
+
+Reads are projected: asking for ``protocol`` and ``metaData`` reads only those columns of the
+parquet files and never touches sidecars, so finding the protocol of a version costs the same for
+a table of ten files as for one of ten million.
+"""
+
+from __future__ import annotations
+
+import logging
+from contextlib import contextmanager
+from typing import Any, Iterable, Iterator, Sequence
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from delta_downgrade.protocol.actions import ACTION_TYPES, Action, parse_commit
+from delta_downgrade.errors import CheckpointUnreadableError, CorruptLogError
+from delta_downgrade.log.format.stats_json import STATS_PARSED, fill_missing_stats
+from delta_downgrade.log.format.file_names import LOG_DIR
+from delta_downgrade.log.read.listing import CheckpointInstance
+from delta_downgrade.storage import Storage
+
+_log = logging.getLogger(__name__)
+
+# Columns that live in sidecar files of a v2 checkpoint.
+FILE_ACTION_COLUMNS = frozenset({"add", "remove"})
+# Derived columns some writers add; never copied into actions we write back.
+_DERIVED_FIELDS = ("stats_parsed", "partitionValues_parsed")
+
+
+def normalize_row(key: str, row: dict[str, Any]) -> dict[str, Any]:
+    """A checkpoint row as the actions are built from it: without the derived columns, and with a
+    deletion vector without a storage type as none, null fields of one left out."""
+    for name in _DERIVED_FIELDS:
+        row.pop(name, None)
+    dv = row.get("deletionVector")
+    if isinstance(dv, dict):
+        if dv.get("storageType") is None:
+            row["deletionVector"] = None
+        else:
+            row["deletionVector"] = {k: v for k, v in dv.items() if v is not None}
+    return row
+
+
+@contextmanager
+def parquet_source(storage: Storage, rel_path: str) -> Iterator[Any]:
+    """What pyarrow reads a checkpoint (or sidecar) parquet file from: its local path when the
+    table is local (memory-mapped reads), else a seekable file over the object
+    (:meth:`Storage.open_input`), from which pyarrow reads the footer and then only the column
+    chunks of the row groups it decodes - ranged reads, never the whole object as one ``bytes``.
+    :class:`CheckpointUnreadableError` when it cannot be opened."""
+    local = storage.local_file(rel_path)
+    if local is not None:
+        yield local
+        return
+    try:
+        handle = storage.open_input(rel_path)
+    except OSError as exc:
+        raise CheckpointUnreadableError(f"cannot read checkpoint file {rel_path}: {exc}") from exc
+    try:
+        yield handle
+    finally:
+        handle.close()
+
+
+def open_checkpoint_parquet(source: Any) -> pq.ParquetFile:
+    """A checkpoint (or sidecar) parquet file. INT96 timestamps - Databricks writes them in
+    ``stats_parsed`` - are read in microseconds: in nanoseconds (pyarrow's default) the years
+    after 2262 overflow, and such a file must stay readable (delta-rs reads it). The pages'
+    CRCs are checked where the writer recorded them: a damaged page is an unreadable checkpoint
+    (an older one is used), never a silently different action."""
+    return pq.ParquetFile(source, coerce_int96_timestamp_unit="us", page_checksum_verification=True)
+
+
+def projected_columns(pf: pq.ParquetFile, columns: Iterable[str]) -> list[str]:
+    """The parquet column paths to read for the action columns ``columns`` that the file has:
+    a struct column as its fields, less the derived ones (``stats_parsed``,
+    ``partitionValues_parsed``: PROTOCOL.md "Checkpoint Schema" makes them optional copies of
+    ``stats`` and ``partitionValues``), so that they are never decoded."""
+    schema = pf.schema_arrow
+    out: list[str] = []
+    for name in columns:
+        index = schema.get_field_index(name)
+        if index < 0:
+            continue
+        typ = schema.field(index).type
+        if pa.types.is_struct(typ) and any(typ.field(i).name in _DERIVED_FIELDS for i in range(typ.num_fields)):
+            out += [f"{name}.{typ.field(i).name}" for i in range(typ.num_fields)
+                    if typ.field(i).name not in _DERIVED_FIELDS]
+        else:
+            out.append(name)
+    return out
+
+
+def read_checkpoint_columns(source: Any, columns: Iterable[str], rel_path: str) -> pa.Table:
+    """The action columns ``columns`` of a checkpoint parquet file (those it has), projected as
+    :func:`projected_columns` says, ``add.stats`` filled from ``add.stats_parsed`` where only the
+    latter is there (:func:`_with_stats_from_parsed`); :class:`CheckpointUnreadableError` when it
+    cannot be read."""
+    try:
+        pf = open_checkpoint_parquet(source)
+        present = projected_columns(pf, columns)
+    except (pa.ArrowException, OSError) as exc:
+        raise CheckpointUnreadableError(f"cannot read checkpoint file {rel_path}: {exc}") from exc
+    return _read_groups(pf, present, None, rel_path)
+
+
+def iter_checkpoint_columns(source: Any, columns: Iterable[str], rel_path: str,
+                            max_rows: int) -> Iterator[pa.Table]:
+    """:func:`read_checkpoint_columns` in pieces of whole row groups of about ``max_rows`` rows
+    (one row group when it is larger), for a checkpoint file too large to read at once."""
+    try:
+        pf = open_checkpoint_parquet(source)
+        present = projected_columns(pf, columns)
+        sizes = [pf.metadata.row_group(i).num_rows for i in range(pf.metadata.num_row_groups)]
+    except (pa.ArrowException, OSError) as exc:
+        raise CheckpointUnreadableError(f"cannot read checkpoint file {rel_path}: {exc}") from exc
+    add_type = pf.schema_arrow.field("add").type if "add" in pf.schema_arrow.names else None
+    # stats_parsed is read row group by row group, beside the rows it completes
+    splittable = not (add_type is not None and pa.types.is_struct(add_type)
+                      and add_type.get_field_index(STATS_PARSED) >= 0)
+    group: list[int] = []
+    rows = 0
+    for i, n in enumerate(sizes):
+        if n > max_rows and splittable and present:
+            # One row group larger than a piece (delta-rs writes a checkpoint as one row group):
+            # read it in batches, so that only a piece of it is decoded at a time.
+            if group:
+                yield _read_groups(pf, present, group, rel_path)
+                group, rows = [], 0
+            try:
+                for batch in pf.iter_batches(batch_size=max_rows, row_groups=[i], columns=present):
+                    yield pa.Table.from_batches([batch])
+            except (pa.ArrowException, OSError) as exc:
+                raise CheckpointUnreadableError(f"cannot read checkpoint file {rel_path}: {exc}") from exc
+            continue
+        group.append(i)
+        rows += n
+        if rows >= max_rows:
+            yield _read_groups(pf, present, group, rel_path)
+            group, rows = [], 0
+    if group:
+        yield _read_groups(pf, present, group, rel_path)
+    if not sizes:
+        yield _read_groups(pf, present, None, rel_path)
+
+
+def _read_groups(pf: pq.ParquetFile, present: list[str], groups: list[int] | None, rel_path: str) -> pa.Table:
+    """The columns ``present`` of row groups ``groups`` (None: all) of ``pf``, stats recovered."""
+    try:
+        if not present:
+            table = pa.table({})
+        else:
+            table = pf.read(columns=present) if groups is None else pf.read_row_groups(groups, columns=present)
+    except (pa.ArrowException, OSError) as exc:
+        raise CheckpointUnreadableError(f"cannot read checkpoint file {rel_path}: {exc}") from exc
+    try:
+        return _with_stats_from_parsed(pf, table, groups)
+    except (pa.ArrowException, OSError, ValueError, TypeError, OverflowError) as exc:
+        # Statistics are optional (PROTOCOL.md "Per-file Statistics"): a stats_parsed this
+        # package cannot turn into JSON costs those files their statistics, never the table.
+        _log.warning("checkpoint file %s: add.stats_parsed not usable (%s: %s); the files without "
+                     "JSON stats are read without statistics", rel_path, type(exc).__name__, exc)
+        return table
+
+
+def _instant_leaves(pf: pq.ParquetFile) -> frozenset[str]:
+    """The timestamp leaves of ``add.stats_parsed`` stored as INT96: instants (Spark's
+    ``TIMESTAMP``), which pyarrow reads without a zone."""
+    prefix = f"add.{STATS_PARSED}."
+    schema = pf.schema
+    return frozenset(schema.column(i).path[len(prefix):] for i in range(len(schema))
+                     if schema.column(i).physical_type == "INT96"
+                     and schema.column(i).path.startswith(prefix))
+
+
+def _with_stats_from_parsed(pf: pq.ParquetFile, table: pa.Table, groups: list[int] | None = None) -> pa.Table:
+    """``table`` with the ``add`` rows that have no JSON ``stats`` but a ``stats_parsed``
+    (PROTOCOL.md "Checkpoints": ``stats`` is omitted when ``delta.checkpoint.writeStatsAsJson``
+    is false, ``stats_parsed`` written when ``writeStatsAsStruct`` is true) given the JSON the
+    struct stands for, so that no statistics are lost by a replay that keeps the JSON only.
+    ``stats_parsed`` is read only when some add lacks ``stats``: the common checkpoint costs a
+    null count."""
+    if "add" not in table.column_names:
+        return table
+    add_type = pf.schema_arrow.field("add").type
+    if not pa.types.is_struct(add_type) or add_type.get_field_index(STATS_PARSED) < 0:
+        return table
+    column = table.column("add")
+    if len(column) == column.null_count:
+        return table
+    stats_index = column.type.get_field_index("stats")
+    if stats_index >= 0 and sum(c.field(stats_index).null_count for c in column.chunks) == column.null_count:
+        return table  # read from parquet, a child is null where its parent is: every add has stats
+    add = column.combine_chunks()
+    stats = add.field(stats_index) if stats_index >= 0 else None
+    wanted = [f"add.{STATS_PARSED}"]
+    parsed_table = pf.read(columns=wanted) if groups is None else pf.read_row_groups(groups, columns=wanted)
+    parsed = parsed_table.column("add").combine_chunks().field(STATS_PARSED)
+    if not pa.types.is_struct(parsed.type):  # not the shape PROTOCOL.md gives it: nothing to recover
+        return table
+    filled = fill_missing_stats(stats, parsed, add.is_valid(), _instant_leaves(pf))
+    if stats_index >= 0:
+        children = [filled if i == stats_index else add.field(i) for i in range(add.type.num_fields)]
+        fields = list(add.type)
+    else:
+        children = [add.field(i) for i in range(add.type.num_fields)] + [filled]
+        fields = list(add.type) + [pa.field("stats", pa.string())]
+    mask = add.is_null() if add.null_count else None
+    new_add = pa.StructArray.from_arrays(children, fields=fields, mask=mask)
+    return table.set_column(table.column_names.index("add"), "add", new_add)
+
+
+def _parquet_column_rows(storage: Storage, rel_path: str, columns: Iterable[str]) -> dict[str, list[dict[str, Any]]]:
+    source = rel_path
+    with parquet_source(storage, rel_path) as data:
+        table = read_checkpoint_columns(data, columns, source)
+    out: dict[str, list[dict[str, Any]]] = {}
+    for name in table.column_names:
+        column = table.column(name)
+        valid = column.filter(pc.is_valid(column))
+        try:
+            rows = valid.to_pylist()
+        except (pa.ArrowException, ValueError, OverflowError) as exc:  # a value Python cannot hold
+            raise CheckpointUnreadableError(f"cannot read the {name} actions of checkpoint file "
+                                            f"{source}: {exc}") from exc
+        out[name] = [normalize_row(name, row) for row in rows]
+    return out
+
+
+class CheckpointReader:
+    """Reads the actions of one checkpoint, column by column."""
+
+    def __init__(self, storage: Storage, checkpoint: CheckpointInstance) -> None:
+        self.storage = storage
+        self.checkpoint = checkpoint
+
+    def rows(self, columns: Sequence[str]) -> dict[str, list[dict[str, Any]]]:
+        """The raw rows of each requested action column (``add``, ``protocol``, …)."""
+        wanted = list(dict.fromkeys(columns))
+        out: dict[str, list[dict[str, Any]]] = {c: [] for c in wanted}
+        needs_sidecars = bool(FILE_ACTION_COLUMNS.intersection(wanted))
+        read_cols = wanted + (["sidecar"] if needs_sidecars and "sidecar" not in wanted else [])
+        sidecars: list[dict[str, Any]] = []
+        for status in self.checkpoint.files:
+            if status.path.endswith(".json"):
+                try:
+                    actions = parse_commit(self.storage.read_bytes(status.path))
+                except ValueError as exc:
+                    raise CheckpointUnreadableError(f"cannot parse checkpoint {status.path}: {exc}") from exc
+                for action in actions:
+                    key = getattr(action, "KEY", None) or getattr(action, "key", None)
+                    if key in read_cols and isinstance(action, Action):
+                        (sidecars if key == "sidecar" else out.setdefault(key, [])).append(action.to_obj())
+                continue
+            found = _parquet_column_rows(self.storage, status.path, read_cols)
+            for key, rows in found.items():
+                (sidecars if key == "sidecar" else out.setdefault(key, [])).extend(rows)
+        if "sidecar" in wanted:
+            out["sidecar"] = list(sidecars)
+        if needs_sidecars:
+            for sidecar in sidecars:
+                rel = sidecar_rel_path(sidecar["path"])
+                found = _parquet_column_rows(self.storage, rel, [c for c in wanted if c in FILE_ACTION_COLUMNS])
+                for key, rows in found.items():
+                    out[key].extend(rows)
+        return out
+
+    def actions(self, columns: Sequence[str]) -> dict[str, list[Action]]:
+        try:
+            return {key: [ACTION_TYPES[key].from_obj(r) for r in rows]
+                    for key, rows in self.rows(columns).items() if key in ACTION_TYPES}
+        except ValueError as exc:
+            raise CorruptLogError(f"checkpoint {self.checkpoint.paths[0]}: {exc}",
+                                  table=getattr(self.storage, "root", None)) from exc
+
+    def sidecar_paths(self) -> list[str]:
+        return [sidecar_rel_path(r["path"]) for r in self.rows(["sidecar"])["sidecar"]]
+
+
+def sidecar_rel_path(path: Any) -> str:
+    """The table-relative path of a sidecar: PROTOCOL.md "Sidecar File Information" makes its
+    ``path`` a file name relative to ``_delta_log/_sidecars`` or an absolute path of a file
+    there. Anything that would lead elsewhere (``../../x.parquet``, a sub-directory, another
+    directory's file) is refused with :class:`CheckpointUnreadableError`: a checkpoint naming it
+    is not one this table's writers made, and is never followed."""
+    if not isinstance(path, str) or not path:
+        raise CheckpointUnreadableError(f"a sidecar action has no usable path ({path!r})")
+    name = path
+    if "://" in path or path.startswith("/"):
+        marker = f"/{LOG_DIR}/_sidecars/"
+        if marker not in path:
+            raise CheckpointUnreadableError(
+                f"the sidecar path {path!r} is not in _delta_log/_sidecars; refusing to read it")
+        name = path.rsplit(marker, 1)[1]
+    if "/" in name or "\\" in name or name in (".", "..") or "\0" in name:
+        raise CheckpointUnreadableError(
+            f"the sidecar path {path!r} leads outside _delta_log/_sidecars; refusing to read it")
+    return f"{LOG_DIR}/_sidecars/{name}"

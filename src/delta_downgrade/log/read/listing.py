@@ -1,0 +1,743 @@
+"""What ``_delta_log`` holds: commits, checkpoints, checksums, and the files we do not know.
+
+The listing is the ground truth; ``_last_checkpoint`` is only a hint. It is used to prefer one of
+several checkpoints at the same version, and ignored when it is missing, empty, not JSON, or
+points to a checkpoint that is not there (PROTOCOL.md, "Last Checkpoint File").
+
+Version ranges are never enumerated: a stray ``00000000000100000000.json`` makes the latest
+version 10^8, so every question about contiguity is answered from the sorted versions that are
+present (:meth:`LogListing.contiguous_start`, :meth:`LogListing.missing_ranges`), in time and
+memory bounded by the number of files.
+
+:func:`list_log` with ``previous`` updates a listing instead of rebuilding it: only the names not
+seen before are parsed, the commits and checksums of the previous listing are kept and only the
+differences applied (files gone after a metadata cleanup are dropped, a changed size or
+modification time is taken). Where a listing returns statuses anyway (an object store), such an
+update lists only the tail of the log, from the last known commit's version on
+(:func:`_scan_tail`). With ``stat_known=False`` (what ``DeltaLog.refresh()`` passes) a
+local directory is read for names only: only new names are stat'ed - commits never change once
+written (PROTOCOL.md "Creation of New Log Entries") - and, again each time, the files that may
+change in place: checkpoints (a writer may replace one), unknown files and empty files (a write
+in progress?).
+
+The first listing of a long log (:func:`list_log` with ``from_hint``, what ``DeltaLog.listing()``
+asks for) starts at the checkpoint ``_last_checkpoint`` names: PROTOCOL.md "Last Checkpoint File"
+exists so that a reader need not list the whole directory, and delta-spark and delta-kernel list
+from the hinted checkpoint version too (``listFrom(checkpointVersion)``). Such a listing is
+*partial* (:attr:`LogListing.listed_from`): it holds the files whose names sort at or after that
+version's 20 digits. It is used only when the hinted checkpoint is there and complete; a missing,
+unreadable or stale hint (its checkpoint deleted, a part missing) lists the whole log as before.
+Every accessor whose answer could differ on a partial listing (the commits, checkpoints,
+checksums, unknown files as collections, gaps, contiguity, the earliest versions) first completes
+it in place (:meth:`LogListing.complete`: the files before that version are listed and added);
+only the accessors that are exact on the tail answer from it: the latest commit and checkpoint,
+the commits and checksums from the listed version on, whether a range of those commits is
+contiguous (:meth:`LogListing.has_commits`), and the checkpoints among the listed files
+(``complete_checkpoints(listed_only=True)``). No accessor returns a silently partial answer.
+"""
+
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass, field
+from typing import Any, NoReturn
+
+from delta_downgrade.errors import (CorruptLogError, NotADeltaTableError, TableNotFoundError,
+                                    VersionsNotContiguousError)
+from delta_downgrade.log.format.file_names import LOG_DIR, MAX_VERSION, LogFile, parse_log_file
+from delta_downgrade.log.format.last_checkpoint import read_last_checkpoint
+from delta_downgrade.storage import FileStatus, Storage
+
+
+@dataclass(frozen=True)
+class CheckpointInstance:
+    """One checkpoint of the log: a single file, all parts of a multi-part one, or a v2 manifest."""
+
+    version: int
+    kind: str                      # "classic" | "multipart" | "v2"
+    files: tuple[FileStatus, ...]  # every part, in part order
+    num_parts: int | None = None
+
+    @property
+    def complete(self) -> bool:
+        """A multi-part checkpoint counts only when every part is present."""
+        if self.kind != "multipart":
+            return True
+        return self.num_parts is not None and len(self.files) == self.num_parts
+
+    @property
+    def paths(self) -> tuple[str, ...]:
+        return tuple(f.path for f in self.files)
+
+    @property
+    def size_bytes(self) -> int:
+        return sum(f.size for f in self.files)
+
+    @property
+    def modification_time_ms(self) -> int:
+        return max(f.modification_time_ms for f in self.files)
+
+
+@dataclass
+class LogListing:
+    """A listing of ``_delta_log`` taken at one moment."""
+
+    # The files, by kind; on a partial listing only those listed (read them through the
+    # properties below, which complete a partial listing first).
+    _commits: dict[int, FileStatus] = field(default_factory=dict)
+    _checkpoints: list[CheckpointInstance] = field(default_factory=list)  # by version, complete or not
+    _crcs: dict[int, FileStatus] = field(default_factory=dict)
+    _compactions: list[tuple[LogFile, FileStatus]] = field(default_factory=list)
+    _unknown: list[FileStatus] = field(default_factory=list)
+    last_checkpoint: dict[str, Any] | None = None
+    #: None when the whole directory was listed; a version ``C`` when only the files whose names
+    #: sort at or after ``C``'s 20 digits were (a listing from the checkpoint ``_last_checkpoint``
+    #: names, which is there and complete). :meth:`complete` lists the rest.
+    listed_from: int | None = None
+    # where a partial listing lists the rest from: (storage, table)
+    _source: tuple[Storage, str] | None = field(default=None, repr=False, compare=False)
+    # name -> (parsed name, status) of every file listed, for the next incremental listing
+    _entries: dict[str, tuple[LogFile | None, FileStatus]] = field(
+        default_factory=dict, repr=False, compare=False)
+    _others: dict[str, tuple[LogFile | None, FileStatus]] = field(  # the entries not commit/crc
+        default_factory=dict, repr=False, compare=False)
+    _empty: set[str] = field(default_factory=set, repr=False, compare=False)  # empty commits/crcs
+    # sorted commit versions and, per index, where its run of consecutive versions starts
+    _runs: tuple[int, list[int], list[int]] | None = field(default=None, repr=False, compare=False)
+
+    # --- the files by kind: the whole log (a partial listing is completed first) -----------------
+
+    @property
+    def commits(self) -> dict[int, FileStatus]:
+        return self.complete()._commits
+
+    @commits.setter
+    def commits(self, value: dict[int, FileStatus]) -> None:
+        self._commits = value
+
+    @property
+    def checkpoints(self) -> list[CheckpointInstance]:
+        return self.complete()._checkpoints
+
+    @checkpoints.setter
+    def checkpoints(self, value: list[CheckpointInstance]) -> None:
+        self._checkpoints = value
+
+    @property
+    def crcs(self) -> dict[int, FileStatus]:
+        return self.complete()._crcs
+
+    @crcs.setter
+    def crcs(self, value: dict[int, FileStatus]) -> None:
+        self._crcs = value
+
+    @property
+    def compactions(self) -> list[tuple[LogFile, FileStatus]]:
+        return self.complete()._compactions
+
+    @compactions.setter
+    def compactions(self, value: list[tuple[LogFile, FileStatus]]) -> None:
+        self._compactions = value
+
+    @property
+    def unknown(self) -> list[FileStatus]:
+        return self.complete()._unknown
+
+    @unknown.setter
+    def unknown(self, value: list[FileStatus]) -> None:
+        self._unknown = value
+
+    # --- partial listings ---------------------------------------------------------------------------
+
+    @property
+    def is_partial(self) -> bool:
+        """Whether only the tail from :attr:`listed_from` on was listed."""
+        return self.listed_from is not None
+
+    def complete(self) -> "LogListing":
+        """This listing, made whole in place when it is partial: the files whose names sort
+        before :attr:`listed_from`'s 20 digits are listed and added (the listed tail is kept as
+        it was, so that every answer comes from one view of it). Returns ``self``."""
+        if self.listed_from is not None:
+            _complete_in_place(self)
+        return self
+
+    def _covers(self, version: int) -> bool:
+        """Whether every file of ``version`` and later is in this listing (always, once whole)."""
+        return self.listed_from is None or version >= self.listed_from
+
+    # --- exact on a partial listing too -----------------------------------------------------------
+
+    @property
+    def latest_commit_version(self) -> int | None:
+        versions = self._version_runs()[0]
+        if not versions and self.listed_from is not None:
+            versions = self.complete()._version_runs()[0]  # no commit in the tail: they are older
+        return versions[-1] if versions else None
+
+    @property
+    def latest_checkpoint_version(self) -> int | None:
+        """The newest complete checkpoint's version (None without one). On a partial listing it
+        is in the tail: the hinted checkpoint there is complete (:func:`list_log`)."""
+        found = [c.version for c in self._checkpoints if c.complete]
+        if not found and self.listed_from is not None:
+            found = [c.version for c in self.complete()._checkpoints if c.complete]
+        return max(found) if found else None
+
+    def commit_status(self, version: int) -> FileStatus | None:
+        """The commit file of ``version``, None when there is none."""
+        return (self._commits if self._covers(version) else self.commits).get(version)
+
+    def crc_status(self, version: int) -> FileStatus | None:
+        """The ``.crc`` file of ``version``, None when there is none."""
+        return (self._crcs if self._covers(version) else self.crcs).get(version)
+
+    def has_commits(self, first: int, last: int) -> bool:
+        """Whether the commits ``first .. last`` all exist (True for an empty range)."""
+        if first > last:
+            return True
+        if not self._covers(first):
+            self.complete()
+        if last not in self._commits:
+            return False
+        versions, starts = self._version_runs()
+        return starts[bisect.bisect_left(versions, last)] <= first
+
+    # --- contiguity, from the versions present (never by enumerating a range) -------------------
+
+    def _version_runs(self) -> tuple[list[int], list[int]]:
+        if self._runs is None or self._runs[0] != len(self._commits):
+            versions = sorted(self._commits)
+            starts: list[int] = []
+            previous = None
+            for v in versions:
+                starts.append(starts[-1] if previous is not None and v == previous + 1 else v)
+                previous = v
+            self._runs = (len(self._commits), versions, starts)
+        return self._runs[1], self._runs[2]
+
+    def commit_versions(self) -> list[int]:
+        """The versions of the commit files, ascending (do not modify)."""
+        return self.complete()._version_runs()[0]
+
+    def contiguous_start(self, version: int) -> int:
+        """The smallest ``s`` such that the commits ``s .. version`` all exist; ``version + 1``
+        when commit ``version`` itself does not. (On a partial listing: use :meth:`has_commits`
+        where the question is whether a range from the listed versions is contiguous.)"""
+        if version not in self.commits:
+            return version + 1
+        versions, starts = self._version_runs()
+        return starts[bisect.bisect_left(versions, version)]
+
+    def commits_between(self, first: int, last: int) -> tuple[FileStatus, ...]:
+        """The commits ``first .. last`` that exist, ascending."""
+        if not self._covers(first):
+            self.complete()
+        versions = self._version_runs()[0]
+        lo, hi = bisect.bisect_left(versions, first), bisect.bisect_right(versions, last)
+        return tuple(self._commits[v] for v in versions[lo:hi])
+
+    def missing_ranges(self, up_to: int, limit: int = 10) -> list[tuple[int, int, FileStatus | None]]:
+        """The first ``limit`` gaps among the commits ``<= up_to``, from the oldest commit present
+        (or 0): ``(first missing, last missing, the commit file just after the gap or None)``."""
+        versions = self.commit_versions()  # the whole log: a gap may lie before listed_from
+        hi = bisect.bisect_right(versions, up_to)
+        out: list[tuple[int, int, FileStatus | None]] = []
+        expected = versions[0] if hi else 0
+        for v in versions[:hi]:
+            if v > expected:
+                out.append((expected, v - 1, self.commits[v]))
+                if len(out) == limit:
+                    return out
+            expected = v + 1
+        if expected <= up_to:
+            out.append((expected, up_to, None))
+        return out[:limit]
+
+    def complete_checkpoints(self, at_most: int | None = None, *,
+                             listed_only: bool = False) -> list[CheckpointInstance]:
+        """Complete checkpoints, newest first, one or more per version (hint-preferred first).
+
+        ``listed_only``: those among the listed files, without completing a partial listing (a
+        caller that takes the newest one that serves, and asks the whole listing when none
+        does)."""
+        pool = self._checkpoints if listed_only else self.checkpoints
+        found = [c for c in pool if c.complete and (at_most is None or c.version <= at_most)]
+        hint_version = (self.last_checkpoint or {}).get("version")
+        kind_rank = {"classic": 0, "v2": 1, "multipart": 2}
+
+        def rank(c: CheckpointInstance) -> tuple[int, int, int]:
+            # Newest version first; within a version, the one _last_checkpoint names, then by kind.
+            hinted = 0 if (c.version == hint_version and self._matches_hint(c)) else 1
+            return (-c.version, hinted, kind_rank.get(c.kind, 9))
+
+        return sorted(found, key=rank)
+
+    def _matches_hint(self, c: CheckpointInstance) -> bool:
+        hint = self.last_checkpoint or {}
+        parts = hint.get("parts")
+        v2 = hint.get("v2Checkpoint")
+        if v2 and isinstance(v2, dict) and v2.get("path"):
+            return c.kind == "v2" and any(f.path.endswith(str(v2["path"])) for f in c.files)
+        if parts:
+            return c.kind == "multipart" and c.num_parts == parts
+        return c.kind != "multipart"
+
+    @property
+    def checkpoint_versions(self) -> list[int]:
+        return sorted({c.version for c in self.checkpoints if c.complete})
+
+    @property
+    def listed_commits(self) -> dict[int, FileStatus]:
+        """The commits listed: all of them on a whole listing, those from :attr:`listed_from`
+        on for a partial one (it is not completed)."""
+        return self._commits
+
+    @property
+    def listed_unknown(self) -> list[FileStatus]:
+        """The unknown files listed (those from :attr:`listed_from` on for a partial listing)."""
+        return self._unknown
+
+    def checkpoints_from(self, version: int) -> list[CheckpointInstance]:
+        """The checkpoints (complete or not) of ``version`` and later, by version: from the
+        listed tail when it covers ``version``, else from the whole listing."""
+        pool = self._checkpoints if self._covers(version) else self.checkpoints
+        return [c for c in pool if c.version >= version]
+
+    def newest_checkpoints(self, at_most: int, count: int) -> list[CheckpointInstance]:
+        """The newest ``count`` complete checkpoints at or below ``at_most``, one per version
+        (the first listed of a version), oldest first. From the listed tail when it holds
+        ``count`` such versions: every checkpoint it does not list is older than all of them."""
+        def pick(pool: list[CheckpointInstance]) -> dict[int, CheckpointInstance]:
+            by_version: dict[int, CheckpointInstance] = {}
+            for c in pool:
+                if c.complete and c.version <= at_most:
+                    by_version.setdefault(c.version, c)
+            return by_version
+
+        by_version = pick(self._checkpoints)
+        if len(by_version) < count and self.listed_from is not None:
+            by_version = pick(self.checkpoints)
+        return [by_version[v] for v in sorted(by_version)[-count:]] if count > 0 else []
+
+
+def list_log(storage: Storage, table: str | None = None, previous: LogListing | None = None, *,
+             stat_known: bool = True, tail_only: bool = True, from_hint: bool = False) -> LogListing:
+    """List ``_delta_log``; raise a named error when there is no table or no log.
+
+    With ``previous`` (an earlier listing of the same log), the listing is updated from it (see
+    the module docstring); ``stat_known=False`` leaves the statuses of known files alone and,
+    with ``tail_only`` (where listings return statuses), lists only the log's tail. An update
+    of a partial listing stays partial unless the whole directory was read.
+
+    ``from_hint`` (without ``previous``): list from the checkpoint ``_last_checkpoint`` names,
+    when it is there and complete (a partial listing, see the module docstring); else the
+    whole log."""
+    table = table or storage.root
+    if previous is None and from_hint:
+        found = _scan_from_hint(storage, table)
+        if found is not None:
+            entries, hint = found
+            return _updated(storage, table, None, entries, [], listed_from=hint["version"],
+                            last_checkpoint=hint)
+    new_entries, removed, whole = _scan(storage, table, previous, stat_known, tail_only)
+    listed_from = None if whole or previous is None else previous.listed_from
+    return _updated(storage, table, previous, new_entries, removed, listed_from=listed_from)
+
+
+def with_files_written(storage: Storage, table: str, previous: LogListing,
+                       statuses: list[FileStatus]) -> LogListing:
+    """``previous`` with files this process has just written (``statuses``: a commit it created,
+    the files of a checkpoint): what a listing would add for them, without reading the
+    directory. ``_last_checkpoint`` is read again only after a checkpoint (a commit does not
+    change it): on an object store every read is a round trip."""
+    new_entries = dict(e for e in map(_entry, statuses) if e is not None)
+    wrote_checkpoint = any(lf is not None and lf.kind == "checkpoint" for lf, _ in new_entries.values())
+    return _updated(storage, table, previous, new_entries, [], listed_from=previous.listed_from,
+                    last_checkpoint=None if wrote_checkpoint else previous.last_checkpoint)
+
+
+def _updated(storage: Storage, table: str, previous: LogListing | None,
+             new_entries: dict[str, tuple[LogFile | None, FileStatus]], removed: list[str], *,
+             listed_from: int | None, last_checkpoint: dict[str, Any] | None = None) -> LogListing:
+    """The listing of ``previous`` with ``new_entries`` (new or changed) and without ``removed``;
+    partial from ``listed_from`` on (None: whole). ``last_checkpoint``: the hint when already
+    read (else it is read)."""
+    listing = LogListing(listed_from=listed_from,
+                         _source=(storage, table) if listed_from is not None else None)
+    parts: dict[tuple[int, int], list[tuple[int, FileStatus]]] = {}
+    stray: list[FileStatus] = []
+    empty: set[str] = set()
+    appended: list[int] | None = None  # new commit versions, when only appended after the old ones
+    if previous is not None and previous._entries:
+        # Start from the previous listing's commits and checksums (the bulk of the log): only
+        # what changed is applied; the other kinds are few and rebuilt below.
+        merged = dict(previous._entries)
+        listing._commits = dict(previous._commits)
+        listing._crcs = dict(previous._crcs)
+        gone = set(removed)
+        empty = previous._empty - gone
+        if not removed and previous._runs is not None and previous._runs[0] == len(previous._commits):
+            appended = []
+        for name in removed:
+            lf, _ = merged.pop(name)
+            if lf is not None and lf.kind == "commit":
+                listing._commits.pop(lf.version, None)  # type: ignore[arg-type]
+            elif lf is not None and lf.kind == "crc":
+                listing._crcs.pop(lf.version, None)  # type: ignore[arg-type]
+        merged.update(new_entries)
+        others = {name: e for name, e in previous._others.items() if name not in gone}
+    else:
+        merged = new_entries
+        others = {}
+    commits, crcs = listing._commits, listing._crcs
+    for name, entry in new_entries.items():
+        lf, status = entry
+        kind = lf.kind if lf is not None else None
+        if kind == "commit" or kind == "crc":
+            if status.size == 0:
+                empty.add(name)
+            elif empty:
+                empty.discard(name)
+            version: int = lf.version  # type: ignore[union-attr,assignment]
+            if version > MAX_VERSION:
+                stray.append(status)
+            elif kind == "commit":
+                if appended is not None and version not in commits:
+                    appended.append(version)
+                commits[version] = status
+            else:
+                crcs[version] = status
+        else:
+            others[name] = entry
+    for name, (lf, status) in others.items():
+        if lf is None:
+            listing._unknown.append(status)
+        elif lf.version is not None and lf.version > MAX_VERSION:
+            stray.append(status)
+        elif lf.kind == "compacted":
+            listing._compactions.append((lf, status))
+        elif lf.kind == "checkpoint":
+            if status.size == 0:
+                # A zero-byte checkpoint is an interrupted write by a non-atomic writer; Spark
+                # ignores it too.
+                listing._unknown.append(status)
+            elif lf.checkpoint_kind == "multipart":
+                assert lf.num_parts is not None and lf.part is not None
+                parts.setdefault((lf.version, lf.num_parts), []).append((lf.part, status))  # type: ignore[arg-type]
+            else:
+                listing._checkpoints.append(CheckpointInstance(lf.version, lf.checkpoint_kind, (status,)))  # type: ignore[arg-type]
+        else:
+            listing._unknown.append(status)
+    if stray:
+        # Versions are longs (PROTOCOL.md "Delta Log Entries"); no table reaches these, and
+        # taking them as the latest version would make every range over versions unbounded.
+        names = ", ".join(s.path for s in sorted(stray, key=lambda s: s.path)[:5])
+        raise VersionsNotContiguousError(
+            f"_delta_log holds {len(stray)} file(s) whose version is beyond the largest Delta version "
+            f"{MAX_VERSION} (versions are longs): {names}. No table reaches that version: these are "
+            f"stray files; move them out of _delta_log", table=table,
+            params={"strayFiles": [s.path for s in stray[:10]]})
+    for (version, num_parts), items in parts.items():
+        items.sort(key=lambda t: t[0])
+        listing._checkpoints.append(CheckpointInstance(
+            version, "multipart", tuple(s for _, s in items), num_parts=num_parts))
+    listing._checkpoints.sort(key=lambda c: (c.version, c.kind))
+    listing._unknown.sort(key=lambda s: s.path)
+    listing._compactions.sort(key=lambda c: c[1].path)
+    listing._entries = merged
+    listing._others = others
+    listing._empty = empty
+    if appended is not None and previous is not None and previous._runs is not None:
+        listing._runs = _extend_runs(previous._runs, sorted(appended))
+    listing.last_checkpoint = last_checkpoint if last_checkpoint is not None else read_last_checkpoint(storage)
+    if not listing._commits and not any(c.complete for c in listing._checkpoints):
+        raise NotADeltaTableError(
+            f"{table} is not a Delta table: _delta_log holds no commit and no checkpoint",
+            table=table)
+    return listing
+
+
+def _extend_runs(runs: tuple[int, list[int], list[int]], appended: list[int]
+                 ) -> tuple[int, list[int], list[int]] | None:
+    """:meth:`LogListing._version_runs` of a log that got the commits ``appended`` (ascending),
+    from the previous one without sorting again; None when they do not all come after it."""
+    count, versions, starts = runs
+    if appended and versions and appended[0] <= versions[-1]:
+        return None
+    versions, starts = versions + appended, starts + []
+    previous = versions[count - 1] if count else None
+    for v in appended:
+        starts.append(starts[-1] if previous is not None and v == previous + 1 else v)
+        previous = v
+    return len(versions), versions, starts
+
+
+def _entry(status: FileStatus) -> tuple[str, tuple[LogFile | None, FileStatus]] | None:
+    name = status.path.rsplit("/", 1)[-1]
+    if name[:1] in (".", "_"):
+        # Hidden Hadoop checksum files (.x.crc), _last_checkpoint, _commits temp files.
+        return None
+    return name, (parse_log_file(name), status)
+
+
+def _scan(storage: Storage, table: str, previous: LogListing | None, stat_known: bool,
+          tail_only: bool = True) -> tuple[dict[str, tuple[LogFile | None, FileStatus]], list[str], bool]:
+    """The entries of ``_delta_log`` that are new or changed since ``previous`` (all of them
+    without it), the names of the previous entries that are gone, and whether the whole
+    directory was read (else only what ``previous`` covers). Names already known are not parsed
+    again; with ``stat_known`` False (local storage) they are not even stat'ed."""
+    known = previous._entries if previous is not None else {}
+    if not stat_known and known:
+        # (a partial listing asked to be made whole is listed whole below)
+        if storage.lists_names_cheaply and (tail_only or previous.listed_from is None):  # type: ignore[union-attr]
+            whole = previous.listed_from is None  # type: ignore[union-attr]
+            return (*_scan_names(storage, table, previous), whole)  # type: ignore[arg-type]
+        tail = _scan_tail(storage, table, previous) if tail_only else None  # type: ignore[arg-type]
+        if tail is not None:
+            return (*tail, False)
+    statuses = _list_log_dir(storage, table)
+    if not statuses and not storage.exists(LOG_DIR):
+        _no_log(storage, table, "it has no _delta_log directory")
+    if not known:
+        found: dict[str, tuple[LogFile | None, FileStatus]] = {}
+        for status in statuses:  # the first listing of a log: every name parsed, inline (hot)
+            name = status.path.rsplit("/", 1)[-1]
+            if name[:1] not in (".", "_"):  # hidden checksum files, _last_checkpoint, _commits
+                found[name] = (parse_log_file(name), status)
+        return found, [], True
+    changed, seen = _compared(statuses, known)
+    removed = list(known.keys() - seen)
+    return changed, removed, True
+
+
+def _compared(statuses: list[FileStatus], known: dict[str, tuple[LogFile | None, FileStatus]]
+              ) -> tuple[dict[str, tuple[LogFile | None, FileStatus]], set[str]]:
+    """The entries among ``statuses`` that are new or changed (size or modification time) against
+    ``known``, and the names of the known ones listed again."""
+    changed: dict[str, tuple[LogFile | None, FileStatus]] = {}
+    seen = set()
+    for status in statuses:
+        name = status.path.rsplit("/", 1)[-1]
+        entry = known.get(name)
+        if entry is None:
+            new = _entry(status)
+            if new is not None:
+                changed[new[0]] = new[1]
+            continue
+        seen.add(name)
+        if entry[1] != status:
+            changed[name] = (entry[0], status)
+    return changed, seen
+
+
+def _scan_from_hint(storage: Storage, table: str
+                    ) -> tuple[dict[str, tuple[LogFile | None, FileStatus]], dict[str, Any]] | None:
+    """The entries of ``_delta_log`` from the checkpoint ``_last_checkpoint`` names on (version
+    ``C``: every name that sorts at or after ``C``'s 20 digits - its checkpoint, its commit and
+    ``.crc``, everything later), and the hint; None - list the whole log - when there is no
+    usable hint, or no complete checkpoint at ``C`` among them (PROTOCOL.md "Last Checkpoint
+    File": the hint may be stale, the listing decides).
+
+    One listing from the version before ``C`` (``list_dir(start_after=<C-1 as 20 digits>)``:
+    S3 ``start-after``, the list offset of Azure and GCS; on a local directory only the names
+    kept are stat'ed); the few files of ``C - 1`` it also returns are dropped."""
+    try:
+        hint = read_last_checkpoint(storage)
+    except (OSError, CorruptLogError):  # e.g. the table is a file: the whole listing names the problem
+        return None
+    if hint is None:
+        return None
+    version = hint["version"]
+    if version == 0 or version > MAX_VERSION:
+        return None  # nothing to skip / not a version: the whole listing decides
+    statuses = _list_log_dir(storage, table, f"{version - 1:020d}")
+    anchor = f"{version:020d}"
+    found: dict[str, tuple[LogFile | None, FileStatus]] = {}
+    for status in statuses:
+        name = status.path.rsplit("/", 1)[-1]
+        if name >= anchor and name[:1] not in (".", "_"):
+            found[name] = (parse_log_file(name), status)
+    if not _has_complete_checkpoint(found.values(), version):
+        return None
+    return found, hint
+
+
+def _has_complete_checkpoint(entries: Any, version: int) -> bool:
+    """Whether ``entries`` hold a complete, non-empty checkpoint of ``version``: a single-file
+    (classic or V2) one, or every part of a multi-part one (as :func:`_updated` decides)."""
+    parts: dict[int, set[int]] = {}
+    for lf, status in entries:
+        if lf is None or lf.kind != "checkpoint" or lf.version != version or status.size == 0:
+            continue
+        if lf.checkpoint_kind != "multipart":
+            return True
+        parts.setdefault(lf.num_parts, set()).add(lf.part)  # type: ignore[arg-type]
+    return any(len(found) == num_parts for num_parts, found in parts.items())
+
+
+def _complete_in_place(listing: LogListing) -> None:
+    """:meth:`LogListing.complete`: the whole directory is listed; the names before
+    ``listed_from``'s 20 digits are added to the listing, the tail stays as listed."""
+    assert listing.listed_from is not None and listing._source is not None
+    storage, table = listing._source
+    anchor = f"{listing.listed_from:020d}"
+    statuses = _list_log_dir(storage, table)
+    head: dict[str, tuple[LogFile | None, FileStatus]] = {}
+    for status in statuses:
+        name = status.path.rsplit("/", 1)[-1]
+        if name < anchor and name[:1] not in (".", "_"):
+            head[name] = (parse_log_file(name), status)
+    whole = _updated(storage, table, listing, head, [], listed_from=None,
+                     last_checkpoint=listing.last_checkpoint)
+    listing.__dict__.update(whole.__dict__)
+
+
+def _scan_tail(storage: Storage, table: str, previous: LogListing
+               ) -> tuple[dict[str, tuple[LogFile | None, FileStatus]], list[str]] | None:
+    """:func:`_scan` where a listing returns statuses anyway (an object store, Hadoop): only the
+    tail of the log is listed, the files of the last known commit's version and after
+    (``list_dir(start_after=<its 20 digits>)``: S3 ``start-after``, the list offset of Azure and
+    GCS), so that catching up on a long log costs one short listing, not the whole directory.
+    Every file of that version and later sorts after the bare version number - its checkpoint
+    (``.checkpoint.`` sorts before ``.json``), its ``.crc``, the commits after it.
+
+    What this does not see until a full listing (``refresh(full=True)``, or an operation that
+    lists from scratch): files below that version deleted or replaced by another writer (a
+    metadata cleanup, a checkpoint rewritten at an older version). Neither changes what a version
+    holds (PROTOCOL.md "Creation of New Log Entries"); the operations that decide from the whole
+    directory (cleanup, vacuum, truncate) list it whole. None - list everything - when there is
+    no known commit, or when the last known commit itself is gone (the log was cleaned or
+    replaced under us)."""
+    latest = previous.latest_commit_version
+    if latest is None:
+        return None
+    anchor = f"{latest:020d}"
+    statuses = _list_log_dir(storage, table, anchor)
+    latest_name = f"{anchor}.json"
+    known = previous._entries
+    changed, seen = _compared(statuses, known)
+    if latest_name not in seen:
+        return None
+    removed = [name for name in known if name > anchor and name not in seen]
+    return changed, removed
+
+
+def _scan_names(storage: Storage, table: str, previous: LogListing
+                ) -> tuple[dict[str, tuple[LogFile | None, FileStatus]], list[str]]:
+    """:func:`_scan` where names are cheap (:attr:`Storage.lists_names_cheaply`): names from the
+    directory (set operations, no per-file work for the known ones), a stat for new names and
+    again for the files that may change in place: checkpoints (a writer may replace one),
+    unknown and empty files (maybe a write still in progress)."""
+    prefix = f"{LOG_DIR}/"
+    try:
+        present = storage.list_names(LOG_DIR)
+    except NotADirectoryError:
+        _no_log(storage, table, "its _delta_log is a file, not a directory")
+    except OSError as exc:
+        _unlistable(table, exc)
+    if not present and not storage.exists(LOG_DIR):
+        _no_log(storage, table, "it has no _delta_log directory")
+    if previous.listed_from is not None:
+        # a partial listing is updated as one: only the names it covers
+        anchor = f"{previous.listed_from:020d}"
+        present = {n for n in present if n >= anchor}
+    known = previous._entries
+    removed = list(known.keys() - present)
+    new = [n for n in present - known.keys() if not n.startswith((".", "_"))]
+    changed: dict[str, tuple[LogFile | None, FileStatus]] = {}
+    for name in sorted(new) + sorted((previous._others.keys() | previous._empty) & present):
+        entry = known.get(name)
+        lf = entry[0] if entry is not None else parse_log_file(name)
+        if lf is None and storage.is_dir(prefix + name):
+            continue  # a folder (list_dir lists files only); log file names are never folders
+        if lf is not None:
+            _refuse_unreadable(storage, table, name)
+        try:
+            status = storage.status(prefix + name)
+        except FileNotFoundError:  # deleted since the directory was read
+            if entry is not None:
+                removed.append(name)
+            continue
+        if entry is None or entry[1] != status:
+            changed[name] = (lf, status)
+    return changed, removed
+
+
+def _list_log_dir(storage: Storage, table: str, start_after: str | None = None) -> list[FileStatus]:
+    """The files of ``_delta_log`` (after ``start_after``), with a named error for a log that
+    cannot be listed (a file, a link loop, no permission). Where names are cheap (a local
+    directory), every name that is a log file's but was not listed as a file - a directory, a
+    link to nothing - is refused too (:func:`_refuse_unreadable`): a commit that exists and
+    cannot be read must never be taken for a missing one."""
+    try:
+        statuses = storage.list_dir(LOG_DIR, start_after=start_after)
+    except NotADirectoryError:
+        _no_log(storage, table, "its _delta_log is a file, not a directory")
+    except FileNotFoundError:
+        statuses = []
+    except OSError as exc:
+        _unlistable(table, exc)
+    if storage.lists_names_cheaply:
+        try:
+            names = storage.list_names(LOG_DIR)
+        except OSError:
+            names = set()
+        if "_sidecars" in names:
+            _refuse_unreadable(storage, table, "_sidecars")
+        listed = {s.path.rsplit("/", 1)[-1] for s in statuses}
+        unlisted = names - listed
+        if start_after is not None:  # only the names the listing covers (a long log's tail)
+            unlisted = {n for n in unlisted if n > start_after or n == "_last_checkpoint"}
+        for name in sorted(unlisted):
+            if name == "_last_checkpoint" or (
+                    name[:1] not in (".", "_") and (start_after is None or name > start_after)
+                    and parse_log_file(name) is not None):
+                _refuse_unreadable(storage, table, name)
+    return statuses
+
+
+def _refuse_unreadable(storage: Storage, table: str, name: str) -> None:
+    """Raise :class:`CorruptLogError` when ``_delta_log/<name>`` - a log file's name, or
+    ``_last_checkpoint`` - is there but is not a regular file (a directory, a link to nothing,
+    a link loop), or ``_sidecars`` is there but not a directory."""
+    rel = f"{LOG_DIR}/{name}"
+    local = storage.local_file(rel)
+    if local is None:  # an object store has no such entries: a key is an object
+        return
+    import os
+
+    if name == "_sidecars":
+        if os.path.lexists(local) and not os.path.isdir(local):
+            raise CorruptLogError(
+                f"{rel} is not a directory: V2 checkpoints keep their sidecar files there, so the log "
+                f"cannot be read or written as it is. Move the file out of _delta_log (nothing was "
+                f"written)", table=table, params={"path": rel})
+        return
+    if not os.path.lexists(local) or os.path.isfile(local):
+        return
+    what = ("a directory" if os.path.isdir(local)
+            else "a link to nothing (or a link loop)" if os.path.islink(local) else "not a regular file")
+    raise CorruptLogError(
+        f"{rel} is {what}, not a readable file: the log cannot be read past it and a write must "
+        f"never take that version for a free one. Restore the file from a backup or move the "
+        f"entry out of _delta_log (nothing was written)", table=table, params={"path": rel})
+
+
+def _unlistable(table: str, exc: OSError) -> NoReturn:
+    raise CorruptLogError(
+        f"cannot list {LOG_DIR} of {table}: {exc.strerror or exc}. Check that it is a directory "
+        f"(not a link loop) that this user can read (nothing was written)", table=table) from exc
+
+
+def _no_log(storage: Storage, table: str, why: str) -> NoReturn:
+    """Raise the error for a location without a readable ``_delta_log``: no such path, a file
+    where the table's directory belongs, or ``why``."""
+    if not storage.exists(""):
+        raise TableNotFoundError(f"path does not exist: {table}", table=table)
+    is_dir = getattr(storage, "is_dir", None)
+    if is_dir is not None and not is_dir(""):
+        raise NotADeltaTableError(
+            f"{table} is not a Delta table: it is a file, not a directory. Give the table's "
+            f"directory (the one that holds _delta_log)", table=table)
+    raise NotADeltaTableError(f"{table} is not a Delta table: {why}", table=table)
