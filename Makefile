@@ -248,10 +248,12 @@ check-java:
 test: lint test-classic test-connect
 
 # The inner loop: the unit tier starts no JVM, server or child process (tests/unit_tier_guard.py).
-# The linter ([tool.ruff] in pyproject.toml), on everything Python in the repository; first, as
-# it takes a second.
+# The linter ([tool.ruff] in pyproject.toml), on everything Python in the repository, then the
+# type checker on the package ([tool.mypy]: strict on protocol/ and log/); first, as they take
+# seconds.
 lint: venv-test
 	$(VENV)/bin/ruff check src tools/src bench tests
+	$(VENV)/bin/mypy
 
 test-unit: venv-test
 	$(VENV)/bin/pytest -q tests/unit $(PYTEST_ARGS)

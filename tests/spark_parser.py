@@ -43,7 +43,7 @@ def relation_of_failed_statement(spark, statement: str) -> list[str]:
     from pyspark.errors import AnalysisException, ParseException
 
     try:
-        spark.sql(statement).schema
+        _ = spark.sql(statement).schema
     except ParseException:
         raise  # the parser's refusal (a subclass of AnalysisException): the caller's answer
     except AnalysisException as exc:

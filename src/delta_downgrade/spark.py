@@ -99,7 +99,7 @@ def active_session() -> SparkSession | None:
     # pyspark's getActiveSession answers for Connect only once its Connect mode flag is set (a
     # session built through pyspark.sql's builder sets it); a Connect session built from
     # pyspark.sql.connect directly (a Databricks serverless runtime) is found on its own class.
-    active = SparkSession.getActiveSession()
+    active: Any = SparkSession.getActiveSession()  # classic or Connect: two classes
     if active is None and "pyspark.sql.connect.session" in sys.modules:
         from pyspark.sql.connect.session import SparkSession as ConnectSession
 
@@ -219,7 +219,7 @@ def _quiet_jvm_log() -> str | None:
         return None
     from pyspark import SparkContext
 
-    if SparkContext._gateway is not None:  # type: ignore[attr-defined]
+    if SparkContext._gateway is not None:
         return None
     fd, path = tempfile.mkstemp(prefix="delta-downgrade-spark-", suffix=".log")
     os.close(fd)
@@ -244,7 +244,7 @@ def _launch_quiet_jvm(conf: dict[str, str], log_file: str) -> None:
         with open(log_file, encoding="utf-8", errors="replace") as fh:
             sys.stderr.write("\n" + fh.read()[-4000:])
         raise
-    SparkContext._ensure_initialized(gateway=gateway, conf=spark_conf)  # type: ignore[attr-defined]
+    SparkContext._ensure_initialized(gateway=gateway, conf=spark_conf)
 
 
 def _log_level() -> str:
@@ -271,7 +271,7 @@ def has_delta_sql(spark: SparkSession) -> bool:
     if is_connect_session(spark):
         return True
     try:
-        jvm = spark._jvm  # type: ignore[attr-defined]
+        jvm: Any = spark._jvm
     except Exception:
         return False
     # Jars from spark.jars live in Spark's context class loader, not always the system one.

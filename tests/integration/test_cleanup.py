@@ -30,7 +30,8 @@ from delta_downgrade.app.cli import main as cli_main
 from delta_downgrade.clock import ManualClock
 from delta_downgrade.errors import UnsupportedFeaturesError
 from delta_downgrade.log.checkpoint.classic_writer import write_checkpoint
-from delta_downgrade.log.checkpoint.on_driver import checkpoint_content, checkpoint_table
+from delta_downgrade.log.checkpoint.on_driver import checkpoint_table
+from tests.python_checkpoint_content import checkpoint_content
 from delta_downgrade.log.delta_log import DeltaLog
 from delta_downgrade.log.format.file_names import (
     classic_checkpoint_path, commit_path, compacted_path, crc_path, multipart_checkpoint_path,

@@ -108,7 +108,7 @@ def violations(path: Path, ref: Reference) -> list[str]:
     for v in range(earliest, LATEST + 1):
         try:
             snapshot = log.snapshot(v, check_read=False)
-            snapshot.protocol
+            _ = snapshot.protocol
             if len(snapshot.state().files) != v + 1:
                 out.append(f"I1: version {v} has the wrong state")
         except Exception as exc:  # noqa: BLE001 - any failure is the finding

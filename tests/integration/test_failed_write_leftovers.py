@@ -54,7 +54,7 @@ def tiny_fs(tmp_path):
 
 def test_failed_multipart_checkpoint_leaves_no_part(golden_root, tiny_fs, tmp_path):
     from delta_downgrade.log.checkpoint.classic_writer import write_checkpoint
-    from delta_downgrade.log.checkpoint.on_driver import checkpoint_content
+    from tests.python_checkpoint_content import checkpoint_content
     from delta_downgrade.storage.local import LocalStorage
 
     # Sizes of the parts, from the same checkpoint written on an ordinary disk.

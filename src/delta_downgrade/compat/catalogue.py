@@ -101,7 +101,7 @@ class _Side(_Model):
         if self.versions is not None:
             if self.max_version == UNKNOWN:
                 raise ValueError("versions given while max_version is unknown")
-            bad = [v for v in self.versions if not 1 <= v <= self.max_version]  # type: ignore[operator]
+            bad = [v for v in self.versions if not 1 <= v <= self.max_version]  # type: ignore[operator]  # max_version is known here (checked above)
             if bad or len(set(self.versions)) != len(self.versions):
                 raise ValueError(f"versions {self.versions} must be distinct, 1..max_version")
         if isinstance(self.features, list) and len(set(self.features)) != len(self.features):
@@ -128,7 +128,7 @@ class _Side(_Model):
             return None
         if self.versions is not None:
             return version in self.versions
-        return 1 <= version <= self.max_version  # type: ignore[operator]
+        return 1 <= version <= self.max_version  # type: ignore[operator]  # an unknown max_version returned above
 
 
 class ReadSide(_Side):
@@ -389,9 +389,9 @@ class Catalogue(_Model):
                     + (f"; its paths: {', '.join(paths)}" if paths else "; it has one read path: "
                        "leave the path out"), params={"client": name, "suggestions": paths})
         span = (spelling.low, spelling.high)
-        holding = [c for c in entries if c.releases.holds(*span, inclusive_high=spelling.pinned)]  # type: ignore[union-attr]
+        holding = [c for c in entries if c.releases.holds(*span, inclusive_high=spelling.pinned)]  # type: ignore[union-attr]  # entries of a product with releases
         partial = [c for c in entries if c not in holding
-                   and c.releases.overlaps(*span, inclusive_high=spelling.pinned)]  # type: ignore[union-attr]
+                   and c.releases.overlaps(*span, inclusive_high=spelling.pinned)]  # type: ignore[union-attr]  # entries of a product with releases
         if holding and not partial:
             if all_paths and len({c.path for c in holding}) == len(holding):
                 return holding
@@ -445,11 +445,11 @@ def _nearest(entries: list[Client], low: Version, high: Version) -> list[Client]
     above = [c for c in entries if c.releases and c.releases.low is not None and c.releases.low >= high]
     out = []
     if below:
-        top = max(c.releases.high for c in below)  # type: ignore[union-attr,type-var]
-        out += [c for c in below if c.releases.high == top]  # type: ignore[union-attr]
+        top = max(c.releases.high for c in below)  # type: ignore[union-attr,type-var]  # below: releases with a high bound
+        out += [c for c in below if c.releases.high == top]  # type: ignore[union-attr]  # below: releases with a high bound
     if above:
-        bottom = min(c.releases.low for c in above)  # type: ignore[union-attr,type-var]
-        out += [c for c in above if c.releases.low == bottom]  # type: ignore[union-attr]
+        bottom = min(c.releases.low for c in above)  # type: ignore[union-attr,type-var]  # above: releases with a low bound
+        out += [c for c in above if c.releases.low == bottom]  # type: ignore[union-attr]  # above: releases with a low bound
     return out
 
 

@@ -113,7 +113,7 @@ def _roaring32_bitmap(view: memoryview, start: int, end: int, cardinality: int) 
     """The 32-bit bitmap between ``start`` and ``end``, decoded by CRoaring, holding exactly the
     ``cardinality`` its headers declare."""
     try:
-        bitmap = BitMap.deserialize(view[start:end])
+        bitmap = BitMap.deserialize(view[start:end])  # type: ignore[arg-type]  # any buffer, not only bytes
     except ValueError as exc:
         raise DeletionVectorFormatError(f"malformed Roaring bitmap: {exc}") from None
     if len(bitmap) != cardinality:
@@ -191,7 +191,7 @@ def _roaring64_bitmap(view: memoryview, pos: int) -> tuple[BitMap64, int]:
     for _key, _start, end, card in _buckets(view, pos):
         cardinality += card
     try:
-        bitmap = BitMap64.deserialize(view[pos:end])
+        bitmap = BitMap64.deserialize(view[pos:end])  # type: ignore[arg-type]  # any buffer, not only bytes
     except ValueError as exc:
         raise DeletionVectorFormatError(f"malformed Roaring bitmap: {exc}") from None
     if len(bitmap) != cardinality:

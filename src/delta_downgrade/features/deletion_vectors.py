@@ -95,7 +95,7 @@ class DeletionVectors(RemovableFeature):
         wanted: dict[str, None] = {}
         # inline and absolute-path DVs are skipped: only the relative ones ("u") name a file here
         for tomb in tombstones_with_relative_dvs(state, cutoff):
-            rel = dv_relative_path(tomb.dv)  # type: ignore[arg-type]
+            rel = dv_relative_path(tomb.dv)  # type: ignore[arg-type]  # the tombstones chosen carry a relative DV
             if rel:
                 wanted.setdefault(rel, None)
         if wanted:

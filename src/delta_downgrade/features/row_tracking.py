@@ -31,7 +31,7 @@ class RowTracking(RemovableFeature):
         conf = snapshot.metadata.configuration
         performed = False
         if conf.get(ENABLE_PROPERTY, "").lower() == "true" or conf.get(SUSPENDED_PROPERTY, "").lower() != "true":
-            updates = {ENABLE_PROPERTY: "false", SUSPENDED_PROPERTY: "true"}
+            updates: dict[str, str | None] = {ENABLE_PROPERTY: "false", SUSPENDED_PROPERTY: "true"}
             commit_properties(run, snapshot, updates, "SET TBLPROPERTIES")
             performed = True
         snapshot = run.latest()

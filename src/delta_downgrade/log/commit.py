@@ -15,7 +15,7 @@ from typing import Any, Callable, Sequence
 
 from delta_downgrade import ENGINE_INFO
 from delta_downgrade.protocol.actions import (
-    Action, AddCDCFile, AddFile, AnyAction, CommitInfo, DomainMetadata, Metadata, ProtocolAction, RemoveFile,
+    Action, AddFile, AnyAction, CommitInfo, DomainMetadata, Metadata, ProtocolAction, RemoveFile,
     serialize_commit,
 )
 from delta_downgrade.clock import SYSTEM_CLOCK, Clock
@@ -50,11 +50,6 @@ class WinningCommit:
     def operation(self) -> str:
         info = self.commit_info
         return (info.operation if info and info.operation else "unknown operation")
-
-    @property
-    def changes_data(self) -> bool:
-        return any(isinstance(a, (AddFile, RemoveFile, AddCDCFile)) and getattr(a, "dataChange", True)
-                   for a in self.actions)
 
     @property
     def changes_files(self) -> bool:
@@ -158,7 +153,7 @@ def read_winning_commits(log: DeltaLog, after_version: int) -> list[WinningCommi
     be read. When it cannot be (a link to nothing, a directory, a file gone again), the version
     is taken and its content unknown - :class:`CorruptLogError` (exit 2), never an empty list of
     winners, which would let the commit go on past a version nobody validated."""
-    out = []
+    out: list[WinningCommit] = []
     version = after_version + 1
     root = getattr(log.storage, "root", None)
     while True:
@@ -301,7 +296,7 @@ def commit(
                 raise ConcurrentWriteError(
                     f"gave up after {max_attempts} attempts: other writers keep committing; this "
                     f"commit was not written", table=log.table,
-                    params={"winningVersions": [w.version for w in winners]})
+                    params={"winningVersions": [w.version for w in winners]}) from None
             pending = [a for a in resolve_conflict(winners, log) if not isinstance(a, CommitInfo)]
             for w in winners:
                 for a in w.actions:
@@ -332,7 +327,8 @@ def _row_tracking_domain(log: DeltaLog, snapshot: Any, read_version: int) -> Dom
     if snapshot is None or snapshot.version != read_version:
         # a version after the winners of a lost race: list again, the cached listing predates them
         snapshot = log.refresh().snapshot(read_version, check_read=False)
-    return snapshot.domain(ROW_TRACKING_DOMAIN)
+    domain: DomainMetadata | None = snapshot.domain(ROW_TRACKING_DOMAIN)
+    return domain
 
 
 def _check_writable(log: DeltaLog, protocol: Protocol | None, metadata: Metadata | None,
@@ -384,4 +380,4 @@ def _param(value: Any) -> Any:
 
 
 def with_data_change(action: Action, data_change: bool) -> Action:
-    return replace(action, dataChange=data_change)  # type: ignore[call-arg]
+    return replace(action, dataChange=data_change)  # type: ignore[call-arg]  # file actions only: each has dataChange

@@ -288,7 +288,7 @@ class DeltaLog:
             segment = self.segment(version)
             snap = self._cached_snapshot(segment) or Snapshot(self.storage, self.table, segment)
             try:
-                snap.protocol_action
+                _ = snap.protocol_action  # reads and checks the protocol and metadata
                 self._verify_checkpoint(segment)
             except CheckpointUnreadableError as exc:
                 self._reject(segment, exc)
@@ -473,9 +473,6 @@ class DeltaLog:
                 protocol, boundary, span_start = new_protocol, new_boundary, version
         spans.append(ProtocolSpan(span_start, latest, protocol, boundary))
         return spans
-
-    def protocol_at(self, version: int) -> Protocol:
-        return Snapshot(self.storage, self.table, self.segment(version)).protocol
 
     def crc(self, version: int) -> dict[str, Any] | None:
         """The ``.crc`` checksum file of a version, when present and readable."""

@@ -147,14 +147,14 @@ def assign_fresh_row_ids(actions: Sequence[AnyAction], *, version: int, domain: 
     mark = high_water_mark(domain, table)
     base_domain = domain
     own = [a for a in actions if isinstance(a, DomainMetadata) and a.domain == ROW_TRACKING_DOMAIN]
-    for action in own:
-        if action.removed:
+    for domain in own:
+        if domain.removed:
             # Removing the domain while adding rows to a table that tracks them contradicts
             # itself (the drop of rowTracking removes the domain with the feature, never before).
             raise ValueError(f"a commit that removes the {ROW_TRACKING_DOMAIN} domain cannot add "
                              f"rows that need fresh row IDs")
-        if high_water_mark(action, table) >= mark:
-            mark, base_domain = high_water_mark(action, table), action
+        if high_water_mark(domain, table) >= mark:
+            mark, base_domain = high_water_mark(domain, table), domain
     start = mark
     out: list[AnyAction] = []
     for action in actions:

@@ -204,8 +204,9 @@ class Snapshot:
             # protocol and metaData come from _protocol_and_metadata (projected, checked there)
             found = CheckpointReader(self.storage, self.segment.checkpoint).actions(
                 ["txn", "domainMetadata", "add", "remove"])
+            # the reader returns each key's own actions (txn, domainMetadata, add, remove)
             state.apply_checkpoint(found.get("txn", []), found.get("domainMetadata", []),  # type: ignore[arg-type]
-                                   found.get("add", []), found.get("remove", []))  # type: ignore[arg-type]
+                                   found.get("add", []), found.get("remove", []))  # type: ignore[arg-type]  # (the same)
         for _status, actions in iter_commit_actions(self.storage, self.segment.commits):
             state.apply_commit(actions)
         state.protocol_action, state.metadata = protocol, metadata
@@ -240,7 +241,7 @@ class Snapshot:
         known = base._derived_arrow() if base is not None else None
         if known is None:
             return None
-        base._arrow = known  # type: ignore[union-attr]
+        base._arrow = known  # type: ignore[union-attr]  # known came from base: it is set
         txns = {t.appId: t for t in known.txns}
         domains = {d.domain: d for d in known.domains}
         try:

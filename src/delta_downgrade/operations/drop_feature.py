@@ -23,7 +23,9 @@ from delta_downgrade.log.checkpoint.engine import validate_engine
 from delta_downgrade.log.checkpoint.on_driver import checkpoint_table, uses_v2_checkpoint
 from delta_downgrade.log.commit import WinningCommit, rebase_unless_protocol_changed, require_atomic_commits
 from delta_downgrade.log.delta_log import DeltaLog
-from delta_downgrade.log.snapshot import BOUNDARY_PROPERTY, LogSegment, Snapshot, TableState
+from delta_downgrade.log.read.segment import LogSegment
+from delta_downgrade.log.replay.reconcile import TableState
+from delta_downgrade.log.snapshot import BOUNDARY_PROPERTY, Snapshot
 from delta_downgrade.operations.drop_run import (
     NUMBER_OF_BARRIER_CHECKPOINTS, STATUS_ALREADY_ABSENT, STATUS_DROPPED, DropOutcome, DropRun,
     _DroppedConcurrently, finish, protected_checkpoint_paths, truncate_after_ms,
@@ -485,7 +487,7 @@ def history_uses_feature(log: DeltaLog, behaviour: RemovableFeature, since: int 
     if behaviour.checkpoint_uses_feature(base.segment.checkpoint):
         return True
     listing = log.full_listing()  # every retained commit
-    from delta_downgrade.log.snapshot import read_commit_actions
+    from delta_downgrade.log.read.segment import read_commit_actions
 
     for version in sorted(listing.commits):
         if since is not None and version < earliest:

@@ -83,7 +83,8 @@ from delta_downgrade.protocol.table_config import DELETED_FILE_RETENTION, HOUR_M
 
 if TYPE_CHECKING:  # the log modules load pyarrow; vacuum() imports DeltaLog when it runs
     from delta_downgrade.log.delta_log import DeltaLog
-    from delta_downgrade.log.snapshot import Snapshot, TableState
+    from delta_downgrade.log.replay.reconcile import TableState
+    from delta_downgrade.log.snapshot import Snapshot
 
 LOG_DIR = "_delta_log"
 CHANGE_DATA_DIR = "_change_data"

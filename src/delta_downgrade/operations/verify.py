@@ -104,11 +104,11 @@ def verify_table(location: str, expect: Expectations, *,
     if expect.protected_checkpoints:
         # A checkpoint's own files are listed; a V2 checkpoint's sidecars must be referenced by
         # a checkpoint of the log and exist (a dangling reference makes it unreadable).
-        present = {p for c in log.checkpoint_inventory() if c.complete for p in c.paths}
+        listed = {p for c in log.checkpoint_inventory() if c.complete for p in c.paths}
         referenced = {p for c in log.checkpoint_inventory() if c.complete and c.kind != "multipart"
                       for p in _sidecars_or_none(log, c)}
         missing = [p for p in expect.protected_checkpoints
-                   if p not in present and not (p in referenced and log.storage.exists(p))]
+                   if p not in listed and not (p in referenced and log.storage.exists(p))]
         add("protected_checkpoints_exist", not missing,
             "all present" if not missing else f"missing: {missing}")
 

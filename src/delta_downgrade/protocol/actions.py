@@ -10,12 +10,13 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import MISSING, dataclass, field, fields, replace
-from typing import Any, Callable, ClassVar, Iterable, Mapping
+from typing import Any, Callable, ClassVar, Iterable, Mapping, TypeVar
 from urllib.parse import unquote
 
 from delta_downgrade.errors import MalformedActionError  # noqa: F401 - re-exported
-from delta_downgrade.protocol import Protocol
-from delta_downgrade.protocol.json_nesting import NestingTooDeepError, check_nesting
+from delta_downgrade.errors import NestingTooDeepError
+from delta_downgrade.protocol.json_nesting import check_nesting
+from delta_downgrade.protocol.protocol import Protocol
 
 
 def _clean_map(value: Any) -> dict[str, Any] | None:
@@ -125,10 +126,13 @@ def _integral(v: Any) -> Any:
 _EXACT: dict[Callable[[Any], bool] | None, type] = {_is_str: str, _is_long: int, _is_bool: bool}
 _EXACT_CHECK: dict[type, Callable[[Any], bool]] = {t: c for c, t in _EXACT.items() if c is not None}
 
-_TYPE_NAMES = {_is_path: "a string", _is_size: "a long",
+_TYPE_NAMES: dict[Callable[[Any], bool], str] = {_is_path: "a string", _is_size: "a long",
                _is_str: "a string", _is_long: "a long", _is_bool: "a boolean", _is_obj: "an object",
                _is_str_list: "an array of strings", _is_str_map: "a map of strings",
                _is_dv: "a deletion vector descriptor"}
+
+
+_A = TypeVar("_A", bound="Action")
 
 
 @dataclass(frozen=True)
@@ -154,13 +158,13 @@ class Action:
         cls._REQUIRED = frozenset(f.name for f in fields(cls)
                                   if f.default is MISSING and f.default_factory is MISSING)
         # field -> (exact Python type or None, other check or None, is a map)
-        cls._SPEC = {name: (_EXACT.get(cls.FIELD_TYPES.get(name)),  # type: ignore[arg-type]
+        cls._SPEC = {name: (_EXACT.get(cls.FIELD_TYPES.get(name)),
                             None if cls.FIELD_TYPES.get(name) in _EXACT else cls.FIELD_TYPES.get(name),
                             name in cls.MAP_FIELDS)
                      for name in cls._NAMES}
 
     @classmethod
-    def from_obj(cls, obj: Mapping[str, Any]) -> "Action":
+    def from_obj(cls: type[_A], obj: Mapping[str, Any]) -> _A:
         if not isinstance(obj, Mapping):
             raise MalformedActionError(
                 f"malformed {cls.KEY} action: expected a JSON object, got {_json_type(obj)} {_short(obj)}")
@@ -183,13 +187,13 @@ class Action:
                     except MalformedActionError as exc:
                         raise MalformedActionError(f"malformed {cls.KEY} action: field {key!r}: {exc}") from None
                 if exact is not None:
-                    if type(value) is not exact or (exact is int and not _LONG_MIN <= value <= _LONG_MAX):
+                    if type(value) is not exact or (exact is int and not _is_long(value)):
                         value = cls._wrong_type(key, value, _EXACT_CHECK[exact])
                 elif check is not None and not check(value):
                     value = cls._wrong_type(key, value, check)
             known[key] = value
         try:
-            return cls(**known, extra=extra)  # type: ignore[call-arg]
+            return cls(**known, extra=extra)  # type: ignore[call-arg]  # every action's dataclass has extra; the base declares none
         except TypeError as exc:  # a required field is missing
             raise MalformedActionError(f"malformed {cls.KEY} action: {exc}") from None
 
@@ -217,7 +221,8 @@ class Action:
             if value is None:
                 continue
             out[f.name] = value.to_obj() if isinstance(value, DeletionVectorDescriptor) else value
-        for key, value in self.extra.items():
+        extra: dict[str, Any] = self.extra  # type: ignore[attr-defined]  # every action declares it, last (it has a default)
+        for key, value in extra.items():
             if value is not None:
                 out.setdefault(key, value)
         return out
@@ -393,7 +398,8 @@ class Metadata(Action):
 
     @property
     def schema(self) -> dict[str, Any]:
-        return json.loads(self.schemaString)
+        parsed: dict[str, Any] = json.loads(self.schemaString)
+        return parsed
 
     def with_configuration(self, updates: Mapping[str, str | None]) -> "Metadata":
         """A copy with properties set (str) or unset (None)."""
@@ -525,9 +531,9 @@ Txn.FIELD_TYPES = {"appId": _is_str, "version": _is_long, "lastUpdated": _is_lon
 CheckpointMetadata.FIELD_TYPES = {"version": _is_long, "tags": _is_str_map}
 Sidecar.FIELD_TYPES = {"path": _is_str, "sizeInBytes": _is_long, "modificationTime": _is_long,
                        "tags": _is_str_map}
-for _cls in ACTION_TYPES.values():
-    _cls._finish()
-del _cls
+for _action_type in ACTION_TYPES.values():
+    _action_type._finish()
+del _cls, _action_type
 
 
 @dataclass(frozen=True)

@@ -150,7 +150,7 @@ def domains_with_logical_names(domains: Iterable[DomainMetadata],
         renamed = [_renamed_entry(e, schema) for e in entries]
         if renamed == entries:
             continue
-        configuration = json.dumps({**config, "clusteringColumns": renamed}, separators=(",", ":"),
+        configuration = json.dumps({**(config or {}), "clusteringColumns": renamed}, separators=(",", ":"),
                                    ensure_ascii=False)
         out.append(DomainMetadata(domain=domain.domain, configuration=configuration, removed=False))
     return out

@@ -136,7 +136,7 @@ def _feature_problems(f: TableFeature) -> list[str]:
 def _w(name: str, writer: int = TABLE_FEATURES_WRITER_VERSION, **kw: object) -> TableFeature:
     """A writer-only feature; legacy iff its writer version is below 7."""
     return TableFeature(name, FeatureKind.WRITER, 1, writer,
-                        is_legacy=writer < TABLE_FEATURES_WRITER_VERSION, **kw)  # type: ignore[arg-type]
+                        is_legacy=writer < TABLE_FEATURES_WRITER_VERSION, **kw)  # type: ignore[arg-type]  # kw: TableFeature's keyword fields, checked when it is built
 
 
 def _rw(name: str, reader: int = TABLE_FEATURES_READER_VERSION,
@@ -145,7 +145,7 @@ def _rw(name: str, reader: int = TABLE_FEATURES_READER_VERSION,
     ``requiresHistoryProtection`` for reader-writer features is true ([DS])."""
     kw.setdefault("requires_history_protection", True)
     return TableFeature(name, FeatureKind.READER_WRITER, reader, writer,
-                        is_legacy=writer < TABLE_FEATURES_WRITER_VERSION, **kw)  # type: ignore[arg-type]
+                        is_legacy=writer < TABLE_FEATURES_WRITER_VERSION, **kw)  # type: ignore[arg-type]  # kw: TableFeature's keyword fields, checked when it is built
 
 
 # Features whose commits may live outside ``_delta_log`` or whose log is governed by a catalog or a

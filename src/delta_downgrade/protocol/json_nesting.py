@@ -52,8 +52,8 @@ def _crowded_lines(data: bytes) -> list[tuple[int, int, int]]:
     # openers up to each line's end (the newline is none), and up to the previous line's end
     upto = before.take(pc.subtract(ends, pa.scalar(1, ends.type)).cast(pa.int64())) if len(data) else ends
     previous = pa.concat_arrays([pa.array([0], pa.int64()), upto.slice(0, len(upto) - 1)])
-    crowded = pc.indices_nonzero(pc.greater(pc.subtract(upto, previous), MAX_NESTING)).to_pylist()
-    end_at = ends.to_pylist()
+    crowded: list[int] = pc.indices_nonzero(pc.greater(pc.subtract(upto, previous), MAX_NESTING)).to_pylist()
+    end_at: list[int] = ends.to_pylist()
     return [(i + 1, end_at[i - 1] + 1 if i else 0, end_at[i]) for i in crowded]
 
 

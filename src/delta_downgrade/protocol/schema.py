@@ -49,7 +49,7 @@ def delta_type_to_arrow(t: Any) -> pa.DataType:
     raise ValueError(f"unsupported Delta type {t!r}")
 
 
-def delta_field_to_arrow(f: dict[str, Any]) -> pa.Field:
+def delta_field_to_arrow(f: dict[str, Any]) -> pa.Field[Any]:
     import pyarrow as pa
 
     return pa.field(f["name"], delta_type_to_arrow(f["type"]), f.get("nullable", True))
@@ -58,9 +58,8 @@ def delta_field_to_arrow(f: dict[str, Any]) -> pa.Field:
 def delta_schema_to_arrow(schema: dict[str, Any] | str) -> pa.Schema:
     import pyarrow as pa
 
-    if isinstance(schema, str):
-        schema = json.loads(schema)
-    return pa.schema([delta_field_to_arrow(f) for f in schema["fields"]])
+    parsed: dict[str, Any] = json.loads(schema) if isinstance(schema, str) else schema
+    return pa.schema([delta_field_to_arrow(f) for f in parsed["fields"]])
 
 
 def arrow_primitive_to_delta(t: pa.DataType) -> str | None:
@@ -113,7 +112,7 @@ def arrow_type_to_delta(t: pa.DataType) -> Any:
     raise ValueError(f"no Delta type for Arrow type {t}")
 
 
-def arrow_field_to_delta(f: pa.Field) -> dict[str, Any]:
+def arrow_field_to_delta(f: pa.Field[Any]) -> dict[str, Any]:
     return {"name": f.name, "type": arrow_type_to_delta(f.type), "nullable": f.nullable, "metadata": {}}
 
 

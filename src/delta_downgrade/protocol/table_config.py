@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping, cast
 
 from delta_downgrade.errors import (
     BadDurationError, DeltaDowngradeError, InvalidTablePropertyError, RowTrackingPropertiesError,
@@ -149,6 +149,16 @@ class TableConfig:
             raise self._error({key: problem}, "")
         return value
 
+    # Each key's parser in PROPERTIES returns one type; these name it for the type checker.
+    def _int(self, key: str) -> int:
+        return cast(int, self._get(key))
+
+    def _bool(self, key: str) -> bool:
+        return cast(bool, self._get(key))
+
+    def _str(self, key: str) -> str:
+        return cast(str, self._get(key))
+
     def validate(self, keys: Iterable[str] | None = None) -> "TableConfig":
         """Parse every property in ``keys`` (all of :data:`PROPERTIES` by default) and raise one
         :class:`InvalidTablePropertyError` naming every bad one. Operations call this before their
@@ -185,15 +195,15 @@ class TableConfig:
 
     @property
     def log_retention_ms(self) -> int:
-        return self._get(LOG_RETENTION)
+        return self._int(LOG_RETENTION)
 
     @property
     def deleted_file_retention_ms(self) -> int:
-        return self._get(DELETED_FILE_RETENTION)
+        return self._int(DELETED_FILE_RETENTION)
 
     @property
     def truncate_history_retention_ms(self) -> int:
-        return self._get(TRUNCATE_HISTORY_RETENTION)
+        return self._int(TRUNCATE_HISTORY_RETENTION)
 
     @property
     def log_retention_display(self) -> str:
@@ -211,31 +221,31 @@ class TableConfig:
 
     @property
     def checkpoint_interval(self) -> int:
-        return self._get(CHECKPOINT_INTERVAL)
+        return self._int(CHECKPOINT_INTERVAL)
 
     @property
     def expired_log_cleanup_enabled(self) -> bool:
-        return self._get(ENABLE_EXPIRED_LOG_CLEANUP)
+        return self._bool(ENABLE_EXPIRED_LOG_CLEANUP)
 
     @property
     def in_commit_timestamps_enabled(self) -> bool:
-        return self._get(ENABLE_ICT)
+        return self._bool(ENABLE_ICT)
 
     @property
     def checkpoint_policy(self) -> str:
-        return self._get(CHECKPOINT_POLICY)
+        return self._str(CHECKPOINT_POLICY)
 
     @property
     def row_tracking_enabled(self) -> bool:
         """``delta.enableRowTracking`` (PROTOCOL.md "Row Tracking": enabled when also supported)."""
-        return self._get(ENABLE_ROW_TRACKING)
+        return self._bool(ENABLE_ROW_TRACKING)
 
     @property
     def row_tracking_suspended(self) -> bool:
         """``delta.rowTrackingSuspended``; raises when it is true together with
         ``delta.enableRowTracking`` (an illegal combination)."""
         self._check_row_tracking_combination()
-        return self._get(ROW_TRACKING_SUSPENDED)
+        return self._bool(ROW_TRACKING_SUSPENDED)
 
     @property
     def materialized_row_id_column(self) -> str | None:

@@ -164,6 +164,7 @@ def remove_column_mapping(run: "DropRun", *, workers: int = DEFAULT_WORKERS,
     by_source = {id(r.source): r for r in rewritten}
     actions: list[AnyAction] = []
     now = run.clock.now_ms()
+    stats: str | None
     for add, plan in plans:
         result = by_source[id(add)]
         actions.append(remove_action(add, now))
@@ -178,7 +179,7 @@ def remove_column_mapping(run: "DropRun", *, workers: int = DEFAULT_WORKERS,
         # the footer's row count gives it. A clustered table needs clustering-column stats.
         if stats or clustering_leaves or (tracking.assigns and add.baseRowId is None):
             stats = stats_for_rewrite(stats, plan.num_rows, [], rekey)
-            stats = with_footer_stats(stats, lambda: rewriter.footer_metadata(add), clustering_leaves,
+            stats = with_footer_stats(stats, lambda add=add: rewriter.footer_metadata(add), clustering_leaves,
                                       wide=add.deletionVector is not None)
         actions.append(replace(add, partitionValues=rekeyed_partitions(add), stats=stats, dataChange=False))
     actions.extend(domains)

@@ -110,6 +110,7 @@ def _read_inputs(spark: "SparkSession", files: Sequence[tuple[int, PurgeFile]], 
         discriminator = meta.getField("file_size")
     else:
         discriminator = F.crc32(meta.getField("file_name").cast("binary"))
+    assert key.modulus is not None, "a size or CRC key always has its modulus"
     return df.select(*data, row_index, discriminator.bitwiseAND(F.lit(key.modulus - 1)).alias(_DISC))
 
 

@@ -36,7 +36,7 @@ Returns True (performedChanges) iff files were rewritten or metadata was removed
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from delta_downgrade.errors import FileLayoutError
 from delta_downgrade.log.commit import rebase_unless_files_touched
@@ -136,7 +136,7 @@ def rewrite_type_widening(run: "DropRun", *, batch_files: int = DEFAULT_BATCH_FI
     batches = in_batches(stale, batch_files)
     respell_batches = in_batches(metadata_only, RESPELL_BATCH_FILES)
     # The counts start the progress only for a real run: a dry run rewrites nothing.
-    counts = {} if run.dry_run or not stale else {
+    counts: dict[str, Any] = {} if run.dry_run or not stale else {
         "step": REORG_STEP, "done": 0, "total": len(stale), "done_bytes": 0, "total_bytes": total_bytes}
     run.progress(f"REORG (type widening): {len(stale)} live file(s) store narrower types "
                  f"({total_bytes} bytes), {len(batches)} batch(es)", **counts)

@@ -164,10 +164,13 @@ class ObjectStoreStorage:
                 store = cls._local_store(location, parsed)
             else:
                 def make(client_options: Mapping[str, Any]) -> Any:
-                    return obstore.store.from_url(
-                        location.rstrip("/"), config=parsed.config or None,
-                        client_options=dict(client_options) or None,
-                        retry_config=parsed.retry_config or None)  # type: ignore[arg-type]
+                    # obstore types each scheme's config as its own TypedDict; these dicts were
+                    # built by its own parser for this location's scheme (options.py)
+                    config: Any = parsed.config or None
+                    client: Any = dict(client_options) or None
+                    retry: Any = parsed.retry_config or None
+                    return obstore.store.from_url(location.rstrip("/"), config=config,
+                                                  client_options=client, retry_config=retry)
 
                 store = make(parsed.client_options)
                 if "timeout" not in parsed.client_options:
@@ -373,7 +376,7 @@ class ObjectStoreStorage:
 
         with self._mapped(f"reading {rel_path}"):
             try:
-                return obstore.head(self._meta_store, rel_path)  # type: ignore[return-value]
+                return obstore.head(self._meta_store, rel_path)  # type: ignore[return-value]  # obstore's ObjectMeta is a TypedDict of these keys
             except FileNotFoundError:
                 return None
 
@@ -469,7 +472,8 @@ class ObjectStoreStorage:
 
         with self._mapped(f"reading {rel_path}"):
             try:
-                return _ReadableFile(obstore.open_reader(self._store, rel_path))
+                # read/seek/tell/close: what pyarrow and json take of a binary file
+                return _ReadableFile(obstore.open_reader(self._store, rel_path))  # type: ignore[return-value]
             except FileNotFoundError:
                 raise FileNotFoundError(f"{self.uri(rel_path)} does not exist") from None
 

@@ -105,7 +105,7 @@ IGNORED_KEYS = frozenset({
     "aws_ec2_metadata_disabled", "aws_ec2_metadata_timeout", "aws_force_credential_load",
     "aws_s3_assume_role_arn", "aws_s3_role_session_name", "aws_iam_role_arn",
     "aws_iam_role_session_name", "aws_profile", "mount_allow_unsafe_rename",
-    "allow_unsafe_rename", "aws_s3_allow_unsafe_rename", "aws_dynamodb_endpoint",
+    "allow_unsafe_rename", "aws_dynamodb_endpoint",
     "aws_endpoint_url_dynamodb", "aws_endpoint_url_sts", "aws_external_id",
     "hdfs_config_dir", "max_concurrency",
 })

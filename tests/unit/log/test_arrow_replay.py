@@ -28,7 +28,8 @@ from delta_downgrade.log.replay import arrow_commits
 from delta_downgrade.log.replay.arrow_replay import ArrowState, replay_segment
 from delta_downgrade.log.format.checkpoint_schema import CHECKPOINT_SCHEMA
 from delta_downgrade.log.checkpoint.classic_writer import write_checkpoint
-from delta_downgrade.log.checkpoint.on_driver import checkpoint_content, checkpoint_table
+from delta_downgrade.log.checkpoint.on_driver import checkpoint_table
+from tests.python_checkpoint_content import checkpoint_content
 from delta_downgrade.log.delta_log import DeltaLog
 from delta_downgrade.log.format.file_names import LOG_DIR
 from delta_downgrade.log.snapshot import LogSegment, Snapshot, TableState

@@ -156,7 +156,7 @@ def test_protocol_and_metadata_of_a_newer_version_come_from_the_cached_snapshot(
     table = _table(tmp_path, commits=12)
     storage = CountingStorage(table)
     log = DeltaLog(str(table), storage)
-    log.snapshot().protocol
+    _ = log.snapshot().protocol
     for v in range(12, 15):
         _add_commit(table, v)
     _write_commit(table, 15, [_info(15), _metadata(k="v")])

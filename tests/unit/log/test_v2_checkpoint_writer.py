@@ -26,7 +26,8 @@ import pytest
 from delta_downgrade.clock import ManualClock
 from delta_downgrade.errors import InvalidTablePropertyError
 from delta_downgrade.log.format.checkpoint_schema import SIDECAR_SCHEMA, V2_CHECKPOINT_SCHEMA
-from delta_downgrade.log.checkpoint.on_driver import checkpoint_content, checkpoint_table, uses_v2_checkpoint
+from delta_downgrade.log.checkpoint.on_driver import checkpoint_table, uses_v2_checkpoint
+from tests.python_checkpoint_content import checkpoint_content
 from delta_downgrade.log.delta_log import DeltaLog
 from delta_downgrade.log.format.file_names import LAST_CHECKPOINT, LOG_DIR, SIDECAR_DIR, classify
 from delta_downgrade.log.format.last_checkpoint import parse_last_checkpoint, read_last_checkpoint

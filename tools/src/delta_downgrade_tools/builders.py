@@ -106,7 +106,8 @@ class TableBuilder:
     # --- table creation and changes -----------------------------------------------------------------
 
     def create(self, schema: pa.Schema, *, partition_columns: Sequence[str] = (),
-               protocol: Protocol = Protocol(1, 2), configuration: Mapping[str, str] | None = None,
+               protocol: Protocol = Protocol(1, 2),  # noqa: B008 - a frozen value
+               configuration: Mapping[str, str] | None = None,
                rows: pa.Table | Sequence[Mapping[str, Any]] | None = None,
                delta_schema: Mapping[str, Any] | None = None, files: int = 1) -> int:
         """Version 0: protocol + metaData (+ the first data files)."""

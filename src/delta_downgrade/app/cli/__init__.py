@@ -57,7 +57,7 @@ class _Parser(argparse.ArgumentParser):
     command line gets its RESULT too (subparsers are made of the same class). ``--help`` and
     ``--version`` still print and exit 0: they are no outcome."""
 
-    def error(self, message: str) -> NoReturn:  # type: ignore[override]
+    def error(self, message: str) -> NoReturn:
         raise _Refused(message, self.format_usage())
 
 

@@ -18,9 +18,13 @@ tables'. With ``--json``: one document (the table's, or the fleet's) with the RE
 from __future__ import annotations
 
 import argparse
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from delta_downgrade.app.cli.storage_option import add_storage_option_argument
+
+if TYPE_CHECKING:
+    from delta_downgrade.compat.catalogue import Client
+    from delta_downgrade.operations.compat import TableCompat
 
 Command = Callable[[argparse.Namespace], int]
 
@@ -124,12 +128,12 @@ def _versions(args: argparse.Namespace, clients: tuple) -> dict:
     return versions_json(timeline, client_versions(timeline, clients))
 
 
-def _compat_of(args: argparse.Namespace, clients: tuple) -> Callable[[str], object]:
+def _compat_of(args: argparse.Namespace, clients: tuple[Client, ...]) -> Callable[[str], TableCompat]:
     """One table's report: the log through the storage layer for a path/URI, DESCRIBE DETAIL for
     a catalog name."""
     from delta_downgrade.app.table_ref import parse_table_ref
 
-    def compat_of(table: str):  # -> TableCompat
+    def compat_of(table: str) -> TableCompat:
         ref = parse_table_ref(table)
         if ref.is_name:
             from delta_downgrade.app.engines.sql_compat import catalog_compat

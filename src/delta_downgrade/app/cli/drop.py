@@ -34,7 +34,7 @@ def _drop_for_client(args: argparse.Namespace, client: str | None) -> int:
     from delta_downgrade.app.render.result import client_drop_result
     from delta_downgrade.errors import BadInputError
 
-    if (client is None) == (args.feature is None):
+    if client is None or args.feature is not None:  # the caller comes here with one of them
         raise BadInputError("drop-feature takes either a FEATURE or --for CLIENT (a client of the "
                             "catalogue, e.g. duckdb or deltalake-0.18), not both"
                             if client is not None else

@@ -7,9 +7,12 @@ session with Delta (:mod:`delta_downgrade.app.engines.sql_inspect`)."""
 from __future__ import annotations
 
 import argparse
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from delta_downgrade.app.cli.storage_option import add_storage_option_argument
+
+if TYPE_CHECKING:
+    from delta_downgrade.app.table_ref import TableRef
 
 Command = Callable[[argparse.Namespace], int]
 
@@ -42,7 +45,7 @@ def _run(args: argparse.Namespace) -> int:
                   text=None if args.json else render_text(report), text_on_stdout=True)
 
 
-def _run_catalog(args: argparse.Namespace, ref: object) -> int:
+def _run_catalog(args: argparse.Namespace, ref: TableRef) -> int:
     from delta_downgrade.app.cli.output import finish
     from delta_downgrade.app.engines.sql_inspect import inspect_catalog_table
     from delta_downgrade.app.engines.sql_session import delta_sql_session

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import importlib.abc
 import sys
-from types import ModuleType
+from types import FrameType, ModuleType
 from typing import Any, Callable
 
 _PANDAS = "pandas"
@@ -79,7 +79,7 @@ class _NoPandas(importlib.abc.MetaPathFinder):
             return None
         if _Refuse.always:
             raise ImportError("pandas is not loaded by the delta-downgrade CLI")
-        frame = sys._getframe(1)
+        frame: FrameType | None = sys._getframe(1)
         while frame is not None:
             module = frame.f_globals.get("__name__") or ""
             if frame.f_code.co_filename.startswith("<frozen importlib") or module == __name__ \
@@ -112,7 +112,7 @@ def _probe_shim(_: ModuleType | None = None) -> None:
         return
     _Refuse.always = True
     try:
-        shim.have_pandas
+        _ = shim.have_pandas
         _Probed.shim = True
     finally:
         _Refuse.always = False
@@ -129,7 +129,7 @@ def _tell_pyarrow(_: ModuleType) -> None:
         sys.meta_path.remove(_NoPandas)
     shim = _shim()
     if shim is not None and _Probed.shim:
-        shim.compat  # the shim tried before: it does not take its lock again
+        _ = shim.compat  # the shim tried before: it does not take its lock again
 
 
 def install() -> None:

@@ -144,7 +144,7 @@ def report_context(document: Mapping[str, Any], *, title: str = "Delta client co
     rows, sections = [], []
     for ti, table in enumerate(tables):
         entries = {str(e.get("client")): e for e in table.get("clients") or ()}
-        cells = []
+        cells: list[dict[str, Any] | None] = []
         for cid in ids:
             e = entries.get(cid)
             if e is None:
@@ -177,7 +177,7 @@ def report_context(document: Mapping[str, Any], *, title: str = "Delta client co
             for c in fam["clients"]]})
     columns = [{"id": c["id"], "label": c["label"], "name": c["name"], "versions": c["versions"], "first": i == 0}
                for fam in families for i, c in enumerate(fam["clients"])]
-    features = []
+    features: list[dict[str, Any]] = []
     for feature, sides in blocked_by_feature.items():
         carrying = tables_with_feature.get(feature, [])
         features.append({
@@ -222,7 +222,7 @@ def _table_section(ti: int, table: Mapping[str, Any], name: str, entries: Mappin
     drawn = isinstance(timeline, Mapping) and "latest_version" in timeline
     # time travel per client: each protocol span, and who cannot read its versions (by family)
     travel = []
-    for span in (timeline.get("spans") or ()) if drawn else ():  # type: ignore[union-attr]
+    for span in (timeline.get("spans") or ()) if drawn else ():  # type: ignore[union-attr]  # drawn: timeline is a mapping
         readers = set(span.get("readers") or ())
         travel.append({"from": span.get("from"), "to": span.get("to"), "readers": len(readers),
                        "judged": span.get("judged"),
@@ -233,7 +233,7 @@ def _table_section(ti: int, table: Mapping[str, Any], name: str, entries: Mappin
         "protocol": table.get("protocol") or {}, "summary": summary, "notes": table.get("notes") or (),
         "groups": list(groups.values()), "travel": travel,
         "best_drop": None if not best else {**best, "text": drops_text(best["drops"])},
-        "timeline": timeline_shapes(timeline, list(entries)) if drawn else None,  # type: ignore[arg-type]
+        "timeline": timeline_shapes(timeline, list(entries)) if drawn else None,  # type: ignore[arg-type]  # drawn: timeline is a mapping
         "timeline_error": timeline if isinstance(timeline, Mapping) and not drawn else None,
     }
 
@@ -329,9 +329,10 @@ def timeline_shapes(timeline: Mapping[str, Any], clients: Sequence[str] = ()) ->
     boundary_mark = None
     if boundary is not None and first <= int(boundary) <= last:
         bx = x(int(boundary))
-        label = place(bx, f"boundary v{boundary}"
-                      + (" (checkpointProtection)" if timeline.get("checkpoint_protection") else ""))
-        boundary_mark = {**label, "x": bx, "text_x": bx + (-4 if label["anchor"] == "end" else 4)}
+        boundary_label = place(bx, f"boundary v{boundary}"
+                               + (" (checkpointProtection)" if timeline.get("checkpoint_protection") else ""))
+        boundary_mark = {**boundary_label, "x": bx,
+                         "text_x": bx + (-4 if boundary_label["anchor"] == "end" else 4)}
     initial = timeline.get("initial_protocol") or {}
     height = _LINE_Y + 58
     return {

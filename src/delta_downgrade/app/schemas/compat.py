@@ -205,14 +205,16 @@ class CompatTableOutput(CompatTableDocument, CompatResult):
     """``compat TABLE --json``: the table's document with the RESULT fields it lacks (its own
     ``clients`` stays: the document's keys win)."""
 
-    clients: list[ClientCompat]
+    # pydantic merges the bases' fields; the document's own list of clients replaces the names.
+    clients: list[ClientCompat]  # type: ignore[assignment]
 
 
 class CompatFleetOutput(CompatFleetDocument, CompatFleetSummary):
     """``compat --tables-file F --json``: the fleet document with the summary's RESULT fields it
     lacks (its own ``tables`` list stays)."""
 
-    tables: list[CompatTableDocument]
+    # the document's list of tables replaces the summary's count of them
+    tables: list[CompatTableDocument]  # type: ignore[assignment]
 
 
 # --- --list-clients -------------------------------------------------------------------------------
@@ -316,4 +318,4 @@ class ReportTable(CompatTableDocument):
 class CompatReportDocument(CompatFleetDocument):
     """``DIR/compat.json`` of ``compat --report DIR`` / ``verify_task compat_report=DIR``."""
 
-    tables: list[ReportTable]
+    tables: list[ReportTable]  # type: ignore[assignment]  # each table with its report's fields too

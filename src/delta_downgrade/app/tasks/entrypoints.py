@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 import traceback
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from delta_downgrade.app.render.result import drop_result, emit_result, verify_result
 from delta_downgrade.app.storage_options import redact_output
@@ -17,6 +17,10 @@ from delta_downgrade.app.tasks.framework import TASK_VALUE_KEYS, Task, capped_li
 from delta_downgrade.app.tasks.settings import DropFeatureSettings, TaskSettings, TruncateSettings, VerifySettings
 from delta_downgrade.app.tasks.task_values import task_values_for
 from delta_downgrade.errors import EXIT_FAILURE, EXIT_OK, BadSettingsError, DeltaDowngradeError
+
+if TYPE_CHECKING:
+    from delta_downgrade.operations.verify import VerifyReport
+
 
 def _waiting_tables(settings: TaskSettings) -> list[str] | int | None:
     """``truncate_task`` with a ``waiting_dir`` and no table named: the tables recorded as waiting
@@ -68,6 +72,7 @@ def _verify_one(settings: TaskSettings, table: str) -> tuple[dict[str, Any], int
     )
     ref = parse_table_ref(table)
     extra: dict[str, Any] = {}
+    report: VerifyReport  # a catalog table's is a CatalogVerifyReport
     if ref.is_name:
         # A catalog table: DESCRIBE DETAIL / HISTORY and a read on the session, never its path.
         from delta_downgrade.app.engines import native_path

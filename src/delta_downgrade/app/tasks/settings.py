@@ -198,6 +198,19 @@ def read_text_file(path: str, what: str, *, max_bytes: int | None = None) -> str
                              f"{data[exc.start:exc.start + 1]!r}); save it as UTF-8") from exc
 
 
+def _split_list(value: Any) -> Any:
+    """A list setting given as text: a JSON array, or items separated by commas."""
+    if isinstance(value, str):
+        text = value.strip()
+        if text.startswith("["):
+            import json
+            return json.loads(text)
+        # Each item taken as given (a path may begin or end with a blank); only an item that is
+        # blank altogether is left out.
+        return [t for t in value.split(",") if t.strip()]
+    return value
+
+
 class TaskSettings(BaseSettings):
     """Settings every task shares."""
 
@@ -221,15 +234,7 @@ class TaskSettings(BaseSettings):
     @field_validator("tables", mode="before")
     @classmethod
     def _split_tables(cls, value: Any) -> Any:
-        if isinstance(value, str):
-            text = value.strip()
-            if text.startswith("["):
-                import json
-                return json.loads(text)
-            # Each item taken as given (a path may begin or end with a blank); only an item
-            # that is blank altogether is left out.
-            return [t for t in value.split(",") if t.strip()]
-        return value
+        return _split_list(value)
 
     @field_validator("storage_options", mode="before")
     @classmethod
@@ -393,7 +398,7 @@ class VerifySettings(TaskSettings):
     @field_validator("expect_protected_checkpoints", mode="before")
     @classmethod
     def _split_paths(cls, value: Any) -> Any:
-        return TaskSettings._split_tables.__func__(cls, value)  # same list syntax as --tables
+        return _split_list(value)  # same list syntax as --tables
 
 
 class DropFeatureSettings(TaskSettings):
@@ -463,8 +468,9 @@ def task_help(cls: type[TaskSettings]) -> str:
     for name, field in cls.model_fields.items():
         default = field.get_default(call_default_factory=True)
         shown = "" if default in (None, {}, []) else f" (default {default})"
-        kind = str(field.annotation).replace("typing.", "").replace(" | None", "")
-        kind = getattr(field.annotation, "__name__", None) if kind.startswith("<class") else kind
+        kind: str | None = str(field.annotation).replace("typing.", "").replace(" | None", "")
+        if kind is not None and kind.startswith("<class"):
+            kind = getattr(field.annotation, "__name__", None)
         lines.append(f"  --{name}=<{kind}>{shown}")
         if name in FIELD_HELP:
             lines.append(f"      {FIELD_HELP[name]}")
@@ -497,10 +503,11 @@ def load_settings(cls: type[TaskSettings], argv: Sequence[str]) -> TaskSettings:
     init = {key: known.pop(key) for key in TABLE_SETTINGS if key in known}
     cls._config_path = config
     try:
-        cli_source = CliSettingsSource(cls, cli_parse_args=[f"--{k}={v}" for k, v in known.items()],
+        cli_source: CliSettingsSource[Any] = CliSettingsSource(cls, cli_parse_args=[f"--{k}={v}" for k, v in known.items()],
                                        cli_ignore_unknown_args=True, cli_exit_on_error=False,
                                        cli_implicit_flags=False)
-        return cls(_cli_settings_source=cli_source, **init)
+        # an init argument of BaseSettings that pydantic's generated signature does not show
+        return cls(_cli_settings_source=cli_source, **init)  # type: ignore[call-arg]
     except ValidationError as exc:
         problems = "; ".join(f"{_where(e['loc'])}: {e['msg']}" for e in exc.errors())
         # Storage options get their own error class; ``e['input']`` is never shown (a secret).

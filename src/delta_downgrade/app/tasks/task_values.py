@@ -110,14 +110,15 @@ def runtime_dbutils() -> Any:
     never at module level: off Databricks importing ``databricks.sdk.runtime`` may raise for want
     of credentials."""
     try:
-        import databricks.sdk.runtime as runtime  # type: ignore[import-not-found]
+        import databricks.sdk.runtime as runtime_module  # only on Databricks
+        runtime: Any = runtime_module
     except Exception:  # noqa: BLE001 - ImportError, or the SDK's ValueError without credentials
         runtime = None
     found = getattr(runtime, "dbutils", None) if runtime is not None else None
     if found is not None and getattr(runtime, "is_local_implementation", True) is False:
         return found
     try:
-        from pyspark.dbutils import DBUtils  # type: ignore[import-not-found]
+        from pyspark.dbutils import DBUtils  # type: ignore[import-not-found]  # only on Databricks
     except ImportError:
         raise BadTaskValueError(
             "task values cannot be set: DATABRICKS_RUNTIME_VERSION is set, but neither "

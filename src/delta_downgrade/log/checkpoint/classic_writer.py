@@ -34,7 +34,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Iterable, Iterator, Sequence
+from typing import Any, Callable, Iterable, Iterator, Literal, Sequence
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -197,7 +197,8 @@ def checkpoint_parquet_bytes(batches: Iterable[pa.RecordBatch | pa.Table],
     sink = pa.BufferOutputStream(memory_pool=MEMORY_POOL)
     with checkpoint_parquet_writer(sink, schema) as writer:
         write_row_groups(writer, batches)
-    return sink.getvalue().to_pybytes()
+    data: bytes = sink.getvalue().to_pybytes()
+    return data
 
 
 def checkpoint_parquet_writer(sink: Any, schema: pa.Schema = CHECKPOINT_SCHEMA) -> pq.ParquetWriter:
@@ -313,7 +314,7 @@ class NewCheckpointFiles:
     def __enter__(self) -> "NewCheckpointFiles":
         return self
 
-    def __exit__(self, exc_type: object, exc: object, tb: object) -> bool:
+    def __exit__(self, exc_type: object, exc: object, tb: object) -> Literal[False]:
         if exc_type is not None:
             for path in self.created:
                 try:

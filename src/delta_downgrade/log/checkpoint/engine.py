@@ -99,6 +99,7 @@ def write_checkpoint(log: DeltaLog, version: int | None = None, *, engine: str |
     from delta_downgrade.log.checkpoint.on_spark import spark_checkpoint_table
 
     try:
+        assert session is not None, "validate_engine refused spark without a session"
         result = spark_checkpoint_table(session, log, version, clock=clock)
     except SparkCheckpointUnsupportedError as exc:
         _log.info("Spark checkpoint of %s not possible (%s); writing it on the driver", log.table, exc)

@@ -30,7 +30,7 @@ import os
 import time
 from contextlib import ExitStack, contextmanager
 from dataclasses import replace
-from typing import TYPE_CHECKING, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -234,8 +234,9 @@ def _write_v2(storage: Storage, state: "ArrowState", cutoff_ms: int, part_size: 
     per_sidecar = resolve_sidecar_actions(state.metadata, part_size)
     if state.num_parts == 1:
         adds, removes = next(_parts(state, cutoff_ms))
-        slices: list | Iterator = sidecar_slices(with_parsed_columns(adds, state.metadata), removes, per_sidecar)
-        count = len(slices)  # type: ignore[arg-type]
+        sliced = sidecar_slices(with_parsed_columns(adds, state.metadata), removes, per_sidecar)
+        count = len(sliced)
+        slices: list[Any] | Iterator[Any] = sliced
     else:
         tombstones = state.tombstones_after_per_part(cutoff_ms)
         count = sum(math.ceil((p + t) / per_sidecar) for (p, _), t in zip(state.parts.sizes, tombstones))

@@ -19,7 +19,7 @@ from delta_downgrade.clock import SYSTEM_CLOCK, Clock
 from delta_downgrade.errors import CorruptLogError, UnsupportedFeaturesError
 from delta_downgrade.log.replay.arrow_replay import ArrowState
 from delta_downgrade.log.checkpoint.copy_forward import WrittenCheckpoint, copy_checkpoint
-from delta_downgrade.log.checkpoint.classic_writer import V2_CHECKPOINT_FEATURE, CheckpointContent, CheckpointResult
+from delta_downgrade.log.checkpoint.classic_writer import V2_CHECKPOINT_FEATURE, CheckpointResult
 from delta_downgrade.log.delta_log import DeltaLog, check_protocol
 from delta_downgrade.log.checkpoint.from_state import write_state_checkpoint
 from delta_downgrade.log.checkpoint.v2_writer import DEFAULT_V2_FORMAT
@@ -48,23 +48,6 @@ def current_boundary(log: DeltaLog, latest: Snapshot | None = None) -> int | Non
     if CHECKPOINT_PROTECTION not in latest.protocol.features:
         return None
     return latest.boundary_version
-
-
-def checkpoint_content(snapshot: Snapshot, now_ms: int) -> CheckpointContent:
-    """The reconciled state at ``snapshot.version``; tombstones older than
-    ``delta.deletedFileRetentionDuration`` are left out (PROTOCOL.md "Checkpoints").
-
-    From the Python view of the replay (:meth:`Snapshot.state`); :func:`checkpoint_table` uses the
-    replay's checkpoint columns."""
-    state = snapshot.state()
-    retention = TableConfig(snapshot.metadata.configuration, table=snapshot.table).deleted_file_retention_ms
-    cutoff = now_ms - retention
-    removes = [r for r in state.tombstones.values()
-               if r.deletionTimestamp is None or r.deletionTimestamp > cutoff]
-    return CheckpointContent(
-        protocol=state.protocol_action, metadata=state.metadata,
-        adds=list(state.files.values()), removes=removes,
-        txns=list(state.txns.values()), domains=list(state.live_domains.values()))
 
 
 def uses_v2_checkpoint(protocol: Protocol, metadata: Metadata, table: str | None = None) -> bool:

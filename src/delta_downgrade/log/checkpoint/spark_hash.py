@@ -93,7 +93,8 @@ def spark_murmur3_hashes(values: Sequence[str]) -> list[int]:
         return [spark_murmur3_hash(v.encode("utf-8")) for v in values]
     if len(values) == 0:
         return []
-    return _murmur3_arrow(pa.array(values, _STR)).to_pylist()
+    hashes: list[int] = _murmur3_arrow(pa.array(values, _STR)).to_pylist()
+    return hashes
 
 
 def _murmur3_arrow(strings: pa.Array) -> pa.Array:

@@ -21,16 +21,16 @@ FileAction = AddFile | RemoveFile
 
 
 def _is_str(t: pa.DataType) -> bool:
-    return pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_null(t)
+    return bool(pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_null(t))
 
 
 def _is_long(t: pa.DataType) -> bool:
     # every value fits a long (PROTOCOL.md "Actions": long fields); uint64 may not
-    return pa.types.is_null(t) or (pa.types.is_integer(t) and not pa.types.is_uint64(t))
+    return bool(pa.types.is_null(t) or (pa.types.is_integer(t) and not pa.types.is_uint64(t)))
 
 
 def _is_bool(t: pa.DataType) -> bool:
-    return pa.types.is_boolean(t) or pa.types.is_null(t)
+    return bool(pa.types.is_boolean(t) or pa.types.is_null(t))
 
 
 def _is_str_map(t: pa.DataType) -> bool:
@@ -114,7 +114,7 @@ def checkpoint_file_actions(rows: pa.StructArray, cls: type[FileAction]) -> list
         elif name == "deletionVector":
             values = [_dv_row(v) for v in values]
         columns.append(values)
-    return [cls(**dict(zip(names, row))) for row in zip(*columns)]  # type: ignore[arg-type]
+    return [cls(**dict(zip(names, row))) for row in zip(*columns)]
 
 
 def json_file_actions(typed: pa.StructArray, cls: type[FileAction], data_change: pa.Array | None,

@@ -4,7 +4,7 @@
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from typing import Callable, Mapping, Sequence
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -64,7 +64,7 @@ def empty_maps(n: int, mask: pa.Array | None = None) -> pa.Array:
     return pa.MapArray.from_arrays(offsets, _EMPTY_STR, _EMPTY_STR, type=_MAP, mask=mask)
 
 
-def struct_to_map(s: pa.StructArray, explicit: dict[int, Sequence[str]] | None = None) -> pa.Array:
+def struct_to_map(s: pa.StructArray, explicit: Mapping[int, Sequence[str]] | None = None) -> pa.Array:
     """A JSON object read as a struct -> ``map<string,string>`` holding, for every non-null row,
     its non-null fields, and the null fields ``explicit[row]`` names (keys whose value is
     ``null``). The caller has made sure that any other null field of a row it keeps is a key the

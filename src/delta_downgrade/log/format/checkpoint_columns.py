@@ -8,7 +8,7 @@ no deletion vector.
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import pyarrow as pa
 
@@ -56,7 +56,7 @@ def str_list_array(values: Sequence[Sequence[str] | None]) -> pa.Array:
     return pa.array([None if v is None else list(v) for v in values], STRING_LIST)
 
 
-def _dv_fields(dv: Any) -> tuple | None:
+def _dv_fields(dv: Any) -> tuple[Any, ...] | None:
     if dv is None:
         return None
     if isinstance(dv, DeletionVectorDescriptor):
@@ -83,7 +83,7 @@ def dv_array(values: Sequence[Any]) -> pa.Array:
     return pa.StructArray.from_arrays(columns, fields=list(DV_TYPE), mask=mask)
 
 
-def _column(values: list, typ: pa.DataType) -> pa.Array:
+def _column(values: list[Any], typ: pa.DataType) -> pa.Array:
     return pa.array(values, typ)
 
 
@@ -181,7 +181,7 @@ def sidecar_array(sidecars: Sequence[Sidecar]) -> pa.StructArray:
     ], fields=list(SIDECAR_TYPE))
 
 
-BUILDERS = {"txn": txn_array, "add": add_array, "remove": remove_array,
+BUILDERS: dict[str, Callable[[Sequence[Any]], pa.Array]] = {"txn": txn_array, "add": add_array, "remove": remove_array,
             "domainMetadata": domain_array, "sidecar": sidecar_array}
 
 

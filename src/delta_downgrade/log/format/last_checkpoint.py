@@ -106,7 +106,7 @@ def parse_last_checkpoint(data: bytes | str) -> dict[str, Any] | None:
     expected = raw.get("checksum")
     if expected is not None and (not isinstance(expected, str) or checksum(raw) != expected):
         return None
-    info = json.loads(data)
+    info: dict[str, Any] = json.loads(data)
     version = info.get("version")
     if isinstance(version, bool) or not isinstance(version, int) or version < 0:
         return None

@@ -73,8 +73,8 @@ def _arrow_type(delta_type: Any) -> pa.DataType | None:
 
 
 def _has_bounds(typ: pa.DataType) -> bool:
-    return (pa.types.is_integer(typ) or pa.types.is_floating(typ) or pa.types.is_decimal(typ)
-            or pa.types.is_string(typ) or pa.types.is_date(typ) or pa.types.is_timestamp(typ))
+    return bool(pa.types.is_integer(typ) or pa.types.is_floating(typ) or pa.types.is_decimal(typ)
+                or pa.types.is_string(typ) or pa.types.is_date(typ) or pa.types.is_timestamp(typ))
 
 
 def _section_types(fields: list[Mapping[str, Any]], mapped: bool) -> tuple[pa.StructType | None, pa.StructType | None]:
@@ -212,7 +212,7 @@ def partition_values_parsed(partition_values: pa.ChunkedArray, metadata: Metadat
     for name in columns:
         f = by_name.get(name)
         typ = _arrow_type(f["type"]) if f is not None else None
-        if typ is None:
+        if f is None or typ is None:
             return None
         fields.append(pa.field(_physical(f, mapped), typ))
     typ = pa.struct(fields)

@@ -382,9 +382,9 @@ def _updated(storage: Storage, table: str, previous: LogListing | None,
         for name in removed:
             lf, _ = merged.pop(name)
             if lf is not None and lf.kind == "commit":
-                listing._commits.pop(lf.version, None)  # type: ignore[arg-type]
+                listing._commits.pop(lf.version, None)  # type: ignore[arg-type]  # a commit's name always has its version
             elif lf is not None and lf.kind == "crc":
-                listing._crcs.pop(lf.version, None)  # type: ignore[arg-type]
+                listing._crcs.pop(lf.version, None)  # type: ignore[arg-type]  # a checksum's name always has its version
         merged.update(new_entries)
         others = {name: e for name, e in previous._others.items() if name not in gone}
     else:
@@ -399,7 +399,7 @@ def _updated(storage: Storage, table: str, previous: LogListing | None,
                 empty.add(name)
             elif empty:
                 empty.discard(name)
-            version: int = lf.version  # type: ignore[union-attr,assignment]
+            version: int = lf.version  # type: ignore[union-attr,assignment]  # a commit or checksum name: parsed, with its version
             if version > MAX_VERSION:
                 stray.append(status)
             elif kind == "commit":
@@ -424,9 +424,9 @@ def _updated(storage: Storage, table: str, previous: LogListing | None,
                 listing._unknown.append(status)
             elif lf.checkpoint_kind == "multipart":
                 assert lf.num_parts is not None and lf.part is not None
-                parts.setdefault((lf.version, lf.num_parts), []).append((lf.part, status))  # type: ignore[arg-type]
+                parts.setdefault((lf.version, lf.num_parts), []).append((lf.part, status))  # type: ignore[arg-type]  # a checkpoint's name always has its version
             else:
-                listing._checkpoints.append(CheckpointInstance(lf.version, lf.checkpoint_kind, (status,)))  # type: ignore[arg-type]
+                listing._checkpoints.append(CheckpointInstance(lf.version, lf.checkpoint_kind, (status,)))  # type: ignore[arg-type]  # a checkpoint's name always has its version and kind
         else:
             listing._unknown.append(status)
     if stray:
@@ -490,10 +490,10 @@ def _scan(storage: Storage, table: str, previous: LogListing | None, stat_known:
     known = previous._entries if previous is not None else {}
     if not stat_known and known:
         # (a partial listing asked to be made whole is listed whole below)
-        if storage.lists_names_cheaply and (tail_only or previous.listed_from is None):  # type: ignore[union-attr]
-            whole = previous.listed_from is None  # type: ignore[union-attr]
-            return (*_scan_names(storage, table, previous), whole)  # type: ignore[arg-type]
-        tail = _scan_tail(storage, table, previous) if tail_only else None  # type: ignore[arg-type]
+        if storage.lists_names_cheaply and (tail_only or previous.listed_from is None):  # type: ignore[union-attr]  # known is not empty: previous is set
+            whole = previous.listed_from is None  # type: ignore[union-attr]  # previous is set (above)
+            return (*_scan_names(storage, table, previous), whole)  # type: ignore[arg-type]  # previous is set (above)
+        tail = _scan_tail(storage, table, previous) if tail_only else None  # type: ignore[arg-type]  # previous is set (above)
         if tail is not None:
             return (*tail, False)
     statuses = _list_log_dir(storage, table)
@@ -572,7 +572,7 @@ def _has_complete_checkpoint(entries: Any, version: int) -> bool:
             continue
         if lf.checkpoint_kind != "multipart":
             return True
-        parts.setdefault(lf.num_parts, set()).add(lf.part)  # type: ignore[arg-type]
+        parts.setdefault(lf.num_parts, set()).add(lf.part)
     return any(len(found) == num_parts for num_parts, found in parts.items())
 
 

@@ -58,7 +58,7 @@ def _file_reader(storage: Storage) -> tuple[Callable[[FileStatus], bytes], bool]
         return (lambda status: storage.read_bytes(status.path)), False
 
     def read(status: FileStatus) -> bytes:
-        fd = os.open(local_file(status.path), os.O_RDONLY)  # type: ignore[arg-type]
+        fd = os.open(local_file(status.path), os.O_RDONLY)  # type: ignore[arg-type]  # the log directory is local (checked above), so is each file in it
         try:
             data = os.read(fd, max(status.size, 0) + 1)
             if status.size > 0 and len(data) == status.size:
@@ -168,4 +168,4 @@ def _checked(data: bytes, status: FileStatus, root: str | None, keys: tuple[str,
             return []
         except UnicodeDecodeError:
             pass
-    return read_commit_actions(LoadedFile(root, data), status, keys)  # type: ignore[arg-type]
+    return read_commit_actions(LoadedFile(root, data), status, keys)

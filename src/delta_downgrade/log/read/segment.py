@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Iterator, Sequence
+from typing import Iterator, Protocol, Sequence
 
-from delta_downgrade.errors import CorruptLogError, DuplicateActionsError
+from delta_downgrade.errors import CorruptLogError, DuplicateActionsError, MalformedActionError
 from delta_downgrade.log.read.concurrent_reads import read_files
 from delta_downgrade.log.read.listing import CheckpointInstance
-from delta_downgrade.protocol.actions import (AnyAction, MalformedActionError, Metadata, ProtocolAction,
+from delta_downgrade.protocol.actions import (AnyAction, Metadata, ProtocolAction,
                                               parse_action, parse_commit)
 from delta_downgrade.protocol.json_nesting import check_nesting
 from delta_downgrade.storage import FileStatus, Storage
@@ -34,7 +34,14 @@ def _might_hold(line: str, keys: tuple[str, ...]) -> bool:
     return any(f'"{k}"' in line for k in keys)
 
 
-def commit_parse_error(storage: Storage, path: str, exc: Exception) -> CorruptLogError:
+class CommitSource(Protocol):
+    """What a commit is read from: the table's :class:`Storage`, or a :class:`LoadedFile` whose
+    bytes were fetched ahead."""
+
+    def read_bytes(self, rel_path: str) -> bytes: ...
+
+
+def commit_parse_error(storage: CommitSource, path: str, exc: Exception) -> CorruptLogError:
     """The error for a commit that cannot be parsed (both replays raise this one)."""
     return CorruptLogError(
         f"cannot parse commit {path}: {exc}. The log is damaged there; restore the file from a "
@@ -61,7 +68,7 @@ def check_single_protocol_and_metadata(actions: Sequence[AnyAction], where: str,
             table=table, params={"actionType": kind, "path": where})
 
 
-def read_commit_actions(storage: Storage, status: FileStatus, keys: tuple[str, ...] | None = None) -> list[AnyAction]:
+def read_commit_actions(storage: CommitSource, status: FileStatus, keys: tuple[str, ...] | None = None) -> list[AnyAction]:
     """Parse one commit; with ``keys``, only the lines that can hold those actions.
 
     Raises :class:`CorruptLogError` naming the file and line for a line that is not a JSON
@@ -131,7 +138,7 @@ def iter_commit_actions(storage: Storage, statuses: Sequence[FileStatus], keys: 
         for status, data in zip(window, read_files(storage, [s.path for s in window])):
             if isinstance(data, OSError):
                 raise data
-            yield status, read_commit_actions(LoadedFile(root, data), status, keys)  # type: ignore[arg-type]
+            yield status, read_commit_actions(LoadedFile(root, data), status, keys)
         pos += len(window)
         step += 1
 
@@ -152,9 +159,9 @@ def with_checkpoint_fallback(storage: Storage, table: str, segment: LogSegment,
                 f" ({len(segment.checkpoint.paths)} parts)" if len(segment.checkpoint.paths) > 1 else ""),
             table)
         if protocol is None and found.get("protocol"):
-            protocol = found["protocol"][-1]  # type: ignore[assignment]
+            protocol = found["protocol"][-1]  # type: ignore[assignment]  # the reader returns the actions of each key asked
         if metadata is None and found.get("metaData"):
-            metadata = found["metaData"][-1]  # type: ignore[assignment]
+            metadata = found["metaData"][-1]  # type: ignore[assignment]  # the reader returns the actions of each key asked
     if protocol is None:
         where = (f"checkpoint {segment.checkpoint.version} and the commits after it"
                  if segment.checkpoint else f"commits 0..{segment.version}")

@@ -80,7 +80,7 @@ def _python_checkpoint_actions(storage: Storage, checkpoint: CheckpointInstance,
                               table=getattr(storage, "root", None)) from exc
     for action in actions:
         file_key(action)  # type: ignore[arg-type]  # raises for a deletion vector it cannot read, as applying it would
-    return actions  # type: ignore[return-value]
+    return actions  # type: ignore[return-value]  # ``kind`` is add or remove: these are file actions
 
 
 def _take_table(out: Pieces, storage: Storage, checkpoint: CheckpointInstance, table: pa.Table, source: str,
@@ -118,9 +118,9 @@ def _json_manifest(storage: Storage, rel_path: str, out: Pieces, view: bool) -> 
     removes = [RemoveFile.from_obj(a.to_obj()) for a in actions if isinstance(a, RemoveFile)]
     if view:
         for action in (*adds, *removes):
-            file_key(action)  # type: ignore[arg-type]
-    out.add_objects("add", adds, CHECKPOINT_RANK, view)  # type: ignore[arg-type]
-    out.add_objects("remove", removes, CHECKPOINT_RANK, view)  # type: ignore[arg-type]
+            file_key(action)  # type: ignore[arg-type]  # adds and removes only
+    out.add_objects("add", adds, CHECKPOINT_RANK, view)
+    out.add_objects("remove", removes, CHECKPOINT_RANK, view)
     return [a.path for a in actions if isinstance(a, Sidecar)]
 
 
@@ -135,8 +135,8 @@ def _non_file_actions(storage: Storage, checkpoint: CheckpointInstance, out: Pie
                       found: dict[str, list[Any]] | None = None) -> None:
     if found is None:
         found = CheckpointReader(storage, checkpoint).actions(["txn", "domainMetadata"])
-    out.txns = [((-1, k), t) for k, t in enumerate(found.get("txn", []))]  # type: ignore[misc]
-    out.domains = [((-1, k), d) for k, d in enumerate(found.get("domainMetadata", []))]  # type: ignore[misc]
+    out.txns = [((-1, k), t) for k, t in enumerate(found.get("txn", []))]
+    out.domains = [((-1, k), d) for k, d in enumerate(found.get("domainMetadata", []))]
 
 
 def checkpoint_pieces(storage: Storage, checkpoint: CheckpointInstance, view: bool = False) -> Pieces:

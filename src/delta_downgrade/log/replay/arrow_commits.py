@@ -121,7 +121,8 @@ class CommitBytes:
         """The bytes of commit ``i``, as stored."""
         buffer = self.load(self._chunk_of[i])
         _, start, end = self._spans[i]
-        return buffer.slice(start, end - start).to_pybytes()
+        data: bytes = buffer.slice(start, end - start).to_pybytes()
+        return data
 
     def lines(self, i: int) -> list[bytes]:
         """The non-blank lines of commit ``i``: the rows ``pyarrow.json`` reads, in order."""
@@ -190,7 +191,9 @@ def _read_chunk(storage: Storage, statuses: Sequence[FileStatus], lo: int,
                 size = statuses[i].size
                 view[pos:pos + len(m)] = m
                 start = pos + len(m)
-                with open(local(statuses[i].path), "rb", buffering=0) as fh:
+                path = local(statuses[i].path)
+                assert path is not None, "the first file is local, so is every file of the store"
+                with open(path, "rb", buffering=0) as fh:
                     got = 0
                     while got < size:
                         n = fh.readinto(view[start + got:start + size])
@@ -219,10 +222,10 @@ def _read_chunk(storage: Storage, statuses: Sequence[FileStatus], lo: int,
         if fetched is None:
             data = storage.read_bytes(statuses[i].path)
         else:
-            got = fetched[i - lo]
-            if isinstance(got, OSError):
-                raise got
-            data = got
+            result = fetched[i - lo]
+            if isinstance(result, OSError):
+                raise result
+            data = result
         m = _marker(i)
         parts += [m, data, b"\n"]
         spans.append((pos, pos + len(m), pos + len(m) + len(data)))
@@ -306,15 +309,15 @@ def _json_schema(partition_keys: Sequence[str]) -> pa.Schema:
 
 
 def _is_str(t: pa.DataType) -> bool:
-    return pa.types.is_string(t) or pa.types.is_null(t)
+    return bool(pa.types.is_string(t) or pa.types.is_null(t))
 
 
 def _is_long(t: pa.DataType) -> bool:
-    return pa.types.is_int64(t) or pa.types.is_null(t)
+    return bool(pa.types.is_int64(t) or pa.types.is_null(t))
 
 
 def _is_bool(t: pa.DataType) -> bool:
-    return pa.types.is_boolean(t) or pa.types.is_null(t)
+    return bool(pa.types.is_boolean(t) or pa.types.is_null(t))
 
 
 def _is_dv(t: pa.DataType) -> bool:
@@ -565,7 +568,8 @@ class _ChunkReader:
             lines = self.commits.lines(lo + k)
             if len(lines) != last - first - 1:
                 raise _Irregular(f"commit {lo + k}: its lines are not pyarrow's rows")
-            return lines[r - first - 1]
+            line: bytes = lines[r - first - 1]
+            return line
 
         valid: dict[str, pa.Array] = {}
         count = None
@@ -668,16 +672,19 @@ class _ChunkReader:
                 if every or any(value.get(k) is None for k in required):
                     redo.add(r)
                 elif kind == "txn":
-                    out.txns.append(((c, r), Txn.from_obj(value)))  # type: ignore[arg-type]
+                    out.txns.append(((c, r), Txn.from_obj(value)))
                 else:
-                    out.domains.append(((c, r), DomainMetadata.from_obj(value)))  # type: ignore[arg-type]
+                    out.domains.append(((c, r), DomainMetadata.from_obj(value)))
 
         extra: dict[str, list[tuple[int, Any]]] = {"add": [], "remove": []}
         if redo:
             redo_rows = sorted(redo)
             out.python_lines += len(redo) - len(meta_rows) - checked
             ids = commit_of_row.take(pa.array(redo_rows, _LONG)).to_pylist()
-            current, meta, files = -1, [], []  # commit being read, its protocol/metaData and file actions
+            # the commit being read, its protocol/metaData and its file actions
+            current = -1
+            meta: list[ProtocolAction | Metadata] = []
+            files: list[AddFile | RemoveFile] = []
             for r, c in zip(redo_rows, ids):
                 if c != current:
                     self._check_commit(current, meta, files)
@@ -714,17 +721,17 @@ class _ChunkReader:
                 runs = None if extras else _runs(keep)
                 if runs is not None:  # the kept rows are few runs: slices, no copy
                     for start, stop in runs:
-                        rows_of = provenance(json_source, arange(start, stop)) if view else None
+                        rows_of = provenance(json_source, arange(start, stop)) if json_source is not None else None
                         out.add(kind, actions.slice(start, stop - start), ranks.slice(start, stop - start),
                                 rows_of)
                     continue
                 rows = pc.indices_nonzero(keep)
                 parts, positions = [actions.take(rows)], [rows]
-                sources = [provenance(json_source, rows)] if view else []
+                sources = [provenance(json_source, rows)] if json_source is not None else []
             else:
                 parts, positions, sources = [], [], []
             if extras:  # rows the Python parser read: back into line order
-                parts.append(build([a for _, a in extras]))  # type: ignore[operator]
+                parts.append(build([a for _, a in extras]))
                 positions.append(pa.array([r for r, _ in extras], pa.uint64()))
                 if view:
                     objects_source = out.source(ObjectRows([a for _, a in extras]))

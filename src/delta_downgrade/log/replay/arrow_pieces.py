@@ -119,7 +119,7 @@ class Pieces:
         """File actions the Python parser built, all of ``kind``."""
         if not actions:
             return
-        array = (add_array if kind == "add" else remove_array)(actions)  # type: ignore[arg-type]
+        array = (add_array if kind == "add" else remove_array)(actions)  # type: ignore[arg-type]  # all of ``kind``: AddFile objects for add_array, RemoveFile ones for remove_array
         ranks = repeated_rank(rank, len(actions)) if isinstance(rank, int) else rank
         rows = provenance(self.source(ObjectRows(actions)), arange(0, len(actions))) if view else None
         self.add(kind, array, ranks, rows)

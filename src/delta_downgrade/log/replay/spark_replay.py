@@ -52,7 +52,7 @@ from delta_downgrade.log.format.spark_types import spark_struct
 from delta_downgrade.storage import Storage
 
 if TYPE_CHECKING:  # pragma: no cover
-    from pyspark.sql import Column, DataFrame, SparkSession
+    from pyspark.sql import Column, DataFrame, DataFrameReader, SparkSession
 
 #: The action columns the Spark path reads from checkpoints and commits.
 ACTIONS_READ_SCHEMA = pa.schema([("txn", TXN_TYPE), ("add", ADD_TYPE), ("remove", REMOVE_TYPE),
@@ -75,7 +75,7 @@ def _placed(df: "DataFrame", rank_base: "Column | None") -> "DataFrame":
         F.monotonically_increasing_id().alias("_row"))
 
 
-def _reader(spark: "SparkSession", fmt: str):  # noqa: ANN202 - a DataFrameReader
+def _reader(spark: "SparkSession", fmt: str) -> "DataFrameReader":
     reader = spark.read.schema(spark_struct(ACTIONS_READ_SCHEMA))
     if fmt == "json":
         reader = reader.option("mode", "FAILFAST")

@@ -205,7 +205,7 @@ class PartSpill:
     def raw(self, part: int) -> tuple[pa.Table | None, pa.Table | None]:
         """The not yet reconciled adds and removes of ``part`` (columns :data:`ACTION`,
         :data:`RANK`), mapped from their files; None for a kind without rows."""
-        out = []
+        out: list[pa.Table | None] = []
         for kind in ("add", "remove"):
             if (kind, part) not in self._rows:
                 out.append(None)
