@@ -353,25 +353,23 @@ def _gcs_json_upload(url: str, bucket: str, local_dir: str | os.PathLike[str], n
     return f"gs://{bucket}/{name}"
 
 
-# --- a non-compliant S3 endpoint: a proxy that drops conditional headers --------------------------
+# --- HTTP fronts on loopback in front of a real endpoint -------------------------------------------
 
-class HeaderStrippingProxy:
-    """An HTTP proxy in front of a real endpoint that forwards every request without the
-    headers named in ``strip`` (``If-None-Match``): a stand-in for an S3-compatible server that
-    ignores conditional writes, so that the probe of :class:`ObjectStoreStorage` meets a real
-    endpoint answering a second conditional create with success. Everything else is forwarded
-    unchanged. (moto does not verify request signatures unless its IAM checks are switched on,
-    so the request stays acceptable without the header it was signed with.)"""
+_HOP_BY_HOP = frozenset({"connection", "keep-alive", "transfer-encoding", "te", "trailer", "upgrade",
+                         "proxy-connection"})
 
-    def __init__(self, upstream: str, strip: tuple[str, ...] = ("if-none-match",)) -> None:
-        import http.client
+
+class LoopbackFront:
+    """An HTTP server on loopback in front of a real endpoint (``upstream``): every request is
+    forwarded as it came (:meth:`handle`), less the hop-by-hop headers and those
+    :meth:`forwarded_headers` leaves out, and the endpoint's answer is sent back. Subclasses change
+    what a request becomes; the endpoint behind still decides every answer."""
+
+    def __init__(self, upstream: str) -> None:
         import http.server
-        import threading
 
-        target = urllib.parse.urlsplit(upstream)
-        dropped = {h.lower() for h in strip}
-        hop_by_hop = {"connection", "keep-alive", "transfer-encoding", "te", "trailer", "upgrade",
-                      "proxy-connection"}
+        self._target = urllib.parse.urlsplit(upstream)
+        front = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
@@ -379,30 +377,10 @@ class HeaderStrippingProxy:
             def log_message(self, *args: Any) -> None:  # quiet
                 pass
 
-            def _body(self) -> bytes:
-                return request_body(self)
+            def _handle(self) -> None:
+                front.handle(self)
 
-            def _forward(self) -> None:
-                body = self._body() or None
-                headers = {k: v for k, v in self.headers.items()
-                           if k.lower() not in dropped and k.lower() not in hop_by_hop}
-                conn = http.client.HTTPConnection(target.hostname, target.port, timeout=30)
-                try:
-                    conn.request(self.command, self.path, body=body, headers=headers)
-                    response = conn.getresponse()
-                    data = response.read()
-                finally:
-                    conn.close()
-                self.send_response(response.status, response.reason)
-                for key, value in response.getheaders():
-                    if key.lower() not in hop_by_hop and key.lower() != "content-length":
-                        self.send_header(key, value)
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                if self.command != "HEAD":
-                    self.wfile.write(data)
-
-            do_GET = do_PUT = do_POST = do_DELETE = do_HEAD = _forward
+            do_GET = do_PUT = do_POST = do_DELETE = do_HEAD = do_PATCH = _handle
 
         self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
@@ -412,6 +390,60 @@ class HeaderStrippingProxy:
     def stop(self) -> None:
         self.server.shutdown()
         self.server.server_close()
+
+    def handle(self, handler: Any) -> None:
+        self.forward(handler)
+
+    def forwarded_headers(self, handler: Any) -> dict[str, str]:
+        """The request's headers as the endpoint gets them (its own Host and Content-Length are
+        set by the connection)."""
+        return {k: v for k, v in handler.headers.items()
+                if k.lower() not in _HOP_BY_HOP and k.lower() not in ("host", "content-length")}
+
+    def send(self, method: str, path: str, body: bytes | None,
+             headers: dict[str, str]) -> tuple[int, str, list[tuple[str, str]], bytes]:
+        import http.client
+
+        conn = http.client.HTTPConnection(self._target.hostname, self._target.port, timeout=30)
+        try:
+            conn.request(method, path, body=body, headers=headers)
+            response = conn.getresponse()
+            return response.status, response.reason, response.getheaders(), response.read()
+        finally:
+            conn.close()
+
+    @staticmethod
+    def answer(handler: Any, status: int, reason: str, headers: list[tuple[str, str]], data: bytes) -> None:
+        handler.send_response(status, reason)
+        head = handler.command == "HEAD"  # a HEAD's Content-Length is the object's size
+        for key, value in headers:
+            if key.lower() not in _HOP_BY_HOP and (head or key.lower() != "content-length"):
+                handler.send_header(key, value)
+        if not head:
+            handler.send_header("Content-Length", str(len(data)))
+        handler.end_headers()
+        if not head:
+            handler.wfile.write(data)
+
+    def forward(self, handler: Any) -> None:
+        body = request_body(handler) or None
+        self.answer(handler, *self.send(handler.command, handler.path, body, self.forwarded_headers(handler)))
+
+
+class HeaderStrippingProxy(LoopbackFront):
+    """A front that forwards every request without the headers named in ``strip``
+    (``If-None-Match``): a stand-in for an S3-compatible server that ignores conditional writes,
+    so that the probe of :class:`ObjectStoreStorage` meets a real endpoint answering a second
+    conditional create with success. Everything else is forwarded unchanged. (moto does not
+    verify request signatures unless its IAM checks are switched on, so the request stays
+    acceptable without the header it was signed with.)"""
+
+    def __init__(self, upstream: str, strip: tuple[str, ...] = ("if-none-match",)) -> None:
+        self._dropped = frozenset(h.lower() for h in strip)
+        super().__init__(upstream)
+
+    def forwarded_headers(self, handler: Any) -> dict[str, str]:
+        return {k: v for k, v in super().forwarded_headers(handler).items() if k.lower() not in self._dropped}
 
 
 # --- fixtures ----------------------------------------------------------------------------------------
@@ -478,7 +510,7 @@ def object_store(request: pytest.FixtureRequest) -> Endpoint:
 BUILT_FAKE_GCS = REPO_ROOT / ".tools" / "bin" / "fake-gcs-server"
 
 
-class GcsXmlUploadFront:
+class GcsXmlUploadFront(LoopbackFront):
     """obstore writes GCS objects with the XML API (``PUT /bucket/object``, the condition of a
     create in ``x-goog-if-generation-match``), which fake-gcs-server does not serve: it routes
     that path to its JSON upload handler, which wants an ``uploadType`` (fakestorage/server.go,
@@ -488,80 +520,27 @@ class GcsXmlUploadFront:
     headers (``ETag``, ``x-goog-generation``). Every other request (reads, listings, HEAD,
     DELETE) is forwarded unchanged."""
 
-    def __init__(self, upstream: str) -> None:
-        import http.client
-        import http.server
-
-        target = urllib.parse.urlsplit(upstream)
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args: Any) -> None:  # quiet
-                pass
-
-            def _send(self, method: str, path: str, body: bytes | None, headers: dict[str, str]):
-                conn = http.client.HTTPConnection(target.hostname, target.port, timeout=30)
-                try:
-                    conn.request(method, path, body=body, headers=headers)
-                    response = conn.getresponse()
-                    return response.status, response.reason, response.getheaders(), response.read()
-                finally:
-                    conn.close()
-
-            def _answer(self, status: int, reason: str, headers: list[tuple[str, str]], data: bytes) -> None:
-                self.send_response(status, reason)
-                head = self.command == "HEAD"  # a HEAD's Content-Length is the object's size
-                for key, value in headers:
-                    if key.lower() not in ("connection", "transfer-encoding") and \
-                            (head or key.lower() != "content-length"):
-                        self.send_header(key, value)
-                if not head:
-                    self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                if not head:
-                    self.wfile.write(data)
-
-            def _body(self) -> bytes:
-                return request_body(self)
-
-            def _forward(self) -> None:
-                body = self._body() or None
-                headers = {k: v for k, v in self.headers.items()
-                           if k.lower() not in ("connection", "host", "transfer-encoding", "content-length")}
-                self._answer(*self._send(self.command, self.path, body, headers))
-
-            def do_PUT(self) -> None:
-                parts = urllib.parse.urlsplit(self.path)
-                bucket, _, key = parts.path.lstrip("/").partition("/")
-                if not key or parts.query or "x-goog-copy-source" in {k.lower() for k in self.headers}:
-                    self._forward()
-                    return
-                body = self._body()
-                query = {"uploadType": "media", "name": urllib.parse.unquote(key)}
-                condition = self.headers.get("x-goog-if-generation-match")
-                if condition is not None:
-                    query["ifGenerationMatch"] = condition
-                status, reason, headers, data = self._send(
-                    "POST", f"/upload/storage/v1/b/{bucket}/o?{urllib.parse.urlencode(query)}", body,
-                    {"Content-Type": self.headers.get("Content-Type") or "application/octet-stream"})
-                if status != 200:
-                    self._answer(status, reason, headers, data)
-                    return
-                stored = json.loads(data)
-                self._answer(200, "OK", [("ETag", f'"{stored.get("etag", stored.get("md5Hash", ""))}"'),
+    def handle(self, handler: Any) -> None:
+        parts = urllib.parse.urlsplit(handler.path)
+        bucket, _, key = parts.path.lstrip("/").partition("/")
+        if handler.command != "PUT" or not key or parts.query or \
+                "x-goog-copy-source" in {k.lower() for k in handler.headers}:
+            self.forward(handler)
+            return
+        body = request_body(handler)
+        query = {"uploadType": "media", "name": urllib.parse.unquote(key)}
+        condition = handler.headers.get("x-goog-if-generation-match")
+        if condition is not None:
+            query["ifGenerationMatch"] = condition
+        status, reason, headers, data = self.send(
+            "POST", f"/upload/storage/v1/b/{bucket}/o?{urllib.parse.urlencode(query)}", body,
+            {"Content-Type": handler.headers.get("Content-Type") or "application/octet-stream"})
+        if status != 200:
+            self.answer(handler, status, reason, headers, data)
+            return
+        stored = json.loads(data)
+        self.answer(handler, 200, "OK", [("ETag", f'"{stored.get("etag", stored.get("md5Hash", ""))}"'),
                                          ("x-goog-generation", str(stored.get("generation", "")))], b"")
-
-            do_GET = do_POST = do_DELETE = do_HEAD = do_PATCH = _forward
-
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        self._thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self._thread.start()
-
-    def stop(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
 
 
 class WritableGcsServer(FakeGcsServer):
