@@ -277,7 +277,7 @@ def test_dry_run_plans_and_writes_nothing(golden_table):
 def test_hook_directly_and_crash_before_commit_leaves_only_orphans(golden_table, spark, monkeypatch):
     """A failure after the data files are written commits nothing: the table still reads with
     column mapping, and a rerun completes."""
-    from delta_downgrade.operations.drop_run import DropRun
+    from delta_downgrade.drop.run import DropRun
 
     path = golden_table("cm_name_renamed_column")
     log = DeltaLog(path)

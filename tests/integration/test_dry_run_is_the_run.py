@@ -25,7 +25,7 @@ from delta_downgrade.errors import DeltaDowngradeError
 from delta_downgrade.log.delta_log import DeltaLog
 from delta_downgrade.log.format.file_names import parse_log_file
 from delta_downgrade.operations.drop_feature import drop_feature, plan_drop
-from delta_downgrade.operations.drop_plan import CHECKPOINT, COMMIT, DropPlan, DropStep
+from delta_downgrade.drop.plan import CHECKPOINT, COMMIT, DropPlan, DropStep
 from delta_downgrade.protocol import CHECKPOINT_PROTECTION
 from delta_downgrade.protocol.features import get_feature
 from tests.golden_cases import golden_cases

@@ -30,7 +30,7 @@ from delta_downgrade.protocol.dv_paths import dv_relative_path
 from delta_downgrade.log.delta_log import DeltaLog
 from delta_downgrade.log.snapshot import read_commit_actions
 from delta_downgrade.operations.drop_feature import drop_feature
-from delta_downgrade.operations.drop_run import DropRun
+from delta_downgrade.drop.run import DropRun
 from delta_downgrade.app.render.inspect import inspect_document
 from delta_downgrade.operations.inspect import inspect_table
 from delta_downgrade.protocol import Protocol

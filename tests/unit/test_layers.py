@@ -23,8 +23,8 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("protocol", ("delta_downgrade.protocol",)),
     ("storage", ("delta_downgrade.storage",)),
     ("log", ("delta_downgrade.log", "delta_downgrade.deletion_vectors")),
-    ("operations", ("delta_downgrade.rewrite", "delta_downgrade.features", "delta_downgrade.operations",
-                    "delta_downgrade.compat")),
+    ("operations", ("delta_downgrade.drop", "delta_downgrade.rewrite", "delta_downgrade.features",
+                    "delta_downgrade.operations", "delta_downgrade.compat")),
     ("app", ("delta_downgrade.app",)),
 ]
 RANK = {name: i for i, (name, _) in enumerate(LAYERS)}

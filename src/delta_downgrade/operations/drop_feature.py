@@ -24,12 +24,12 @@ from delta_downgrade.log.checkpoint.on_driver import checkpoint_table, uses_v2_c
 from delta_downgrade.log.commit import WinningCommit, rebase_unless_protocol_changed, require_atomic_commits
 from delta_downgrade.log.delta_log import DeltaLog
 from delta_downgrade.log.snapshot import BOUNDARY_PROPERTY, LogSegment, Snapshot, TableState
-from delta_downgrade.operations.drop_run import (
+from delta_downgrade.drop.run import (
     NUMBER_OF_BARRIER_CHECKPOINTS, STATUS_ALREADY_ABSENT, STATUS_DROPPED, DropOutcome, DropRun,
     _DroppedConcurrently, finish, protected_checkpoint_paths, truncate_after_ms,
 )
-from delta_downgrade.operations.drop_plan import DropPlan
-from delta_downgrade.operations.drop_validation import clean_feature_name, validate_drop, validate_plan
+from delta_downgrade.drop.plan import DropPlan
+from delta_downgrade.drop.validation import clean_feature_name, validate_drop, validate_plan
 from delta_downgrade.operations.truncate import drop_checkpoint_protection
 from delta_downgrade.protocol import CHECKPOINT_PROTECTION, Protocol, TableFeature
 from delta_downgrade.protocol.actions import (
@@ -85,7 +85,7 @@ def _prepare(log: DeltaLog, feature: str, *, truncate_history: bool, clock: Cloc
     """Validation in delta-spark's order, then everything the steps will need (pure checks and
     reads): the drop, or the not-present error of a feature that is already gone. ``start``: the
     table the drop begins from when it is not the latest version (the table an earlier plan
-    leaves, a :class:`~delta_downgrade.operations.drop_plan.PlannedSnapshot`)."""
+    leaves, a :class:`~delta_downgrade.drop.plan.PlannedSnapshot`)."""
     location = log.table
     # A drop replays the whole log when it writes its checkpoints: every commit and the
     # checkpoint's rows are read and checked now, before its first write (a dry run the same).
@@ -134,7 +134,7 @@ def _perform(run: DropRun, drop: _Drop) -> DropOutcome:
 
 
 def _plan(drop: _Drop, *, announce: bool) -> tuple[DropPlan, DropOutcome | None]:
-    """Every step of the drop, decided on a planning run (``operations/drop_plan``); a refusal
+    """Every step of the drop, decided on a planning run (``drop/plan``); a refusal
     raises here, before anything is written. A wait the drop ends with (RetentionWaitError) is
     part of the plan."""
     run = _planning_run(drop.log, drop.spec.name, drop.clock, drop.start, announce=announce)
@@ -179,7 +179,7 @@ def drop_feature(location: str, feature: str, *, truncate_history: bool = False,
     (unless ``dry_run``) perform them. The outcome carries the planned steps and, after a real
     run, the written ones (``deviation`` says where a concurrent writer moved them).
 
-    Each step is logged at INFO on ``delta_downgrade.drop`` (:data:`drop_run.LOGGER`) once: as
+    Each step is logged at INFO on ``delta_downgrade.drop`` (:data:`drop.run.LOGGER`) once: as
     it is planned in a dry run, as it is written in a real one.
 
     Raises FeatureDropError (validation, exit 2), RetentionWaitError (exit 3; a dry run raises

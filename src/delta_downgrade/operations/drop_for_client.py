@@ -29,8 +29,8 @@ from delta_downgrade.compat.verdict import Access, ClientVerdict, Verdict, clien
 from delta_downgrade.errors import ClientCannotBeUnblockedError, ClientDropIncompleteError, DeltaDowngradeError
 from delta_downgrade.log.delta_log import DeltaLog
 from delta_downgrade.operations.drop_feature import drop_feature, plan_drop
-from delta_downgrade.operations.drop_plan import DropPlan
-from delta_downgrade.operations.drop_run import LOGGER, DropOutcome, DropRun
+from delta_downgrade.drop.plan import DropPlan
+from delta_downgrade.drop.run import LOGGER, DropOutcome, DropRun
 from delta_downgrade.protocol import CHECKPOINT_PROTECTION, Protocol
 
 __all__ = ["ClientDropOutcome", "STATUS_ALREADY_COMPATIBLE", "drop_for_client", "plan_for_client"]
@@ -218,7 +218,7 @@ def drop_for_client(location: str, client: Client, *, dry_run: bool = False, clo
                                     verdict.read, verdict.write, notes=notes)
         if CHECKPOINT_PROTECTION in before.features:
             from delta_downgrade.clock import to_utc_iso
-            from delta_downgrade.operations.drop_run import protected_checkpoint_paths, truncate_after_ms
+            from delta_downgrade.drop.run import protected_checkpoint_paths, truncate_after_ms
 
             outcome.boundary_version = log.snapshot().boundary_version
             outcome.protected_checkpoints = protected_checkpoint_paths(log, outcome.boundary_version)
@@ -270,7 +270,7 @@ def _verdict_after(client: Client, protocol: Protocol, schema: Any, dropped: lis
 def _planned_outcome(log: DeltaLog, plan: DropPlan, steps: list, clock: Clock) -> DropOutcome:
     """A drop of the chain as planned, with the boundary its plan leaves and the checkpoints that
     boundary will protect (among those that exist and those the chain's ``steps`` write)."""
-    from delta_downgrade.operations.drop_run import (
+    from delta_downgrade.drop.run import (
         STATUS_PLANNED, planned_protected_checkpoints, planned_truncate_after,
     )
 

@@ -60,7 +60,7 @@ from delta_downgrade.rewrite.writer_requirements import ensure_files_can_be_rewr
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import SparkSession
 
-    from delta_downgrade.operations.drop_run import DropRun
+    from delta_downgrade.drop.run import DropRun
 
 MAX_ID_KEY = "delta.columnMapping.maxColumnId"
 # The icebergCompat RFC spelled the nested-ids key this way; strip it too.

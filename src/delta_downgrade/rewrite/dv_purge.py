@@ -104,7 +104,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import SparkSession
 
     from delta_downgrade.log.snapshot import Snapshot
-    from delta_downgrade.operations.drop_run import DropRun
+    from delta_downgrade.drop.run import DropRun
 
 PURGE_OPERATION = "REORG"
 PURGE_PARAMETERS: dict[str, Any] = {"predicate": [], "applyPurge": True}

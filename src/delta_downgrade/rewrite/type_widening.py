@@ -60,7 +60,7 @@ from delta_downgrade.rewrite.writer_requirements import (
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import SparkSession
 
-    from delta_downgrade.operations.drop_run import DropRun
+    from delta_downgrade.drop.run import DropRun
 
 ENABLE_KEY = "delta.enableTypeWidening"
 DEFAULT_BATCH_FILES = 100

@@ -1,4 +1,4 @@
-"""operations/drop_plan.py and the plan a drop follows: the plan writes nothing, a dry run tells
+"""drop/plan.py and the plan a drop follows: the plan writes nothing, a dry run tells
 each step once, the real run reports planned and written steps, and a concurrent writer that
 moves the versions is said, not hidden (the drop stays correct)."""
 
@@ -13,7 +13,7 @@ from delta_downgrade.clock import ManualClock
 from delta_downgrade.log.commit import commit
 from delta_downgrade.log.delta_log import DeltaLog
 from delta_downgrade.operations.drop_feature import drop_feature, plan_drop
-from delta_downgrade.operations.drop_plan import DropStep, PlannedSnapshot
+from delta_downgrade.drop.plan import DropStep, PlannedSnapshot
 from delta_downgrade.protocol import CHECKPOINT_PROTECTION, Protocol
 from delta_downgrade.protocol.actions import Metadata
 from tests.drop_support import build

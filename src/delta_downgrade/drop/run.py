@@ -23,7 +23,7 @@ from delta_downgrade.log.commit import ConflictResolver, WinningCommit, commit, 
 from delta_downgrade.log.delta_log import DeltaLog
 from delta_downgrade.log.snapshot import Snapshot
 from delta_downgrade.protocol import CHECKPOINT_PROTECTION, Protocol
-from delta_downgrade.operations.drop_plan import (
+from delta_downgrade.drop.plan import (
     CHECKPOINT, COMMIT, TRUNCATE, DropStep, PlannedSnapshot, describe_steps,
 )
 from delta_downgrade.protocol.actions import AnyAction, ProtocolAction
@@ -57,7 +57,7 @@ class DropRun:
     write).
 
     A planning run (``dry_run``) writes nothing: each commit is applied to a
-    :class:`~delta_downgrade.operations.drop_plan.PlannedSnapshot`, which :meth:`latest` returns,
+    :class:`~delta_downgrade.drop.plan.PlannedSnapshot`, which :meth:`latest` returns,
     so that later steps are decided on the table the earlier ones leave. A real run given the
     plan (``expected``) says so when a written step differs from the planned one (a concurrent
     writer took a version in between); it stays correct either way (each commit revalidates and

@@ -4,7 +4,7 @@ ends), and :class:`PlannedSnapshot`, the table as it will be after the steps pla
 
 The plan is made by running the drop's own procedure (``operations/drop_feature``: the feature's
 pre-downgrade on its feature object, the barriers, the downgrade commit, the TRUNCATE HISTORY and
-checkpointProtection paths) on a planning :class:`~delta_downgrade.operations.drop_run.DropRun`:
+checkpointProtection paths) on a planning :class:`~delta_downgrade.drop.run.DropRun`:
 each commit it would write is applied to a :class:`PlannedSnapshot` instead of the log, so that a
 step that depends on an earlier one sees its effect — the Deletion Vector Tombstones commit is
 decided from the removes the purge will write (PROTOCOL.md "Deletion Vectors", delta-spark's
