@@ -1,6 +1,7 @@
 """One drop run and what it returns: :class:`DropRun` (the table, the clock, the steps written or
-planned) and :class:`DropOutcome`. The drop paths, the per-feature pre-downgrades and the data
-rewrites all write through a ``DropRun``; they import it from here, below all of them.
+planned) and :class:`DropOutcome` (filled in by :mod:`delta_downgrade.operations.drop_outcome`).
+The drop paths, the per-feature pre-downgrades and the data rewrites all write through a
+``DropRun``; they import it from here, below all of them.
 
 Every step a run writes or plans, and every message of the rewrites it carries, is a record of
 the one logger :data:`LOGGER` (``delta_downgrade.drop``), with the run's table as the record's
@@ -15,7 +16,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
-from delta_downgrade.clock import SYSTEM_CLOCK, Clock, to_utc_iso
+from delta_downgrade.clock import SYSTEM_CLOCK, Clock
 from delta_downgrade.errors import ConcurrentWriteError, DeltaDowngradeError
 from delta_downgrade.log.checkpoint.engine import write_checkpoint
 from delta_downgrade.log.checkpoint.on_driver import uses_v2_checkpoint
@@ -23,11 +24,8 @@ from delta_downgrade.log.commit import ConflictResolver, WinningCommit, commit, 
 from delta_downgrade.log.delta_log import DeltaLog
 from delta_downgrade.log.snapshot import Snapshot
 from delta_downgrade.protocol import CHECKPOINT_PROTECTION, Protocol
-from delta_downgrade.drop.plan import (
-    CHECKPOINT, COMMIT, TRUNCATE, DropStep, PlannedSnapshot, describe_steps,
-)
+from delta_downgrade.drop.plan import CHECKPOINT, COMMIT, TRUNCATE, DropStep, PlannedSnapshot
 from delta_downgrade.protocol.actions import AnyAction, ProtocolAction
-from delta_downgrade.protocol.table_config import MINUTE_MS, TableConfig
 
 # delta-spark's DROP FEATURE: snapshotLoading.maxRetries (2) + 1, so that old readers give up
 # before they could fall back to a checkpoint from before the drop.
@@ -278,79 +276,3 @@ def protected_checkpoint_paths(log: DeltaLog, boundary: int | None, *, own_write
         except (DeltaDowngradeError, OSError):  # its sidecar list cannot be read: its own files
             out += c.paths
     return out
-
-
-def truncate_after_ms(log: DeltaLog, boundary: int, clock: Clock) -> int | None:
-    """When history before ``boundary`` can be truncated in one go (the truncate retention)."""
-    from delta_downgrade.operations.cleanup import earliest_truncation_time_ms
-
-    retention = TableConfig(log.snapshot(check_read=False).metadata.configuration,
-                            table=log.table).truncate_history_retention_ms
-    return earliest_truncation_time_ms(log, boundary, retention, "minute")
-
-
-def planned_checkpoint_path(step: DropStep) -> str:
-    """The file a planned checkpoint step will write: a classic checkpoint's name is its version;
-    a V2 checkpoint's holds a UUID chosen when it is written, shown as ``<uuid>`` (PROTOCOL.md
-    "V2 Spec": ``n.checkpoint.u.parquet``)."""
-    if step.detail == "v2":
-        return f"_delta_log/{step.version:020d}.checkpoint.<uuid>.parquet"
-    return f"_delta_log/{step.version:020d}.checkpoint.parquet"
-
-
-def planned_protected_checkpoints(log: DeltaLog, steps: Sequence[DropStep], boundary: int | None) -> list[str]:
-    """What :func:`protected_checkpoint_paths` will say once the plan is written: the newest
-    ``NUMBER_OF_BARRIER_CHECKPOINTS + 1`` checkpoints at or below the boundary, among those that
-    exist and those the plan writes (a planned V2 checkpoint without its sidecars, not yet named)."""
-    if boundary is None:
-        return []
-    by_version: dict[int, list[str]] = {}
-    planned = {step.version for step in steps if step.kind == CHECKPOINT and step.version <= boundary}
-    # the planned ones come after every existing one: only the newest existing ones that can
-    # still be among those chosen are looked up (a listing from _last_checkpoint serves when it
-    # holds that many: LogListing.newest_checkpoints)
-    wanted = NUMBER_OF_BARRIER_CHECKPOINTS + 1 - len(planned)
-    for c in log.listing().newest_checkpoints(boundary, wanted) if wanted > 0 else ():
-        by_version.setdefault(c.version, list(c.paths))
-    for step in steps:
-        if step.kind == CHECKPOINT and step.version <= boundary:
-            by_version[step.version] = [planned_checkpoint_path(step)]
-    chosen = sorted(by_version)[-(NUMBER_OF_BARRIER_CHECKPOINTS + 1):]
-    return [path for version in chosen for path in by_version[version]]
-
-
-def planned_truncate_after(planned: Snapshot, boundary: int | None, clock: Clock) -> str | None:
-    """When a planned boundary's history may be truncated: the truncate retention from now (the
-    boundary commit is written no earlier), to the minute as for a written boundary."""
-    if boundary is None:
-        return None
-    retention = TableConfig(planned.metadata.configuration, table=planned.table).truncate_history_retention_ms
-    return to_utc_iso(-(-clock.now_ms() // MINUTE_MS) * MINUTE_MS + retention)
-
-
-def finish(run: DropRun, before: Protocol, after: Protocol, status: str) -> DropOutcome:
-    if run.dry_run:
-        # The planned outcome carries the planned values: the boundary the plan's downgrade commit
-        # sets, the checkpoints it protects, and when the truncation may follow (counted from now,
-        # the earliest the boundary commit can be written).
-        planned = run.latest()
-        boundary = planned.boundary_version if CHECKPOINT_PROTECTION in planned.protocol.features else None
-        truncate_after = planned_truncate_after(planned, boundary, run.clock)
-        return DropOutcome(run.table, run.feature, STATUS_PLANNED, before, after, boundary,
-                           planned_protected_checkpoints(run.log, run.steps, boundary), [], [], truncate_after,
-                           plan=list(run.plan), planned=list(run.steps))
-    snapshot = run.latest()
-    boundary = snapshot.boundary_version if CHECKPOINT_PROTECTION in snapshot.protocol.features else None
-    truncate_after = None
-    if boundary is not None:
-        when = truncate_after_ms(run.log, boundary, run.clock)
-        truncate_after = to_utc_iso(when) if when is not None else None
-    deviation = run.deviation
-    if deviation is None and run.expected is not None and len(run.steps) != len(run.expected):
-        deviation = (f"the run wrote {len(run.steps)} step(s) where the plan had {len(run.expected)}: "
-                     f"planned {describe_steps(run.expected)}; wrote {describe_steps(run.steps)}")
-        run.progress(deviation)
-    return DropOutcome(run.table, run.feature, status, before, snapshot.protocol, boundary,
-                       protected_checkpoint_paths(run.log, boundary, own_writes_only=True), list(run.commits),
-                       list(run.checkpoints), truncate_after, plan=list(run.plan),
-                       planned=list(run.expected or []), written=list(run.steps), deviation=deviation)

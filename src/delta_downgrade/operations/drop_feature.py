@@ -24,12 +24,13 @@ from delta_downgrade.log.checkpoint.on_driver import checkpoint_table, uses_v2_c
 from delta_downgrade.log.commit import WinningCommit, rebase_unless_protocol_changed, require_atomic_commits
 from delta_downgrade.log.delta_log import DeltaLog
 from delta_downgrade.log.snapshot import BOUNDARY_PROPERTY, LogSegment, Snapshot, TableState
+from delta_downgrade.drop.plan import DropPlan
 from delta_downgrade.drop.run import (
     NUMBER_OF_BARRIER_CHECKPOINTS, STATUS_ALREADY_ABSENT, STATUS_DROPPED, DropOutcome, DropRun,
-    _DroppedConcurrently, finish, protected_checkpoint_paths, truncate_after_ms,
+    _DroppedConcurrently, protected_checkpoint_paths,
 )
-from delta_downgrade.drop.plan import DropPlan
 from delta_downgrade.drop.validation import clean_feature_name, validate_drop, validate_plan
+from delta_downgrade.operations.drop_outcome import finish, truncate_after_ms
 from delta_downgrade.operations.truncate import drop_checkpoint_protection
 from delta_downgrade.protocol import CHECKPOINT_PROTECTION, Protocol, TableFeature
 from delta_downgrade.protocol.actions import (

@@ -218,7 +218,8 @@ def drop_for_client(location: str, client: Client, *, dry_run: bool = False, clo
                                     verdict.read, verdict.write, notes=notes)
         if CHECKPOINT_PROTECTION in before.features:
             from delta_downgrade.clock import to_utc_iso
-            from delta_downgrade.drop.run import protected_checkpoint_paths, truncate_after_ms
+            from delta_downgrade.drop.run import protected_checkpoint_paths
+            from delta_downgrade.operations.drop_outcome import truncate_after_ms
 
             outcome.boundary_version = log.snapshot().boundary_version
             outcome.protected_checkpoints = protected_checkpoint_paths(log, outcome.boundary_version)
@@ -270,9 +271,8 @@ def _verdict_after(client: Client, protocol: Protocol, schema: Any, dropped: lis
 def _planned_outcome(log: DeltaLog, plan: DropPlan, steps: list, clock: Clock) -> DropOutcome:
     """A drop of the chain as planned, with the boundary its plan leaves and the checkpoints that
     boundary will protect (among those that exist and those the chain's ``steps`` write)."""
-    from delta_downgrade.drop.run import (
-        STATUS_PLANNED, planned_protected_checkpoints, planned_truncate_after,
-    )
+    from delta_downgrade.drop.run import STATUS_PLANNED
+    from delta_downgrade.operations.drop_outcome import planned_protected_checkpoints, planned_truncate_after
 
     after = plan.snapshot_after
     boundary = (after.boundary_version if after is not None and CHECKPOINT_PROTECTION in after.protocol.features

@@ -19,7 +19,8 @@ from delta_downgrade.errors import (
 from delta_downgrade.log.checkpoint.on_driver import check_checkpoint_writable
 from delta_downgrade.log.format.file_names import SIDECAR_DIR
 from delta_downgrade.log.snapshot import BOUNDARY_PROPERTY
-from delta_downgrade.drop.run import STATUS_DROPPED, DropOutcome, DropRun, finish
+from delta_downgrade.drop.run import STATUS_DROPPED, DropOutcome, DropRun
+from delta_downgrade.operations.drop_outcome import finish
 from delta_downgrade.operations.cleanup import (
     damaged_checkpoints_from, earliest_truncation_time_ms, execute_cleanup, history_truncated_before,
     plan_cleanup,
