@@ -24,7 +24,7 @@ from delta_downgrade.log.commit import ConflictResolver, WinningCommit, commit, 
 from delta_downgrade.log.delta_log import DeltaLog
 from delta_downgrade.log.snapshot import Snapshot
 from delta_downgrade.protocol import CHECKPOINT_PROTECTION, Protocol
-from delta_downgrade.drop.plan import CHECKPOINT, COMMIT, TRUNCATE, DropStep, PlannedSnapshot
+from delta_downgrade.drop.plan import CHECKPOINT, COMMIT, TRUNCATE, DropStep
 from delta_downgrade.protocol.actions import AnyAction, ProtocolAction
 
 # delta-spark's DROP FEATURE: snapshotLoading.maxRetries (2) + 1, so that old readers give up
@@ -54,8 +54,8 @@ class DropRun:
     """State of one drop run: the table, the clock, and the steps it wrote (or, planning, would
     write).
 
-    A planning run (``dry_run``) writes nothing: each commit is applied to a
-    :class:`~delta_downgrade.drop.plan.PlannedSnapshot`, which :meth:`latest` returns,
+    A planning run (``dry_run``) writes nothing: each commit is applied to the planned table
+    (``Snapshot.with_commits``), which :meth:`latest` returns,
     so that later steps are decided on the table the earlier ones leave. A real run given the
     plan (``expected``) says so when a written step differs from the planned one (a concurrent
     writer took a version in between); it stays correct either way (each commit revalidates and
@@ -97,12 +97,7 @@ class DropRun:
     @property
     def planned_commit_actions(self) -> list[list[AnyAction]]:
         """A planning run's planned commits, oldest first (their actions)."""
-        out: list[list[AnyAction]] = []
-        snapshot = self._planned
-        while isinstance(snapshot, PlannedSnapshot):
-            out.append(snapshot.planned_actions)
-            snapshot = snapshot._planned_base
-        return out[::-1]
+        return self._planned.derived_commits if self._planned is not None else []
 
     def progress(self, message: str, *, step: str | None = None, done: int | None = None,
                  total: int | None = None, unit: str = "files", done_bytes: int | None = None,
@@ -164,7 +159,7 @@ class DropRun:
         which go on top of the latest version. ``row_tracking_preserved``: the commit's
         ``delta.rowTracking.preserved`` tag when row tracking is enabled (``log.commit.commit``)."""
         if self.dry_run:
-            self._planned = PlannedSnapshot(self.latest(), actions)
+            self._planned = self.latest().with_commits([actions])
             version = self._planned.version
             self.record(DropStep(COMMIT, version, operation),
                         f"commit v{version}: {operation} ({len(actions)} action(s))")

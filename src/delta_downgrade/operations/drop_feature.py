@@ -23,7 +23,7 @@ from delta_downgrade.log.checkpoint.engine import validate_engine
 from delta_downgrade.log.checkpoint.on_driver import checkpoint_table, uses_v2_checkpoint
 from delta_downgrade.log.commit import WinningCommit, rebase_unless_protocol_changed, require_atomic_commits
 from delta_downgrade.log.delta_log import DeltaLog
-from delta_downgrade.log.snapshot import BOUNDARY_PROPERTY, LogSegment, Snapshot, TableState
+from delta_downgrade.log.snapshot import BOUNDARY_PROPERTY, Snapshot
 from delta_downgrade.drop.plan import DropPlan
 from delta_downgrade.drop.run import (
     NUMBER_OF_BARRIER_CHECKPOINTS, STATUS_ALREADY_ABSENT, STATUS_DROPPED, DropOutcome, DropRun,
@@ -86,7 +86,7 @@ def _prepare(log: DeltaLog, feature: str, *, truncate_history: bool, clock: Cloc
     """Validation in delta-spark's order, then everything the steps will need (pure checks and
     reads): the drop, or the not-present error of a feature that is already gone. ``start``: the
     table the drop begins from when it is not the latest version (the table an earlier plan
-    leaves, a :class:`~delta_downgrade.drop.plan.PlannedSnapshot`)."""
+    leaves, derived by ``Snapshot.with_commits``)."""
     location = log.table
     # A drop replays the whole log when it writes its checkpoints: every commit and the
     # checkpoint's rows are read and checked now, before its first write (a dry run the same).
@@ -317,33 +317,6 @@ def _revalidate(snapshot: Snapshot, spec: TableFeature, behaviour: RemovableFeat
             params={"feature": spec.name, "concurrentCommit": concurrent or ""})
 
 
-class _RebasedView(Snapshot):
-    """The snapshot a drop read, moved forward over winners that changed neither the protocol
-    nor the metadata: protocol, metadata and checkpoint are the read snapshot's, and ``state()``
-    holds only what the winners left live (their files and domains). Traces computed on it are
-    exactly the traces the winners reintroduced — without replaying the log on every retry."""
-
-    def __init__(self, read: Snapshot, winners: list[WinningCommit]) -> None:
-        super().__init__(read.storage, read.table,
-                         LogSegment(winners[-1].version, read.segment.checkpoint, ()))
-        self._read = read
-        self._winners = winners
-
-    @property
-    def protocol_action(self) -> ProtocolAction:
-        return self._read.protocol_action
-
-    @property
-    def metadata(self) -> Metadata:
-        return self._read.metadata
-
-    def state(self) -> TableState:
-        state = TableState(self.version, self._read.protocol_action, self._read.metadata)
-        for w in self._winners:
-            state.apply_commit(w.actions)
-        return state
-
-
 _FILE_ONLY = (AddFile, RemoveFile, AddCDCFile, CommitInfo, Txn)
 
 
@@ -364,11 +337,15 @@ def _downgrade_commit(run: DropRun, spec: TableFeature, behaviour: RemovableFeat
                                         with_checkpoint_protection=with_checkpoint_protection,
                                         commit_version=snapshot.version + 1)
 
+    # Every winner since ``snapshot``, over all retries (each retry's winners follow the last).
+    since_read: list[WinningCommit] = []
+
     def resolve(winners: list[WinningCommit], log: DeltaLog) -> Sequence[AnyAction]:
         # Every concurrent write conflicts with a drop: re-validate against the winner, and move
         # the boundary to the version this commit will now get (Checkpoint Protection RFC: the
         # boundary is the downgrade commit's version). (A winner that dropped the feature itself
         # was handled by the run's guard.)
+        since_read.extend(winners)
         described = ", ".join(w.describe() for w in winners)
         if any(w.changes_metadata or w.changes_protocol for w in winners):
             raise DropConflictError(
@@ -377,8 +354,9 @@ def _downgrade_commit(run: DropRun, spec: TableFeature, behaviour: RemovableFeat
                 table=log.table, feature=spec.name, params={"concurrentCommit": described})
         if all(isinstance(a, _FILE_ONLY) for w in winners for a in w.actions):
             # Data-file winners only (blind appends, deletes …): traces can only come back through
-            # their files, and protocol and metadata are the ones read.
-            _revalidate(_RebasedView(snapshot, winners), spec, behaviour, described)
+            # their files, and protocol and metadata are the ones read. The table read, moved
+            # forward over the winners by value: no listing and no replay of the log per retry.
+            _revalidate(snapshot.with_commits([w.actions for w in since_read]), spec, behaviour, described)
             rebased, _ = _downgrade_actions(snapshot, spec, behaviour,
                                             with_checkpoint_protection=with_checkpoint_protection,
                                             commit_version=winners[-1].version + 1)
