@@ -24,6 +24,7 @@ from delta_downgrade.log.checkpoint.on_driver import checkpoint_table, uses_v2_c
 from delta_downgrade.log.commit import WinningCommit, rebase_unless_protocol_changed, require_atomic_commits
 from delta_downgrade.log.delta_log import DeltaLog
 from delta_downgrade.log.snapshot import BOUNDARY_PROPERTY, Snapshot
+from delta_downgrade.drop.committer import PlanRecorder
 from delta_downgrade.drop.plan import DropPlan
 from delta_downgrade.drop.run import (
     NUMBER_OF_BARRIER_CHECKPOINTS, STATUS_ALREADY_ABSENT, STATUS_DROPPED, DropOutcome, DropRun,
@@ -74,10 +75,7 @@ def _planning_run(log: DeltaLog, feature: str, clock: Clock, start: Snapshot | N
     a concurrent drop that lands in between would otherwise be planned over (its protocol no
     longer holds the feature) and fail as an invalid downgrade instead of being found by the
     real run (``already_absent``)."""
-    run = DropRun(log, feature, clock=clock, dry_run=True, announce=announce)
-    if start is not None:
-        run._planned = start
-    return run
+    return DropRun(log, feature, clock=clock, committer=PlanRecorder(start), announce=announce)
 
 
 def _prepare(log: DeltaLog, feature: str, *, truncate_history: bool, clock: Clock,
@@ -112,7 +110,7 @@ def _perform(run: DropRun, drop: _Drop) -> DropOutcome:
     run first looks at the latest version: a concurrent drop of the same feature that landed
     after the checks (and the plan) makes it ``already_absent`` before it writes anything."""
     try:
-        if not run.dry_run:
+        if run.writes:
             run.require_present(run.latest())
         if drop.spec.name == CHECKPOINT_PROTECTION:
             return drop_checkpoint_protection(run, drop.before)
@@ -197,7 +195,8 @@ def drop_feature(location: str, feature: str, *, truncate_history: bool = False,
     if isinstance(drop, FeatureNotPresentError):
         # Not present means already done (exit 0): reruns of a job stay green, and the RESULT
         # still carries the error class.
-        return _already_absent(log, clean_feature_name(feature), log.snapshot().protocol, drop, clock, dry_run)
+        return _already_absent(log, clean_feature_name(feature), log.snapshot().protocol, drop, clock,
+                               writes=not dry_run)
     plan, planned = _plan(drop, announce=dry_run)
     if dry_run:
         if plan.ending is not None:
@@ -222,7 +221,7 @@ def _dropped_by_another_writer(run: DropRun, name: str, before: Protocol) -> Dro
     except FeatureDropError as exc:
         if not isinstance(exc, FeatureNotPresentError):
             raise
-        outcome = _already_absent(run.log, name, latest.protocol, exc, run.clock, run.dry_run)
+        outcome = _already_absent(run.log, name, latest.protocol, exc, run.clock, writes=run.writes)
         outcome.protocol_before = before
         outcome.commits = list(run.commits)
         outcome.checkpoints_written = list(run.checkpoints) + outcome.checkpoints_written
@@ -230,8 +229,8 @@ def _dropped_by_another_writer(run: DropRun, name: str, before: Protocol) -> Dro
     raise AssertionError(f"{name} is still in the protocol {latest.protocol}")
 
 
-def _already_absent(log: DeltaLog, name: str, protocol: Protocol, exc: FeatureDropError, clock: Clock,
-                    dry_run: bool) -> DropOutcome:
+def _already_absent(log: DeltaLog, name: str, protocol: Protocol, exc: FeatureDropError, clock: Clock, *,
+                    writes: bool) -> DropOutcome:
     """Idempotent rerun: finish a fast drop that crashed before its boundary checkpoint."""
     snapshot = log.snapshot()
     boundary = snapshot.boundary_version if CHECKPOINT_PROTECTION in protocol.features else None
@@ -239,7 +238,7 @@ def _already_absent(log: DeltaLog, name: str, protocol: Protocol, exc: FeatureDr
     if boundary is not None:
         # It may write the boundary checkpoint and reads the truncate retention.
         TableConfig(snapshot.metadata.configuration, table=log.table).validate()
-    if boundary is not None and not dry_run:
+    if boundary is not None and writes:
         has_boundary_checkpoint = any(c.complete and c.version == boundary for c in log.checkpoint_inventory())
         if not has_boundary_checkpoint and boundary <= snapshot.version:
             written = list(checkpoint_table(log, boundary, clock=clock).paths)
@@ -323,7 +322,7 @@ _FILE_ONLY = (AddFile, RemoveFile, AddCDCFile, CommitInfo, Txn)
 def _downgrade_commit(run: DropRun, spec: TableFeature, behaviour: RemovableFeature, *,
                       with_checkpoint_protection: bool) -> tuple[int, Protocol]:
     snapshot = run.latest()
-    if run.dry_run:
+    if not run.writes:
         # Planning: the table after the planned pre-downgrade and barriers; the boundary is the
         # version this commit takes there (Checkpoint Protection RFC).
         actions, after = _downgrade_actions(snapshot, spec, behaviour,
@@ -410,11 +409,11 @@ def _drop_with_history_truncation(run: DropRun, spec: TableFeature, behaviour: R
                 retry_after=_wait_time_after(run, empty - 1), table=run.table, feature=spec.name,
                 params=params)
     snapshot = run.latest()
-    if not run.dry_run:
+    if run.writes:
         _revalidate(snapshot, spec, behaviour, None)
     if spec.requires_history_protection:
         config = TableConfig(snapshot.metadata.configuration)
-        if run.dry_run:
+        if not run.writes:
             still_used = _planned_history_uses_feature(run, behaviour, config.truncate_history_retention_ms)
         else:
             from delta_downgrade.operations.cleanup import cleanup_expired_logs
@@ -432,7 +431,7 @@ def _drop_with_history_truncation(run: DropRun, spec: TableFeature, behaviour: R
                 retry_after=_wait_time_after(run, max(0, newest - 1)), table=run.table,
                 feature=spec.name, params=params)
     snapshot = run.latest()
-    if not run.dry_run:
+    if run.writes:
         run.require_present(snapshot)
     new_protocol = snapshot.protocol.without_feature(spec.name)
     if not snapshot.protocol.can_downgrade_to(new_protocol, spec.name):
@@ -504,4 +503,4 @@ def _planned_history_uses_feature(run: DropRun, behaviour: RemovableFeature, ret
                 or behaviour.checkpoint_uses_feature(CheckpointInstance(barrier.version, kind, ())))
     cleanup = plan_cleanup(run.log, retention_ms=retention_ms, granularity="minute", clock=run.clock)
     since = cleanup.truncates_before if cleanup.allowed else None
-    return history_uses_feature(run.log, behaviour, since, run.planned_commit_actions)
+    return history_uses_feature(run.log, behaviour, since, run.latest().derived_commits)

@@ -68,7 +68,7 @@ def planned_truncate_after(planned: Snapshot, boundary: int | None, clock: Clock
 
 
 def finish(run: DropRun, before: Protocol, after: Protocol, status: str) -> DropOutcome:
-    if run.dry_run:
+    if not run.writes:
         # The planned outcome carries the planned values: the boundary the plan's downgrade commit
         # sets, the checkpoints it protects, and when the truncation may follow (counted from now,
         # the earliest the boundary commit can be written).

@@ -51,12 +51,12 @@ def test_a_substitute_purge_runs_once_in_the_plan_of_a_dry_run(tmp_path, monkeyp
     calls = []
 
     def purge(run):
-        calls.append(run.dry_run)
+        calls.append(run.writes)
         return False
 
     outcome = drop_feature(path, "deletionVectors", dry_run=True, rewrites={"deletionVectors": purge})
     assert outcome.status == "planned"
-    assert calls == [True]  # the plan is the dry run: the purge runs once, as a planning run
+    assert calls == [False]  # the plan is the dry run: the purge runs once, on a run that writes nothing
     assert _tree(path) == before
 
 
