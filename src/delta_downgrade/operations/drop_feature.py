@@ -24,7 +24,7 @@ from delta_downgrade.log.checkpoint.on_driver import checkpoint_table, uses_v2_c
 from delta_downgrade.log.commit import WinningCommit, rebase_unless_protocol_changed, require_atomic_commits
 from delta_downgrade.log.delta_log import DeltaLog
 from delta_downgrade.log.snapshot import BOUNDARY_PROPERTY, Snapshot
-from delta_downgrade.drop.committer import PlanRecorder
+from delta_downgrade.drop.committer import Committer, LogCommitter, PlanRecorder
 from delta_downgrade.drop.plan import DropPlan
 from delta_downgrade.drop.run import (
     NUMBER_OF_BARRIER_CHECKPOINTS, STATUS_ALREADY_ABSENT, STATUS_DROPPED, DropOutcome, DropRun,
@@ -68,14 +68,16 @@ class _Drop:
 
 
 def _planning_run(log: DeltaLog, feature: str, clock: Clock, start: Snapshot | None, *,
-                  announce: bool = False) -> DropRun:
+                  announce: bool = False, recorder: PlanRecorder | None = None) -> DropRun:
     """A planning run from ``start``: the snapshot the drop was validated on, or a planned table
     (an earlier drop's plan), so that this drop's steps are decided on the table the checks
     passed for and the earlier steps leave. Never from a newer version than the one validated:
     a concurrent drop that lands in between would otherwise be planned over (its protocol no
     longer holds the feature) and fail as an invalid downgrade instead of being found by the
-    real run (``already_absent``)."""
-    return DropRun(log, feature, clock=clock, committer=PlanRecorder(start), announce=announce)
+    real run (``already_absent``). ``recorder``: the caller's, which then holds the planned table."""
+    recorder = recorder or PlanRecorder()
+    recorder.planned = start
+    return DropRun(log, feature, clock=clock, committer=recorder, announce=announce)
 
 
 def _prepare(log: DeltaLog, feature: str, *, truncate_history: bool, clock: Clock,
@@ -132,11 +134,11 @@ def _perform(run: DropRun, drop: _Drop) -> DropOutcome:
         raise run.failure_error(DeltaDowngradeError(f"{type(exc).__name__}: {exc}", table=run.table)) from exc
 
 
-def _plan(drop: _Drop, *, announce: bool) -> tuple[DropPlan, DropOutcome | None]:
+def _plan(drop: _Drop, *, announce: bool, recorder: PlanRecorder | None = None) -> tuple[DropPlan, DropOutcome | None]:
     """Every step of the drop, decided on a planning run (``drop/plan``); a refusal
     raises here, before anything is written. A wait the drop ends with (RetentionWaitError) is
     part of the plan."""
-    run = _planning_run(drop.log, drop.spec.name, drop.clock, drop.start, announce=announce)
+    run = _planning_run(drop.log, drop.spec.name, drop.clock, drop.start, announce=announce, recorder=recorder)
     run.checkpoint_engine = drop.checkpoint_engine
     outcome: DropOutcome | None = None
     ending: RetentionWaitError | None = None
@@ -170,13 +172,18 @@ def plan_drop(location: str, feature: str, *, truncate_history: bool = False, cl
     return plan
 
 
-def drop_feature(location: str, feature: str, *, truncate_history: bool = False, dry_run: bool = False,
+def drop_feature(location: str, feature: str, *, truncate_history: bool = False,
+                 committer: Committer | None = None,
                  clock: Clock = SYSTEM_CLOCK, rewrites: Mapping[str, Callable[[DropRun], Any]] | None = None,
                  log: DeltaLog | None = None, checkpoint_engine: str | None = None,
                  storage_options: Mapping[str, str] | None = None) -> DropOutcome:
     """Drop ``feature`` from the table at ``location``: plan every step (:func:`plan_drop`), then
-    (unless ``dry_run``) perform them. The outcome carries the planned steps and, after a real
+    perform them through ``committer``. The outcome carries the planned steps and, after a real
     run, the written ones (``deviation`` says where a concurrent writer moved them).
+
+    ``committer`` (``drop/committer.py``): None or a :class:`LogCommitter` writes the steps to
+    the log; a :class:`PlanRecorder` (``--dry-run``) writes nothing: the outcome is the plan
+    (status ``planned``) and the recorder holds the planned table.
 
     Each step is logged at INFO on ``delta_downgrade.drop`` (:data:`drop.run.LOGGER`) once: as
     it is planned in a dry run, as it is written in a real one.
@@ -189,6 +196,7 @@ def drop_feature(location: str, feature: str, *, truncate_history: bool = False,
     ``arrow`` or ``spark``; None: the environment's setting, else ``auto``).
     ``storage_options``: credentials and endpoint of the table's store (``storage/options.py``).
     """
+    committer = committer or LogCommitter()
     log = log or DeltaLog(location, storage_options=storage_options)
     drop = _prepare(log, feature, truncate_history=truncate_history, clock=clock, rewrites=rewrites,
                     checkpoint_engine=checkpoint_engine)
@@ -196,18 +204,19 @@ def drop_feature(location: str, feature: str, *, truncate_history: bool = False,
         # Not present means already done (exit 0): reruns of a job stay green, and the RESULT
         # still carries the error class.
         return _already_absent(log, clean_feature_name(feature), log.snapshot().protocol, drop, clock,
-                               writes=not dry_run)
-    plan, planned = _plan(drop, announce=dry_run)
-    if dry_run:
+                               writes=committer.writes)
+    if isinstance(committer, PlanRecorder):
+        plan, planned = _plan(drop, announce=True, recorder=committer)
         if plan.ending is not None:
             raise plan.ending
         assert planned is not None
         return planned
+    plan, _ = _plan(drop, announce=False)
     # Last of the checks, and the only one that touches the store (an object store is probed
     # with a conditional create): every step of a drop is a commit, so a storage that cannot
     # create a commit atomically is refused before the first of them (or a rewrite's files).
     require_atomic_commits(log)
-    run = DropRun(log, drop.spec.name, clock=clock, announce=True, expected=plan.steps)
+    run = DropRun(log, drop.spec.name, clock=clock, committer=committer, announce=True, expected=plan.steps)
     run.checkpoint_engine = drop.checkpoint_engine
     return _perform(run, drop)
 
