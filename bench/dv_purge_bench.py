@@ -34,7 +34,7 @@ os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 import pyarrow as pa  # noqa: E402
 
 from delta_downgrade.log.delta_log import DeltaLog  # noqa: E402
-from delta_downgrade.operations.drop_run import DropRun  # noqa: E402
+from delta_downgrade.drop.run import DropRun  # noqa: E402
 from delta_downgrade.rewrite.dv_purge import purge_deletion_vectors  # noqa: E402
 from delta_downgrade_tools.builders import TableBuilder  # noqa: E402
 from delta_downgrade_tools.dv_builder import create_dv_table, delete_rows  # noqa: E402

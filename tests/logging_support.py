@@ -7,7 +7,7 @@ import contextlib
 import logging
 from typing import Callable, Iterator
 
-from delta_downgrade.operations.drop_run import LOGGER
+from delta_downgrade.drop.run import LOGGER
 
 
 class StepHandler(logging.Handler):

@@ -17,6 +17,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from delta_downgrade.drop.committer import PlanRecorder
 from delta_downgrade.protocol.actions import AddFile
 from delta_downgrade.errors import FeatureDropError
 from delta_downgrade.log.delta_log import DeltaLog
@@ -266,7 +267,7 @@ def test_dry_run_plans_and_writes_nothing(golden_table):
     path = golden_table("cm_id_nested_all_types")
     listing = sorted(os.listdir(path))
     with drop_steps() as messages:
-        outcome = drop_feature(path, "columnMapping", dry_run=True)
+        outcome = drop_feature(path, "columnMapping", committer=PlanRecorder())
     assert outcome.status == "planned"
     assert DeltaLog(path).latest_version() == 0
     assert sorted(os.listdir(path)) == listing
@@ -277,7 +278,7 @@ def test_dry_run_plans_and_writes_nothing(golden_table):
 def test_hook_directly_and_crash_before_commit_leaves_only_orphans(golden_table, spark, monkeypatch):
     """A failure after the data files are written commits nothing: the table still reads with
     column mapping, and a rerun completes."""
-    from delta_downgrade.operations.drop_run import DropRun
+    from delta_downgrade.drop.run import DropRun
 
     path = golden_table("cm_name_renamed_column")
     log = DeltaLog(path)

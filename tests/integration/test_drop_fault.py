@@ -68,7 +68,7 @@ def test_drop_process_killed_mid_run(golden_table, oracle):
         import logging
         import os
         from delta_downgrade.operations.drop_feature import drop_feature
-        from delta_downgrade.operations.drop_run import LOGGER
+        from delta_downgrade.drop.run import LOGGER
         count = []
         class ExitAfterThird(logging.Handler):
             def emit(self, record):

@@ -10,6 +10,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
+from delta_downgrade.drop.committer import PlanRecorder
 from delta_downgrade.compat import packaged_catalogue
 from delta_downgrade.errors import ClientCannotBeUnblockedError, DeltaDowngradeError
 from delta_downgrade.log.delta_log import DeltaLog
@@ -48,7 +49,7 @@ def test_two_features_dropped_in_order_and_the_dry_run_is_the_run(tmp_path, orac
     assert not oracle_018.pyarrow_rows(path).ok
     before = _files(path)
     with drop_steps() as planned_steps:
-        plan = drop_for_client(path, client, dry_run=True)
+        plan = drop_for_client(path, client, committer=PlanRecorder())
     assert _files(path) == before
     assert plan.status == "planned" and plan.features_planned == ["deletionVectors", "vacuumProtocolCheck"]
     # The second drop is planned after the first one's steps, not on the table as it is.
@@ -199,7 +200,7 @@ def test_a_chain_after_a_data_rewrite_plans_what_the_run_writes(table, golden_ta
     reference = oracle.scan_rows(path)
     client = packaged_catalogue().client(CLIENT)
     try:
-        plan = drop_for_client(path, client, dry_run=True)
+        plan = drop_for_client(path, client, committer=PlanRecorder())
     except DeltaDowngradeError as refused:
         # A damaged table (a DV file that does not resolve): the plan refuses, and so does the
         # run, with the same error and before its first write.

@@ -15,6 +15,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
+from delta_downgrade.drop.committer import LogCommitter, PlanRecorder
 from delta_downgrade.app.cli import main
 from delta_downgrade.app.render.result import parse_result_lines
 from delta_downgrade.log.delta_log import DeltaLog
@@ -57,16 +58,16 @@ def _winner_between_checks_and_plan(monkeypatch, location: str, options: dict | 
     return winners
 
 
-@pytest.mark.parametrize("dry_run", [False, True])
-def test_the_loser_of_a_drop_race_decided_before_its_plan_is_already_absent(golden_table, monkeypatch, dry_run):
+@pytest.mark.parametrize("committer", [LogCommitter, PlanRecorder])
+def test_the_loser_of_a_drop_race_decided_before_its_plan_is_already_absent(golden_table, monkeypatch, committer):
     path = golden_table("vacuum_protocol_check")
     winners = _winner_between_checks_and_plan(monkeypatch, path, None)
-    outcome = drop_feature(path, VPC, dry_run=dry_run)
+    outcome = drop_feature(path, VPC, committer=committer())
     assert winners[0].status == "dropped"
     # The dry run plans on the version it checked (the drop it plans is still valid there); the
     # real run finds the feature gone and writes nothing of its own.
-    assert outcome.status == ("planned" if dry_run else "already_absent"), outcome
-    if not dry_run:
+    assert outcome.status == ("planned" if committer is PlanRecorder else "already_absent"), outcome
+    if committer is LogCommitter:
         assert outcome.commits == []
     protocol = DeltaLog(path).snapshot().protocol
     assert VPC not in protocol.features

@@ -20,12 +20,13 @@ from pathlib import Path
 
 import pytest
 
+from delta_downgrade.drop.committer import PlanRecorder
 from delta_downgrade.clock import ManualClock
 from delta_downgrade.errors import DeltaDowngradeError
 from delta_downgrade.log.delta_log import DeltaLog
 from delta_downgrade.log.format.file_names import parse_log_file
 from delta_downgrade.operations.drop_feature import drop_feature, plan_drop
-from delta_downgrade.operations.drop_plan import CHECKPOINT, COMMIT, DropPlan, DropStep
+from delta_downgrade.drop.plan import CHECKPOINT, COMMIT, DropPlan, DropStep
 from delta_downgrade.protocol import CHECKPOINT_PROTECTION
 from delta_downgrade.protocol.features import get_feature
 from tests.golden_cases import golden_cases
@@ -161,12 +162,12 @@ def test_truncate_history_plan_equals_the_written_commits(table, feature, golden
 
 
 def test_the_dry_run_reports_the_plan(golden_table, spark):
-    """``drop_feature(dry_run=True)`` is the plan: the same steps, told once; on
+    """``drop_feature(committer=PlanRecorder())`` (``--dry-run``) is the plan: the same steps, told once; on
     dv_basic_no_checkpoint the DV tombstones commit is in it and DROP FEATURE is at v8."""
     planned_copy = golden_table("dv_basic_no_checkpoint")
     clock = ManualClock()
     plan = plan_drop(planned_copy, "deletionVectors", clock=clock)
-    outcome = drop_feature(planned_copy, "deletionVectors", clock=clock, dry_run=True)
+    outcome = drop_feature(planned_copy, "deletionVectors", clock=clock, committer=PlanRecorder())
     assert outcome.status == "planned" and outcome.planned == plan.steps
     assert [(s.version, s.detail) for s in plan.commits] == [
         (2, "UNSET TBLPROPERTIES"), (3, "REORG"), (4, "Deletion Vector Tombstones"), (5, "Empty Commit"),

@@ -22,6 +22,7 @@ import pytest
 
 from oracle import same_rows
 
+from delta_downgrade.drop.committer import PlanRecorder
 from delta_downgrade.errors import DeltaDowngradeError
 from delta_downgrade.protocol.actions import AddFile, CommitInfo, RemoveFile
 from delta_downgrade.clock import ManualClock
@@ -30,7 +31,7 @@ from delta_downgrade.protocol.dv_paths import dv_relative_path
 from delta_downgrade.log.delta_log import DeltaLog
 from delta_downgrade.log.snapshot import read_commit_actions
 from delta_downgrade.operations.drop_feature import drop_feature
-from delta_downgrade.operations.drop_run import DropRun
+from delta_downgrade.drop.run import DropRun
 from delta_downgrade.app.render.inspect import inspect_document
 from delta_downgrade.operations.inspect import inspect_table
 from delta_downgrade.protocol import Protocol
@@ -359,7 +360,7 @@ def test_dry_run_writes_nothing(tmp_path, spark):
     delete_rows(b, lambda r: r["id"] < 5)
     files = sorted(os.listdir(b.path))
     listing = log_listing(b.path)
-    outcome = drop_feature(b.path, "deletionVectors", dry_run=True, rewrites=dv_rewrites(spark))
+    outcome = drop_feature(b.path, "deletionVectors", committer=PlanRecorder(), rewrites=dv_rewrites(spark))
     assert outcome.status == "planned"
     assert any("REORG" in step for step in outcome.plan)
     assert log_listing(b.path) == listing and sorted(os.listdir(b.path)) == files

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from delta_downgrade.drop.committer import PlanRecorder
 from delta_downgrade.errors import StorageNotAtomicError
 from delta_downgrade.log.checkpoint.on_driver import checkpoint_table
 from delta_downgrade.log.commit import commit
@@ -163,7 +164,7 @@ def test_drop_on_an_endpoint_that_ignores_conditional_creates_writes_nothing(s3_
         assert raised.value.exit_code == 2
         assert "If-None-Match" in str(raised.value)
         # a dry run does not probe (it writes nothing, not even the probe object)
-        outcome = drop_feature(location, "vacuumProtocolCheck", dry_run=True, storage_options=options)
+        outcome = drop_feature(location, "vacuumProtocolCheck", committer=PlanRecorder(), storage_options=options)
         assert outcome.protocol_before is not None
     finally:
         proxy.stop()

@@ -20,6 +20,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from delta_downgrade.drop.committer import PlanRecorder
 from delta_downgrade.log.delta_log import DeltaLog
 from delta_downgrade.operations.drop_feature import drop_feature
 from delta_downgrade.app.render.inspect import inspect_document
@@ -232,7 +233,7 @@ def test_dry_run_plans_and_writes_nothing(golden_table):
     listing = sorted(os.listdir(path))
     version = DeltaLog(path).latest_version()
     with drop_steps() as messages:
-        outcome = drop_feature(path, "typeWidening-preview", dry_run=True)
+        outcome = drop_feature(path, "typeWidening-preview", committer=PlanRecorder())
     assert outcome.status == "planned"
     assert DeltaLog(path).latest_version() == version
     assert sorted(os.listdir(path)) == listing

@@ -22,9 +22,13 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("core", ("delta_downgrade", "delta_downgrade.errors", "delta_downgrade.clock", "delta_downgrade.spark")),
     ("protocol", ("delta_downgrade.protocol",)),
     ("storage", ("delta_downgrade.storage",)),
-    ("log", ("delta_downgrade.log", "delta_downgrade.deletion_vectors")),
-    ("operations", ("delta_downgrade.rewrite", "delta_downgrade.features", "delta_downgrade.operations",
-                    "delta_downgrade.compat")),
+    ("deletion_vectors", ("delta_downgrade.deletion_vectors",)),
+    ("log", ("delta_downgrade.log",)),
+    ("drop", ("delta_downgrade.drop",)),
+    ("rewrite", ("delta_downgrade.rewrite",)),
+    ("features", ("delta_downgrade.features",)),
+    ("compat", ("delta_downgrade.compat",)),
+    ("operations", ("delta_downgrade.operations",)),
     ("app", ("delta_downgrade.app",)),
 ]
 RANK = {name: i for i, (name, _) in enumerate(LAYERS)}
@@ -177,8 +181,10 @@ def test_the_checks_find_a_cycle_and_an_upward_import() -> None:
 @pytest.mark.parametrize("module, layer", [
     ("delta_downgrade", "core"), ("delta_downgrade.errors", "core"),
     ("delta_downgrade.protocol.actions", "protocol"), ("delta_downgrade.storage.local", "storage"),
-    ("delta_downgrade.deletion_vectors.bitmap", "log"), ("delta_downgrade.features", "operations"),
-    ("delta_downgrade.app.cli", "app"),
+    ("delta_downgrade.deletion_vectors.bitmap", "deletion_vectors"), ("delta_downgrade.log.snapshot", "log"),
+    ("delta_downgrade.drop.run", "drop"), ("delta_downgrade.rewrite.dv_purge", "rewrite"),
+    ("delta_downgrade.features", "features"), ("delta_downgrade.compat.verdict", "compat"),
+    ("delta_downgrade.operations.drop_feature", "operations"), ("delta_downgrade.app.cli", "app"),
 ])
 def test_layer_of(module: str, layer: str) -> None:
     assert layer_of(module) == layer

@@ -1,7 +1,7 @@
 """How the entry points (the CLI's ``main``, the wheel tasks) show the package's log records on
 stderr, for the duration of one call.
 
-The drop's steps are records of one logger, ``delta_downgrade.drop`` (``operations.drop_run``
+The drop's steps are records of one logger, ``delta_downgrade.drop`` (``drop.run``
 says why): each entry point prints them in its own line format, ``"  {message}"`` for the CLI
 and ``"[{table}] {message}"`` for a task, whose tables may run in parallel threads. Nothing else
 is configured at the default level: any other record of the package (a warning) still goes to
@@ -32,7 +32,7 @@ import sys
 from contextlib import contextmanager
 from typing import Any, Iterator, Mapping
 
-# The logger of operations.drop_run.LOGGER, by name: importing that module here would cost the CLI
+# The logger of drop.run.LOGGER, by name: importing that module here would cost the CLI
 # its start-up time (it pulls the log reader and Arrow) for commands that never drop anything.
 DROP_LOGGER = "delta_downgrade.drop"
 PACKAGE_LOGGER = "delta_downgrade"

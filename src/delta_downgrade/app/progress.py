@@ -3,7 +3,7 @@ terminal, one ``PROGRESS {json}`` line per update for a job, the plain step line
 
 The rewrites (the deletion-vector purge's batches, the column-mapping and type-widening
 rewrites) tell their progress as records of the drop logger whose ``progress`` attribute holds
-the counts (``operations.drop_run.DropRun.progress``): ``step`` (what is counted, the same name
+the counts (``drop.run.DropRun.progress``): ``step`` (what is counted, the same name
 on every record of it), ``done`` of ``total`` ``unit`` (files), ``done_bytes`` of ``total_bytes``.
 The first record of a step (``done`` 0) starts its clock. This module turns those records into
 one of three renderings, chosen once per entry point by :func:`progress_mode`:

@@ -27,7 +27,7 @@ from delta_downgrade.protocol.features import TableFeature, get_feature
 
 if TYPE_CHECKING:  # imported where a run is built: a trace check needs no commit machinery
     from delta_downgrade.log.replay.arrow_replay import ArrowState
-    from delta_downgrade.operations.drop_run import DropRun
+    from delta_downgrade.drop.run import DropRun
 
 RewriteFunction = Callable[["DropRun"], Any]
 """A data rewrite: ``rewrite(run)`` rewrites the files that carry the feature's traces, commits,

@@ -11,7 +11,7 @@ from delta_downgrade.features.base import RemovableFeature, TraceContext
 from delta_downgrade.log.snapshot import Snapshot
 
 if TYPE_CHECKING:  # imported where a run is built: a trace check needs no commit machinery
-    from delta_downgrade.operations.drop_run import DropRun
+    from delta_downgrade.drop.run import DropRun
 
 CONSTRAINT_PREFIX = "delta.constraints."
 

@@ -9,7 +9,7 @@ from delta_downgrade.features.base import RemovableFeature, TraceContext, commit
 from delta_downgrade.log.snapshot import Snapshot
 
 if TYPE_CHECKING:  # imported where a run is built: a trace check needs no commit machinery
-    from delta_downgrade.operations.drop_run import DropRun
+    from delta_downgrade.drop.run import DropRun
 
 ENABLE_PROPERTY = "delta.enableInCommitTimestamps"
 # Where and when the feature was enabled: removed, not just disabled.

@@ -12,7 +12,7 @@ from delta_downgrade.log.snapshot import Snapshot
 from delta_downgrade.protocol.actions import AnyAction, DomainMetadata
 
 if TYPE_CHECKING:  # imported where a run is built: a trace check needs no commit machinery
-    from delta_downgrade.operations.drop_run import DropRun
+    from delta_downgrade.drop.run import DropRun
 
 ENABLE_PROPERTY = "delta.enableRowTracking"
 SUSPENDED_PROPERTY = "delta.rowTrackingSuspended"

@@ -12,7 +12,7 @@ from delta_downgrade.protocol.actions import AnyAction, CheckpointMetadata, Meta
 from delta_downgrade.protocol.table_config import TableConfig
 
 if TYPE_CHECKING:  # imported where a run is built: a trace check needs no commit machinery
-    from delta_downgrade.operations.drop_run import DropRun
+    from delta_downgrade.drop.run import DropRun
 
 POLICY_PROPERTY = "delta.checkpointPolicy"
 

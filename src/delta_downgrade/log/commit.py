@@ -227,6 +227,91 @@ def require_atomic_commits(log: DeltaLog) -> None:
             "create or a commit coordinator. Nothing was written", table=log.table)
 
 
+@dataclass(frozen=True)
+class CommitAttempt:
+    """One attempt of a commit: the version it tries to create and the actions of that file, its
+    own ``commitInfo`` first (in-commit timestamps require it)."""
+
+    version: int
+    actions: tuple[AnyAction, ...]
+
+
+@dataclass
+class AttemptBase:
+    """What the next attempt goes on top of: the version read, and the table's protocol, metadata
+    and previous in-commit timestamp there. Read once (:meth:`read`), then carried forward over
+    each lost race's winners from their own actions (:meth:`advance`): a retry never lists or
+    replays the log."""
+
+    read_version: int
+    protocol: Protocol | None = None
+    metadata: Metadata | None = None
+    previous_ict: int | None = None
+    # The snapshot first read (None before the first commit of a table).
+    snapshot: Any = None
+    # The delta.rowTracking domain (its high-water mark): read only when an attempt must assign
+    # row IDs, at the version that attempt goes on top of, then carried forward from the winners.
+    row_domain: DomainMetadata | None = None
+    row_domain_version: int | None = None
+
+    @classmethod
+    def read(cls, log: DeltaLog, read_version: int, pending: Sequence[AnyAction]) -> "AttemptBase":
+        base = cls(read_version)
+        if read_version >= 0:
+            base.snapshot = log.catch_up().snapshot(read_version, check_read=False)
+            base.protocol, base.metadata = base.snapshot.protocol, base.snapshot.metadata
+            if _ict_enabled_after(base.metadata, pending):  # only then is the previous commit's ICT needed
+                base.previous_ict = _ict_of(log, read_version)
+        return base
+
+    def row_tracking_domain(self, log: DeltaLog) -> DomainMetadata | None:
+        if self.row_domain_version != self.read_version:
+            self.row_domain = _row_tracking_domain(log, self.snapshot, self.read_version)
+            self.row_domain_version = self.read_version
+        return self.row_domain
+
+    def advance(self, winners: Sequence[WinningCommit]) -> None:
+        """Move past ``winners`` (the commits that took the versions after :attr:`read_version`)."""
+        for w in winners:
+            for a in w.actions:
+                if isinstance(a, ProtocolAction):
+                    self.protocol = a.protocol
+                elif isinstance(a, Metadata):
+                    self.metadata = a
+                elif isinstance(a, CommitInfo):
+                    self.previous_ict = a.inCommitTimestamp
+                elif isinstance(a, DomainMetadata) and a.domain == ROW_TRACKING_DOMAIN:
+                    self.row_domain = a if not a.removed else None
+        new_read_version = winners[-1].version if winners else self.read_version + 1
+        if self.row_domain_version == self.read_version:
+            self.row_domain_version = new_read_version  # carried forward through every winner
+        self.read_version = new_read_version
+
+
+def build_attempt(log: DeltaLog, base: AttemptBase, pending: Sequence[AnyAction], *, operation: str,
+                  operation_parameters: dict[str, Any], clock: Clock, is_blind_append: bool, txn_id: str,
+                  row_tracking_preserved: bool) -> CommitAttempt:
+    """The file an attempt writes on top of ``base``: checked against the writer features
+    (before and after ``pending``), fresh row IDs for the adds that need them, its commitInfo."""
+    _check_writable(log, base.protocol, base.metadata, pending)
+    version = base.read_version + 1
+    tracking = row_tracking_of(base.protocol, base.metadata, pending, log.table)
+    to_write = list(pending)
+    if tracking.assigns and needs_fresh_row_ids(pending):
+        to_write = assign_fresh_row_ids(pending, version=version, domain=base.row_tracking_domain(log),
+                                        table=log.table)
+    tags = {PRESERVED_TAG: "true" if row_tracking_preserved else "false"} if tracking.enabled else None
+    info = _commit_info(base.metadata, pending, base.read_version, operation, operation_parameters,
+                        clock, is_blind_append, txn_id, base.previous_ict, tags)
+    return CommitAttempt(version, (info, *to_write))
+
+
+def write_attempt(log: DeltaLog, attempt: CommitAttempt) -> None:
+    """Create the attempt's commit file if absent; :class:`CommitFileExistsError` when another
+    writer took the version (nothing of ours is on disk then)."""
+    log.storage.put_if_absent(commit_path(attempt.version), serialize_commit(list(attempt.actions)))
+
+
 def commit(
     log: DeltaLog,
     read_version: int,
@@ -244,6 +329,7 @@ def commit(
 
     The commit's own ``commitInfo`` comes first (in-commit timestamps require it), followed by
     ``actions`` (any commitInfo among them is dropped). On a lost race the resolver decides.
+    Each attempt is built (:func:`build_attempt`) and then written (:func:`write_attempt`).
 
     When the table (as this commit leaves it) supports row tracking and it is not suspended, the
     ``add`` actions without row IDs get fresh ones at every attempt (:mod:`~delta_downgrade.log.
@@ -256,66 +342,30 @@ def commit(
     require_atomic_commits(log)
     pending = [a for a in actions if not isinstance(a, CommitInfo)]
     txn_id = str(uuid.uuid4())
-    version = read_version + 1
-    # The state a retry needs (protocol, metadata, previous in-commit timestamp) is read once and
-    # then carried forward from the winners' own actions: a retry never lists or replays the log.
-    protocol: Protocol | None = None
-    metadata: Metadata | None = None
-    previous_ict: int | None = None
-    snapshot = None
-    if read_version >= 0:
-        snapshot = log.catch_up().snapshot(read_version, check_read=False)
-        protocol, metadata = snapshot.protocol, snapshot.metadata
-        if _ict_enabled_after(metadata, pending):  # only then is the previous commit's ICT needed
-            previous_ict = _ict_of(log, read_version)
-    # The delta.rowTracking domain (its high-water mark): read only when an attempt must assign
-    # row IDs, at the version that attempt goes on top of, then carried forward from the winners.
-    row_domain: DomainMetadata | None = None
-    row_domain_version: int | None = None
-    for attempt in range(1, max_attempts + 1):
-        _check_writable(log, protocol, metadata, pending)
-        tracking = row_tracking_of(protocol, metadata, pending, log.table)
-        to_write = pending
-        if tracking.assigns and needs_fresh_row_ids(pending):
-            if row_domain_version != read_version:
-                row_domain = _row_tracking_domain(log, snapshot, read_version)
-                row_domain_version = read_version
-            to_write = assign_fresh_row_ids(pending, version=version, domain=row_domain, table=log.table)
-        tags = {PRESERVED_TAG: "true" if row_tracking_preserved else "false"} if tracking.enabled else None
-        info = _commit_info(metadata, pending, read_version, operation, operation_parameters or {},
-                            clock, is_blind_append, txn_id, previous_ict, tags)
+    base = AttemptBase.read(log, read_version, pending)
+    for attempt_number in range(1, max_attempts + 1):
+        attempt = build_attempt(log, base, pending, operation=operation,
+                                operation_parameters=operation_parameters or {}, clock=clock,
+                                is_blind_append=is_blind_append, txn_id=txn_id,
+                                row_tracking_preserved=row_tracking_preserved)
         try:
-            log.storage.put_if_absent(commit_path(version), serialize_commit([info, *to_write]))
+            write_attempt(log, attempt)
         except CommitFileExistsError:
             # Back off first, then read every winner up to now and retry at once: the window in
             # which another writer can take the next version again is as short as possible.
-            if attempt < max_attempts:
-                _backoff(attempt)
-            winners = read_winning_commits(log, version - 1)
-            if attempt == max_attempts:
+            if attempt_number < max_attempts:
+                _backoff(attempt_number)
+            winners = read_winning_commits(log, attempt.version - 1)
+            if attempt_number == max_attempts:
                 raise ConcurrentWriteError(
                     f"gave up after {max_attempts} attempts: other writers keep committing; this "
                     f"commit was not written", table=log.table,
                     params={"winningVersions": [w.version for w in winners]}) from None
             pending = [a for a in resolve_conflict(winners, log) if not isinstance(a, CommitInfo)]
-            for w in winners:
-                for a in w.actions:
-                    if isinstance(a, ProtocolAction):
-                        protocol = a.protocol
-                    elif isinstance(a, Metadata):
-                        metadata = a
-                    elif isinstance(a, CommitInfo):
-                        previous_ict = a.inCommitTimestamp
-                    elif isinstance(a, DomainMetadata) and a.domain == ROW_TRACKING_DOMAIN:
-                        row_domain = a if not a.removed else None
-            new_read_version = winners[-1].version if winners else version
-            if row_domain_version == read_version:
-                row_domain_version = new_read_version  # carried forward through every winner
-            read_version = new_read_version
-            version = read_version + 1
+            base.advance(winners)
             continue
-        log.note_written([commit_path(version)])
-        return version
+        log.note_written([commit_path(attempt.version)])
+        return attempt.version
     raise AssertionError("unreachable")
 
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
-from delta_downgrade.protocol.actions import (AddFile, AnyAction, CommitInfo, DomainMetadata, Metadata,
-                                              ProtocolAction, RemoveFile, Txn)
+from delta_downgrade.protocol.actions import (AddCDCFile, AddFile, AnyAction, CommitInfo, DomainMetadata,
+                                              Metadata, ProtocolAction, RemoveFile, Txn)
 from delta_downgrade.errors import DeltaDowngradeError
 from delta_downgrade.log.replay.choice import replay_state
 from delta_downgrade.log.replay.reconcile import TableState
@@ -37,6 +37,9 @@ class Snapshot:
     way; or when ``checkpoint_written_here``: the segment's checkpoint is one this process wrote)
     and the file state (the base's state plus the new commits). Log entries never change
     (PROTOCOL.md "Creation of New Log Entries"), so the result is the fresh replay's.
+
+    :meth:`with_commits` is the one way to derive a table from commits given by value (a plan's
+    commits, which are never written; the winners of a lost race, already read).
     """
 
     def __init__(self, storage: Storage, table: str, segment: LogSegment, *,
@@ -52,9 +55,44 @@ class Snapshot:
                              f"{segment.version}")
         self._base = base
         self._base_commits = tuple(base_commits)
+        # The commits after ``base`` given by value (with_commits), instead of read from the log.
+        self._given: tuple[tuple[AnyAction, ...], ...] = ()
         self._checkpoint_written_here = checkpoint_written_here
         self._state: TableState | None = None
         self._arrow: ArrowState | None = None
+
+    def with_commits(self, commits: Sequence[Sequence[AnyAction]]) -> "Snapshot":
+        """This table after ``commits`` (each one commit's actions, oldest first), at version
+        ``version + len(commits)``. Nothing of them is read from storage: they may be commits a
+        plan only intends (a dry run) or the winners of a lost race, already read.
+
+        Protocol and metadata are the newest the commits carry, else this snapshot's; a domain
+        is the newest ``domainMetadata`` of its name; the file state is this snapshot's with the
+        commits applied by the reconciliation rules (``TableState.apply_commit``, PROTOCOL.md
+        "Action Reconciliation") - the same result a fresh replay of the log gives once they
+        are written. A chain of derivations copies the nearest computed state once."""
+        if not commits:
+            return self
+        derived = Snapshot(self.storage, self.table,
+                           LogSegment(self.version + len(commits), self.segment.checkpoint, self.segment.commits))
+        derived._base = self
+        derived._given = tuple(tuple(actions) for actions in commits)
+        return derived
+
+    @property
+    def derived_commits(self) -> list[list[AnyAction]]:
+        """The commits given by value (:meth:`with_commits`) that lead from the last snapshot
+        read from the log to this one, oldest first; empty for a snapshot of the log."""
+        out: list[list[AnyAction]] = []
+        snapshot: Snapshot | None = self
+        while snapshot is not None and snapshot._given:
+            out[:0] = [list(actions) for actions in snapshot._given]
+            snapshot = snapshot._base
+        return out
+
+    def _given_newest_first(self) -> Iterator[AnyAction]:
+        for actions in reversed(self._given):
+            yield from reversed(actions)
 
     def __repr__(self) -> str:
         return f"Snapshot({self.table!r}, version={self.version})"
@@ -64,6 +102,10 @@ class Snapshot:
     @cached_property
     def _protocol_and_metadata(self) -> tuple[ProtocolAction, Metadata]:
         base = self._base
+        if self._given and base is not None:
+            given_protocol = next((a for a in self._given_newest_first() if isinstance(a, ProtocolAction)), None)
+            given_metadata = next((a for a in self._given_newest_first() if isinstance(a, Metadata)), None)
+            return given_protocol or base.protocol_action, given_metadata or base.metadata
         if base is not None and (base.segment.checkpoint == self.segment.checkpoint or (
                 self._checkpoint_written_here and "_protocol_and_metadata" in base.__dict__)):
             # Same checkpoint: the base read it. A checkpoint this process has just written
@@ -126,6 +168,12 @@ class Snapshot:
         if self._state is not None:
             found = self._state.domains.get(name)
             return found if found is not None and not found.removed else None
+        if self._given and self._base is not None:
+            newest = next((a for a in self._given_newest_first()
+                           if isinstance(a, DomainMetadata) and a.domain == name), None)
+            if newest is not None:
+                return newest if not newest.removed else None
+            return self._base.domain(name)
         for _status, actions in iter_commit_actions(self.storage, self.segment.commits[::-1], ("domainMetadata",)):
             mine = [a for a in actions if isinstance(a, DomainMetadata) and a.domain == name]
             if mine:
@@ -144,6 +192,11 @@ class Snapshot:
 
     def commit_info(self, version: int | None = None) -> CommitInfo | None:
         version = self.version if version is None else version
+        if self._given and self._base is not None:
+            if version <= self._base.version:
+                return self._base.commit_info(version)
+            given = self._given[version - self._base.version - 1] if version <= self.version else ()
+            return next((a for a in given if isinstance(a, CommitInfo)), None)
         for status in self.segment.commits:
             if status.path.endswith(f"{version:020d}.json"):
                 for action in read_commit_actions(self.storage, status, ("commitInfo",)):
@@ -156,6 +209,10 @@ class Snapshot:
         info = self.commit_info()
         if info is not None and info.inCommitTimestamp is not None:
             return int(info.inCommitTimestamp)
+        if self._given and self._base is not None:
+            # A commit given by value has no file: its commitInfo's time, else (a plan's commit,
+            # which has none) the time of the table it was derived from.
+            return int(info.timestamp) if info is not None and info.timestamp is not None else self._base.timestamp_ms()
         for status in self.segment.commits:
             if status.path.endswith(f"{self.version:020d}.json"):
                 return status.modification_time_ms
@@ -175,6 +232,8 @@ class Snapshot:
     def _derived_state(self) -> TableState | None:
         """The base's state plus the new commits, when the base has computed its state. Any
         error gives None: the fresh replay then decides (it may not read the failing file)."""
+        if self._given:
+            return self._state_with_given_commits()
         base = self._base
         if base is None or base._state is None:
             return None
@@ -187,6 +246,25 @@ class Snapshot:
             return None
         state.version = self.version
         state.protocol_action, state.metadata = protocol, metadata
+        return state
+
+    def _state_with_given_commits(self) -> TableState:
+        """The nearest snapshot of the derivation chain with a state (or the one read from the
+        log, replayed once), copied once, and every given commit after it applied in order: a plan
+        of many purge batches costs one copy of the file state, not one per batch."""
+        chain: list[Snapshot] = [self]
+        base = self._base
+        assert base is not None
+        while base._given and base._state is None:
+            chain.append(base)
+            base = base._base
+            assert base is not None
+        state = base.state()
+        for link in reversed(chain):
+            for actions in link._given:
+                state.apply_commit(actions)
+        state.version = self.version
+        state.protocol_action, state.metadata = self._protocol_and_metadata
         return state
 
     def _replayed_state(self) -> TableState:
@@ -237,6 +315,8 @@ class Snapshot:
         no commit in between holds a file action (each link derives and keeps its own)."""
         if self._arrow is not None:
             return self._arrow
+        if self._given:
+            return self._arrow_with_given_commits()
         base = self._base
         known = base._derived_arrow() if base is not None else None
         if known is None:
@@ -259,11 +339,31 @@ class Snapshot:
         return known.advanced(self.version, protocol, metadata, list(txns.values()),
                               list(domains.values()))
 
+    def _arrow_with_given_commits(self) -> "ArrowState | None":
+        """The base's Arrow state carried over given commits that hold no file action; None
+        otherwise (then built from :meth:`state`)."""
+        if any(isinstance(a, (AddFile, RemoveFile, AddCDCFile)) for actions in self._given for a in actions):
+            return None
+        assert self._base is not None
+        known = self._base.arrow_state()
+        txns = {t.appId: t for t in known.txns}
+        domains = {d.domain: d for d in known.domains}
+        for actions in self._given:
+            for action in actions:
+                if isinstance(action, Txn):
+                    txns[action.appId] = action
+                elif isinstance(action, DomainMetadata):
+                    domains[action.domain] = action
+        protocol, metadata = self._protocol_and_metadata
+        return known.advanced(self.version, protocol, metadata, list(txns.values()), list(domains.values()))
+
     def _replayed_arrow(self) -> "ArrowState":
         import pyarrow as pa
 
         from delta_downgrade.log.replay.arrow_replay import arrow_state_of, replay_segment
 
+        if self._given:
+            return arrow_state_of(self.state())  # given commits are in no file to replay
         try:
             return replay_segment(self.storage, self.table, self.segment)
         except pa.ArrowException:

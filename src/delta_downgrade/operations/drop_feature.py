@@ -23,15 +23,15 @@ from delta_downgrade.log.checkpoint.engine import validate_engine
 from delta_downgrade.log.checkpoint.on_driver import checkpoint_table, uses_v2_checkpoint
 from delta_downgrade.log.commit import WinningCommit, rebase_unless_protocol_changed, require_atomic_commits
 from delta_downgrade.log.delta_log import DeltaLog
-from delta_downgrade.log.read.segment import LogSegment
-from delta_downgrade.log.replay.reconcile import TableState
 from delta_downgrade.log.snapshot import BOUNDARY_PROPERTY, Snapshot
-from delta_downgrade.operations.drop_run import (
+from delta_downgrade.drop.committer import Committer, LogCommitter, PlanRecorder
+from delta_downgrade.drop.plan import DropPlan
+from delta_downgrade.drop.run import (
     NUMBER_OF_BARRIER_CHECKPOINTS, STATUS_ALREADY_ABSENT, STATUS_DROPPED, DropOutcome, DropRun,
-    _DroppedConcurrently, finish, protected_checkpoint_paths, truncate_after_ms,
+    _DroppedConcurrently, protected_checkpoint_paths,
 )
-from delta_downgrade.operations.drop_plan import DropPlan
-from delta_downgrade.operations.drop_validation import clean_feature_name, validate_drop, validate_plan
+from delta_downgrade.drop.validation import clean_feature_name, validate_drop, validate_plan
+from delta_downgrade.operations.drop_outcome import finish, truncate_after_ms
 from delta_downgrade.operations.truncate import drop_checkpoint_protection
 from delta_downgrade.protocol import CHECKPOINT_PROTECTION, Protocol, TableFeature
 from delta_downgrade.protocol.actions import (
@@ -68,17 +68,16 @@ class _Drop:
 
 
 def _planning_run(log: DeltaLog, feature: str, clock: Clock, start: Snapshot | None, *,
-                  announce: bool = False) -> DropRun:
+                  announce: bool = False, recorder: PlanRecorder | None = None) -> DropRun:
     """A planning run from ``start``: the snapshot the drop was validated on, or a planned table
     (an earlier drop's plan), so that this drop's steps are decided on the table the checks
     passed for and the earlier steps leave. Never from a newer version than the one validated:
     a concurrent drop that lands in between would otherwise be planned over (its protocol no
     longer holds the feature) and fail as an invalid downgrade instead of being found by the
-    real run (``already_absent``)."""
-    run = DropRun(log, feature, clock=clock, dry_run=True, announce=announce)
-    if start is not None:
-        run._planned = start
-    return run
+    real run (``already_absent``). ``recorder``: the caller's, which then holds the planned table."""
+    recorder = recorder or PlanRecorder()
+    recorder.planned = start
+    return DropRun(log, feature, clock=clock, committer=recorder, announce=announce)
 
 
 def _prepare(log: DeltaLog, feature: str, *, truncate_history: bool, clock: Clock,
@@ -87,7 +86,7 @@ def _prepare(log: DeltaLog, feature: str, *, truncate_history: bool, clock: Cloc
     """Validation in delta-spark's order, then everything the steps will need (pure checks and
     reads): the drop, or the not-present error of a feature that is already gone. ``start``: the
     table the drop begins from when it is not the latest version (the table an earlier plan
-    leaves, a :class:`~delta_downgrade.operations.drop_plan.PlannedSnapshot`)."""
+    leaves, derived by ``Snapshot.with_commits``)."""
     location = log.table
     # A drop replays the whole log when it writes its checkpoints: every commit and the
     # checkpoint's rows are read and checked now, before its first write (a dry run the same).
@@ -113,7 +112,7 @@ def _perform(run: DropRun, drop: _Drop) -> DropOutcome:
     run first looks at the latest version: a concurrent drop of the same feature that landed
     after the checks (and the plan) makes it ``already_absent`` before it writes anything."""
     try:
-        if not run.dry_run:
+        if run.writes:
             run.require_present(run.latest())
         if drop.spec.name == CHECKPOINT_PROTECTION:
             return drop_checkpoint_protection(run, drop.before)
@@ -135,11 +134,11 @@ def _perform(run: DropRun, drop: _Drop) -> DropOutcome:
         raise run.failure_error(DeltaDowngradeError(f"{type(exc).__name__}: {exc}", table=run.table)) from exc
 
 
-def _plan(drop: _Drop, *, announce: bool) -> tuple[DropPlan, DropOutcome | None]:
-    """Every step of the drop, decided on a planning run (``operations/drop_plan``); a refusal
+def _plan(drop: _Drop, *, announce: bool, recorder: PlanRecorder | None = None) -> tuple[DropPlan, DropOutcome | None]:
+    """Every step of the drop, decided on a planning run (``drop/plan``); a refusal
     raises here, before anything is written. A wait the drop ends with (RetentionWaitError) is
     part of the plan."""
-    run = _planning_run(drop.log, drop.spec.name, drop.clock, drop.start, announce=announce)
+    run = _planning_run(drop.log, drop.spec.name, drop.clock, drop.start, announce=announce, recorder=recorder)
     run.checkpoint_engine = drop.checkpoint_engine
     outcome: DropOutcome | None = None
     ending: RetentionWaitError | None = None
@@ -173,15 +172,20 @@ def plan_drop(location: str, feature: str, *, truncate_history: bool = False, cl
     return plan
 
 
-def drop_feature(location: str, feature: str, *, truncate_history: bool = False, dry_run: bool = False,
+def drop_feature(location: str, feature: str, *, truncate_history: bool = False,
+                 committer: Committer | None = None,
                  clock: Clock = SYSTEM_CLOCK, rewrites: Mapping[str, Callable[[DropRun], Any]] | None = None,
                  log: DeltaLog | None = None, checkpoint_engine: str | None = None,
                  storage_options: Mapping[str, str] | None = None) -> DropOutcome:
     """Drop ``feature`` from the table at ``location``: plan every step (:func:`plan_drop`), then
-    (unless ``dry_run``) perform them. The outcome carries the planned steps and, after a real
+    perform them through ``committer``. The outcome carries the planned steps and, after a real
     run, the written ones (``deviation`` says where a concurrent writer moved them).
 
-    Each step is logged at INFO on ``delta_downgrade.drop`` (:data:`drop_run.LOGGER`) once: as
+    ``committer`` (``drop/committer.py``): None or a :class:`LogCommitter` writes the steps to
+    the log; a :class:`PlanRecorder` (``--dry-run``) writes nothing: the outcome is the plan
+    (status ``planned``) and the recorder holds the planned table.
+
+    Each step is logged at INFO on ``delta_downgrade.drop`` (:data:`drop.run.LOGGER`) once: as
     it is planned in a dry run, as it is written in a real one.
 
     Raises FeatureDropError (validation, exit 2), RetentionWaitError (exit 3; a dry run raises
@@ -192,24 +196,27 @@ def drop_feature(location: str, feature: str, *, truncate_history: bool = False,
     ``arrow`` or ``spark``; None: the environment's setting, else ``auto``).
     ``storage_options``: credentials and endpoint of the table's store (``storage/options.py``).
     """
+    committer = committer or LogCommitter()
     log = log or DeltaLog(location, storage_options=storage_options)
     drop = _prepare(log, feature, truncate_history=truncate_history, clock=clock, rewrites=rewrites,
                     checkpoint_engine=checkpoint_engine)
     if isinstance(drop, FeatureNotPresentError):
         # Not present means already done (exit 0): reruns of a job stay green, and the RESULT
         # still carries the error class.
-        return _already_absent(log, clean_feature_name(feature), log.snapshot().protocol, drop, clock, dry_run)
-    plan, planned = _plan(drop, announce=dry_run)
-    if dry_run:
+        return _already_absent(log, clean_feature_name(feature), log.snapshot().protocol, drop, clock,
+                               writes=committer.writes)
+    if isinstance(committer, PlanRecorder):
+        plan, planned = _plan(drop, announce=True, recorder=committer)
         if plan.ending is not None:
             raise plan.ending
         assert planned is not None
         return planned
+    plan, _ = _plan(drop, announce=False)
     # Last of the checks, and the only one that touches the store (an object store is probed
     # with a conditional create): every step of a drop is a commit, so a storage that cannot
     # create a commit atomically is refused before the first of them (or a rewrite's files).
     require_atomic_commits(log)
-    run = DropRun(log, drop.spec.name, clock=clock, announce=True, expected=plan.steps)
+    run = DropRun(log, drop.spec.name, clock=clock, committer=committer, announce=True, expected=plan.steps)
     run.checkpoint_engine = drop.checkpoint_engine
     return _perform(run, drop)
 
@@ -223,7 +230,7 @@ def _dropped_by_another_writer(run: DropRun, name: str, before: Protocol) -> Dro
     except FeatureDropError as exc:
         if not isinstance(exc, FeatureNotPresentError):
             raise
-        outcome = _already_absent(run.log, name, latest.protocol, exc, run.clock, run.dry_run)
+        outcome = _already_absent(run.log, name, latest.protocol, exc, run.clock, writes=run.writes)
         outcome.protocol_before = before
         outcome.commits = list(run.commits)
         outcome.checkpoints_written = list(run.checkpoints) + outcome.checkpoints_written
@@ -231,8 +238,8 @@ def _dropped_by_another_writer(run: DropRun, name: str, before: Protocol) -> Dro
     raise AssertionError(f"{name} is still in the protocol {latest.protocol}")
 
 
-def _already_absent(log: DeltaLog, name: str, protocol: Protocol, exc: FeatureDropError, clock: Clock,
-                    dry_run: bool) -> DropOutcome:
+def _already_absent(log: DeltaLog, name: str, protocol: Protocol, exc: FeatureDropError, clock: Clock, *,
+                    writes: bool) -> DropOutcome:
     """Idempotent rerun: finish a fast drop that crashed before its boundary checkpoint."""
     snapshot = log.snapshot()
     boundary = snapshot.boundary_version if CHECKPOINT_PROTECTION in protocol.features else None
@@ -240,7 +247,7 @@ def _already_absent(log: DeltaLog, name: str, protocol: Protocol, exc: FeatureDr
     if boundary is not None:
         # It may write the boundary checkpoint and reads the truncate retention.
         TableConfig(snapshot.metadata.configuration, table=log.table).validate()
-    if boundary is not None and not dry_run:
+    if boundary is not None and writes:
         has_boundary_checkpoint = any(c.complete and c.version == boundary for c in log.checkpoint_inventory())
         if not has_boundary_checkpoint and boundary <= snapshot.version:
             written = list(checkpoint_table(log, boundary, clock=clock).paths)
@@ -318,40 +325,13 @@ def _revalidate(snapshot: Snapshot, spec: TableFeature, behaviour: RemovableFeat
             params={"feature": spec.name, "concurrentCommit": concurrent or ""})
 
 
-class _RebasedView(Snapshot):
-    """The snapshot a drop read, moved forward over winners that changed neither the protocol
-    nor the metadata: protocol, metadata and checkpoint are the read snapshot's, and ``state()``
-    holds only what the winners left live (their files and domains). Traces computed on it are
-    exactly the traces the winners reintroduced — without replaying the log on every retry."""
-
-    def __init__(self, read: Snapshot, winners: list[WinningCommit]) -> None:
-        super().__init__(read.storage, read.table,
-                         LogSegment(winners[-1].version, read.segment.checkpoint, ()))
-        self._read = read
-        self._winners = winners
-
-    @property
-    def protocol_action(self) -> ProtocolAction:
-        return self._read.protocol_action
-
-    @property
-    def metadata(self) -> Metadata:
-        return self._read.metadata
-
-    def state(self) -> TableState:
-        state = TableState(self.version, self._read.protocol_action, self._read.metadata)
-        for w in self._winners:
-            state.apply_commit(w.actions)
-        return state
-
-
 _FILE_ONLY = (AddFile, RemoveFile, AddCDCFile, CommitInfo, Txn)
 
 
 def _downgrade_commit(run: DropRun, spec: TableFeature, behaviour: RemovableFeature, *,
                       with_checkpoint_protection: bool) -> tuple[int, Protocol]:
     snapshot = run.latest()
-    if run.dry_run:
+    if not run.writes:
         # Planning: the table after the planned pre-downgrade and barriers; the boundary is the
         # version this commit takes there (Checkpoint Protection RFC).
         actions, after = _downgrade_actions(snapshot, spec, behaviour,
@@ -365,11 +345,15 @@ def _downgrade_commit(run: DropRun, spec: TableFeature, behaviour: RemovableFeat
                                         with_checkpoint_protection=with_checkpoint_protection,
                                         commit_version=snapshot.version + 1)
 
+    # Every winner since ``snapshot``, over all retries (each retry's winners follow the last).
+    since_read: list[WinningCommit] = []
+
     def resolve(winners: list[WinningCommit], log: DeltaLog) -> Sequence[AnyAction]:
         # Every concurrent write conflicts with a drop: re-validate against the winner, and move
         # the boundary to the version this commit will now get (Checkpoint Protection RFC: the
         # boundary is the downgrade commit's version). (A winner that dropped the feature itself
         # was handled by the run's guard.)
+        since_read.extend(winners)
         described = ", ".join(w.describe() for w in winners)
         if any(w.changes_metadata or w.changes_protocol for w in winners):
             raise DropConflictError(
@@ -378,8 +362,9 @@ def _downgrade_commit(run: DropRun, spec: TableFeature, behaviour: RemovableFeat
                 table=log.table, feature=spec.name, params={"concurrentCommit": described})
         if all(isinstance(a, _FILE_ONLY) for w in winners for a in w.actions):
             # Data-file winners only (blind appends, deletes …): traces can only come back through
-            # their files, and protocol and metadata are the ones read.
-            _revalidate(_RebasedView(snapshot, winners), spec, behaviour, described)
+            # their files, and protocol and metadata are the ones read. The table read, moved
+            # forward over the winners by value: no listing and no replay of the log per retry.
+            _revalidate(snapshot.with_commits([w.actions for w in since_read]), spec, behaviour, described)
             rebased, _ = _downgrade_actions(snapshot, spec, behaviour,
                                             with_checkpoint_protection=with_checkpoint_protection,
                                             commit_version=winners[-1].version + 1)
@@ -433,11 +418,11 @@ def _drop_with_history_truncation(run: DropRun, spec: TableFeature, behaviour: R
                 retry_after=_wait_time_after(run, empty - 1), table=run.table, feature=spec.name,
                 params=params)
     snapshot = run.latest()
-    if not run.dry_run:
+    if run.writes:
         _revalidate(snapshot, spec, behaviour, None)
     if spec.requires_history_protection:
         config = TableConfig(snapshot.metadata.configuration)
-        if run.dry_run:
+        if not run.writes:
             still_used = _planned_history_uses_feature(run, behaviour, config.truncate_history_retention_ms)
         else:
             from delta_downgrade.operations.cleanup import cleanup_expired_logs
@@ -455,7 +440,7 @@ def _drop_with_history_truncation(run: DropRun, spec: TableFeature, behaviour: R
                 retry_after=_wait_time_after(run, max(0, newest - 1)), table=run.table,
                 feature=spec.name, params=params)
     snapshot = run.latest()
-    if not run.dry_run:
+    if run.writes:
         run.require_present(snapshot)
     new_protocol = snapshot.protocol.without_feature(spec.name)
     if not snapshot.protocol.can_downgrade_to(new_protocol, spec.name):
@@ -527,4 +512,4 @@ def _planned_history_uses_feature(run: DropRun, behaviour: RemovableFeature, ret
                 or behaviour.checkpoint_uses_feature(CheckpointInstance(barrier.version, kind, ())))
     cleanup = plan_cleanup(run.log, retention_ms=retention_ms, granularity="minute", clock=run.clock)
     since = cleanup.truncates_before if cleanup.allowed else None
-    return history_uses_feature(run.log, behaviour, since, run.planned_commit_actions)
+    return history_uses_feature(run.log, behaviour, since, run.latest().derived_commits)

@@ -29,8 +29,9 @@ from delta_downgrade.compat.verdict import Access, ClientVerdict, Verdict, clien
 from delta_downgrade.errors import ClientCannotBeUnblockedError, ClientDropIncompleteError, DeltaDowngradeError
 from delta_downgrade.log.delta_log import DeltaLog
 from delta_downgrade.operations.drop_feature import drop_feature, plan_drop
-from delta_downgrade.operations.drop_plan import DropPlan
-from delta_downgrade.operations.drop_run import LOGGER, DropOutcome, DropRun
+from delta_downgrade.drop.committer import Committer, LogCommitter
+from delta_downgrade.drop.plan import DropPlan
+from delta_downgrade.drop.run import LOGGER, DropOutcome, DropRun
 from delta_downgrade.protocol import CHECKPOINT_PROTECTION, Protocol
 
 __all__ = ["ClientDropOutcome", "STATUS_ALREADY_COMPATIBLE", "drop_for_client", "plan_for_client"]
@@ -198,7 +199,8 @@ def plan_for_client(location: str, client: Client, *, clock: Clock = SYSTEM_CLOC
     return _ClientPlan(verdict, features, plans, notes)
 
 
-def drop_for_client(location: str, client: Client, *, dry_run: bool = False, clock: Clock = SYSTEM_CLOCK,
+def drop_for_client(location: str, client: Client, *, committer: Committer | None = None,
+                    clock: Clock = SYSTEM_CLOCK,
                     rewrites: Mapping[str, Callable[[DropRun], Any]] | None = None,
                     checkpoint_engine: str | None = None,
                     storage_options: Mapping[str, str] | None = None) -> ClientDropOutcome:
@@ -206,7 +208,10 @@ def drop_for_client(location: str, client: Client, *, dry_run: bool = False, clo
     docstring). Raises ClientCannotBeUnblockedError or a drop's refusal (exit 2) before the first
     write. A failure after some features of this run were dropped (a write conflict, a lost
     Spark session) is ClientDropIncompleteError (exit 1, the cause in
-    its params): the features dropped so far stay dropped, and a rerun continues from there."""
+    its params): the features dropped so far stay dropped, and a rerun continues from there.
+    ``committer``: None or a ``LogCommitter`` drops; a ``PlanRecorder`` (``--dry-run``) plans
+    every drop and writes nothing (``drop/committer.py``)."""
+    committer = committer or LogCommitter()
     log = DeltaLog(location, storage_options=storage_options)
     planned = plan_for_client(location, client, clock=clock, rewrites=rewrites, log=log,
                               checkpoint_engine=checkpoint_engine)
@@ -218,7 +223,8 @@ def drop_for_client(location: str, client: Client, *, dry_run: bool = False, clo
                                     verdict.read, verdict.write, notes=notes)
         if CHECKPOINT_PROTECTION in before.features:
             from delta_downgrade.clock import to_utc_iso
-            from delta_downgrade.operations.drop_run import protected_checkpoint_paths, truncate_after_ms
+            from delta_downgrade.drop.run import protected_checkpoint_paths
+            from delta_downgrade.operations.drop_outcome import truncate_after_ms
 
             outcome.boundary_version = log.snapshot().boundary_version
             outcome.protected_checkpoints = protected_checkpoint_paths(log, outcome.boundary_version)
@@ -227,7 +233,7 @@ def drop_for_client(location: str, client: Client, *, dry_run: bool = False, clo
             outcome.truncate_after = to_utc_iso(when) if when is not None else None
         return outcome
     drops: list[DropOutcome] = []
-    if dry_run:
+    if not committer.writes:
         for plan in planned.plans:
             # The plan already made, told as a single drop's dry run tells its steps.
             LOGGER.info("drop %s:", plan.feature, extra={"table": log.table})
@@ -241,7 +247,7 @@ def drop_for_client(location: str, client: Client, *, dry_run: bool = False, clo
             # A fresh log per drop: each plans again on the table the previous one left, and
             # performs its plan (the chained plan above was the check before the first write).
             try:
-                drops.append(drop_feature(location, name, clock=clock, rewrites=rewrites,
+                drops.append(drop_feature(location, name, committer=committer, clock=clock, rewrites=rewrites,
                                           checkpoint_engine=checkpoint_engine, storage_options=storage_options))
             except DeltaDowngradeError as exc:
                 done = [d.feature for d in drops if d.status == "dropped"]
@@ -257,7 +263,7 @@ def drop_for_client(location: str, client: Client, *, dry_run: bool = False, clo
     elif after.write.verdict is Verdict.NO and not after.write.blocked_only_by_checkpoint_protection:
         notes.append(f"{client.id} reads the table now; writing stays blocked: "
                      + "; ".join(b.reason for b in after.write.blockers))
-    return ClientDropOutcome(log.table, client, "planned" if dry_run else "dropped", list(planned.features),
+    return ClientDropOutcome(log.table, client, "dropped" if committer.writes else "planned", list(planned.features),
                              before, table_after.protocol, verdict, after.read, after.write, drops,
                              list(planned.plans), notes)
 
@@ -270,9 +276,8 @@ def _verdict_after(client: Client, protocol: Protocol, schema: Any, dropped: lis
 def _planned_outcome(log: DeltaLog, plan: DropPlan, steps: list, clock: Clock) -> DropOutcome:
     """A drop of the chain as planned, with the boundary its plan leaves and the checkpoints that
     boundary will protect (among those that exist and those the chain's ``steps`` write)."""
-    from delta_downgrade.operations.drop_run import (
-        STATUS_PLANNED, planned_protected_checkpoints, planned_truncate_after,
-    )
+    from delta_downgrade.drop.run import STATUS_PLANNED
+    from delta_downgrade.operations.drop_outcome import planned_protected_checkpoints, planned_truncate_after
 
     after = plan.snapshot_after
     boundary = (after.boundary_version if after is not None and CHECKPOINT_PROTECTION in after.protocol.features

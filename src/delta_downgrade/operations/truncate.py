@@ -19,7 +19,8 @@ from delta_downgrade.errors import (
 from delta_downgrade.log.checkpoint.on_driver import check_checkpoint_writable
 from delta_downgrade.log.format.file_names import SIDECAR_DIR
 from delta_downgrade.log.snapshot import BOUNDARY_PROPERTY
-from delta_downgrade.operations.drop_run import STATUS_DROPPED, DropOutcome, DropRun, finish
+from delta_downgrade.drop.run import STATUS_DROPPED, DropOutcome, DropRun
+from delta_downgrade.operations.drop_outcome import finish
 from delta_downgrade.operations.cleanup import (
     damaged_checkpoints_from, earliest_truncation_time_ms, execute_cleanup, history_truncated_before,
     plan_cleanup,
@@ -75,11 +76,11 @@ def drop_checkpoint_protection(run: DropRun, before: Protocol) -> DropOutcome:
             if when is None:
                 empty = run.commit([], "Empty Commit", {})
                 run.checkpoint(empty)
-                if not run.dry_run:
+                if run.writes:
                     when = earliest_truncation_time_ms(run.log, boundary, retention, "minute")
             raise _wait(run, boundary, display, when)
         assert plan.truncates_before is not None
-        if run.dry_run:
+        if not run.writes:
             sidecars = sum(1 for p in plan.delete_other if p.startswith(SIDECAR_DIR + "/"))
             run.truncated(plan.truncates_before,
                           f"truncate history before version {plan.truncates_before}: delete "
@@ -95,13 +96,13 @@ def drop_checkpoint_protection(run: DropRun, before: Protocol) -> DropOutcome:
             run.truncated(plan.truncates_before, f"truncated history before version {plan.truncates_before}")
 
     snapshot = run.latest()
-    if not run.dry_run:
+    if run.writes:
         run.require_present(snapshot)
     if BOUNDARY_PROPERTY in snapshot.metadata.configuration:
         run.commit([snapshot.metadata.with_configuration({BOUNDARY_PROPERTY: None})],
                    "UNSET TBLPROPERTIES", {"properties": [BOUNDARY_PROPERTY]}, read_version=snapshot.version)
     snapshot = run.latest()
-    if not run.dry_run:
+    if run.writes:
         run.require_present(snapshot)
     new_protocol = snapshot.protocol.without_feature(CHECKPOINT_PROTECTION)
     if not snapshot.protocol.can_downgrade_to(new_protocol, CHECKPOINT_PROTECTION):

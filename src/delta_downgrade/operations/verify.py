@@ -13,7 +13,7 @@ from typing import Mapping
 from delta_downgrade.errors import DeltaDowngradeError
 from delta_downgrade.log.delta_log import DeltaLog
 from delta_downgrade.log.read.listing import CheckpointInstance
-from delta_downgrade.operations.drop_run import protected_checkpoint_paths
+from delta_downgrade.drop.run import protected_checkpoint_paths
 from delta_downgrade.features import TraceContext, feature_traces
 from delta_downgrade.protocol import CHECKPOINT_PROTECTION, Protocol, lookup_feature
 from delta_downgrade.protocol.support import Operation, unsupported_features

@@ -60,7 +60,7 @@ from delta_downgrade.rewrite.writer_requirements import ensure_files_can_be_rewr
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import SparkSession
 
-    from delta_downgrade.operations.drop_run import DropRun
+    from delta_downgrade.drop.run import DropRun
 
 MAX_ID_KEY = "delta.columnMapping.maxColumnId"
 # The icebergCompat RFC spelled the nested-ids key this way; strip it too.
@@ -120,7 +120,7 @@ def remove_column_mapping(run: "DropRun", *, workers: int = DEFAULT_WORKERS,
     if mode == "none":
         # Files already use logical names (a reader with mode none resolves by them); only the
         # leftover field metadata and properties go.
-        if run.dry_run:
+        if not run.writes:
             run.progress("would strip column-mapping field metadata and properties (no file uses "
                          "physical names: the mode is none)")
         run.commit([*domains, new_metadata], "REMOVE COLUMN MAPPING", {"numRewrittenFiles": 0})
@@ -147,7 +147,7 @@ def remove_column_mapping(run: "DropRun", *, workers: int = DEFAULT_WORKERS,
         return rekey_stats(stats, schema, mode)
 
     now = run.clock.now_ms()
-    if run.dry_run:
+    if not run.writes:
         # Planned as rewritten in place: the same path, rows and deletion vector (carried over,
         # see the module doc), partition values under logical names. The real commit removes each
         # file and adds its rewrite under a path Spark picks; a drop planned after this one

@@ -104,7 +104,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import SparkSession
 
     from delta_downgrade.log.snapshot import Snapshot
-    from delta_downgrade.operations.drop_run import DropRun
+    from delta_downgrade.drop.run import DropRun
 
 PURGE_OPERATION = "REORG"
 PURGE_PARAMETERS: dict[str, Any] = {"predicate": [], "applyPurge": True}
@@ -421,7 +421,7 @@ def purge_deletion_vectors(run: "DropRun", *, batch_files: int = DEFAULT_BATCH_F
     reader = DvFileReader(storage, storage_options=data_files.storage_options)
     # Every DV must be usable before anything is written: deleted rows never come back.
     verify_deletion_vectors(snapshot, reader)
-    if run.dry_run:
+    if not run.writes:
         # One planned commit per batch, as the run commits them: the removes (with their DVs:
         # the DV tombstones step is decided from them) and the re-adds of files whose DV deletes
         # nothing; only the adds of the files Spark will write are unknown before it writes them.

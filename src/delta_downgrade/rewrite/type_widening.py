@@ -60,7 +60,7 @@ from delta_downgrade.rewrite.writer_requirements import (
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import SparkSession
 
-    from delta_downgrade.operations.drop_run import DropRun
+    from delta_downgrade.drop.run import DropRun
 
 ENABLE_KEY = "delta.enableTypeWidening"
 DEFAULT_BATCH_FILES = 100
@@ -136,7 +136,7 @@ def rewrite_type_widening(run: "DropRun", *, batch_files: int = DEFAULT_BATCH_FI
     batches = in_batches(stale, batch_files)
     respell_batches = in_batches(metadata_only, RESPELL_BATCH_FILES)
     # The counts start the progress only for a real run: a dry run rewrites nothing.
-    counts: dict[str, Any] = {} if run.dry_run or not stale else {
+    counts: dict[str, Any] = {} if not run.writes or not stale else {
         "step": REORG_STEP, "done": 0, "total": len(stale), "done_bytes": 0, "total_bytes": total_bytes}
     run.progress(f"REORG (type widening): {len(stale)} live file(s) store narrower types "
                  f"({total_bytes} bytes), {len(batches)} batch(es)", **counts)
@@ -144,7 +144,7 @@ def rewrite_type_widening(run: "DropRun", *, batch_files: int = DEFAULT_BATCH_FI
         run.progress(f"REORG (type widening): {len(respelled)} live file(s) spell widened partition values "
                      f"in an older type; {len(metadata_only)} of them re-added without a rewrite")
     rewritten = 0
-    if run.dry_run:
+    if not run.writes:
         now = run.clock.now_ms()
         # Planned as rewritten in place (same path, rows and DV): the real batches remove each
         # file and add its rewrite under a path Spark picks; a drop planned after this one
@@ -205,7 +205,7 @@ def rewrite_type_widening(run: "DropRun", *, batch_files: int = DEFAULT_BATCH_FI
     latest = run.latest()
     changed = type_change_fields(latest.schema)
     if changed:
-        if not run.dry_run:
+        if run.writes:
             left = stale_files(run, rewriter) or respellings(run)
             if left:
                 # A file the batches did not see (a concurrent writer): leave the metadata, the

@@ -17,7 +17,7 @@ from delta_downgrade.app.console_logging import (
 from delta_downgrade.app.tasks.entrypoints import drop_feature_task
 from delta_downgrade.log.delta_log import DeltaLog
 from delta_downgrade.operations.drop_feature import drop_feature
-from delta_downgrade.operations.drop_run import LOGGER, DropRun
+from delta_downgrade.drop.run import LOGGER, DropRun
 from delta_downgrade.protocol import Protocol
 from tests.drop_support import build
 from tests.logging_support import drop_steps

@@ -40,7 +40,7 @@ def _schema(name: str) -> dict:
 
 def _drop_line() -> dict:
     """A RESULT as ``drop_result`` prints it (one JSON round trip, as ``emit_result`` does)."""
-    from delta_downgrade.operations.drop_run import DropOutcome
+    from delta_downgrade.drop.run import DropOutcome
 
     before = Protocol(3, 7, frozenset({"vacuumProtocolCheck"}),
                       frozenset({"appendOnly", "invariants", "vacuumProtocolCheck"}))
@@ -120,7 +120,7 @@ def test_progress_lines_of_a_task_validate(tmp_path, monkeypatch):
     from delta_downgrade.app.progress import JSON, MODE_ENV, PROGRESS_PREFIX
     from delta_downgrade.app.schemas.documents import ProgressEvent
     from delta_downgrade.log.delta_log import DeltaLog
-    from delta_downgrade.operations.drop_run import DropRun
+    from delta_downgrade.drop.run import DropRun
     from tests.drop_support import build
 
     monkeypatch.delenv(MODE_ENV, raising=False)
@@ -193,7 +193,7 @@ def test_verdicts_and_drop_statuses_are_the_code_values():
 
     from delta_downgrade.app.schemas.base import VerdictValue
     from delta_downgrade.compat.verdict import Verdict
-    from delta_downgrade.operations import drop_run
+    from delta_downgrade.drop import run as drop_run
 
     assert set(get_args(VerdictValue)) == {v.value for v in Verdict}
     statuses = set(get_args(results.DropResult.model_fields["status"].annotation))

@@ -18,7 +18,7 @@ from delta_downgrade.app.progress import (
     BARS, JSON, LINES, MODE_ENV, PROGRESS_PREFIX, ProgressTracker, progress_mode,
 )
 from delta_downgrade.log.delta_log import DeltaLog
-from delta_downgrade.operations.drop_run import LOGGER, DropRun
+from delta_downgrade.drop.run import LOGGER, DropRun
 from delta_downgrade.protocol import Protocol
 from tests.drop_support import build
 

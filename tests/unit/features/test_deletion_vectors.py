@@ -8,6 +8,7 @@ import sys
 
 import pytest
 
+from delta_downgrade.drop.committer import LogCommitter, PlanRecorder
 from delta_downgrade.errors import DeletionVectorNotFoundError, NotSupportedYetError
 from delta_downgrade.operations.drop_feature import drop_feature
 from delta_downgrade_tools.builders import TableBuilder
@@ -27,14 +28,14 @@ def _tree(path: str) -> list[str]:
                   for root, _dirs, files in os.walk(path) for f in files)
 
 
-@pytest.mark.parametrize("dry_run", [False, True])
-def test_without_pyspark_nothing_is_written(tmp_path, monkeypatch, dry_run):
+@pytest.mark.parametrize("committer", [LogCommitter, PlanRecorder])
+def test_without_pyspark_nothing_is_written(tmp_path, monkeypatch, committer):
     path = str(tmp_path / "t")
     _dv_table(path)
     before = _tree(path)
     without_pyspark(monkeypatch)
     with pytest.raises(NotSupportedYetError) as caught:
-        drop_feature(path, "deletionVectors", dry_run=dry_run)
+        drop_feature(path, "deletionVectors", committer=committer())
     assert caught.value.message == (
         "dropping deletionVectors needs a Spark data rewrite (1 live file(s) carry deletion vectors), "
         "but PySpark is not installed: on Databricks it comes with the runtime; locally install "
@@ -51,17 +52,17 @@ def test_a_substitute_purge_runs_once_in_the_plan_of_a_dry_run(tmp_path, monkeyp
     calls = []
 
     def purge(run):
-        calls.append(run.dry_run)
+        calls.append(run.writes)
         return False
 
-    outcome = drop_feature(path, "deletionVectors", dry_run=True, rewrites={"deletionVectors": purge})
+    outcome = drop_feature(path, "deletionVectors", committer=PlanRecorder(), rewrites={"deletionVectors": purge})
     assert outcome.status == "planned"
-    assert calls == [True]  # the plan is the dry run: the purge runs once, as a planning run
+    assert calls == [False]  # the plan is the dry run: the purge runs once, on a run that writes nothing
     assert _tree(path) == before
 
 
-@pytest.mark.parametrize("dry_run", [False, True])
-def test_a_missing_dv_file_refuses_before_anything_is_written(tmp_path, dry_run):
+@pytest.mark.parametrize("committer", [LogCommitter, PlanRecorder])
+def test_a_missing_dv_file_refuses_before_anything_is_written(tmp_path, committer):
     # The check needs no purge to run (a substitute that would succeed): the DV file's absence is
     # found from the log and one status call, before the first write.
     path = str(tmp_path / "t")
@@ -71,7 +72,7 @@ def test_a_missing_dv_file_refuses_before_anything_is_written(tmp_path, dry_run)
     os.remove(os.path.join(path, dv_files[0]))
     before = _tree(path)
     with pytest.raises(DeletionVectorNotFoundError) as caught:
-        drop_feature(path, "deletionVectors", dry_run=dry_run, rewrites={"deletionVectors": lambda run: False})
+        drop_feature(path, "deletionVectors", committer=committer(), rewrites={"deletionVectors": lambda run: False})
     assert caught.value.exit_code == 2
     assert caught.value.params["missing"] == dv_files
     assert "nothing was written" in caught.value.message
@@ -81,5 +82,5 @@ def test_a_missing_dv_file_refuses_before_anything_is_written(tmp_path, dry_run)
 def test_present_dv_files_pass_the_check(tmp_path):
     path = str(tmp_path / "t")
     _dv_table(path)
-    outcome = drop_feature(path, "deletionVectors", dry_run=True, rewrites={"deletionVectors": lambda run: False})
+    outcome = drop_feature(path, "deletionVectors", committer=PlanRecorder(), rewrites={"deletionVectors": lambda run: False})
     assert outcome.status == "planned"

@@ -16,6 +16,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from delta_downgrade.drop.committer import PlanRecorder
 from delta_downgrade.errors import CheckpointUnreadableError
 from delta_downgrade.log.read.checkpoint_reader import sidecar_rel_path
 from delta_downgrade.log.checkpoint.on_driver import checkpoint_table
@@ -89,7 +90,7 @@ def test_a_rewritten_sidecar_without_older_history_is_refused(pristine, tmp_path
     assert info.value.error_class == "DELTA_STATE_RECOVER_ERROR" and info.value.exit_code == 2
     assert "sidecar" in info.value.message and "No older checkpoint" in info.value.message
     with pytest.raises(CheckpointUnreadableError):
-        drop_feature(str(table), "v2Checkpoint", dry_run=True)
+        drop_feature(str(table), "v2Checkpoint", committer=PlanRecorder())
     with pytest.raises(CheckpointUnreadableError):
         drop_feature(str(table), "v2Checkpoint")
     assert tree_hashes(table) == before

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from delta_downgrade.drop.committer import PlanRecorder
 from delta_downgrade.clock import ManualClock
 from delta_downgrade.errors import CorruptLogError, DeltaDowngradeError
 from delta_downgrade.log.checkpoint.on_driver import checkpoint_table
@@ -88,7 +89,7 @@ def _run(command: str, table: Path) -> None:
     if command == "inspect":
         inspect_table(str(table))
     elif command == "drop-dry-run":
-        drop_feature(str(table), FEATURE, dry_run=True)
+        drop_feature(str(table), FEATURE, committer=PlanRecorder())
     elif command == "drop":
         drop_feature(str(table), FEATURE)
     else:

@@ -294,7 +294,7 @@ def remove_protection(path: Path) -> list[str]:
     and the _last_checkpoint pointer deleted, and the commits before the boundary with them.
     Returns the removed names."""
     from delta_downgrade.log.delta_log import DeltaLog
-    from delta_downgrade.operations.drop_run import protected_checkpoint_paths
+    from delta_downgrade.drop.run import protected_checkpoint_paths
 
     boundary = boundary_of(path)
     if boundary is None:
@@ -455,7 +455,7 @@ def _protected_cleanup_cells(case: Case, spec: ClientSpec, runner: Runner, path:
     """delta-spark >= 3.3's own writer on a protected table: checkpoint, then its metadata cleanup
     with the log retention expired; the protected checkpoints and the boundary must survive."""
     from delta_downgrade.log.delta_log import DeltaLog
-    from delta_downgrade.operations.drop_run import protected_checkpoint_paths
+    from delta_downgrade.drop.run import protected_checkpoint_paths
     from delta_downgrade.operations.verify import Expectations, verify_table
 
     before = protected_checkpoint_paths(DeltaLog(str(path)), boundary or 0)

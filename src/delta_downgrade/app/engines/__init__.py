@@ -25,10 +25,13 @@ class NativeEngine:
                      dry_run: bool = False, clock: Any = None,
                      storage_options: Mapping[str, str] | None = None) -> Any:
         from delta_downgrade.clock import SYSTEM_CLOCK
+        from delta_downgrade.drop.committer import PlanRecorder
         from delta_downgrade.operations.drop_feature import drop_feature
 
         path = native_path(table)
-        return drop_feature(path, feature, truncate_history=truncate_history, dry_run=dry_run,
+        # --dry-run: the steps go to a plan, nothing is written
+        return drop_feature(path, feature, truncate_history=truncate_history,
+                            committer=PlanRecorder() if dry_run else None,
                             clock=clock or SYSTEM_CLOCK, storage_options=storage_options or None)
 
 
@@ -76,6 +79,7 @@ def drop_for_client(engine: str, table: str, client: str, *, dry_run: bool = Fal
     from delta_downgrade.clock import SYSTEM_CLOCK
     from delta_downgrade.compat import packaged_catalogue
     from delta_downgrade.errors import BadInputError, CatalogNameNeedsSqlError
+    from delta_downgrade.drop.committer import PlanRecorder
     from delta_downgrade.operations.drop_for_client import drop_for_client as run
 
     entry = packaged_catalogue().client(client)
@@ -89,5 +93,5 @@ def drop_for_client(engine: str, table: str, client: str, *, dry_run: bool = Fal
         raise BadInputError(
             f"--for {client} runs on the native engine only (it plans every drop from the table's "
             f"log); use --engine=auto or native with the table's path", table=ref.display)
-    return run(ref.path, entry, dry_run=dry_run, clock=clock or SYSTEM_CLOCK,
+    return run(ref.path, entry, committer=PlanRecorder() if dry_run else None, clock=clock or SYSTEM_CLOCK,
                storage_options=storage_options or None)

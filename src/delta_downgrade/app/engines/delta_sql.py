@@ -27,7 +27,7 @@ from delta_downgrade.app.table_ref import (
     TableRef, is_path, parse_table_ref, quote_identifier, split_multipart,
 )
 from delta_downgrade.errors import DeltaDowngradeError, FeatureNotPresentError, RetentionWaitError
-from delta_downgrade.operations.drop_run import DropOutcome
+from delta_downgrade.drop.run import DropOutcome
 
 __all__ = ["CatalogDropOutcome", "DeltaSqlEngine", "delta_sql_available", "drop_feature_sql",
            "error_class_of", "feature_name", "is_path", "map_error", "quote_identifier",
@@ -93,7 +93,7 @@ class DeltaSqlEngine:
 
     def _drop_catalog_table(self, spark: Any, ref: TableRef, name: str, statement: str,
                             dry_run: bool) -> CatalogDropOutcome:
-        from delta_downgrade.operations.drop_run import (
+        from delta_downgrade.drop.run import (
             LOGGER, STATUS_ALREADY_ABSENT, STATUS_DROPPED, STATUS_PLANNED,
         )
 
@@ -155,7 +155,7 @@ class DeltaSqlEngine:
     def _drop_path_table(self, spark: Any, ref: TableRef, name: str, statement: str, dry_run: bool,
                          storage_options: Mapping[str, str] | None) -> DropOutcome:
         from delta_downgrade.log.delta_log import DeltaLog
-        from delta_downgrade.operations.drop_run import (
+        from delta_downgrade.drop.run import (
             LOGGER, STATUS_ALREADY_ABSENT, STATUS_DROPPED, STATUS_PLANNED, protected_checkpoint_paths,
         )
         from delta_downgrade.protocol import CHECKPOINT_PROTECTION

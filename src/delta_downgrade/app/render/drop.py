@@ -8,11 +8,11 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from delta_downgrade.operations.drop_for_client import ClientDropOutcome
-    from delta_downgrade.operations.drop_run import DropOutcome
+    from delta_downgrade.drop.run import DropOutcome
 
 
 def render_summary(outcome: DropOutcome) -> str:
-    from delta_downgrade.operations.drop_run import STATUS_PLANNED  # loaded with the outcome
+    from delta_downgrade.drop.run import STATUS_PLANNED  # loaded with the outcome
 
     lines = [f"{outcome.feature}: {outcome.status} on {outcome.table}",
              f"  protocol {outcome.protocol_before} -> {outcome.protocol_after}"]

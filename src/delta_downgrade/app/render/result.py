@@ -19,7 +19,7 @@ from delta_downgrade.protocol import Protocol
 if TYPE_CHECKING:  # the operations load pyarrow: the entry points import this module first
     from delta_downgrade.operations.cleanup import CleanupResult
     from delta_downgrade.operations.drop_for_client import ClientDropOutcome
-    from delta_downgrade.operations.drop_run import DropOutcome
+    from delta_downgrade.drop.run import DropOutcome
     from delta_downgrade.operations.inspect import TableReport
     from delta_downgrade.operations.vacuum import VacuumResult
     from delta_downgrade.operations.verify import Check, VerifyReport
@@ -39,7 +39,7 @@ def protocol_fields(protocol: Protocol) -> dict[str, Any]:
 
 def drop_result(outcome: DropOutcome) -> dict[str, Any]:
     """The RESULT of one drop (``drop_feature_task``, ``truncate_task``, ``drop-feature``)."""
-    from delta_downgrade.operations.drop_run import STATUS_PLANNED  # loaded with the outcome
+    from delta_downgrade.drop.run import STATUS_PLANNED  # loaded with the outcome
 
     out: dict[str, Any] = {
         "table": outcome.table, "feature": outcome.feature, "status": outcome.status,

@@ -6,8 +6,8 @@ import json
 
 from delta_downgrade.app.render import cleanup, drop, vacuum
 from delta_downgrade.operations.cleanup import CleanupPlan, CleanupResult
-from delta_downgrade.operations.drop_plan import DropStep
-from delta_downgrade.operations.drop_run import STATUS_DROPPED, STATUS_PLANNED, DropOutcome
+from delta_downgrade.drop.plan import DropStep
+from delta_downgrade.drop.run import STATUS_DROPPED, STATUS_PLANNED, DropOutcome
 from delta_downgrade.operations.vacuum import VacuumResult
 from delta_downgrade.protocol import Protocol
 

@@ -11,7 +11,7 @@ from delta_downgrade.app.render.result import (
 )
 from delta_downgrade.app.tasks.framework import TASK_VALUE_KEYS
 from delta_downgrade.errors import BadInputError, RetentionWaitError
-from delta_downgrade.operations.drop_run import STATUS_DROPPED, STATUS_PLANNED, DropOutcome
+from delta_downgrade.drop.run import STATUS_DROPPED, STATUS_PLANNED, DropOutcome
 from delta_downgrade.operations.verify import Check, VerifyReport
 from delta_downgrade.protocol import Protocol
 

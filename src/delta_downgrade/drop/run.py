@@ -1,6 +1,7 @@
 """One drop run and what it returns: :class:`DropRun` (the table, the clock, the steps written or
-planned) and :class:`DropOutcome`. The drop paths, the per-feature pre-downgrades and the data
-rewrites all write through a ``DropRun``; they import it from here, below all of them.
+planned) and :class:`DropOutcome` (filled in by :mod:`delta_downgrade.operations.drop_outcome`).
+The drop paths, the per-feature pre-downgrades and the data rewrites all write through a
+``DropRun``; they import it from here, below all of them.
 
 Every step a run writes or plans, and every message of the rewrites it carries, is a record of
 the one logger :data:`LOGGER` (``delta_downgrade.drop``), with the run's table as the record's
@@ -15,19 +16,15 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
-from delta_downgrade.clock import SYSTEM_CLOCK, Clock, to_utc_iso
+from delta_downgrade.clock import SYSTEM_CLOCK, Clock
 from delta_downgrade.errors import ConcurrentWriteError, DeltaDowngradeError
-from delta_downgrade.log.checkpoint.engine import write_checkpoint
-from delta_downgrade.log.checkpoint.on_driver import uses_v2_checkpoint
-from delta_downgrade.log.commit import ConflictResolver, WinningCommit, commit, fail_on_any_conflict
+from delta_downgrade.drop.committer import Committer, LogCommitter
+from delta_downgrade.log.commit import ConflictResolver, WinningCommit, fail_on_any_conflict
 from delta_downgrade.log.delta_log import DeltaLog
 from delta_downgrade.log.snapshot import Snapshot
 from delta_downgrade.protocol import CHECKPOINT_PROTECTION, Protocol
-from delta_downgrade.operations.drop_plan import (
-    CHECKPOINT, COMMIT, TRUNCATE, DropStep, PlannedSnapshot, describe_steps,
-)
+from delta_downgrade.drop.plan import TRUNCATE, DropStep
 from delta_downgrade.protocol.actions import AnyAction, ProtocolAction
-from delta_downgrade.protocol.table_config import MINUTE_MS, TableConfig
 
 # delta-spark's DROP FEATURE: snapshotLoading.maxRetries (2) + 1, so that old readers give up
 # before they could fall back to a checkpoint from before the drop.
@@ -56,9 +53,11 @@ class DropRun:
     """State of one drop run: the table, the clock, and the steps it wrote (or, planning, would
     write).
 
-    A planning run (``dry_run``) writes nothing: each commit is applied to a
-    :class:`~delta_downgrade.operations.drop_plan.PlannedSnapshot`, which :meth:`latest` returns,
-    so that later steps are decided on the table the earlier ones leave. A real run given the
+    Its :class:`~delta_downgrade.drop.committer.Committer` decides where the steps go: the log
+    (:class:`~delta_downgrade.drop.committer.LogCommitter`, the default) or the plan
+    (:class:`~delta_downgrade.drop.committer.PlanRecorder`: nothing is written, each commit is
+    applied to the planned table, which :meth:`latest` returns, so that later steps are decided on
+    the table the earlier ones leave). A real run given the
     plan (``expected``) says so when a written step differs from the planned one (a concurrent
     writer took a version in between); it stays correct either way (each commit revalidates and
     resolves conflicts as it always does)."""
@@ -66,7 +65,7 @@ class DropRun:
     log: DeltaLog
     feature: str
     clock: Clock = SYSTEM_CLOCK
-    dry_run: bool = False
+    committer: Committer = field(default_factory=LogCommitter)
     # Whether this run's steps are the story of the drop (INFO) or only a debugging detail
     # (DEBUG): ``drop_feature`` announces its run (the plan of a dry run, the steps of a real
     # one); the plan a real run makes first, and runs built directly, do not.
@@ -74,13 +73,11 @@ class DropRun:
     commits: list[int] = field(default_factory=list)
     checkpoints: list[str] = field(default_factory=list)
     plan: list[str] = field(default_factory=list)
-    #: The steps taken in order: planned (dry run) or written (real run).
+    #: The steps taken in order: planned (a plan) or written (a real run).
     steps: list[DropStep] = field(default_factory=list)
     #: The plan a real run performs (None: a run without one).
     expected: list[DropStep] | None = None
     deviation: str | None = None
-    # A planning run's table after its planned commits (None: none planned yet).
-    _planned: Snapshot | None = None
     _operations: list[str] = field(default_factory=list)
     #: The checkpoint engine (``log/checkpoint_engine``): None takes the environment's or ``auto``.
     checkpoint_engine: str | None = None
@@ -89,22 +86,15 @@ class DropRun:
     def table(self) -> str:
         return self.log.table
 
-    def latest(self) -> Snapshot:
-        """The latest version; in a planning run, the table after the steps planned so far."""
-        if self.dry_run and self._planned is not None:
-            return self._planned
-        self.log.catch_up()
-        return self.log.snapshot(check_read=False)
-
     @property
-    def planned_commit_actions(self) -> list[list[AnyAction]]:
-        """A planning run's planned commits, oldest first (their actions)."""
-        out: list[list[AnyAction]] = []
-        snapshot = self._planned
-        while isinstance(snapshot, PlannedSnapshot):
-            out.append(snapshot.planned_actions)
-            snapshot = snapshot._planned_base
-        return out[::-1]
+    def writes(self) -> bool:
+        """Whether this run's steps land in the table (its committer's answer); False for a
+        plan, which writes nothing at all - no commit, no checkpoint, no data file."""
+        return self.committer.writes
+
+    def latest(self) -> Snapshot:
+        """The latest version; in a plan, the table after the steps planned so far."""
+        return self.committer.latest(self.log)
 
     def progress(self, message: str, *, step: str | None = None, done: int | None = None,
                  total: int | None = None, unit: str = "files", done_bytes: int | None = None,
@@ -130,7 +120,7 @@ class DropRun:
         index = len(self.steps)
         self.steps.append(step)
         self._say(message)
-        if self.expected is None or self.dry_run or self.deviation is not None:
+        if self.expected is None or not self.writes or self.deviation is not None:
             return
         planned = self.expected[index] if index < len(self.expected) else None
         if planned != step:
@@ -165,41 +155,25 @@ class DropRun:
         since goes through ``resolve``; None for commits that depend on nothing (empty commits),
         which go on top of the latest version. ``row_tracking_preserved``: the commit's
         ``delta.rowTracking.preserved`` tag when row tracking is enabled (``log.commit.commit``)."""
-        if self.dry_run:
-            self._planned = PlannedSnapshot(self.latest(), actions)
-            version = self._planned.version
-            self.record(DropStep(COMMIT, version, operation),
-                        f"commit v{version}: {operation} ({len(actions)} action(s))")
-            return version
-        if read_version is None:
-            read_version = self.log.catch_up().latest_version()
-        version = commit(self.log, read_version, actions, operation=operation,
-                         operation_parameters=parameters or {}, clock=self.clock,
-                         resolve_conflict=self._guard(resolve or fail_on_any_conflict),
-                         row_tracking_preserved=row_tracking_preserved)
-        self.commits.append(version)
-        self._operations.append(operation)
-        self.record(DropStep(COMMIT, version, operation), f"committed v{version}: {operation}")
-        return version
+        taken = self.committer.commit(self.log, actions, operation=operation, parameters=parameters or {},
+                                      resolve=self._guard(resolve or fail_on_any_conflict),
+                                      read_version=read_version, clock=self.clock,
+                                      row_tracking_preserved=row_tracking_preserved)
+        if self.writes:
+            self.commits.append(taken.step.version)
+            self._operations.append(operation)
+        self.record(taken.step, taken.message)
+        return taken.step.version
 
     def checkpoint(self, version: int | None = None) -> list[str]:
         """One checkpoint (None: of the latest version; planning: its place in the plan); the
         files written, a V2 checkpoint's sidecars included. A V2 checkpoint's step says so
         ("(v2)"), in the plan as in the run: the policy of the version decides
-        (:func:`uses_v2_checkpoint`)."""
-        if self.dry_run:
-            latest = self.latest()
-            target = version if version is not None else latest.version
-            v2 = uses_v2_checkpoint(latest.protocol, latest.metadata, self.table)
-            self.record(DropStep(CHECKPOINT, target, "v2" if v2 else "classic"),
-                        f"checkpoint at v{target}" + (" (v2)" if v2 else ""))
-            return []
-        result = write_checkpoint(self.log, version, engine=self.checkpoint_engine, clock=self.clock)
-        self.checkpoints.extend(result.paths)
-        v2 = result.checkpoint_kind == "v2"
-        self.record(DropStep(CHECKPOINT, result.version, "v2" if v2 else "classic"),
-                    f"checkpoint at v{result.version}" + (" (v2)" if v2 else "") + f": {', '.join(result.paths)}")
-        return list(result.paths)
+        (:func:`~delta_downgrade.log.checkpoint.on_driver.uses_v2_checkpoint`)."""
+        taken = self.committer.checkpoint(self.log, version, engine=self.checkpoint_engine, clock=self.clock)
+        self.checkpoints.extend(taken.paths)
+        self.record(taken.step, taken.message)
+        return list(taken.paths)
 
     def truncated(self, before: int, message: str) -> None:
         """The history before ``before`` truncated (or, planning, to be)."""
@@ -278,79 +252,3 @@ def protected_checkpoint_paths(log: DeltaLog, boundary: int | None, *, own_write
         except (DeltaDowngradeError, OSError):  # its sidecar list cannot be read: its own files
             out += c.paths
     return out
-
-
-def truncate_after_ms(log: DeltaLog, boundary: int, clock: Clock) -> int | None:
-    """When history before ``boundary`` can be truncated in one go (the truncate retention)."""
-    from delta_downgrade.operations.cleanup import earliest_truncation_time_ms
-
-    retention = TableConfig(log.snapshot(check_read=False).metadata.configuration,
-                            table=log.table).truncate_history_retention_ms
-    return earliest_truncation_time_ms(log, boundary, retention, "minute")
-
-
-def planned_checkpoint_path(step: DropStep) -> str:
-    """The file a planned checkpoint step will write: a classic checkpoint's name is its version;
-    a V2 checkpoint's holds a UUID chosen when it is written, shown as ``<uuid>`` (PROTOCOL.md
-    "V2 Spec": ``n.checkpoint.u.parquet``)."""
-    if step.detail == "v2":
-        return f"_delta_log/{step.version:020d}.checkpoint.<uuid>.parquet"
-    return f"_delta_log/{step.version:020d}.checkpoint.parquet"
-
-
-def planned_protected_checkpoints(log: DeltaLog, steps: Sequence[DropStep], boundary: int | None) -> list[str]:
-    """What :func:`protected_checkpoint_paths` will say once the plan is written: the newest
-    ``NUMBER_OF_BARRIER_CHECKPOINTS + 1`` checkpoints at or below the boundary, among those that
-    exist and those the plan writes (a planned V2 checkpoint without its sidecars, not yet named)."""
-    if boundary is None:
-        return []
-    by_version: dict[int, list[str]] = {}
-    planned = {step.version for step in steps if step.kind == CHECKPOINT and step.version <= boundary}
-    # the planned ones come after every existing one: only the newest existing ones that can
-    # still be among those chosen are looked up (a listing from _last_checkpoint serves when it
-    # holds that many: LogListing.newest_checkpoints)
-    wanted = NUMBER_OF_BARRIER_CHECKPOINTS + 1 - len(planned)
-    for c in log.listing().newest_checkpoints(boundary, wanted) if wanted > 0 else ():
-        by_version.setdefault(c.version, list(c.paths))
-    for step in steps:
-        if step.kind == CHECKPOINT and step.version <= boundary:
-            by_version[step.version] = [planned_checkpoint_path(step)]
-    chosen = sorted(by_version)[-(NUMBER_OF_BARRIER_CHECKPOINTS + 1):]
-    return [path for version in chosen for path in by_version[version]]
-
-
-def planned_truncate_after(planned: Snapshot, boundary: int | None, clock: Clock) -> str | None:
-    """When a planned boundary's history may be truncated: the truncate retention from now (the
-    boundary commit is written no earlier), to the minute as for a written boundary."""
-    if boundary is None:
-        return None
-    retention = TableConfig(planned.metadata.configuration, table=planned.table).truncate_history_retention_ms
-    return to_utc_iso(-(-clock.now_ms() // MINUTE_MS) * MINUTE_MS + retention)
-
-
-def finish(run: DropRun, before: Protocol, after: Protocol, status: str) -> DropOutcome:
-    if run.dry_run:
-        # The planned outcome carries the planned values: the boundary the plan's downgrade commit
-        # sets, the checkpoints it protects, and when the truncation may follow (counted from now,
-        # the earliest the boundary commit can be written).
-        planned = run.latest()
-        boundary = planned.boundary_version if CHECKPOINT_PROTECTION in planned.protocol.features else None
-        truncate_after = planned_truncate_after(planned, boundary, run.clock)
-        return DropOutcome(run.table, run.feature, STATUS_PLANNED, before, after, boundary,
-                           planned_protected_checkpoints(run.log, run.steps, boundary), [], [], truncate_after,
-                           plan=list(run.plan), planned=list(run.steps))
-    snapshot = run.latest()
-    boundary = snapshot.boundary_version if CHECKPOINT_PROTECTION in snapshot.protocol.features else None
-    truncate_after = None
-    if boundary is not None:
-        when = truncate_after_ms(run.log, boundary, run.clock)
-        truncate_after = to_utc_iso(when) if when is not None else None
-    deviation = run.deviation
-    if deviation is None and run.expected is not None and len(run.steps) != len(run.expected):
-        deviation = (f"the run wrote {len(run.steps)} step(s) where the plan had {len(run.expected)}: "
-                     f"planned {describe_steps(run.expected)}; wrote {describe_steps(run.steps)}")
-        run.progress(deviation)
-    return DropOutcome(run.table, run.feature, status, before, snapshot.protocol, boundary,
-                       protected_checkpoint_paths(run.log, boundary, own_writes_only=True), list(run.commits),
-                       list(run.checkpoints), truncate_after, plan=list(run.plan),
-                       planned=list(run.expected or []), written=list(run.steps), deviation=deviation)

@@ -1,4 +1,4 @@
-"""operations/drop_plan.py and the plan a drop follows: the plan writes nothing, a dry run tells
+"""drop/plan.py and the plan a drop follows: the plan writes nothing, a dry run tells
 each step once, the real run reports planned and written steps, and a concurrent writer that
 moves the versions is said, not hidden (the drop stays correct)."""
 
@@ -13,9 +13,8 @@ from delta_downgrade.clock import ManualClock
 from delta_downgrade.log.commit import commit
 from delta_downgrade.log.delta_log import DeltaLog
 from delta_downgrade.operations.drop_feature import drop_feature, plan_drop
-from delta_downgrade.operations.drop_plan import DropStep, PlannedSnapshot
+from delta_downgrade.drop.plan import DropStep
 from delta_downgrade.protocol import CHECKPOINT_PROTECTION, Protocol
-from delta_downgrade.protocol.actions import Metadata
 from tests.drop_support import build
 from tests.logging_support import drop_steps
 
@@ -46,19 +45,6 @@ def test_the_plan_writes_nothing_and_the_run_writes_the_plan(tmp_path):
     assert plan.protocol_after.features == frozenset({CHECKPOINT_PROTECTION})
     outcome = drop_feature(path, VPC, clock=ManualClock())
     assert outcome.planned == plan.steps and outcome.written == plan.steps and outcome.deviation is None
-
-
-def test_a_planned_snapshot_is_the_table_after_the_planned_commit(tmp_path):
-    path = _table(tmp_path)
-    read = DeltaLog(path).snapshot()
-    metadata: Metadata = read.metadata.with_configuration({"delta.appendOnly": "true"})
-    planned = PlannedSnapshot(read, [metadata])
-    assert planned.version == read.version + 1
-    assert planned.metadata.configuration["delta.appendOnly"] == "true"
-    assert planned.protocol == read.protocol
-    assert planned.state().files.keys() == read.state().files.keys()
-    assert len(planned.arrow_state().adds) == len(read.arrow_state().adds)
-    assert "delta.appendOnly" not in read.metadata.configuration  # the read snapshot is untouched
 
 
 def test_a_concurrent_writer_moves_the_steps_and_the_run_says_so(tmp_path):

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from delta_downgrade.errors import UnsupportedClientFeatureError
-from delta_downgrade.operations.drop_validation import validate_drop
+from delta_downgrade.drop.validation import validate_drop
 from delta_downgrade.protocol import Protocol
 from delta_downgrade.protocol.features import FEATURES
 

@@ -1,0 +1,120 @@
+"""Where a drop's steps go: the seam between the drop's procedure (``operations/drop_feature``,
+the features' pre-downgrades, the rewrites) and the log. The procedure is the same for a plan and
+for a real run; only the committer a :class:`~delta_downgrade.drop.run.DropRun` holds differs.
+
+- :class:`LogCommitter` writes: each commit through :func:`delta_downgrade.log.commit.commit`
+  (put-if-absent, the step's conflict resolver), each checkpoint through the checkpoint engine.
+- :class:`PlanRecorder` writes nothing: each commit is applied to the planned table
+  (``Snapshot.with_commits``), so that a later step is decided on the table the earlier ones
+  leave, and each checkpoint is noted with the kind the planned version's policy gives
+  (PROTOCOL.md "V2 Checkpoint Table Feature"). Its steps are what ``--dry-run`` prints, and the
+  plan a real run follows.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import Any, ClassVar, Sequence
+
+from delta_downgrade.clock import Clock
+from delta_downgrade.drop.plan import CHECKPOINT, COMMIT, DropStep
+from delta_downgrade.log.checkpoint.engine import write_checkpoint
+from delta_downgrade.log.checkpoint.on_driver import uses_v2_checkpoint
+from delta_downgrade.log.commit import ConflictResolver, commit
+from delta_downgrade.log.delta_log import DeltaLog
+from delta_downgrade.log.snapshot import Snapshot
+from delta_downgrade.protocol.actions import AnyAction
+
+
+@dataclass(frozen=True)
+class Taken:
+    """One step as a committer took it: the step, the line that tells it, and the files it wrote
+    (a checkpoint's; none for a commit or a planned step)."""
+
+    step: DropStep
+    message: str
+    paths: tuple[str, ...] = ()
+
+
+class Committer(ABC):
+    """Takes a drop's steps: :meth:`commit` and :meth:`checkpoint`, on top of :meth:`latest`."""
+
+    #: Whether the steps land in the table (False: a plan; nothing is written, no data file either).
+    writes: ClassVar[bool]
+
+    @abstractmethod
+    def latest(self, log: DeltaLog) -> Snapshot:
+        """The table the next step goes on top of."""
+
+    @abstractmethod
+    def commit(self, log: DeltaLog, actions: Sequence[AnyAction], *, operation: str,
+               parameters: dict[str, Any], resolve: ConflictResolver, read_version: int | None,
+               clock: Clock, row_tracking_preserved: bool) -> Taken:
+        """One commit of ``actions``: ``read_version`` is the version they were derived from (None:
+        they depend on nothing and go on top of the latest version); ``resolve`` decides a lost
+        race."""
+
+    @abstractmethod
+    def checkpoint(self, log: DeltaLog, version: int | None, *, engine: str | None, clock: Clock) -> Taken:
+        """One checkpoint at ``version`` (None: the latest)."""
+
+
+class LogCommitter(Committer):
+    """Every step written to the table's log."""
+
+    writes = True
+
+    def latest(self, log: DeltaLog) -> Snapshot:
+        log.catch_up()
+        return log.snapshot(check_read=False)
+
+    def commit(self, log: DeltaLog, actions: Sequence[AnyAction], *, operation: str,
+               parameters: dict[str, Any], resolve: ConflictResolver, read_version: int | None,
+               clock: Clock, row_tracking_preserved: bool) -> Taken:
+        if read_version is None:
+            read_version = log.catch_up().latest_version()
+        version = commit(log, read_version, actions, operation=operation, operation_parameters=parameters,
+                         clock=clock, resolve_conflict=resolve, row_tracking_preserved=row_tracking_preserved)
+        return Taken(DropStep(COMMIT, version, operation), f"committed v{version}: {operation}")
+
+    def checkpoint(self, log: DeltaLog, version: int | None, *, engine: str | None, clock: Clock) -> Taken:
+        result = write_checkpoint(log, version, engine=engine, clock=clock)
+        v2 = result.checkpoint_kind == "v2"
+        return Taken(DropStep(CHECKPOINT, result.version, "v2" if v2 else "classic"),
+                     f"checkpoint at v{result.version}" + (" (v2)" if v2 else "") + f": {', '.join(result.paths)}",
+                     tuple(result.paths))
+
+
+class PlanRecorder(Committer):
+    """Every step recorded on the planned table, nothing written. ``start``: the table the plan
+    begins from (the snapshot the drop was validated on, or the table an earlier plan leaves);
+    None: the latest version."""
+
+    writes = False
+
+    def __init__(self, start: Snapshot | None = None) -> None:
+        self.planned = start
+
+    def latest(self, log: DeltaLog) -> Snapshot:
+        if self.planned is None:
+            log.catch_up()
+            return log.snapshot(check_read=False)
+        return self.planned
+
+    def commit(self, log: DeltaLog, actions: Sequence[AnyAction], *, operation: str,
+               parameters: dict[str, Any], resolve: ConflictResolver, read_version: int | None,
+               clock: Clock, row_tracking_preserved: bool) -> Taken:
+        self.planned = self.latest(log).with_commits([actions])
+        version = self.planned.version
+        return Taken(DropStep(COMMIT, version, operation), f"commit v{version}: {operation} ({len(actions)} action(s))")
+
+    def checkpoint(self, log: DeltaLog, version: int | None, *, engine: str | None, clock: Clock) -> Taken:
+        latest = self.latest(log)
+        target = version if version is not None else latest.version
+        v2 = uses_v2_checkpoint(latest.protocol, latest.metadata, log.table)
+        return Taken(DropStep(CHECKPOINT, target, "v2" if v2 else "classic"),
+                     f"checkpoint at v{target}" + (" (v2)" if v2 else ""))
+
+
+__all__ = ["Committer", "LogCommitter", "PlanRecorder", "Taken"]
