@@ -8,22 +8,27 @@ configuration), and the options serve only its reading the outcome back."""
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Protocol
+from typing import TYPE_CHECKING, Mapping, Protocol
+
+if TYPE_CHECKING:
+    from delta_downgrade.clock import Clock
+    from delta_downgrade.drop.run import DropOutcome
+    from delta_downgrade.operations.drop_for_client import ClientDropOutcome
 
 
 class Engine(Protocol):
     name: str
 
     def drop_feature(self, table: str, feature: str, *, truncate_history: bool, dry_run: bool,
-                     storage_options: Mapping[str, str] | None = None) -> Any: ...
+                     storage_options: Mapping[str, str] | None = None) -> DropOutcome: ...
 
 
 class NativeEngine:
     name = "native"
 
     def drop_feature(self, table: str, feature: str, *, truncate_history: bool = False,
-                     dry_run: bool = False, clock: Any = None,
-                     storage_options: Mapping[str, str] | None = None) -> Any:
+                     dry_run: bool = False, clock: Clock | None = None,
+                     storage_options: Mapping[str, str] | None = None) -> DropOutcome:
         from delta_downgrade.clock import SYSTEM_CLOCK
         from delta_downgrade.drop.committer import PlanRecorder
         from delta_downgrade.operations.drop_feature import drop_feature
@@ -68,7 +73,7 @@ def select_engine(name: str, table: str) -> Engine:
 
 
 def drop_for_client(engine: str, table: str, client: str, *, dry_run: bool = False,
-                    storage_options: Mapping[str, str] | None = None, clock: Any = None) -> Any:
+                    storage_options: Mapping[str, str] | None = None, clock: Clock | None = None) -> ClientDropOutcome:
     """``drop-feature TABLE --for CLIENT``: the catalogue entry named ``client`` (an id or an
     alias; UnknownClientError, exit 2) and the drops that unblock it, on the native engine.
 

@@ -27,6 +27,7 @@ from delta_downgrade.app.table_ref import (
     TableRef, is_path, parse_table_ref, quote_identifier, split_multipart,
 )
 from delta_downgrade.errors import DeltaDowngradeError, FeatureNotPresentError, RetentionWaitError
+from delta_downgrade.clock import Clock
 from delta_downgrade.drop.run import DropOutcome
 
 __all__ = ["CatalogDropOutcome", "DeltaSqlEngine", "delta_sql_available", "drop_feature_sql",
@@ -81,8 +82,8 @@ class DeltaSqlEngine:
         return self._spark
 
     def drop_feature(self, table: str, feature: str, *, truncate_history: bool = False,
-                     dry_run: bool = False, clock: Any = None,
-                     storage_options: Mapping[str, str] | None = None) -> Any:
+                     dry_run: bool = False, clock: Clock | None = None,
+                     storage_options: Mapping[str, str] | None = None) -> DropOutcome:
         ref = parse_table_ref(table)
         statement = drop_feature_statement(ref, feature, truncate_history)  # refuses bad names first
         name = feature_name(feature, ref.display)
