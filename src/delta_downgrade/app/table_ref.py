@@ -161,6 +161,12 @@ def parse_table_ref(text: str) -> TableRef:
     return TableRef(text, parts=tuple(parts))
 
 
+def as_table_ref(table: TableRef | str) -> TableRef:
+    """The table argument as a :class:`TableRef`: the one given (parsed where the argument came
+    in, and carried from there), or text parsed here."""
+    return table if isinstance(table, TableRef) else parse_table_ref(table)
+
+
 # Arguments already noted in this process: every layer parses the same argument again.
 _NOTED: set[str] = set()
 

@@ -13,15 +13,17 @@ from delta_downgrade.app.cli.storage_option import add_storage_option_argument
 def _drop(args: argparse.Namespace) -> int:
     from delta_downgrade.app.cli.output import finish
     from delta_downgrade.app.engines import select_engine
+    from delta_downgrade.app.table_ref import parse_table_ref
     from delta_downgrade.app.render.drop import render_summary
     from delta_downgrade.app.render.result import drop_result
 
     client = getattr(args, "for_client", None)
     if client is not None or args.feature is None:
         return _drop_for_client(args, client)
-    engine = select_engine(args.engine, args.table)
+    ref = parse_table_ref(args.table)  # the one parse: the engine and the drop take the ref
+    engine = select_engine(args.engine, ref)
     # Its steps are logged; main prints them (unless --quiet) as "  {step}" lines on stderr.
-    outcome = engine.drop_feature(args.table, args.feature, truncate_history=args.truncate_history,
+    outcome = engine.drop_feature(ref, args.feature, truncate_history=args.truncate_history,
                                   dry_run=args.dry_run, storage_options=args.storage_options)
     return finish(args, drop_result(outcome), text=render_summary(outcome))
 

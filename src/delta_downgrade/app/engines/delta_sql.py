@@ -24,7 +24,7 @@ from delta_downgrade.app.engines.catalog_answers import (
 from delta_downgrade.app.engines.sql_session import delta_sql_session, error_class_of, map_error, run_sql
 from delta_downgrade.app.engines.sql_statements import drop_feature_statement, feature_name
 from delta_downgrade.app.table_ref import (
-    TableRef, is_path, parse_table_ref, quote_identifier, split_multipart,
+    TableRef, as_table_ref, is_path, parse_table_ref, quote_identifier, split_multipart,
 )
 from delta_downgrade.errors import DeltaDowngradeError, FeatureNotPresentError, RetentionWaitError
 from delta_downgrade.clock import Clock
@@ -81,10 +81,10 @@ class DeltaSqlEngine:
             self._spark = delta_sql_session(ref or TableRef("", path=""))
         return self._spark
 
-    def drop_feature(self, table: str, feature: str, *, truncate_history: bool = False,
+    def drop_feature(self, table: TableRef | str, feature: str, *, truncate_history: bool = False,
                      dry_run: bool = False, clock: Clock | None = None,
                      storage_options: Mapping[str, str] | None = None) -> DropOutcome:
-        ref = parse_table_ref(table)
+        ref = as_table_ref(table)
         statement = drop_feature_statement(ref, feature, truncate_history)  # refuses bad names first
         name = feature_name(feature, ref.display)
         spark = self.spark(ref)  # no Delta SQL: one line, exit 2, before anything else

@@ -15,10 +15,13 @@ from delta_downgrade.app.render.result import drop_result, emit_result, verify_r
 from delta_downgrade.app.storage_options import redact_output
 from delta_downgrade.app.tasks.framework import TASK_VALUE_KEYS, Task, capped_list
 from delta_downgrade.app.tasks.settings import DropFeatureSettings, TaskSettings, TruncateSettings, VerifySettings
+from delta_downgrade.app.table_ref import parse_table_ref
 from delta_downgrade.app.tasks.task_values import task_values_for
 from delta_downgrade.errors import EXIT_FAILURE, EXIT_OK, BadSettingsError, DeltaDowngradeError
 
 if TYPE_CHECKING:
+    from delta_downgrade.app.engines import Engine
+    from delta_downgrade.app.table_ref import TableRef
     from delta_downgrade.operations.verify import VerifyReport
 
 
@@ -58,7 +61,6 @@ def _nothing_waits(settings: TruncateSettings) -> int:
 # --- verify -------------------------------------------------------------------------------------
 
 def _verify_one(settings: TaskSettings, table: str) -> tuple[dict[str, Any], int]:
-    from delta_downgrade.app.table_ref import parse_table_ref
     from delta_downgrade.operations.verify import Expectations, verify_table
 
     assert isinstance(settings, VerifySettings)
@@ -80,7 +82,7 @@ def _verify_one(settings: TaskSettings, table: str) -> tuple[dict[str, Any], int
         from delta_downgrade.app.engines.sql_verify import verify_catalog_table
 
         if settings.engine == "native":
-            native_path(table)  # exit 2: a catalog name is reached only through SQL
+            native_path(ref)  # exit 2: a catalog name is reached only through SQL
         report = verify_catalog_table(delta_sql_session(ref), ref, expect)
         extra = report.extra_result_fields()
     else:
@@ -127,10 +129,10 @@ def verify_task(argv: Sequence[str] | None = None) -> int:
 
 # --- drop and truncate ----------------------------------------------------------------------------
 
-def _engine_for(settings: TaskSettings, table: str) -> Any:
+def _engine_for(settings: TaskSettings, ref: TableRef) -> Engine:
     from delta_downgrade.app.engines import select_engine
 
-    return select_engine(settings.engine, table)
+    return select_engine(settings.engine, ref)
 
 
 def _drop_one(settings: TaskSettings, table: str) -> tuple[dict[str, Any], int]:
@@ -140,8 +142,9 @@ def _drop_one(settings: TaskSettings, table: str) -> tuple[dict[str, Any], int]:
     if not settings.feature:
         raise BadSettingsError("drop_feature_task needs --feature=NAME (for example deletionVectors), "
                                "or --for_client=CLIENT", table=table)
-    engine = _engine_for(settings, table)
-    outcome = engine.drop_feature(table, settings.feature, truncate_history=settings.truncate_history,
+    ref = parse_table_ref(table)  # the one parse of this table's argument
+    engine = _engine_for(settings, ref)
+    outcome = engine.drop_feature(ref, settings.feature, truncate_history=settings.truncate_history,
                                   dry_run=settings.dry_run, storage_options=settings.storage_option_values())
     return _record_if_waiting(settings, table, drop_result(outcome)), EXIT_OK
 
@@ -174,15 +177,16 @@ def _drop_for_client_one(settings: DropFeatureSettings, table: str) -> tuple[dic
         raise BadSettingsError("--for_client drops each feature on the fast path; --truncate_history is "
                                "not available with it (truncate_task finishes after the retention)",
                                table=table)
-    outcome = drop_for_client(settings.engine, table, settings.for_client, dry_run=settings.dry_run,
+    outcome = drop_for_client(settings.engine, parse_table_ref(table), settings.for_client, dry_run=settings.dry_run,
                               storage_options=settings.storage_option_values())
     return _record_if_waiting(settings, table, client_drop_result(outcome)), EXIT_OK
 
 
 def _truncate_one(settings: TaskSettings, table: str) -> tuple[dict[str, Any], int]:
     assert isinstance(settings, TruncateSettings)
-    engine = _engine_for(settings, table)
-    outcome = engine.drop_feature(table, "checkpointProtection", truncate_history=True,
+    ref = parse_table_ref(table)  # the one parse of this table's argument
+    engine = _engine_for(settings, ref)
+    outcome = engine.drop_feature(ref, "checkpointProtection", truncate_history=True,
                                   dry_run=settings.dry_run, storage_options=settings.storage_option_values())
     result = drop_result(outcome)
     if settings.waiting_dir and not settings.dry_run and not result.get("needs_truncate"):
