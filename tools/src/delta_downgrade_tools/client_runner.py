@@ -64,6 +64,9 @@ def jsonable(v):
     if isinstance(v, list) and v and all(isinstance(x, tuple) and len(x) == 2 for x in v):
         # pyarrow renders a map as (key, value) tuples: the same as a dict here
         return sorted(([jsonable(k), jsonable(x)] for k, x in v), key=canon)
+    if isinstance(v, list) and v and all(isinstance(x, dict) and set(x) == {"key", "value"} for x in v):
+        # Polars has no map type before 2.x: a Parquet map is a list of {key, value} structs
+        return sorted(([jsonable(x["key"]), jsonable(x["value"])] for x in v), key=canon)
     if isinstance(v, (list, tuple)):
         return [jsonable(x) for x in v]
     return "repr:" + repr(v)
@@ -281,7 +284,9 @@ class PythonClient:
 
             kwargs = {} if version is None else {"version": int(version)}
             frame = pl.read_delta(path, **kwargs)
-            return frame.columns, frame.to_dicts()
+            # Through Arrow: to_dicts cannot turn a Polars 2.x map with a nested key into a dict
+            data = frame.to_arrow()
+            return data.column_names, data.to_pylist()
         from deltalake import DeltaTable
 
         kwargs = {} if version is None else {"version": int(version)}
