@@ -127,13 +127,19 @@ def remove_column_mapping(run: "DropRun", *, workers: int = DEFAULT_WORKERS,
         return True
 
     naming = Naming(mode, logical=True)
-    rewriter = FileRewriter(run.log, spark=spark, workers=workers)
+    # A partitioned table's files sit in directories named `<physical name>=<value>` (Delta
+    # writers name partition directories Hive-style by the column's physical name): meaningless
+    # once the mapping is gone, and readers that parse Hive-style paths (Polars) refuse a
+    # directory naming a column the table does not have. The rewrites go to the table root, and
+    # a file already using logical names but filed under such a directory is rewritten too.
+    partitioned = bool(metadata.partitionColumns)
+    rewriter = FileRewriter(run.log, spark=spark, workers=workers, beside_input=not partitioned)
     tracking = row_tracking_of(snapshot.protocol, metadata, table=run.table)
     preserve = MaterializedColumns.of(tracking)
     plans: list[tuple[AddFile, FilePlan]] = []
     keep: list[tuple[AddFile, FilePlan]] = []
     for add, plan in rewriter.plans(files, schema, metadata.partitionColumns, configuration, naming, preserve):
-        (keep if plan.identity else plans).append((add, plan))
+        (keep if plan.identity and not physical_partition_dir(add, partition_keys) else plans).append((add, plan))
     total_bytes = sum(a.size or 0 for a, _ in plans)
     run.progress(f"REMOVE COLUMN MAPPING ({mode} mode): {len(plans)} of {len(files)} live file(s) "
                  f"to rewrite ({total_bytes} bytes); {len(keep)} already use logical names")
@@ -193,3 +199,16 @@ def remove_column_mapping(run: "DropRun", *, workers: int = DEFAULT_WORKERS,
                {"numRewrittenFiles": len(plans), "numRekeyedFiles": len(keep)}, resolve=resolver,
                row_tracking_preserved=preserved)
     return True
+
+
+def physical_partition_dir(add: AddFile, partition_keys: dict[str, str]) -> bool:
+    """Whether a directory of ``add``'s path is a Hive-style ``<name>=<value>`` whose name is a
+    partition column's physical name other than its logical one (``partition_keys``: physical
+    name -> logical name)."""
+    from urllib.parse import unquote
+
+    for directory in unquote(add.path).split("/")[:-1]:
+        name = directory.split("=", 1)[0] if "=" in directory else None
+        if name is not None and partition_keys.get(name, name) != name:
+            return True
+    return False

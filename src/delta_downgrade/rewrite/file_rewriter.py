@@ -126,8 +126,11 @@ class FileRewriter:
     """
 
     def __init__(self, log: DeltaLog, *, spark: "SparkSession | None" = None,
-                 workers: int = DEFAULT_WORKERS) -> None:
+                 workers: int = DEFAULT_WORKERS, beside_input: bool = True) -> None:
+        """``beside_input`` False: every output directory at the table root instead (the input's
+        directory names mean nothing to the new table, e.g. physical partition names)."""
         self._spark = spark
+        self.beside_input = beside_input
         self.storage = log.storage
         self.files = DataFiles(log.storage)
         self.table = log.table
@@ -157,7 +160,7 @@ class FileRewriter:
     def _output_dir(self, add: AddFile) -> str:
         """The fresh directory (decoded, table-relative) the rewrite of ``add`` goes to."""
         relative = self.files.relative(add.path)
-        parent = posixpath.dirname(relative) if relative is not None else ""
+        parent = posixpath.dirname(relative) if relative is not None and self.beside_input else ""
         name = new_rewrite_dir_name()
         return f"{parent}/{name}" if parent else name
 
