@@ -152,6 +152,10 @@ class SparkClient:
                    # Java 17's --add-opens flags itself).
                    .config("spark.driver.extraJavaOptions", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
                    .config("spark.sql.adaptive.enabled", "false")
+                   # delta-spark >= 4.1 refuses time travel beyond delta.deletedFileRetentionDuration
+                   # (a retention policy, no protocol matter; older releases read there): every
+                   # client reads every retained version, so that rows can be compared
+                   .config("spark.databricks.delta.vacuum.enforceTimeTravelWithinDeletedFileRetentionDuration", "false")
                    .config("spark.sql.warehouse.dir", os.environ.get("CLIENT_WAREHOUSE", "/tmp/delta-client-warehouse")))
         self.spark = builder.getOrCreate()
         self.spark.sparkContext.setLogLevel("ERROR")

@@ -944,13 +944,19 @@ def read_cells(path: Path) -> tuple[dict[str, Any], list[Cell]]:
 
 def render_from(files: list[Path], out: Path) -> list[Cell]:
     """The documents from the cells of one or more runs (slices of the matrix: their cells
-    merged, their durations summed); returns the merged cells."""
-    cells: list[Cell] = []
+    merged, a cell run again by a later file replacing the earlier one, their durations summed);
+    returns the merged cells."""
+    by_key: dict[tuple[str, ...], Cell] = {}
     metas = []
     for f in files:
         meta, more = read_cells(f)
         metas.append(meta)
-        cells += more
+        for c in more:
+            # A later slice that ran the same cell again (after a fix) supersedes the earlier one
+            key = (c.part, c.client, c.table, c.feature, c.state, c.action)
+            by_key.pop(key, None)
+            by_key[key] = c
+    cells = list(by_key.values())
     meta = {"command": " + ".join(sorted({m["command"] for m in metas})),
             "scope": " + ".join(m["scope"] for m in metas),
             "when": max(m["when"] for m in metas),
