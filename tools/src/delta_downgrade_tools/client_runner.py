@@ -184,7 +184,13 @@ class SparkClient:
         if req.get("version") is not None:
             reader = reader.option("versionAsOf", int(req["version"]))
         df = reader.load(req["path"])
-        return answer_rows(df.columns, df.collect())
+        try:
+            return answer_rows(df.columns, df.collect())
+        except TypeError:
+            # pyspark turns a map into a dict, which a map with an array or map key cannot be
+            # (unhashable): the rows as Spark's JSON instead (a map an object keyed by the key's
+            # string), the same in every Spark client
+            return answer_rows(df.columns, [json.loads(r) for r in df.toJSON().collect()])
 
     def append(self, req):
         self._log(req["path"])
@@ -196,14 +202,13 @@ class SparkClient:
         return {"ok": True}
 
     def files(self, req):
-        """The data files of the latest version, relative to the table, unquoted."""
-        from urllib.parse import unquote
-
+        """The data files of the latest version, relative to the table. Delta's inputFiles are
+        Hadoop paths, already decoded (a directory named ``ts=02%3A30`` keeps its ``%3A``)."""
         self._log(req["path"])
         root = os.path.realpath(req["path"]).rstrip("/") + "/"
         out = []
         for uri in self.spark.read.format("delta").load(req["path"]).inputFiles():
-            local = unquote(re.sub(r"^file:(//)?", "", uri))
+            local = re.sub(r"^file:(//)?", "", uri)
             out.append(local[len(root):] if local.startswith(root) else local)
         return {"ok": True, "files": sorted(out)}
 
