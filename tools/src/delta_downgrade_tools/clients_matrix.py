@@ -616,12 +616,15 @@ def counts(cells: list[Cell]) -> dict[str, int]:
     return {"cells": len(judged), "passed": sum(c.ok for c in judged),
             "failed": sum(not c.ok for c in judged), "control": len(control),
             "control_failed": sum(not c.ok for c in control),
-            "entries_run": sum(1 for e in entries if e["clients"]),
+            "entries_run": sum(1 for e in entries if e["clients"] or e["id"] == CURRENT_SPARK.catalogue_id),
             "entries_verified": sum(1 for e in entries if e["verified"]),
-            "entries_source_only": sum(1 for e in entries if not e["clients"])}
+            "entries_source_only": sum(1 for e in entries
+                                       if not e["clients"] and e["id"] != CURRENT_SPARK.catalogue_id)}
 
 
 def _entry_cell(e: dict[str, Any]) -> str:
+    if not e["clients"] and e["id"] == CURRENT_SPARK.catalogue_id:
+        return f"{CURRENT_SPARK.name}: the reference every Spark client's rows are compared with"
     if not e["clients"]:
         return "not run here: rests on its sources"
     return "; ".join(f"{name} {ok}/{total}" for name, (ok, total) in e["clients"].items())
