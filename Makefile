@@ -61,7 +61,7 @@ $(JARS_CLASSPATH): jars/pom.xml
 
 # ---- Older Delta clients the compatibility tests run for real (tools/src/delta_downgrade_tools/
 # older_clients.py; README "Client compatibility"), under .clients/ (ignored by git):
-# - one venv per pyspark line (pyspark 3.3, 3.4, 3.5: ~330 MB each) and, per delta-spark release,
+# - one venv per pyspark line (pyspark 3.3, 3.4, 3.5: ~330 MB each; 4.0: ~490 MB) and, per delta-spark release,
 #   its jars resolved by Maven from jars/clients/delta-<release>.pom.xml into the repository-local
 #   Maven repository .clients/m2, their paths in .clients/delta-<release>.classpath (spark.jars):
 #   one pyspark serves every delta-spark of its Spark line;
@@ -76,7 +76,8 @@ CLIENTS_M2 := $(CLIENTS_DIR)/m2
 PYSPARK_3.3 := 3.3.4
 PYSPARK_3.4 := 3.4.4
 PYSPARK_3.5 := 3.5.3
-SPARK_LINES := 3.3 3.4 3.5
+PYSPARK_4.0 := 4.0.1
+SPARK_LINES := 3.3 3.4 3.5 4.0
 # delta-spark releases (jars/clients/delta-<release>.pom.xml names the exact version)
 DELTA_CLIENTS := $(patsubst jars/clients/delta-%.pom.xml,%,$(wildcard jars/clients/delta-*.pom.xml))
 # directory name -> what pip installs there (name==version ...; deps of each are the .venv's)

@@ -97,6 +97,11 @@ def assert_no_column_mapping_left(path: str) -> None:
     partition_columns = set(snapshot.metadata.partitionColumns)
     for add in snapshot.state().files.values():
         assert set(add.partitionValues) == partition_columns
+        # Every file sits under `<logical name>=<value>/` directories, none named by a physical
+        # name: readers that take partition values from such paths (Polars) refuse a column the
+        # table does not have, and read NULL without one.
+        hive_names = {d.split("=", 1)[0] for d in add.decoded_path.split("/")[:-1] if "=" in d}
+        assert hive_names == partition_columns, (add.path, hive_names)
         schema = pq.read_schema(os.path.join(path, add.decoded_path))
         names: list[str] = []
         ids: list[bytes] = []

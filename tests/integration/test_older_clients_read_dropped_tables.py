@@ -10,7 +10,7 @@ Here, within the suite's budget, a sample:
   delta-spark's rows (the test session's); every retained version read with its rows or refused
   with the client's protocol error. 3.1 refuses to append while checkpointProtection is present,
   and appends, checkpoints and cleans up after truncate-history; 3.3 appends to the protected
-  table, checkpoints and cleans up with the log retention expired, and ``verify_table`` finds the
+  table, checkpoints and cleans up with the log retention expired, and ``verify_task`` finds the
   protected checkpoints and the boundary intact. A control run on a copy whose protected
   checkpoints (and the commits they cover) were removed must fail the same checks.
 - every deltalake / Polars / DuckDB release installed here on every golden table: the catalogue's
@@ -92,7 +92,7 @@ def test_older_delta_reads_and_writes_as_the_rfc_promises(name, golden_root, tmp
     assert any(a.startswith("read v") for _, a in actions)
     assert ("truncated", "append") in actions and ("truncated", "cleanup") in actions
     if matrix.knows_checkpoint_protection(spec):
-        assert ("dropped", "protected checkpoints and boundary kept (verify_table)") in actions
+        assert ("dropped", "protected checkpoints and boundary kept (verify_task)") in actions
     else:
         refused = [c for c in cells if (c.state, c.action) == ("dropped", "append")]
         assert refused and refused[0].observed.startswith("refused: "), refused

@@ -16,9 +16,12 @@ if TYPE_CHECKING:  # pragma: no cover
 
 
 def log_path(path: str) -> str:
-    """A decoded table-relative path as the log writes it: URL-encoded, ``/`` kept (PROTOCOL.md
-    "Add File and Remove File": ``path`` is a URI, RFC 2396)."""
-    return quote(path, safe="/")
+    """A decoded table-relative path as the log writes it: URL-encoded, ``/`` and ``=`` kept
+    (PROTOCOL.md "Add File and Remove File": ``path`` is a URI, RFC 2396, where ``=`` needs no
+    escape in a path). ``=`` is kept as delta-spark writes Hive-style ``<column>=<value>``
+    directories: delta-rs (Polars' deletion vectors) matches a file's deletion vector by the path
+    as written and missed those of ``p%3D1/...``."""
+    return quote(path, safe="/=")
 
 
 def remove_action(add: AddFile, now_ms: int, *, with_stats: bool = False) -> RemoveFile:

@@ -37,6 +37,7 @@ row's stable row ID and row commit version are written into the materialized col
 
 from __future__ import annotations
 
+import posixpath
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -54,6 +55,7 @@ from delta_downgrade.rewrite.physical_schema import (
     strip_field_metadata,
 )
 from delta_downgrade.rewrite.row_tracking import MaterializedColumns, has_stable_values
+from delta_downgrade.rewrite.staging import is_output_dir_name
 from delta_downgrade.rewrite.stats import clustering_stats_leaves, rekey_stats, stats_for_rewrite, with_footer_stats
 from delta_downgrade.rewrite.writer_requirements import ensure_files_can_be_rewritten, ensure_partition_columns_kept
 
@@ -127,13 +129,24 @@ def remove_column_mapping(run: "DropRun", *, workers: int = DEFAULT_WORKERS,
         return True
 
     naming = Naming(mode, logical=True)
-    rewriter = FileRewriter(run.log, spark=spark, workers=workers)
+    # A partitioned table's files sit in directories named `<physical name>=<value>` (Delta
+    # writers name partition directories Hive-style by the column's physical name) or in random
+    # prefixes: once the mapping is gone, a writer without column mapping files them under
+    # `<logical name>=<value>/`, and readers that take partition values from such paths (Polars)
+    # refuse a directory naming a column the table lacks and read NULL without one. The rewrites
+    # go there, and a file already using logical names but filed elsewhere is rewritten too.
+    output_parent = None
+    if metadata.partitionColumns:
+        def output_parent(add: AddFile) -> str:
+            return hive_partition_path(metadata.partitionColumns, rekeyed_partitions(add))
+    rewriter = FileRewriter(run.log, spark=spark, workers=workers, output_parent=output_parent)
     tracking = row_tracking_of(snapshot.protocol, metadata, table=run.table)
     preserve = MaterializedColumns.of(tracking)
     plans: list[tuple[AddFile, FilePlan]] = []
     keep: list[tuple[AddFile, FilePlan]] = []
     for add, plan in rewriter.plans(files, schema, metadata.partitionColumns, configuration, naming, preserve):
-        (keep if plan.identity else plans).append((add, plan))
+        filed = output_parent is None or filed_under(add, output_parent(add))
+        (keep if plan.identity and filed else plans).append((add, plan))
     total_bytes = sum(a.size or 0 for a, _ in plans)
     run.progress(f"REMOVE COLUMN MAPPING ({mode} mode): {len(plans)} of {len(files)} live file(s) "
                  f"to rewrite ({total_bytes} bytes); {len(keep)} already use logical names")
@@ -194,3 +207,29 @@ def remove_column_mapping(run: "DropRun", *, workers: int = DEFAULT_WORKERS,
                {"numRewrittenFiles": len(plans), "numRekeyedFiles": len(keep)}, resolve=resolver,
                row_tracking_preserved=preserved)
     return True
+
+
+def filed_under(add: AddFile, directory: str) -> bool:
+    """Whether ``add``'s file sits directly in ``directory`` (table-relative, decoded), or in an
+    output directory of a rewrite there."""
+    from urllib.parse import unquote
+
+    parent = posixpath.dirname(unquote(add.path))
+    return parent == directory or (posixpath.dirname(parent) == directory
+                                   and is_output_dir_name(posixpath.basename(parent)))
+
+
+#: What Spark escapes in a partition directory's name (ExternalCatalogUtils.escapePathName), as
+#: ``%XX``; a null or empty value is Hive's default partition.
+_HIVE_ESCAPED = frozenset('"#%\'*/:=?\\\x7f{[]^') | frozenset(chr(c) for c in range(1, 32))
+HIVE_DEFAULT_PARTITION = "__HIVE_DEFAULT_PARTITION__"
+
+
+def hive_partition_path(columns: list[str], values: dict[str, str | None]) -> str:
+    """``<column>=<value>/...`` in the table's partition column order, escaped as Spark names
+    partition directories."""
+    def escape(text: str) -> str:
+        return "".join(f"%{ord(ch):02X}" if ch in _HIVE_ESCAPED else ch for ch in text)
+
+    return "/".join(f"{escape(c)}={escape(v) if v else HIVE_DEFAULT_PARTITION}"
+                    for c, v in ((c, values.get(c)) for c in columns))

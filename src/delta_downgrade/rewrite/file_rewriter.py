@@ -126,8 +126,13 @@ class FileRewriter:
     """
 
     def __init__(self, log: DeltaLog, *, spark: "SparkSession | None" = None,
-                 workers: int = DEFAULT_WORKERS) -> None:
+                 workers: int = DEFAULT_WORKERS,
+                 output_parent: Callable[[AddFile], str] | None = None) -> None:
+        """``output_parent``: the table-relative directory under which the output of an input
+        goes, instead of the input's own directory (whose name may mean nothing to the new
+        table: a physical partition column's)."""
         self._spark = spark
+        self.output_parent = output_parent
         self.storage = log.storage
         self.files = DataFiles(log.storage)
         self.table = log.table
@@ -157,7 +162,10 @@ class FileRewriter:
     def _output_dir(self, add: AddFile) -> str:
         """The fresh directory (decoded, table-relative) the rewrite of ``add`` goes to."""
         relative = self.files.relative(add.path)
-        parent = posixpath.dirname(relative) if relative is not None else ""
+        if self.output_parent is not None:
+            parent = self.output_parent(add)
+        else:
+            parent = posixpath.dirname(relative) if relative is not None else ""
         name = new_rewrite_dir_name()
         return f"{parent}/{name}" if parent else name
 

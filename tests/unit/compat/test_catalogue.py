@@ -172,6 +172,9 @@ def test_delta_spark_minor_versions(cat):
     assert verdict(cat, "spark-delta-2.2", DV) is Verdict.NO
     assert verdict(cat, "spark-delta-2.2", CM_LEGACY) is Verdict.YES
     assert verdict(cat, "spark-delta-2.3", DV) is Verdict.YES
+    # 2.3 reads deletion vectors but refuses to commit to a table supporting them
+    assert write_verdict(cat.client("spark-delta-2.3"), DV).verdict is Verdict.NO
+    assert write_verdict(cat.client("spark-delta-2.4"), DV).verdict is Verdict.YES
     assert verdict(cat, "spark-delta-3.1", VPC) is Verdict.NO
     assert verdict(cat, "spark-delta-3.2", VPC) is Verdict.YES
 

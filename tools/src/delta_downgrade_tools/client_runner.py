@@ -64,6 +64,9 @@ def jsonable(v):
     if isinstance(v, list) and v and all(isinstance(x, tuple) and len(x) == 2 for x in v):
         # pyarrow renders a map as (key, value) tuples: the same as a dict here
         return sorted(([jsonable(k), jsonable(x)] for k, x in v), key=canon)
+    if isinstance(v, list) and v and all(isinstance(x, dict) and set(x) == {"key", "value"} for x in v):
+        # Polars has no map type before 2.x: a Parquet map is a list of {key, value} structs
+        return sorted(([jsonable(x["key"]), jsonable(x["value"])] for x in v), key=canon)
     if isinstance(v, (list, tuple)):
         return [jsonable(x) for x in v]
     return "repr:" + repr(v)
@@ -149,6 +152,10 @@ class SparkClient:
                    # Java 17's --add-opens flags itself).
                    .config("spark.driver.extraJavaOptions", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
                    .config("spark.sql.adaptive.enabled", "false")
+                   # delta-spark >= 4.1 refuses time travel beyond delta.deletedFileRetentionDuration
+                   # (a retention policy, no protocol matter; older releases read there): every
+                   # client reads every retained version, so that rows can be compared
+                   .config("spark.databricks.delta.vacuum.enforceTimeTravelWithinDeletedFileRetentionDuration", "false")
                    .config("spark.sql.warehouse.dir", os.environ.get("CLIENT_WAREHOUSE", "/tmp/delta-client-warehouse")))
         self.spark = builder.getOrCreate()
         self.spark.sparkContext.setLogLevel("ERROR")
@@ -177,7 +184,13 @@ class SparkClient:
         if req.get("version") is not None:
             reader = reader.option("versionAsOf", int(req["version"]))
         df = reader.load(req["path"])
-        return answer_rows(df.columns, df.collect())
+        try:
+            return answer_rows(df.columns, df.collect())
+        except TypeError:
+            # pyspark turns a map into a dict, which a map with an array or map key cannot be
+            # (unhashable): the rows as Spark's JSON instead (a map an object keyed by the key's
+            # string), the same in every Spark client
+            return answer_rows(df.columns, [json.loads(r) for r in df.toJSON().collect()])
 
     def append(self, req):
         self._log(req["path"])
@@ -189,14 +202,13 @@ class SparkClient:
         return {"ok": True}
 
     def files(self, req):
-        """The data files of the latest version, relative to the table, unquoted."""
-        from urllib.parse import unquote
-
+        """The data files of the latest version, relative to the table. Delta's inputFiles are
+        Hadoop paths, already decoded (a directory named ``ts=02%3A30`` keeps its ``%3A``)."""
         self._log(req["path"])
         root = os.path.realpath(req["path"]).rstrip("/") + "/"
         out = []
         for uri in self.spark.read.format("delta").load(req["path"]).inputFiles():
-            local = unquote(re.sub(r"^file:(//)?", "", uri))
+            local = re.sub(r"^file:(//)?", "", uri)
             out.append(local[len(root):] if local.startswith(root) else local)
         return {"ok": True, "files": sorted(out)}
 
@@ -281,7 +293,9 @@ class PythonClient:
 
             kwargs = {} if version is None else {"version": int(version)}
             frame = pl.read_delta(path, **kwargs)
-            return frame.columns, frame.to_dicts()
+            # Through Arrow: to_dicts cannot turn a Polars 2.x map with a nested key into a dict
+            data = frame.to_arrow()
+            return data.column_names, data.to_pylist()
         from deltalake import DeltaTable
 
         kwargs = {} if version is None else {"version": int(version)}

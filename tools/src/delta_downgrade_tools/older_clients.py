@@ -1,7 +1,8 @@
 """The real Delta clients installed here (``make older-clients``), each tied to the catalogue entry
 it checks, and a process per client that answers batches of operations (client_runner.py).
 
-- delta-spark 2.2 and 2.3 on pyspark 3.3, 2.4 on pyspark 3.4, 3.0 to 3.3 on pyspark 3.5: one venv
+- delta-spark 2.2 and 2.3 on pyspark 3.3, 2.4 on pyspark 3.4, 3.0 to 3.3 on pyspark 3.5, 4.0 and
+  4.1 (its Spark 4.0 build) on pyspark 4.0: one venv
   per pyspark line under ``.clients/``, the release's jars (``.clients/delta-<r>.classpath``,
   resolved by Maven from ``jars/clients/``) passed as ``spark.jars``;
 - the current delta-spark (4.4, pyspark 4.2: the repository's ``.venv`` and ``.jars``), the
@@ -96,7 +97,7 @@ CURRENT_SPARK = ClientSpec("delta-spark 4.4.0", "delta-spark-4.3-4.4", "spark", 
                            "spark", jars_file=REPO_ROOT / ".jars" / "spark.classpath")
 
 #: Older delta-spark releases: one per catalogue range that a pyspark installable here runs
-#: (2.0 and 2.1 need Spark 3.2; 4.0 to 4.2 need pyspark 4.0 / 4.1, not installed).
+#: (2.0 and 2.1 need Spark 3.2, not installed: 2.2 checks the 2.0-2.2 entry).
 SPARK_CLIENTS: tuple[ClientSpec, ...] = (
     _spark("2.2.0", "3.3", "delta-spark-2.0-2.2"),
     _spark("2.3.0", "3.3", "delta-spark-2.3"),
@@ -105,6 +106,9 @@ SPARK_CLIENTS: tuple[ClientSpec, ...] = (
     _spark("3.1.0", "3.5", "delta-spark-3.1"),
     _spark("3.2.1", "3.5", "delta-spark-3.2"),
     _spark("3.3.2", "3.5", "delta-spark-3.3"),
+    _spark("4.0.1", "4.0", "delta-spark-4.0"),
+    # Delta 4.1's build for Spark 4.0 (delta-spark_4.0_2.13): one pyspark 4.0 serves 4.0 and 4.1
+    _spark("4.1.0", "4.0", "delta-spark-4.1-4.2"),
 )
 
 #: The older Spark clients of the RFC's promise: those that do not know checkpointProtection
