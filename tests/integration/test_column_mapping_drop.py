@@ -242,9 +242,11 @@ def test_evolved_schema_missing_dropped_and_renamed_columns(tmp_path, spark, ora
         assert "gone" not in names
 
 
-def test_files_already_in_logical_layout_are_kept(tmp_path, spark, oracle):
-    """A file whose columns already carry the logical names (and no field ids) is recommitted
-    with re-keyed partition values/stats but not rewritten."""
+def test_a_logical_file_under_a_physical_partition_directory_moves_to_the_logical_one(tmp_path, spark, oracle):
+    """A file whose columns already carry the logical names (and no field ids), but which sits in
+    a directory named by the physical column (``col-p=x/``), is rewritten under ``p=x/``: once the
+    mapping is gone, readers that take partition values from Hive-style paths would find a column
+    the table lacks there."""
     path = str(tmp_path / "t")
     builder = TableBuilder(path)
     schema = {"type": "struct", "fields": [_field("id", "long", "id", 1), _field("v", "string", "v", 2),
@@ -259,13 +261,14 @@ def test_files_already_in_logical_layout_are_kept(tmp_path, spark, oracle):
     kept = next(iter(DeltaLog(path).snapshot().state().files.values())).path
     expected = oracle.scan_rows(path).unwrap()
     assert expected == [{"id": 1, "v": "a", "p": "x"}]
+    assert kept.startswith(("col-p=x/", "col-p%3Dx/"))  # as the builder escaped it
     drop_feature(path, "columnMapping")
     files = list(DeltaLog(path).snapshot().state().files.values())
-    assert [f.path for f in files] == [kept]
+    assert len(files) == 1 and files[0].path.startswith("p=x/")
     assert files[0].partitionValues == {"p": "x"}
     assert same_rows(expected, oracle.pyarrow_rows(path))
     [version] = _commits_with(path, "REMOVE COLUMN MAPPING")
-    assert not any("remove" in a for a in _commit_actions(path, version))
+    assert [a["remove"]["path"] for a in _commit_actions(path, version) if "remove" in a] == [kept]
 
 
 def test_dry_run_plans_and_writes_nothing(golden_table):
