@@ -132,6 +132,23 @@ DELIBERATE += (
 )
 
 
+# The same Delta bug on a table whose deletion vectors are enabled: delta-spark's DROP FEATURE
+# deletionVectors first unsets delta.enableDeletionVectors, and the snapshot after that commit
+# counts no DV, so it skips the purge of the live file's DV (no REORG), answers
+# DELTA_FEATURE_DROP_HISTORICAL_VERSIONS_EXIST once the retention has passed and keeps the feature.
+# This package purges the DV (REORG), and both read the same rows (read@latest compared).
+DELIBERATE += tuple(
+    Deliberate(
+        "corpus/databricks_like", "deletionVectors", "truncate*", aspect,
+        "delta-spark 4.4 counts no deletion vectors once its own first commit has unset "
+        "delta.enableDeletionVectors, skips the purge and then refuses (historical versions "
+        "exist) while a live file still has its DV; this package purges it and drops the feature. "
+        "PROTOCOL.md 'Deletion Vectors': rows a file's deletion vector marks are not part of the "
+        "table - the DVs are traces of the feature whatever the table property says "
+        "(tests/integration/test_dv_drop_with_creation_disabled.py).")
+    for aspect in ("outcome", "protocol", "operations", "checkpoints"))
+
+
 #: Checkpoint formats.
 DELIBERATE += (
     Deliberate(
