@@ -138,9 +138,6 @@ t = time.perf_counter()
 from delta_downgrade.spark import get_spark
 spark = get_spark("bench-delta-spark-drop")
 spark.sparkContext.setLogLevel("ERROR")
-# the bench tables are logs only (no data files, bench_tables.py): a scan delta-spark's drop starts
-# over the live files (it finds no deletion vector) reads nothing then
-spark.conf.set("spark.sql.files.ignoreMissingFiles", "true")
 session_s = time.perf_counter() - t
 spark.sql("ALTER TABLE delta.`%s` DROP FEATURE deletionVectors" % warm_table())
 t = time.perf_counter()

@@ -1,5 +1,6 @@
 """The benchmark tables of ``run_all.py``: Delta logs written directly as commit JSON (no data
-files: every benchmarked operation reads only the log), cached once per parameter set.
+files unless asked for: every operation measured but delta-spark's drop reads only the log), cached
+once per parameter set.
 
 Two shapes, both with the add actions a Spark append writes (partitioned path, one partition
 value, size, modificationTime, dataChange and a stats JSON string for three columns: ~450 bytes a
@@ -20,6 +21,14 @@ line, the shape of ``checkpoint_bench._add``) and with tombstones:
 Version 0 holds protocol (3, 7, readerFeatures [deletionVectors], writerFeatures
 [deletionVectors]) and ``delta.enableDeletionVectors=true``; no file has a deletion vector, so
 dropping deletionVectors is the metadata-only fast drop.
+
+With data (``TableSpec(..., data=True)``, the tables of the delta-spark rows): every added path is
+a real Parquet file. delta-spark's DROP FEATURE deletionVectors scans the live files, which a log
+alone does not have. All the files hold the same few rows (one file written with pyarrow,
+``DATA_ROWS`` rows of the table's schema without the partition column) and are hard links of it
+(a new copy every ``LINKS_PER_TEMPLATE`` links: ext4 allows 65,000 links to one inode); every add
+carries that file's size and statistics, so that the log tells the truth about the files it names.
+Creating a link costs what creating the file would not: ~50 us, 1M files in about a minute.
 
 No checkpoint is written by this package, so that the tables do not depend on the code under
 measure: the one prior checkpoint of the files shape by delta-rs (``DeltaTable(path,
@@ -51,6 +60,9 @@ from dataclasses import asdict, dataclass
 
 # Bump when the builder's output changes: cached tables of another version are rebuilt.
 BUILDER_VERSION = 2
+DATA_ROWS = 4                 # rows of every data file (data=True)
+DATA_TS_MS = 1_700_000_000_000  # their one timestamp
+LINKS_PER_TEMPLATE = 60_000   # hard links to one copy of the data file (ext4: at most 65,000)
 STALE_AFTER_S = 6 * 86_400
 PARTITIONS = 50
 FILES_PER_COMMIT = 1_000
@@ -89,17 +101,19 @@ class TableSpec:
     shape: str                       # "files" or "commits"
     size: int                        # live files (files shape) or commits (commits shape)
     checkpoint: str = "none"         # "none", "prior" (files) or "every100" (commits)
+    data: bool = False               # every added path a real Parquet file (the module docstring)
 
     @property
     def key(self) -> str:
-        return f"{self.shape}-{self.size}-{self.checkpoint}-b{BUILDER_VERSION}"
+        return f"{self.shape}-{self.size}-{self.checkpoint}{'-data' if self.data else ''}-b{BUILDER_VERSION}"
 
     @property
     def label(self) -> str:
         n = _short(self.size)
+        data = " +data" if self.data else ""
         if self.shape == "files":
-            return f"{n} files" + (" +ckpt" if self.checkpoint == "prior" else "")
-        return f"{n} commits" + (" ckpt/100" if self.checkpoint == "every100" else " no ckpt")
+            return f"{n} files" + (" +ckpt" if self.checkpoint == "prior" else "") + data
+        return f"{n} commits" + (" ckpt/100" if self.checkpoint == "every100" else " no ckpt") + data
 
     @property
     def commits(self) -> int:
@@ -193,6 +207,7 @@ class _Log:
     anchor_ms: int      # the last commit's timestamp
     spacing_ms: int
     table_id: str
+    data_size: int | None = None   # data=True: the size of the one data file every add names
 
     def commit_ms(self, version: int) -> int:
         return self.anchor_ms - (self.spec.commits - 1 - version) * self.spacing_ms
@@ -205,6 +220,12 @@ class _Log:
     def actions(self, version: int) -> tuple[str, list, list]:
         """(operation, removed files, added files) of commit ``version``; a removed file's
         deletionTimestamp is the commit's timestamp."""
+        operation, removes, adds = self._generated(version)
+        if self.data_size is None:
+            return operation, removes, adds
+        return operation, [self._data(f) for f in removes], [self._data(f) for f in adds]
+
+    def _generated(self, version: int) -> tuple[str, list, list]:
         ms = self.commit_ms(version)
         if self.spec.shape == "files":
             adds = list(_files(version, FILES_PER_COMMIT, ms))
@@ -218,6 +239,11 @@ class _Log:
             appended = range(version - OPTIMIZE_EVERY + 1, version)
             return "OPTIMIZE", [next(_files(v, 1, self.commit_ms(v))) for v in appended], adds
         return "STREAMING UPDATE", [], adds
+
+    def _data(self, f: tuple) -> tuple:
+        """``f`` (a generated file) with the size and statistics of the data file (data=True)."""
+        ts = _iso(DATA_TS_MS)
+        return (f[0], f[1], self.data_size, f[3], DATA_ROWS, 0, 0, ts, DATA_ROWS - 1, DATA_ROWS - 1, ts, 0)
 
     def lines(self, version: int) -> list[str]:
         ms = self.commit_ms(version)
@@ -285,22 +311,68 @@ os._exit(0)  # delta-rs was seen to abort at interpreter teardown
 """
 
 
-def write_log(spec: TableSpec, path: str, *, processes: int | None = None) -> tuple[_Log, dict]:
-    """Write the commits of ``spec`` under ``path/_delta_log`` (no checkpoint)."""
-    log_dir = os.path.join(path, "_delta_log")
-    os.makedirs(log_dir)
-    table_log = _Log(spec, anchor_ms=int(time.time()) * 1000,
-                     spacing_ms=60_000 if spec.shape == "files" else 30_000,
-                     table_id="%08x-0000-4000-8000-%012x" % (spec.size % 2**32, BUILDER_VERSION))
-    processes = processes or os.cpu_count() or 1
-    step = max(1, min(100, spec.commits // (processes * 4)))
-    jobs = [(table_log, log_dir, first, min(first + step, spec.commits)) for first in range(0, spec.commits, step)]
+def write_data_file(path: str) -> int:
+    """The one data file of a data=True table (its rows: ``DATA_ROWS``, the schema without the
+    partition column, as a Spark append writes it); returns its size."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pa.table({
+        "id": pa.array(range(DATA_ROWS), pa.int64()),
+        "name": pa.array(["name-%06d" % i for i in range(DATA_ROWS)], pa.string()),
+        "ts": pa.array([DATA_TS_MS * 1000] * DATA_ROWS, pa.timestamp("us", tz="UTC")),
+    })
+    pq.write_table(table, path, compression="snappy")
+    return os.path.getsize(path)
+
+
+def _link_data_files(job: tuple) -> int:
+    """Job of :func:`write_log`: every path the commits ``first..last-1`` add, as a hard link of
+    the data file (its own copies of it: one per ``LINKS_PER_TEMPLATE`` links)."""
+    table_log, path, data_file, first, last = job
+    copy, links, made = None, LINKS_PER_TEMPLATE, 0
+    for version in range(first, last):
+        for f in table_log.actions(version)[2]:
+            if links >= LINKS_PER_TEMPLATE:
+                copy = "%s.%d.%d" % (data_file, first, made)
+                shutil.copyfile(data_file, copy)
+                links = 0
+            dest = os.path.join(path, f[0])
+            try:
+                os.link(copy, dest)
+            except FileNotFoundError:
+                os.makedirs(os.path.dirname(dest), exist_ok=True)
+                os.link(copy, dest)
+            links, made = links + 1, made + 1
+    return made
+
+
+def _run_jobs(function, jobs: list, processes: int) -> int:
     if processes > 1 and len(jobs) > 1:
         with multiprocessing.get_context("fork").Pool(processes) as pool:
-            log_bytes = sum(pool.imap_unordered(_write_commits, jobs))
-    else:
-        log_bytes = sum(map(_write_commits, jobs))
-    return table_log, {"anchor_ms": table_log.anchor_ms, "log_bytes": log_bytes}
+            return sum(pool.imap_unordered(function, jobs))
+    return sum(map(function, jobs))
+
+
+def write_log(spec: TableSpec, path: str, *, processes: int | None = None) -> tuple[_Log, dict]:
+    """Write the commits of ``spec`` under ``path/_delta_log`` (no checkpoint), and with
+    ``spec.data`` the data files they add (the data file itself beside ``path``)."""
+    log_dir = os.path.join(path, "_delta_log")
+    os.makedirs(log_dir)
+    data_file = os.path.join(os.path.dirname(path), "data-file.parquet") if spec.data else None
+    table_log = _Log(spec, anchor_ms=int(time.time()) * 1000,
+                     spacing_ms=60_000 if spec.shape == "files" else 30_000,
+                     table_id="%08x-0000-4000-8000-%012x" % (spec.size % 2**32, BUILDER_VERSION),
+                     data_size=write_data_file(data_file) if data_file else None)
+    processes = processes or os.cpu_count() or 1
+    step = max(1, min(100, spec.commits // (processes * 4)))
+    ranges = [(first, min(first + step, spec.commits)) for first in range(0, spec.commits, step)]
+    log_bytes = _run_jobs(_write_commits, [(table_log, log_dir, *r) for r in ranges], processes)
+    info = {"anchor_ms": table_log.anchor_ms, "log_bytes": log_bytes}
+    if data_file:
+        info["data_files"] = _run_jobs(_link_data_files, [(table_log, path, data_file, *r) for r in ranges],
+                                       processes)
+    return table_log, info
 
 
 def build(spec: TableSpec, path: str) -> dict:
@@ -327,7 +399,9 @@ def fresh_copy(master: str, dest: str) -> None:
     written again (PROTOCOL.md "Delta Log Entries"); the runs write checkpoints of versions the
     master has none of, and a writer that replaces a file by rename leaves the linked master file
     alone. Linking costs ~50 us a file where creating one was seen to cost 3 ms on this machine's
-    ext4 under load: copying a 100k-commit log would take minutes per run.
+    ext4 under load: copying a 100k-commit log would take minutes per run. The data folders of a
+    data=True table (the partition directories) are symbolic links to the master's: the drops
+    measured read data files and write only log files.
     :func:`fingerprint` checks after each row that no run wrote through a link into the master."""
     def link_or_copy(src: str, dst: str) -> None:
         if os.path.basename(src) == "_last_checkpoint":
@@ -335,7 +409,12 @@ def fresh_copy(master: str, dest: str) -> None:
         else:
             os.link(src, dst)
 
-    shutil.copytree(master, dest, copy_function=link_or_copy)
+    os.makedirs(dest)
+    for name in os.listdir(master):
+        if name == "_delta_log":
+            shutil.copytree(os.path.join(master, name), os.path.join(dest, name), copy_function=link_or_copy)
+        else:
+            os.symlink(os.path.join(master, name), os.path.join(dest, name))
 
 
 def fingerprint(master: str) -> tuple[int, int, int]:

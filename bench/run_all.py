@@ -235,14 +235,18 @@ ROWS: tuple[Row, ...] = (
     Row(f"checkpoint {F100K.label}", "small", F100K, OURS_CHECKPOINT, RS_OPEN_CHECKPOINT, _checkpoint_measures(None)),
     Row(f"checkpoint {F1M.label}", "medium", F1M, OURS_CHECKPOINT, RS_OPEN_CHECKPOINT, _checkpoint_measures(1024)),
 )
-# delta-spark's own fast drop on the same tables (a local[2] session with Delta's jars): not in a
-# profile yet. The tables here are logs without data files, and delta-spark's DROP FEATURE
-# deletionVectors reads the live files (after its first commit and checkpoint, a FileNotFoundException
-# on a data file, even with spark.sql.files.ignoreMissingFiles): these rows need tables whose add
-# actions name real Parquet files. ``--only "vs delta-spark"`` runs them.
+# delta-spark's own fast drop against ours (a local[2] session with Delta's jars), on tables of the
+# same shapes whose adds name real Parquet files (data=True, bench_tables.py): delta-spark's DROP
+# FEATURE deletionVectors scans the live files, which a log alone does not have. ``--only "vs
+# delta-spark"`` runs them all.
 DELTA_SPARK_ROWS: tuple[Row, ...] = tuple(
-    Row(f"vs delta-spark {t.label}", "large", t, OURS_DROP_CALL, DELTA_SPARK_DROP, VS_DELTA_SPARK)
-    for t in (F10K, F100K_CKPT, F1M_CKPT, C1K, C10K, C100K))
+    Row(f"vs delta-spark {t.label}", p, t, OURS_DROP_CALL, DELTA_SPARK_DROP, VS_DELTA_SPARK)
+    for p, t in (("medium", TableSpec("files", 10_000, data=True)),
+                 ("medium", TableSpec("commits", 1_000, "every100", data=True)),
+                 ("large", TableSpec("files", 100_000, "prior", data=True)),
+                 ("large", TableSpec("commits", 10_000, "every100", data=True)),
+                 ("large", TableSpec("files", 1_000_000, "prior", data=True)),
+                 ("large", TableSpec("commits", 100_000, "every100", data=True))))
 SPARK_ROW = Row(f"spark checkpoint {F1M.label}", "large", F1M, OURS_SPARK_CHECKPOINT, OURS_CHECKPOINT,
                 (Measure("checkpoint: Spark path (local[2]) vs our Arrow path (calls)", ours="call_s",
                          base="call_s", max_ratio=None),))
@@ -531,9 +535,7 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     profile = args.profile or ("large" if args.only else "small")
     upto = PROFILES.index(profile)
-    rows = [r for r in (*ROWS, SPARK_ROW) if PROFILES.index(r.profile) <= upto]
-    if args.only and "delta-spark" in args.only.lower():
-        rows += list(DELTA_SPARK_ROWS)
+    rows = [r for r in (*ROWS, *DELTA_SPARK_ROWS, SPARK_ROW) if PROFILES.index(r.profile) <= upto]
     dv_profiles = [p for p in DV_PURGE if PROFILES.index(p) <= upto]
     dv_name = f"dv purge {DV_PURGE[dv_profiles[-1]][0] / 1e6:g}M rows" if dv_profiles else None
     if args.only:

