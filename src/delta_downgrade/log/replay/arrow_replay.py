@@ -56,10 +56,12 @@ class _Mismatch(Exception):
 
 
 def _protocol_and_metadata(storage: Storage, table: str, segment: LogSegment,
-                           found: list[tuple[tuple[int, int], ProtocolAction | Metadata]]
+                           found: list[tuple[tuple[int, int], ProtocolAction | Metadata]],
+                           known: tuple[ProtocolAction, Metadata] | None = None
                            ) -> tuple[ProtocolAction, Metadata]:
     """What ``Snapshot.protocol_action`` / ``Snapshot.metadata`` give: the newest of the commits'
-    (by commit, then line), else the checkpoint's."""
+    (by commit, then line), else the checkpoint's - or ``known``'s, the segment's protocol and
+    metadata its snapshot has already read, so that the checkpoint is not read for them again."""
     per_commit: dict[int, list[Any]] = {}
     for (c, _), action in found:
         per_commit.setdefault(c, []).append(action)
@@ -73,6 +75,8 @@ def _protocol_and_metadata(storage: Storage, table: str, segment: LogSegment,
             protocol = action
         else:
             metadata = action
+    if known is not None:
+        return protocol or known[0], metadata or known[1]
     return with_checkpoint_fallback(storage, table, segment, protocol, metadata)
 
 
@@ -330,21 +334,24 @@ def planned_parts(storage: Storage, segment: LogSegment, part_actions: int | Non
 
 
 def replay_segment(storage: Storage, table: str, segment: LogSegment, *,
-                   threads: int | None = None, part_actions: int | None = None) -> ArrowState:
+                   threads: int | None = None, part_actions: int | None = None,
+                   protocol_and_metadata: tuple[ProtocolAction, Metadata] | None = None) -> ArrowState:
     """The reconciled state at ``segment.version`` as the columns of a checkpoint; ``threads``:
     threads that read and parse the commits (default: :data:`THREADS_PER_CPU` per CPU);
     ``part_actions``: file actions per part (default :data:`PART_ACTIONS`; see
-    :func:`planned_parts`) - a larger log is streamed and reconciled part by part.
+    :func:`planned_parts`) - a larger log is streamed and reconciled part by part;
+    ``protocol_and_metadata``: the segment's, when the caller has them (a snapshot): what the
+    commits do not state is taken from them instead of a second read of the checkpoint.
 
     Raises :class:`CheckpointUnreadableError` when the segment's checkpoint cannot be read (the
     caller may try an older one, as ``DeltaLog.snapshot`` does), :class:`CorruptLogError` for a
     commit that is not JSON or a log without protocol or metadata."""
     num_parts = planned_parts(storage, segment, part_actions)
     if num_parts > 1:
-        return _replay_in_parts(storage, table, segment, num_parts, threads)
+        return _replay_in_parts(storage, table, segment, num_parts, threads, protocol_and_metadata)
     parsed = commit_pieces(storage, segment, threads)
     meta = [m for part in parsed for m in part.meta]
-    protocol, metadata = _protocol_and_metadata(storage, table, segment, meta)
+    protocol, metadata = _protocol_and_metadata(storage, table, segment, meta, protocol_and_metadata)
     pieces = Pieces()
     if segment.checkpoint is not None:
         pieces.extend(checkpoint_pieces(storage, segment.checkpoint))
@@ -360,7 +367,8 @@ def replay_segment(storage: Storage, table: str, segment: LogSegment, *,
 
 
 def _replay_in_parts(storage: Storage, table: str, segment: LogSegment, num_parts: int,
-                     threads: int | None) -> ArrowState:
+                     threads: int | None,
+                     known: tuple[ProtocolAction, Metadata] | None = None) -> ArrowState:
     """:func:`replay_segment` streamed: the commits chunk by chunk and the checkpoint row groups
     by row groups, their file actions (with ranks) appended to ``num_parts`` spill files by hash part of
     the decoded path (:class:`~delta_downgrade.log.replay.state_parts.PartSpill`), in log order; then
@@ -389,7 +397,7 @@ def _replay_in_parts(storage: Storage, table: str, segment: LogSegment, num_part
         for other, batches in iter_commit_pieces(storage, segment, threads, cut):
             take(other, batches)
             del batches
-        protocol, metadata = _protocol_and_metadata(storage, table, segment, rest.meta)
+        protocol, metadata = _protocol_and_metadata(storage, table, segment, rest.meta, known)
         if segment.checkpoint is not None:
             for pieces in iter_checkpoint_pieces(storage, segment.checkpoint):
                 take(*cut(pieces))
