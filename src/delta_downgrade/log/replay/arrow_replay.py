@@ -216,6 +216,35 @@ def _position(order: pa.Array, total: int) -> pa.Array:
     return pc.subtract(order, pc.multiply(pc.divide(order, pa.scalar(total, _LONG)), pa.scalar(total, _LONG)))
 
 
+def _runs_of(index: pa.Array) -> list[tuple[int, int]] | None:
+    """The runs of consecutive values of the ascending ``index`` as ``(start, stop)``; None when
+    there are so many that slices would cost more than a copy (more than one per 256 rows)."""
+    k = len(index)
+    if k == 0:
+        return []
+    first, last = index[0].as_py(), index[k - 1].as_py()
+    if last - first + 1 == k:
+        return [(first, last + 1)]
+    breaks = pc.indices_nonzero(pc.not_equal(pc.subtract(index.slice(1), index.slice(0, k - 1)),
+                                             pa.scalar(1, index.type)))
+    if len(breaks) + 1 > max(64, k // 256):
+        return None
+    ends = index.take(breaks).to_pylist()
+    starts = index.take(pc.add(breaks, pa.scalar(1, breaks.type))).to_pylist()
+    return list(zip([first] + starts, [e + 1 for e in ends] + [last + 1]))
+
+
+def _taken(column: pa.ChunkedArray, index: pa.Array) -> pa.ChunkedArray:
+    """``column.take(index)`` for an ascending ``index``: slices of ``column`` where the rows kept
+    are a few runs (the live files of a log are most of its adds, in long runs between the
+    rewritten ones), so that the kept actions - their statistics most of all - are not copied."""
+    runs = _runs_of(index)
+    if runs is None:
+        return column.take(index)
+    return pa.chunked_array([chunk for start, stop in runs for chunk in column.slice(start, stop - start).chunks
+                             if len(chunk)], column.type)
+
+
 def _reconcile(pieces: Pieces, view: bool = False) -> _Reconciled:
     """Apply the rules to every file action at once: with ``view`` for the Python view, else for
     the checkpoint."""
@@ -262,8 +291,8 @@ def _reconcile(pieces: Pieces, view: bool = False) -> _Reconciled:
                                    pa.scalar(n_adds, _LONG))
         add_index = add_index.take(pc.sort_indices(add_index))
         remove_index = remove_index.take(pc.sort_indices(remove_index))
-        return _Reconciled(adds if len(add_index) == n_adds else adds.take(add_index),
-                           removes if len(remove_index) == n_removes else removes.take(remove_index))
+        return _Reconciled(adds if len(add_index) == n_adds else _taken(adds, add_index),
+                           removes if len(remove_index) == n_removes else _taken(removes, remove_index))
     # the Python view: every action of a kind that no action of the other kind with a higher
     # rank cancels; the last of them is the value, the first the place
     if pc.max(groups.column("ao_count")).as_py() <= 1 and pc.max(groups.column("ro_count")).as_py() <= 1:
