@@ -38,6 +38,26 @@ sys.stdout.flush()
 os._exit(0)
 """
 
+# delta-rs: open the latest version, then its history (``history(limit)``: the commitInfo of
+# each commit - it reads every commit file, as our protocol history does). Every commit but
+# version 0: delta-rs refuses the bench tables' first commitInfo (``readVersion: -1``, which it
+# reads as an unsigned number), so the limit stops one commit short of the whole log.
+DELTA_RS_HISTORY = r"""
+import json, os, sys, time
+from deltalake import DeltaTable
+path = sys.argv[1]
+t = time.perf_counter()
+dt = DeltaTable(path)
+open_s = time.perf_counter() - t
+t = time.perf_counter()
+history = dt.history(dt.version())
+call_s = time.perf_counter() - t
+sys.stdout.write(json.dumps({"open_s": open_s, "call_s": call_s, "commits": len(history),
+                             "version": dt.version()}) + "\n")
+sys.stdout.flush()
+os._exit(0)
+"""
+
 # Ours: the latest protocol through DeltaLog (what a drop or verify needs first).
 OURS_PROTOCOL = r"""
 import json, sys, time

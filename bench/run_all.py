@@ -138,6 +138,13 @@ def verify_inspect(history: bool) -> Callable[[str, ChildRun, dict], str | None]
     return verify
 
 
+def verify_history(path: str, run: ChildRun, meta: dict) -> str | None:
+    """delta-rs's history(): one entry per commit of the log but version 0 (bench_children)."""
+    expected = meta["last_version"]
+    got = run.report.get("commits")
+    return None if got == expected else f"history(): {got} commits, expected {expected}"
+
+
 def verify_protocol(path: str, run: ChildRun, meta: dict) -> str | None:
     features = run.report.get("reader_features") or []
     return None if "deletionVectors" in features else f"protocol read: {run.report}"
@@ -191,6 +198,7 @@ OURS_DROP = Side("ours drop-feature CLI", _cli("drop-feature", after=("deletionV
 RS_OPEN_CHECKPOINT = Side("delta-rs open+create_checkpoint", _program(children.DELTA_RS_OPEN_CHECKPOINT),
                           verify_rs_checkpoint)
 RS_OPEN = Side("delta-rs open", _program(children.DELTA_RS_OPEN), verify_protocol)
+RS_HISTORY = Side("delta-rs open+history()", _program(children.DELTA_RS_HISTORY), verify_history)
 OURS_INSPECT = Side("ours inspect --json --no-history", _cli("inspect", "--json", "--no-history"),
                     verify_inspect(False))
 OURS_INSPECT_HISTORY = Side("ours inspect --json", _cli("inspect", "--json"), verify_inspect(True))
@@ -209,6 +217,9 @@ VS_DELTA_SPARK = (Measure("fast drop DV vs delta-spark DROP FEATURE: warm sessio
                           max_ratio=None))
 INSPECT = (Measure("inspect --json --no-history vs delta-rs open <= 1.0x"),)
 INSPECT_HISTORY = (Measure("inspect --json (history) vs delta-rs open <= 1.5x", max_ratio=1.5),)
+#: delta-rs's history() reads every commit file, as the protocol history must (its commitInfo
+#: where ours looks for protocol and metaData): the baseline that does the same reads.
+INSPECT_VS_HISTORY = (Measure("inspect --json (history) vs delta-rs open+history() <= 1.0x"),)
 PROTOCOL = (Measure("latest protocol vs delta-rs protocol() (whole processes) <= 1.0x"),
             Measure("latest protocol: the calls in-process, imports excluded", ours="call_s", base="call_s",
                     max_ratio=None))
@@ -230,6 +241,9 @@ ROWS: tuple[Row, ...] = (
     *(Row(f"inspect history {t.label}", p, t, OURS_INSPECT_HISTORY, RS_OPEN, INSPECT_HISTORY, "history")
       for p, t in (
         ("small", C1K), ("small", C10K), ("medium", C10K_BARE), ("medium", C100K))),
+    *(Row(f"inspect history vs delta-rs history() {t.label}", p, t, OURS_INSPECT_HISTORY, RS_HISTORY,
+          INSPECT_VS_HISTORY, "history") for p, t in (
+        ("small", C1K), ("small", C10K), ("medium", C100K))),
     *(Row(f"latest protocol {t.label}", p, t, OURS_PROTOCOL, RS_OPEN, PROTOCOL, "tail") for p, t in (
         ("small", F100K_CKPT), ("medium", F1M_CKPT), ("small", C10K), ("medium", C100K))),
     Row(f"checkpoint {F100K.label}", "small", F100K, OURS_CHECKPOINT, RS_OPEN_CHECKPOINT, _checkpoint_measures(None)),

@@ -74,3 +74,19 @@ print(json.dumps({"before": before, "nulls": array.null_count, "shim": pa.lib._p
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, timeout=120)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout) == {"before": False, "nulls": 1, "shim": True}
+
+
+def test_inspect_of_a_table_with_a_commit_of_many_brackets_imports_nothing_heavy(tmp_path):
+    """A commit of a few hundred actions holds more opening brackets than the nesting bound
+    allows one line (``protocol/json_nesting.py``): its lines are counted one by one, and that
+    count needs no pyarrow either."""
+    path = _dv_table(tmp_path / "t")
+    log = tmp_path / "t" / LOG_DIR
+    adds = [{"add": {"path": f"g{i}.parquet", "partitionValues": {}, "size": 1, "modificationTime": 3,
+                     "dataChange": True, "tags": {}}} for i in range(300)]
+    (log / f"{3:020d}.json").write_text("\n".join(json.dumps(a) for a in adds) + "\n")
+    assert sum((log / f"{3:020d}.json").read_text().count(c) for c in "{[") > 512
+    result = cli_imports(["inspect", "--json", "--no-history", path], HEAVY)
+    assert result["code"] == 0, result["out"]
+    assert result["heavy"] == []
+    assert json.loads(result["out"])["files"]["live_files"] == 303

@@ -365,7 +365,8 @@ class Snapshot:
         if self._given:
             return arrow_state_of(self.state())  # given commits are in no file to replay
         try:
-            return replay_segment(self.storage, self.table, self.segment)
+            return replay_segment(self.storage, self.table, self.segment,
+                                  protocol_and_metadata=self._protocol_and_metadata)
         except pa.ArrowException:
             pass  # a shape of log the Arrow replay does not know: the rules applied one by one
         return arrow_state_of(self.state())

@@ -56,10 +56,12 @@ class _Mismatch(Exception):
 
 
 def _protocol_and_metadata(storage: Storage, table: str, segment: LogSegment,
-                           found: list[tuple[tuple[int, int], ProtocolAction | Metadata]]
+                           found: list[tuple[tuple[int, int], ProtocolAction | Metadata]],
+                           known: tuple[ProtocolAction, Metadata] | None = None
                            ) -> tuple[ProtocolAction, Metadata]:
     """What ``Snapshot.protocol_action`` / ``Snapshot.metadata`` give: the newest of the commits'
-    (by commit, then line), else the checkpoint's."""
+    (by commit, then line), else the checkpoint's - or ``known``'s, the segment's protocol and
+    metadata its snapshot has already read, so that the checkpoint is not read for them again."""
     per_commit: dict[int, list[Any]] = {}
     for (c, _), action in found:
         per_commit.setdefault(c, []).append(action)
@@ -73,6 +75,8 @@ def _protocol_and_metadata(storage: Storage, table: str, segment: LogSegment,
             protocol = action
         else:
             metadata = action
+    if known is not None:
+        return protocol or known[0], metadata or known[1]
     return with_checkpoint_fallback(storage, table, segment, protocol, metadata)
 
 
@@ -212,6 +216,35 @@ def _position(order: pa.Array, total: int) -> pa.Array:
     return pc.subtract(order, pc.multiply(pc.divide(order, pa.scalar(total, _LONG)), pa.scalar(total, _LONG)))
 
 
+def _runs_of(index: pa.Array) -> list[tuple[int, int]] | None:
+    """The runs of consecutive values of the ascending ``index`` as ``(start, stop)``; None when
+    there are so many that slices would cost more than a copy (more than one per 256 rows)."""
+    k = len(index)
+    if k == 0:
+        return []
+    first, last = index[0].as_py(), index[k - 1].as_py()
+    if last - first + 1 == k:
+        return [(first, last + 1)]
+    breaks = pc.indices_nonzero(pc.not_equal(pc.subtract(index.slice(1), index.slice(0, k - 1)),
+                                             pa.scalar(1, index.type)))
+    if len(breaks) + 1 > max(64, k // 256):
+        return None
+    ends = index.take(breaks).to_pylist()
+    starts = index.take(pc.add(breaks, pa.scalar(1, breaks.type))).to_pylist()
+    return list(zip([first] + starts, [e + 1 for e in ends] + [last + 1]))
+
+
+def _taken(column: pa.ChunkedArray, index: pa.Array) -> pa.ChunkedArray:
+    """``column.take(index)`` for an ascending ``index``: slices of ``column`` where the rows kept
+    are a few runs (the live files of a log are most of its adds, in long runs between the
+    rewritten ones), so that the kept actions - their statistics most of all - are not copied."""
+    runs = _runs_of(index)
+    if runs is None:
+        return column.take(index)
+    return pa.chunked_array([chunk for start, stop in runs for chunk in column.slice(start, stop - start).chunks
+                             if len(chunk)], column.type)
+
+
 def _reconcile(pieces: Pieces, view: bool = False) -> _Reconciled:
     """Apply the rules to every file action at once: with ``view`` for the Python view, else for
     the checkpoint."""
@@ -258,8 +291,8 @@ def _reconcile(pieces: Pieces, view: bool = False) -> _Reconciled:
                                    pa.scalar(n_adds, _LONG))
         add_index = add_index.take(pc.sort_indices(add_index))
         remove_index = remove_index.take(pc.sort_indices(remove_index))
-        return _Reconciled(adds if len(add_index) == n_adds else adds.take(add_index),
-                           removes if len(remove_index) == n_removes else removes.take(remove_index))
+        return _Reconciled(adds if len(add_index) == n_adds else _taken(adds, add_index),
+                           removes if len(remove_index) == n_removes else _taken(removes, remove_index))
     # the Python view: every action of a kind that no action of the other kind with a higher
     # rank cancels; the last of them is the value, the first the place
     if pc.max(groups.column("ao_count")).as_py() <= 1 and pc.max(groups.column("ro_count")).as_py() <= 1:
@@ -330,21 +363,24 @@ def planned_parts(storage: Storage, segment: LogSegment, part_actions: int | Non
 
 
 def replay_segment(storage: Storage, table: str, segment: LogSegment, *,
-                   threads: int | None = None, part_actions: int | None = None) -> ArrowState:
+                   threads: int | None = None, part_actions: int | None = None,
+                   protocol_and_metadata: tuple[ProtocolAction, Metadata] | None = None) -> ArrowState:
     """The reconciled state at ``segment.version`` as the columns of a checkpoint; ``threads``:
     threads that read and parse the commits (default: :data:`THREADS_PER_CPU` per CPU);
     ``part_actions``: file actions per part (default :data:`PART_ACTIONS`; see
-    :func:`planned_parts`) - a larger log is streamed and reconciled part by part.
+    :func:`planned_parts`) - a larger log is streamed and reconciled part by part;
+    ``protocol_and_metadata``: the segment's, when the caller has them (a snapshot): what the
+    commits do not state is taken from them instead of a second read of the checkpoint.
 
     Raises :class:`CheckpointUnreadableError` when the segment's checkpoint cannot be read (the
     caller may try an older one, as ``DeltaLog.snapshot`` does), :class:`CorruptLogError` for a
     commit that is not JSON or a log without protocol or metadata."""
     num_parts = planned_parts(storage, segment, part_actions)
     if num_parts > 1:
-        return _replay_in_parts(storage, table, segment, num_parts, threads)
+        return _replay_in_parts(storage, table, segment, num_parts, threads, protocol_and_metadata)
     parsed = commit_pieces(storage, segment, threads)
     meta = [m for part in parsed for m in part.meta]
-    protocol, metadata = _protocol_and_metadata(storage, table, segment, meta)
+    protocol, metadata = _protocol_and_metadata(storage, table, segment, meta, protocol_and_metadata)
     pieces = Pieces()
     if segment.checkpoint is not None:
         pieces.extend(checkpoint_pieces(storage, segment.checkpoint))
@@ -360,7 +396,8 @@ def replay_segment(storage: Storage, table: str, segment: LogSegment, *,
 
 
 def _replay_in_parts(storage: Storage, table: str, segment: LogSegment, num_parts: int,
-                     threads: int | None) -> ArrowState:
+                     threads: int | None,
+                     known: tuple[ProtocolAction, Metadata] | None = None) -> ArrowState:
     """:func:`replay_segment` streamed: the commits chunk by chunk and the checkpoint row groups
     by row groups, their file actions (with ranks) appended to ``num_parts`` spill files by hash part of
     the decoded path (:class:`~delta_downgrade.log.replay.state_parts.PartSpill`), in log order; then
@@ -389,7 +426,7 @@ def _replay_in_parts(storage: Storage, table: str, segment: LogSegment, num_part
         for other, batches in iter_commit_pieces(storage, segment, threads, cut):
             take(other, batches)
             del batches
-        protocol, metadata = _protocol_and_metadata(storage, table, segment, rest.meta)
+        protocol, metadata = _protocol_and_metadata(storage, table, segment, rest.meta, known)
         if segment.checkpoint is not None:
             for pieces in iter_checkpoint_pieces(storage, segment.checkpoint):
                 take(*cut(pieces))
