@@ -579,15 +579,22 @@ def parse_commit(text: str | bytes) -> list[AnyAction]:
         line = line.strip()
         if not line:
             continue
-        try:
-            action = parse_action(json.loads(line))
-        except ValueError as exc:
-            raise MalformedActionError(f"line {number}: {exc}") from None
-        except RecursionError:
-            raise MalformedActionError(f"line {number}: nested too deeply to parse") from None
+        action = parse_log_line(line, number)
         if action is not None:
             actions.append(action)
     return actions
+
+
+def parse_log_line(line: str, number: int) -> AnyAction | None:
+    """The action of one line of a commit file (None for an action this package does not know);
+    a line that is not a JSON object of an action is a :class:`MalformedActionError` naming the
+    line ``number``."""
+    try:
+        return parse_action(json.loads(line))
+    except ValueError as exc:
+        raise MalformedActionError(f"line {number}: {exc}") from None
+    except RecursionError:
+        raise MalformedActionError(f"line {number}: nested too deeply to parse") from None
 
 
 def serialize_commit(actions: Iterable[AnyAction]) -> bytes:

@@ -4,15 +4,14 @@ checkpoint."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Iterator, Protocol, Sequence
 
-from delta_downgrade.errors import CorruptLogError, DuplicateActionsError, MalformedActionError
+from delta_downgrade.errors import CorruptLogError, DuplicateActionsError
 from delta_downgrade.log.read.concurrent_reads import read_files
 from delta_downgrade.log.read.listing import CheckpointInstance
 from delta_downgrade.protocol.actions import (AnyAction, Metadata, ProtocolAction,
-                                              parse_action, parse_commit)
+                                              parse_commit, parse_log_line)
 from delta_downgrade.protocol.json_nesting import check_nesting
 from delta_downgrade.storage import FileStatus, Storage
 
@@ -85,12 +84,7 @@ def read_commit_actions(storage: CommitSource, status: FileStatus, keys: tuple[s
             check_nesting(text)  # before any line reaches the parser
             for number, line in enumerate(text.split("\n"), 1):  # not splitlines(): U+2028 may sit inside a JSON string
                 if line.strip() and _might_hold(line, keys):
-                    try:
-                        action = parse_action(json.loads(line))
-                    except ValueError as exc:
-                        raise MalformedActionError(f"line {number}: {exc}") from None
-                    except RecursionError:
-                        raise MalformedActionError(f"line {number}: nested too deeply to parse") from None
+                    action = parse_log_line(line, number)
                     if action is not None and getattr(action, "KEY", None) in keys:
                         out.append(action)
     except (ValueError, UnicodeDecodeError) as exc:
