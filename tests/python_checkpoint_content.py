@@ -13,7 +13,7 @@ def checkpoint_content(snapshot: Snapshot, now_ms: int) -> CheckpointContent:
     """The reconciled state at ``snapshot.version``; tombstones older than
     ``delta.deletedFileRetentionDuration`` are left out (PROTOCOL.md "Checkpoints")."""
     state = snapshot.state()
-    retention = TableConfig(snapshot.metadata.configuration, table=snapshot.table).deleted_file_retention_ms
+    retention = TableConfig(snapshot.metadata.configuration).deleted_file_retention_ms
     cutoff = now_ms - retention
     removes = [r for r in state.tombstones.values()
                if r.deletionTimestamp is None or r.deletionTimestamp > cutoff]

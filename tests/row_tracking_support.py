@@ -196,7 +196,7 @@ def tracked_rows(path: str) -> TrackedRows:
         columns[ROW_COMMIT_VERSION] = commit_versions
         table = pa.table(columns)
         if add.dv is not None:
-            deleted = reader.read(add.dv, data_file=add.path, table=path).cast(pa.int64())
+            deleted = reader.read(add.dv, data_file=add.path).cast(pa.int64())
             table = table.filter(pc.invert(pc.is_in(index, value_set=deleted)))
         out.extend(jsonable(r) for r in table.to_pylist())
     return TrackedRows(snapshot.version, out)

@@ -13,9 +13,12 @@ which keeps the error class a Delta runtime reported, whatever it is.
 
 from __future__ import annotations
 
+import functools
+import inspect
 import re
 
-from typing import Any, TypeVar
+from collections.abc import Callable
+from typing import Any, ParamSpec, TypeVar
 
 EXIT_OK = 0
 EXIT_FAILURE = 1
@@ -24,6 +27,8 @@ EXIT_WAIT = 3
 EXIT_CONFLICT = 4
 
 _E = TypeVar("_E", bound="DeltaDowngradeError")
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
 
 
 def shown_table(table: str) -> str:
@@ -81,6 +86,36 @@ class DeltaDowngradeError(Exception):
         if self.params:
             out["params"] = {k: v for k, v in self.params.items()}
         return out
+
+
+def naming_table(parameter: str) -> Callable[[Callable[_P, _R]], Callable[_P, _R]]:
+    """Decorates an operation's entry point: an error raised inside it that names no table is
+    raised again naming the one its ``parameter`` holds (a location, or anything with a ``table``
+    attribute such as a DeltaLog). The core below an operation raises without the table; the
+    operation, which knows which table it works on, adds it once (:meth:`amended`)."""
+
+    def decorate(func: Callable[_P, _R]) -> Callable[_P, _R]:
+        signature = inspect.signature(func)
+        if parameter not in signature.parameters:
+            raise TypeError(f"{func.__qualname__} has no parameter {parameter!r}")
+
+        @functools.wraps(func)
+        def operation(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+            try:
+                return func(*args, **kwargs)
+            except DeltaDowngradeError as exc:
+                if exc.table:
+                    raise
+                given = signature.bind_partial(*args, **kwargs).arguments.get(parameter)
+                table = given if isinstance(given, str) else getattr(given, "table", None)
+                if not isinstance(table, str) or not table:
+                    raise
+                raise exc.amended(exc.message, table=table).with_traceback(exc.__traceback__) \
+                    from exc.__cause__
+
+        return operation
+
+    return decorate
 
 
 # --- bad input: the table or the request is wrong; nothing was written (exit 2) -------------------

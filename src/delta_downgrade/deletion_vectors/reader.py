@@ -147,9 +147,9 @@ class DvFileReader:
         offset = 1 if dv.offset is None else int(dv.offset)
         return unframe_slice(self.stored_slice(dv), offset, dv.sizeInBytes)
 
-    def _load(self, dv: DeletionVectorDescriptor, where: str, table: str | None,
-              params: dict[str, Any]) -> bytes:
-        """:meth:`dv_data` with its failures turned into table errors."""
+    def _load(self, dv: DeletionVectorDescriptor, where: str, params: dict[str, Any]) -> bytes:
+        """:meth:`dv_data` with its failures turned into table errors (the operation reading the
+        table names it: :func:`~delta_downgrade.errors.naming_table`)."""
         try:
             return self.dv_data(dv)
         except (FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError) as exc:
@@ -157,69 +157,68 @@ class DvFileReader:
                 f"the deletion vector of {where} cannot be read ({type(exc).__name__}: {exc}). Without it "
                 f"the rows it deletes cannot be told apart, so nothing was committed. Restore the DV "
                 f"file, or rewrite the data file with an engine that can resolve it",
-                table=table, params=params) from None
+                params=params) from None
         except OSError as exc:
             raise DeletionVectorNotFoundError(
                 f"the deletion vector of {where} cannot be read ({exc}); nothing was committed",
-                table=table, params=params) from None
+                params=params) from None
         except DvChecksumMismatch as exc:
             raise DeletionVectorChecksumError(
                 f"could not verify the integrity of the deletion vector of {where}: {exc}. Nothing "
-                f"was committed", table=table, params=params) from None
+                f"was committed", params=params) from None
         except DvSizeMismatch as exc:
             raise DeletionVectorSizeError(
                 f"the deletion vector of {where} does not match its descriptor: {exc}. Nothing was "
-                f"committed", table=table, params=params) from None
+                f"committed", params=params) from None
         except (DeletionVectorFormatError, ValueError) as exc:
             raise DeletionVectorError(
                 f"the deletion vector of {where} is malformed: {exc}. Nothing was committed",
-                table=table, params=params) from None
+                params=params) from None
 
-    def _context(self, descriptor: Any, data_file: str | None,
-                 table: str | None) -> tuple[DeletionVectorDescriptor, str, str | None, dict[str, Any]]:
+    def _context(self, descriptor: Any,
+                 data_file: str | None) -> tuple[DeletionVectorDescriptor, str, dict[str, Any]]:
         dv = DeletionVectorDescriptor.coerce(descriptor)
-        return (dv, self._describe(dv, data_file), table if table is not None else (self.root or None),
-                self._params(dv, data_file))
+        return dv, self._describe(dv, data_file), self._params(dv, data_file)
 
     def _check_cardinality(self, dv: DeletionVectorDescriptor, found: int, where: str,
-                           table: str | None, params: dict[str, Any]) -> None:
+                           params: dict[str, Any]) -> None:
         if found != dv.cardinality:
             raise DeletionVectorCardinalityError(
                 f"the deletion vector of {where} holds {found} row indexes, its descriptor says "
-                f"cardinality {dv.cardinality}. Nothing was committed", table=table, params=params)
+                f"cardinality {dv.cardinality}. Nothing was committed", params=params)
 
     def read(self, descriptor: DeletionVectorDescriptor | Mapping[str, Any], *,
-             data_file: str | None = None, table: str | None = None) -> pa.UInt64Array:
+             data_file: str | None = None) -> pa.UInt64Array:
         """The sorted deleted row indexes of ``descriptor``; exactly ``cardinality`` of them.
 
         Errors name the data file and the DV location and are :class:`DeletionVectorError`
         subclasses (exit code 2): not found / unreadable, size mismatch, checksum mismatch,
         malformed bitmap, cardinality mismatch.
         """
-        dv, where, table, params = self._context(descriptor, data_file, table)
-        data = self._load(dv, where, table, params)
+        dv, where, params = self._context(descriptor, data_file)
+        data = self._load(dv, where, params)
         try:
             values = parse_dv_data(data)
         except (DeletionVectorFormatError, ValueError, pa.ArrowException) as exc:
             raise DeletionVectorError(
                 f"the deletion vector of {where} is malformed: {exc}. Nothing was committed",
-                table=table, params=params) from None
-        self._check_cardinality(dv, len(values), where, table, params)
+                params=params) from None
+        self._check_cardinality(dv, len(values), where, params)
         return values
 
     def read_verified_bytes(self, descriptor: DeletionVectorDescriptor | Mapping[str, Any], *,
-                            data_file: str | None = None, table: str | None = None) -> bytes:
+                            data_file: str | None = None) -> bytes:
         """The DV data of ``descriptor``, checked like :meth:`read` (size, checksum, structure,
         cardinality) without expanding the row indexes: for DVs too large to hold as rows."""
-        dv, where, table, params = self._context(descriptor, data_file, table)
-        data = self._load(dv, where, table, params)
+        dv, where, params = self._context(descriptor, data_file)
+        data = self._load(dv, where, params)
         try:
             found = dv_data_cardinality(data)
         except (DeletionVectorFormatError, ValueError) as exc:
             raise DeletionVectorError(
                 f"the deletion vector of {where} is malformed: {exc}. Nothing was committed",
-                table=table, params=params) from None
-        self._check_cardinality(dv, found, where, table, params)
+                params=params) from None
+        self._check_cardinality(dv, found, where, params)
         return data
 
     def _describe(self, dv: DeletionVectorDescriptor, data_file: str | None) -> str:

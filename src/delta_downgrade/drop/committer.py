@@ -112,7 +112,7 @@ class PlanRecorder(Committer):
     def checkpoint(self, log: DeltaLog, version: int | None, *, engine: str | None, clock: Clock) -> Taken:
         latest = self.latest(log)
         target = version if version is not None else latest.version
-        v2 = uses_v2_checkpoint(latest.protocol, latest.metadata, log.table)
+        v2 = uses_v2_checkpoint(latest.protocol, latest.metadata)
         return Taken(DropStep(CHECKPOINT, target, "v2" if v2 else "classic"),
                      f"checkpoint at v{target}" + (" (v2)" if v2 else ""))
 

@@ -37,13 +37,11 @@ def _preview_counterpart(name: str) -> str | None:
     return other if found is not None and found.removable and found.known_to_delta_spark else None
 
 
-def _error(kind: type[FeatureDropError], message: str, table: str | None, feature: str,
-           **params: object) -> FeatureDropError:
-    return kind(message, table=table, feature=feature, params={"feature": feature, **params})
+def _error(kind: type[FeatureDropError], message: str, feature: str, **params: object) -> FeatureDropError:
+    return kind(message, feature=feature, params={"feature": feature, **params})
 
 
-def validate_drop(protocol: Protocol, raw_name: str, *, truncate_history: bool,
-                  table: str | None = None) -> TableFeature:
+def validate_drop(protocol: Protocol, raw_name: str, *, truncate_history: bool) -> TableFeature:
     """Return the feature to drop, or raise the first validation error that applies, in
     delta-spark's order."""
     name = clean_feature_name(raw_name)
@@ -60,14 +58,14 @@ def validate_drop(protocol: Protocol, raw_name: str, *, truncate_history: bool,
         raise _error(FeatureIsDeltaPropertyError,
                      f"'{name}' is a Delta table property, not a table feature. Give the feature's "
                      f"name instead (for example deletionVectors for delta.enableDeletionVectors)",
-                     table, name)
+                     name)
     # 2b. A name real tables carry that delta-spark does not know: Delta answers it as any
     # unknown feature (its featureNameToFeature finds nothing), and so do we, saying what it is.
     if spec is not None and not spec.known_to_delta_spark:
         raise _error(UnsupportedClientFeatureError,
                      f"cannot drop {spec.name}: Delta's DROP FEATURE does not support this feature "
                      f"(a Databricks feature delta-spark does not implement); clients that must "
-                     f"read or write this table need to support {spec.name}", table, spec.name)
+                     f"read or write this table need to support {spec.name}", spec.name)
     # 3. Known, but not in the protocol: "already done" - unless its preview (or released)
     # counterpart is there, which is what the user meant to drop.
     if spec is not None and not present:
@@ -76,31 +74,31 @@ def validate_drop(protocol: Protocol, raw_name: str, *, truncate_history: bool,
             raise _error(FeatureNotPresentDidYouMeanError,
                          f"cannot drop {name}: it is not present in the table's protocol {protocol}, "
                          f"but {counterpart} is. Did you mean {counterpart}? Drop that name",
-                         table, name, didYouMean=counterpart)
+                         name, didYouMean=counterpart)
         raise _error(FeatureNotPresentError,
                      f"cannot drop {name}: it is not present in the table's protocol {protocol}. "
-                     + NEXT_STEP_NOT_PRESENT, table, name)
+                     + NEXT_STEP_NOT_PRESENT, name)
     # 4. Present but not removable.
     if spec is not None and not spec.removable:
         raise _error(NonRemovableFeatureError,
                      f"cannot drop {name}: dropping this feature is not supported by Delta. Clients "
-                     f"that must read this table need to support {name}", table, name)
+                     f"that must read this table need to support {name}", name)
     # 5. Unknown to this package (present or not).
     if spec is None:
         raise _error(UnsupportedClientFeatureError,
                      f"cannot drop {name}: delta-downgrade does not know this feature, so it cannot "
                      f"tell how to remove its traces. Check the spelling (`delta-downgrade inspect` "
-                     f"lists the table's features)", table, name)
+                     f"lists the table's features)", name)
     # 6. TRUNCATE HISTORY for a feature that needs no history protection.
     if truncate_history and not spec.requires_history_protection and spec.name != CHECKPOINT_PROTECTION:
         raise _error(HistoryTruncationNotAllowedError,
                      f"{name} does not require history truncation: drop it without "
-                     f"--truncate-history", table, name)
+                     f"--truncate-history", name)
     # 7. checkpointProtection only goes with TRUNCATE HISTORY.
     if spec.name == CHECKPOINT_PROTECTION and not truncate_history:
         raise _error(CheckpointProtectionNeedsTruncationError,
                      "checkpointProtection can only be dropped by truncating the history before its "
-                     "boundary: use truncate_task (or drop-feature --truncate-history)", table, name)
+                     "boundary: use truncate_task (or drop-feature --truncate-history)", name)
     # 8. Another present feature requires it.
     dependents = sorted(protocol.dependents_of(spec.name))
     if dependents:
@@ -111,13 +109,13 @@ def validate_drop(protocol: Protocol, raw_name: str, *, truncate_history: bool,
                      else "drop those first")
         raise _error(DependentFeatureError,
                      f"cannot drop {name} because other features in this table depend on it "
-                     f"({', '.join(dependents)}); {next_step}", table, name,
+                     f"({', '.join(dependents)}); {next_step}", name,
                      dependentFeatures=", ".join(dependents))
     return spec
 
 
 def validate_plan(snapshot: Snapshot, spec: TableFeature, *, planned_updates: Mapping[str, str | None],
-                  truncate_history: bool, table: str | None = None) -> Protocol:
+                  truncate_history: bool) -> Protocol:
     """Everything a drop will need later, checked before its first write; returns the protocol
     the drop ends with. A check that could fail half-way belongs here, so that a plan that cannot
     finish is refused with nothing written — and ``--dry-run`` runs the very same checks.
@@ -133,13 +131,12 @@ def validate_plan(snapshot: Snapshot, spec: TableFeature, *, planned_updates: Ma
     """
     from delta_downgrade.log.checkpoint.on_driver import check_checkpoint_writable
 
-    table = table or snapshot.table
     protocol = snapshot.protocol
-    TableConfig(snapshot.metadata.configuration, table=table).validate()
+    TableConfig(snapshot.metadata.configuration).validate()
     planned = snapshot.metadata.with_configuration(dict(planned_updates)) if planned_updates else snapshot.metadata
-    TableConfig(planned.configuration, table=table).validate()
+    TableConfig(planned.configuration).validate()
     if "rowTracking" in protocol.features:  # PROTOCOL.md "Row Tracking": every commit assigns IDs
-        TableConfig(snapshot.metadata.configuration, table=table).validate_row_tracking()
+        TableConfig(snapshot.metadata.configuration).validate_row_tracking()
 
     if spec.name == CHECKPOINT_PROTECTION:
         # Checkpoint Protection RFC: its checkpoint (only when none exists at or after the
@@ -151,10 +148,10 @@ def validate_plan(snapshot: Snapshot, spec: TableFeature, *, planned_updates: Ma
         after = protocol.downgrade_for_drop(spec.name, checkpoint_protection=spec.requires_history_protection)
     if spec.requires_history_protection and spec.name != CHECKPOINT_PROTECTION:
         # New checkpoints are at the latest version, never below the boundary (rule (b) holds).
-        check_checkpoint_writable(table, snapshot.version + 1, protocol, planned, None)
-        check_checkpoint_writable(table, snapshot.version + 1, after, planned, None)
+        check_checkpoint_writable(snapshot.version + 1, protocol, planned, None)
+        check_checkpoint_writable(snapshot.version + 1, after, planned, None)
     if not protocol.can_downgrade_to(after, spec.name):
         raise InvalidProtocolDowngradeError(
             f"refusing the protocol transition {protocol} -> {after} for dropping {spec.name}; "
-            f"nothing was written", table=table, feature=spec.name)
+            f"nothing was written", feature=spec.name)
     return after

@@ -21,7 +21,7 @@ class V2Checkpoint(RemovableFeature):
     name = "v2Checkpoint"
 
     def property_updates(self, snapshot: Snapshot) -> dict[str, str | None]:
-        policy = TableConfig(snapshot.metadata.configuration, table=snapshot.table).checkpoint_policy
+        policy = TableConfig(snapshot.metadata.configuration).checkpoint_policy
         checkpoint = snapshot.segment.checkpoint
         if policy == "v2" or (checkpoint is not None and checkpoint.kind == "v2"):
             return {POLICY_PROPERTY: "classic"}

@@ -295,11 +295,10 @@ def build_attempt(log: DeltaLog, base: AttemptBase, pending: Sequence[AnyAction]
     (before and after ``pending``), fresh row IDs for the adds that need them, its commitInfo."""
     _check_writable(log, base.protocol, base.metadata, pending)
     version = base.read_version + 1
-    tracking = row_tracking_of(base.protocol, base.metadata, pending, log.table)
+    tracking = row_tracking_of(base.protocol, base.metadata, pending)
     to_write = list(pending)
     if tracking.assigns and needs_fresh_row_ids(pending):
-        to_write = assign_fresh_row_ids(pending, version=version, domain=base.row_tracking_domain(log),
-                                        table=log.table)
+        to_write = assign_fresh_row_ids(pending, version=version, domain=base.row_tracking_domain(log))
     tags = {PRESERVED_TAG: "true" if row_tracking_preserved else "false"} if tracking.enabled else None
     info = _commit_info(base.metadata, pending, base.read_version, operation, operation_parameters,
                         clock, is_blind_append, txn_id, base.previous_ict, tags)
@@ -392,7 +391,7 @@ def _check_writable(log: DeltaLog, protocol: Protocol | None, metadata: Metadata
     new_metadata = next((a for a in reversed(pending) if isinstance(a, Metadata)), None) or metadata
     inert = writable_under(new_metadata.configuration) if new_metadata is not None else frozenset()
     for p in protocols:
-        ensure_supported(p, Operation.WRITE, table=log.table, ignore=inert)
+        ensure_supported(p, Operation.WRITE, ignore=inert)
 
 
 def _ict_enabled_after(metadata: Metadata | None, pending: Sequence[AnyAction]) -> bool:

@@ -9,8 +9,8 @@ from typing import Any, Mapping, NoReturn, Sequence
 
 from delta_downgrade.protocol.actions import Metadata, ProtocolAction
 from delta_downgrade.errors import (
-    CheckpointUnreadableError, CorruptLogError, DeltaDowngradeError, VersionNotFoundError,
-    VersionsNotContiguousError,
+    CheckpointUnreadableError, CorruptLogError, DeltaDowngradeError, UnsupportedFeaturesError,
+    VersionNotFoundError, VersionsNotContiguousError,
 )
 from delta_downgrade.log.format.file_names import commit_path, parse_log_file
 from delta_downgrade.log.read.listing import CheckpointInstance, LogListing, list_log, with_files_written
@@ -515,7 +515,10 @@ def check_protocol(protocol: Protocol, table: str, version: int, *, check_read: 
     if problems:
         raise_invalid(protocol, table, version, problems)
     if check_read:
-        ensure_supported(protocol, Operation.READ_LOG, table=table, version=version)
+        try:
+            ensure_supported(protocol, Operation.READ_LOG, version=version)
+        except UnsupportedFeaturesError as exc:  # a DeltaLog names its table in what it raises
+            raise exc.amended(exc.message, table=table) from None
 
 
 def raise_invalid(protocol: Protocol, table: str, version: int, problems: list[str]) -> None:

@@ -53,12 +53,11 @@ class RowTracking:
     row_commit_version_column: str | None = None   # the materialised row commit version column
 
     @classmethod
-    def of(cls, protocol: Protocol | None, configuration: dict[str, str] | None,
-           table: str | None = None) -> "RowTracking":
+    def of(cls, protocol: Protocol | None, configuration: dict[str, str] | None) -> "RowTracking":
         supported = protocol is not None and ROW_TRACKING_FEATURE in protocol.features
         if not supported:
             return cls(False, False, False)
-        config = TableConfig(configuration or {}, table=table)
+        config = TableConfig(configuration or {})
         suspended = config.row_tracking_suspended  # refuses enabled + suspended together
         enabled = config.row_tracking_enabled
         if not enabled:
@@ -80,7 +79,7 @@ class RowTracking:
 
 
 def row_tracking_of(protocol: Protocol | None, metadata: Metadata | None,
-                    pending: Sequence[AnyAction] = (), table: str | None = None) -> RowTracking:
+                    pending: Sequence[AnyAction] = ()) -> RowTracking:
     """Row tracking of the table once ``pending`` (which may hold a new protocol or metadata) is
     committed on top of ``protocol`` and ``metadata``."""
     for action in pending:
@@ -88,7 +87,7 @@ def row_tracking_of(protocol: Protocol | None, metadata: Metadata | None,
             protocol = action.protocol
         elif isinstance(action, Metadata):
             metadata = action
-    return RowTracking.of(protocol, metadata.configuration if metadata is not None else None, table)
+    return RowTracking.of(protocol, metadata.configuration if metadata is not None else None)
 
 
 def needs_fresh_row_ids(actions: Sequence[AnyAction]) -> bool:
@@ -97,7 +96,7 @@ def needs_fresh_row_ids(actions: Sequence[AnyAction]) -> bool:
                for a in actions)
 
 
-def _configuration(domain: DomainMetadata, table: str | None) -> dict[str, Any]:
+def _configuration(domain: DomainMetadata) -> dict[str, Any]:
     try:
         config = json.loads(domain.configuration or "{}")
     except ValueError:
@@ -108,34 +107,33 @@ def _configuration(domain: DomainMetadata, table: str | None) -> dict[str, Any]:
             f"the {ROW_TRACKING_DOMAIN} domain's configuration {domain.configuration!r} is not a JSON "
             f"object with an integer {HIGH_WATER_MARK_KEY} (PROTOCOL.md \"Row Tracking\"), so no "
             f"fresh row ID can be assigned safely; nothing was written. Repair the domain with the "
-            f"writer that owns the table", table=table)
+            f"writer that owns the table")
     return config
 
 
-def high_water_mark(domain: DomainMetadata | None, table: str | None = None) -> int:
+def high_water_mark(domain: DomainMetadata | None) -> int:
     """The ``rowIdHighWaterMark`` of a live ``delta.rowTracking`` domain, or
     :data:`MISSING_HIGH_WATER_MARK` without one."""
     if domain is None or domain.removed:
         return MISSING_HIGH_WATER_MARK
-    mark = _configuration(domain, table).get(HIGH_WATER_MARK_KEY)
+    mark = _configuration(domain).get(HIGH_WATER_MARK_KEY)
     return MISSING_HIGH_WATER_MARK if mark is None else int(mark)
 
 
-def high_water_mark_action(mark: int, current: DomainMetadata | None = None,
-                           table: str | None = None) -> DomainMetadata:
+def high_water_mark_action(mark: int, current: DomainMetadata | None = None) -> DomainMetadata:
     """The ``delta.rowTracking`` domain with ``rowIdHighWaterMark`` = ``mark``; the other keys of
     ``current``'s configuration (delta-spark writes ``domainName``) are kept."""
     config: dict[str, Any] = {}
     if current is not None and not current.removed:
-        config = dict(_configuration(current, table))
+        config = dict(_configuration(current))
     config[HIGH_WATER_MARK_KEY] = mark
     # rowIdHighWaterMark first, as delta-spark writes it
     ordered = {HIGH_WATER_MARK_KEY: mark, **{k: v for k, v in config.items() if k != HIGH_WATER_MARK_KEY}}
     return DomainMetadata(domain=ROW_TRACKING_DOMAIN, configuration=json.dumps(ordered, separators=(",", ":")))
 
 
-def assign_fresh_row_ids(actions: Sequence[AnyAction], *, version: int, domain: DomainMetadata | None,
-                         table: str | None = None) -> list[AnyAction]:
+def assign_fresh_row_ids(actions: Sequence[AnyAction], *, version: int,
+                         domain: DomainMetadata | None) -> list[AnyAction]:
     """``actions`` with a fresh ``baseRowId`` and ``defaultRowCommitVersion`` = ``version`` on
     every ``add`` that lacks them, and, when fresh IDs were taken, the ``delta.rowTracking``
     domain with the new high-water mark (module doc). ``domain``: the table's current
@@ -144,7 +142,7 @@ def assign_fresh_row_ids(actions: Sequence[AnyAction], *, version: int, domain: 
 
     Raises :class:`RowIdAssignmentWithoutStatsError` for an ``add`` that needs IDs and has no
     ``numRecords`` (nothing is written: the caller raises before the commit file)."""
-    mark = high_water_mark(domain, table)
+    mark = high_water_mark(domain)
     base_domain = domain
     own = [a for a in actions if isinstance(a, DomainMetadata) and a.domain == ROW_TRACKING_DOMAIN]
     for domain in own:
@@ -153,8 +151,8 @@ def assign_fresh_row_ids(actions: Sequence[AnyAction], *, version: int, domain: 
             # itself (the drop of rowTracking removes the domain with the feature, never before).
             raise ValueError(f"a commit that removes the {ROW_TRACKING_DOMAIN} domain cannot add "
                              f"rows that need fresh row IDs")
-        if high_water_mark(domain, table) >= mark:
-            mark, base_domain = high_water_mark(domain, table), domain
+        if high_water_mark(domain) >= mark:
+            mark, base_domain = high_water_mark(domain), domain
     start = mark
     out: list[AnyAction] = []
     for action in actions:
@@ -168,7 +166,7 @@ def assign_fresh_row_ids(actions: Sequence[AnyAction], *, version: int, domain: 
                         f"statistic and the table supports rowTracking (PROTOCOL.md \"Writer "
                         f"Requirements for Row Tracking\"); this commit was not written. Collect "
                         f"statistics for the table (ANALYZE TABLE … COMPUTE DELTA STATISTICS), "
-                        f"then rerun", table=table, params={"path": action.path})
+                        f"then rerun", params={"path": action.path})
                 base = mark + 1
                 mark += rows
             commit_version = action.defaultRowCommitVersion
@@ -180,7 +178,7 @@ def assign_fresh_row_ids(actions: Sequence[AnyAction], *, version: int, domain: 
     # One domainMetadata per domain in a commit (delta-spark refuses two:
     # DELTA_DUPLICATE_DOMAIN_METADATA_INTERNAL_ERROR): the new mark replaces any the caller gave.
     return [a for a in out if not (isinstance(a, DomainMetadata) and a.domain == ROW_TRACKING_DOMAIN)] \
-        + [high_water_mark_action(mark, base_domain, table)]
+        + [high_water_mark_action(mark, base_domain)]
 
 
 __all__ = [

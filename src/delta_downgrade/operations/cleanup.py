@@ -85,7 +85,7 @@ from dataclasses import dataclass, field, replace
 from typing import Callable, Iterable, Mapping, Sequence
 
 from delta_downgrade.clock import SYSTEM_CLOCK, Clock, to_utc_iso
-from delta_downgrade.errors import BadInputError, ConcurrentWriteError, DeltaDowngradeError
+from delta_downgrade.errors import BadInputError, ConcurrentWriteError, DeltaDowngradeError, naming_table
 from delta_downgrade.log.read.checkpoint_reader import CheckpointReader
 from delta_downgrade.log.delta_log import DeltaLog, ProtocolSpan
 from delta_downgrade.log.format.file_names import SIDECAR_DIR, STAGED_COMMITS_DIR, classify
@@ -412,7 +412,7 @@ def _latest_protection(log: DeltaLog) -> tuple[bool, int]:
     is a write (:class:`~delta_downgrade.protocol.support.Operation`)."""
     snapshot = log.snapshot(check_read=False)  # (refuses an invalid protocol)
     protocol = snapshot.protocol
-    ensure_supported(protocol, Operation.CLEANUP, table=log.table)
+    ensure_supported(protocol, Operation.CLEANUP)
     protected = CHECKPOINT_PROTECTION in protocol.features
     boundary = snapshot.boundary_version if protected else None
     return protected, max(0, boundary or 0)
@@ -557,6 +557,7 @@ def execute_cleanup(log: DeltaLog, plan: CleanupPlan, *,
     return CleanupResult(deleted, plan)
 
 
+@naming_table("log")
 def cleanup_expired_logs(log: DeltaLog, *, retention_ms: int | None = None, granularity: str = "day",
                          clock: Clock = SYSTEM_CLOCK, dry_run: bool = False,
                          partial_when_supported: bool = True) -> CleanupResult:

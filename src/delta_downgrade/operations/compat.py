@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from delta_downgrade.compat.catalogue import Catalogue, Client
 from delta_downgrade.compat.verdict import Access, ClientVerdict, UnblockPlan, Verdict, client_verdict
-from delta_downgrade.errors import DeltaDowngradeError
+from delta_downgrade.errors import DeltaDowngradeError, naming_table
 from delta_downgrade.protocol.protocol import Protocol, protocol_document
 
 if TYPE_CHECKING:
@@ -320,6 +320,7 @@ def compat_of_protocol(table: str, version: int, protocol: Protocol, schema: Map
     return TableCompat(table, version, protocol, tuple(out), tuple(notes), schema)
 
 
+@naming_table("table_or_snapshot")
 def table_compat(table_or_snapshot: str | Snapshot, catalogue: Catalogue,
                  clients: Sequence[Client] | None = None, *,
                  storage_options: Mapping[str, str] | None = None) -> TableCompat:

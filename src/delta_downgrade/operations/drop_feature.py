@@ -16,7 +16,7 @@ from delta_downgrade.clock import SYSTEM_CLOCK, Clock, to_utc_iso
 from delta_downgrade.errors import (
     ConcurrentWriteError, DeltaDowngradeError, DropCheckpointFailedError, DropConflictError,
     FeatureDropError, FeatureNotPresentError, HistoricalVersionsExistError,
-    InvalidProtocolDowngradeError, RetentionWaitError,
+    InvalidProtocolDowngradeError, RetentionWaitError, naming_table,
 )
 from delta_downgrade.features import RemovableFeature, TraceContext, removable
 from delta_downgrade.log.checkpoint.engine import validate_engine
@@ -48,7 +48,7 @@ __all__ = ["DropOutcome", "DropPlan", "DropRun", "drop_feature", "plan_drop", "p
 def _ensure_writable(snapshot: Snapshot, feature: str, table: str) -> None:
     """Every other feature of the protocol must be writable by this package (the drop removes
     ``feature`` itself, so it needs no support for it)."""
-    ensure_supported(snapshot.protocol, Operation.WRITE, table=table, ignore={feature},
+    ensure_supported(snapshot.protocol, Operation.WRITE, ignore={feature},
                      purpose=f"drop {feature}")
 
 
@@ -94,7 +94,7 @@ def _prepare(log: DeltaLog, feature: str, *, truncate_history: bool, clock: Cloc
     name = clean_feature_name(feature)
     before = start.protocol
     try:
-        spec = validate_drop(before, name, truncate_history=truncate_history, table=location)
+        spec = validate_drop(before, name, truncate_history=truncate_history)
     except FeatureNotPresentError as exc:
         return exc
     behaviour = removable(spec.name, rewrites=rewrites)
@@ -102,7 +102,7 @@ def _prepare(log: DeltaLog, feature: str, *, truncate_history: bool, clock: Cloc
     _ensure_writable(start, spec.name, location)
     engine = validate_engine(checkpoint_engine, location)
     validate_plan(start, spec, planned_updates=behaviour.property_updates(start),
-                  truncate_history=truncate_history, table=location)
+                  truncate_history=truncate_history)
     behaviour.preflight(_planning_run(log, spec.name, clock, start), start)
     return _Drop(log, name, spec, behaviour, before, truncate_history, clock, engine, start)
 
@@ -151,6 +151,7 @@ def _plan(drop: _Drop, *, announce: bool, recorder: PlanRecorder | None = None) 
                     messages=list(run.plan), snapshot_after=run.latest()), outcome
 
 
+@naming_table("location")
 def plan_drop(location: str, feature: str, *, truncate_history: bool = False, clock: Clock = SYSTEM_CLOCK,
               rewrites: Mapping[str, Callable[[DropRun], Any]] | None = None, log: DeltaLog | None = None,
               checkpoint_engine: str | None = None,
@@ -172,6 +173,7 @@ def plan_drop(location: str, feature: str, *, truncate_history: bool = False, cl
     return plan
 
 
+@naming_table("location")
 def drop_feature(location: str, feature: str, *, truncate_history: bool = False,
                  committer: Committer | None = None,
                  clock: Clock = SYSTEM_CLOCK, rewrites: Mapping[str, Callable[[DropRun], Any]] | None = None,
@@ -226,7 +228,7 @@ def _dropped_by_another_writer(run: DropRun, name: str, before: Protocol) -> Dro
     whatever this run wrote on the way (empty commits, checkpoints: harmless)."""
     latest = run.latest()
     try:
-        validate_drop(latest.protocol, name, truncate_history=False, table=run.table)
+        validate_drop(latest.protocol, name, truncate_history=False)
     except FeatureDropError as exc:
         if not isinstance(exc, FeatureNotPresentError):
             raise
@@ -246,7 +248,7 @@ def _already_absent(log: DeltaLog, name: str, protocol: Protocol, exc: FeatureDr
     written: list[str] = []
     if boundary is not None:
         # It may write the boundary checkpoint and reads the truncate retention.
-        TableConfig(snapshot.metadata.configuration, table=log.table).validate()
+        TableConfig(snapshot.metadata.configuration).validate()
     if boundary is not None and writes:
         has_boundary_checkpoint = any(c.complete and c.version == boundary for c in log.checkpoint_inventory())
         if not has_boundary_checkpoint and boundary <= snapshot.version:
@@ -505,7 +507,7 @@ def _planned_history_uses_feature(run: DropRun, behaviour: RemovableFeature, ret
         reference = max([int(time.time() * 1000), *(t + 1 for t in times.values())])
     if reference <= cutoff_timestamp_ms(run.clock.now_ms(), retention_ms, "minute"):
         # History starts at the barrier checkpoint: its state, and the kind of checkpoint it is.
-        kind = "v2" if uses_v2_checkpoint(barrier.protocol, barrier.metadata, run.table) else "classic"
+        kind = "v2" if uses_v2_checkpoint(barrier.protocol, barrier.metadata) else "classic"
         state = barrier.state()
         return (behaviour.action_uses_feature(state.metadata)
                 or any(behaviour.action_uses_feature(f) for f in state.files.values())

@@ -26,7 +26,9 @@ from typing import Any, Callable, Mapping
 from delta_downgrade.clock import SYSTEM_CLOCK, Clock
 from delta_downgrade.compat.catalogue import Client
 from delta_downgrade.compat.verdict import Access, ClientVerdict, Verdict, client_verdict, read_verdict, write_verdict
-from delta_downgrade.errors import ClientCannotBeUnblockedError, ClientDropIncompleteError, DeltaDowngradeError
+from delta_downgrade.errors import (
+    ClientCannotBeUnblockedError, ClientDropIncompleteError, DeltaDowngradeError, naming_table,
+)
 from delta_downgrade.log.delta_log import DeltaLog
 from delta_downgrade.operations.drop_feature import drop_feature, plan_drop
 from delta_downgrade.drop.committer import Committer, LogCommitter
@@ -145,6 +147,7 @@ def _incomplete(table: str, client: Client, done: list[str], failed: str,
 MAX_PLAN_ROUNDS = 4
 
 
+@naming_table("location")
 def plan_for_client(location: str, client: Client, *, clock: Clock = SYSTEM_CLOCK,
                     rewrites: Mapping[str, Callable[[DropRun], Any]] | None = None,
                     log: DeltaLog | None = None, checkpoint_engine: str | None = None,
@@ -199,6 +202,7 @@ def plan_for_client(location: str, client: Client, *, clock: Clock = SYSTEM_CLOC
     return _ClientPlan(verdict, features, plans, notes)
 
 
+@naming_table("location")
 def drop_for_client(location: str, client: Client, *, committer: Committer | None = None,
                     clock: Clock = SYSTEM_CLOCK,
                     rewrites: Mapping[str, Callable[[DropRun], Any]] | None = None,

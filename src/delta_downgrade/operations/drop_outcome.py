@@ -23,8 +23,7 @@ from delta_downgrade.protocol.table_config import MINUTE_MS, TableConfig
 
 def truncate_after_ms(log: DeltaLog, boundary: int, clock: Clock) -> int | None:
     """When history before ``boundary`` can be truncated in one go (the truncate retention)."""
-    retention = TableConfig(log.snapshot(check_read=False).metadata.configuration,
-                            table=log.table).truncate_history_retention_ms
+    retention = TableConfig(log.snapshot(check_read=False).metadata.configuration).truncate_history_retention_ms
     return earliest_truncation_time_ms(log, boundary, retention, "minute")
 
 
@@ -63,7 +62,7 @@ def planned_truncate_after(planned: Snapshot, boundary: int | None, clock: Clock
     boundary commit is written no earlier), to the minute as for a written boundary."""
     if boundary is None:
         return None
-    retention = TableConfig(planned.metadata.configuration, table=planned.table).truncate_history_retention_ms
+    retention = TableConfig(planned.metadata.configuration).truncate_history_retention_ms
     return to_utc_iso(-(-clock.now_ms() // MINUTE_MS) * MINUTE_MS + retention)
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Mapping
 
+from delta_downgrade.errors import naming_table
 from delta_downgrade.log.delta_log import DeltaLog, ProtocolSpan
 from delta_downgrade.log.replay.file_summary import file_counts
 from delta_downgrade.log.read.listing import CheckpointInstance
@@ -101,6 +102,7 @@ class TableReport:
         return [f.name for f in self.features if f.removable]
 
 
+@naming_table("location")
 def inspect_table(location: str, version: int | None = None, *, history: bool = True,
                   storage_options: Mapping[str, str] | None = None) -> TableReport:
     """Inspect ``location`` at ``version`` (latest by default)."""

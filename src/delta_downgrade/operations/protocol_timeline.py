@@ -29,7 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from delta_downgrade.errors import DeltaDowngradeError
+from delta_downgrade.errors import DeltaDowngradeError, naming_table
 from delta_downgrade.log.delta_log import DeltaLog, commit_version
 from delta_downgrade.log.read.protocol_history import projected_commit_actions
 from delta_downgrade.log.snapshot import Snapshot
@@ -104,6 +104,7 @@ class ProtocolTimeline:
         return self.protocol_changes[-1].protocol if self.protocol_changes else self.initial_protocol
 
 
+@naming_table("location")
 def protocol_timeline(location: str, *, log: DeltaLog | None = None,
                       storage_options: Mapping[str, str] | None = None,
                       max_commits: int = MAX_DRAWN_COMMITS) -> ProtocolTimeline:

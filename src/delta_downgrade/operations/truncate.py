@@ -42,7 +42,7 @@ def _wait(run: DropRun, boundary: int, retention_display: str, when_ms: int | No
 def drop_checkpoint_protection(run: DropRun, before: Protocol) -> DropOutcome:
     snapshot = run.latest()
     boundary = snapshot.boundary_version or 0
-    config = TableConfig(snapshot.metadata.configuration, table=run.table)
+    config = TableConfig(snapshot.metadata.configuration)
     retention = config.truncate_history_retention_ms
     display = config.truncate_history_retention_display
 
@@ -71,8 +71,7 @@ def drop_checkpoint_protection(run: DropRun, before: Protocol) -> DropOutcome:
                 # No checkpoint at or after the boundary: cleanup can only reach a checkpoint.
                 # Whether one can be written is known now, before the empty commit (and a dry run
                 # says the same).
-                check_checkpoint_writable(run.table, snapshot.version + 1, snapshot.protocol,
-                                          snapshot.metadata, None)
+                check_checkpoint_writable(snapshot.version + 1, snapshot.protocol, snapshot.metadata, None)
             if when is None:
                 empty = run.commit([], "Empty Commit", {})
                 run.checkpoint(empty)

@@ -74,7 +74,7 @@ from delta_downgrade.clock import SYSTEM_CLOCK, Clock, check_duration_ms
 from delta_downgrade.protocol.dv_paths import dv_relative_path, table_relative_path
 from delta_downgrade.errors import (  # noqa: F401 - re-exported: VACUUM's own errors
     BadInputError, CheckpointUnreadableError, CorruptLogError, VacuumNegativeRetentionError,
-    VacuumRetentionTooShortError,
+    VacuumRetentionTooShortError, naming_table,
 )
 from delta_downgrade.protocol.support import Operation, ensure_supported
 from delta_downgrade.rewrite.staging import STAGING_DIR, is_output_dir_name
@@ -377,6 +377,7 @@ def _refuse_damaged_checkpoints(log: DeltaLog) -> None:
             params={"problems": problems[:10]})
 
 
+@naming_table("log")
 def vacuum(log: DeltaLog | str, *, retention_hours: float | None = None, dry_run: bool = False,
            clock: Clock = SYSTEM_CLOCK, enforce_retention_check: bool = True,
            storage_options: Mapping[str, str] | None = None) -> VacuumResult:
@@ -394,7 +395,7 @@ def vacuum(log: DeltaLog | str, *, retention_hours: float | None = None, dry_run
     # every action the plan replays read and checked before anything is deleted
     snapshot = log.validated_snapshot(check_read=False, replay="python")
     _refuse_damaged_checkpoints(log)
-    ensure_supported(snapshot.protocol, Operation.VACUUM, table=log.table,
+    ensure_supported(snapshot.protocol, Operation.VACUUM,
                      version=snapshot.version)
     config = TableConfig(snapshot.metadata.configuration)
     retention_ms = resolve_retention_ms(config, retention_hours,
@@ -410,7 +411,7 @@ def vacuum(log: DeltaLog | str, *, retention_hours: float | None = None, dry_run
         # Another writer committed while we listed: plan again on its version (which may, e.g.,
         # re-add a file whose tombstone had expired), with the same clock and retention.
         snapshot = log.validated_snapshot(check_read=False, replay="python")
-        ensure_supported(snapshot.protocol, Operation.VACUUM, table=log.table,
+        ensure_supported(snapshot.protocol, Operation.VACUUM,
                          version=snapshot.version)
         result = plan_vacuum(log, snapshot, retention_ms=retention_ms,
                              configured_ms=config.deleted_file_retention_ms, dry_run=dry_run,

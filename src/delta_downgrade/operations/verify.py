@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Mapping
 
-from delta_downgrade.errors import DeltaDowngradeError
+from delta_downgrade.errors import DeltaDowngradeError, naming_table
 from delta_downgrade.log.delta_log import DeltaLog
 from delta_downgrade.log.read.listing import CheckpointInstance
 from delta_downgrade.drop.run import protected_checkpoint_paths
@@ -76,6 +76,7 @@ def version_and_boundary_checks(expect: Expectations, protocol: Protocol, bounda
     return checks
 
 
+@naming_table("location")
 def verify_table(location: str, expect: Expectations, *,
                  storage_options: Mapping[str, str] | None = None) -> VerifyReport:
     """Check every expectation against a fresh read of ``location``; bad input raises."""

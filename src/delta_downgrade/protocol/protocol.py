@@ -221,13 +221,13 @@ class Protocol:
             out.append(f"features needing a higher minReaderVersion than {r}: " + ", ".join(too_new))
         return out
 
-    def validate(self, table: str | None = None) -> Protocol:
+    def validate(self) -> Protocol:
         """Raise :class:`InvalidProtocolError` listing :meth:`problems`; return self when valid."""
         problems = self.problems()
         if problems:
             raise InvalidProtocolError(
                 f"invalid protocol {self}: " + "; ".join(problems),
-                table=table, params={"protocol": str(self), "problems": problems})
+                params={"protocol": str(self), "problems": problems})
         return self
 
     # --- feature sets ([PE]) ---------------------------------------------------------------------

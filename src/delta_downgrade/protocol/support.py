@@ -89,9 +89,8 @@ _WORDING: dict[Operation, tuple[str, str]] = {
 }
 
 
-def ensure_supported(protocol: Protocol, operation: Operation, *, table: str | None = None,
-                     version: int | None = None, ignore: Iterable[str] = (),
-                     purpose: str | None = None) -> None:
+def ensure_supported(protocol: Protocol, operation: Operation, *, version: int | None = None,
+                     ignore: Iterable[str] = (), purpose: str | None = None) -> None:
     """Raise :class:`UnsupportedFeaturesError` unless this package can do ``operation`` on a table
     with ``protocol``: ``DELTA_UNSUPPORTED_FEATURES_FOR_READ`` for :attr:`Operation.READ` and
     :attr:`Operation.READ_LOG`, ``DELTA_UNSUPPORTED_FEATURES_FOR_WRITE`` for every other operation
@@ -109,7 +108,7 @@ def ensure_supported(protocol: Protocol, operation: Operation, *, table: str | N
         raise UnsupportedFeaturesError(
             f"{subject} reader feature(s) {sorted(unsupported)} that delta-downgrade does not know; "
             f"it cannot tell what the log means and will not touch the table",
-            features=unsupported, for_write=False, table=table)
+            features=unsupported, for_write=False)
     verb, outcome = _WORDING[operation]
     subject = (f"version {version} has protocol {protocol} with" if version is not None
                else f"the table's protocol {protocol} has")
@@ -118,4 +117,4 @@ def ensure_supported(protocol: Protocol, operation: Operation, *, table: str | N
     raise UnsupportedFeaturesError(
         f"{prefix}{subject} feature(s) {sorted(unsupported)} that delta-downgrade cannot "
         f"{verb}{because}; {outcome}", features=unsupported,
-        for_write=operation is not Operation.READ, table=table)
+        for_write=operation is not Operation.READ)

@@ -117,10 +117,10 @@ PROPERTIES: dict[str, tuple[str, Callable[[str, str], Any]]] = {
 
 @dataclass(frozen=True)
 class TableConfig:
-    """Typed view of ``metaData.configuration``. ``table`` only names the table in errors."""
+    """Typed view of ``metaData.configuration``. Its errors name no table: the operation that
+    reads the configuration adds it (:func:`~delta_downgrade.errors.naming_table`)."""
 
     configuration: Mapping[str, str]
-    table: str | None = None
 
     def _parse(self, key: str) -> tuple[Any, tuple[str, str] | None]:
         """``(value, None)``, or ``(None, (raw value, reason))`` when the parser refuses it."""
@@ -140,7 +140,7 @@ class TableConfig:
         return InvalidTablePropertyError(
             f"invalid table propert{'y' if len(problems) == 1 else 'ies'}: {listed}. {written}Set a "
             f"valid value (ALTER TABLE … SET TBLPROPERTIES ('{example}' = '{PROPERTIES[example][0]}')) "
-            f"or unset it, then rerun", table=self.table,
+            f"or unset it, then rerun",
             params={"properties": {k: v for k, (v, _) in problems.items()}})
 
     def _get(self, key: str) -> Any:
@@ -190,8 +190,7 @@ class TableConfig:
                 f"table properties {ENABLE_ROW_TRACKING} and {ROW_TRACKING_SUSPENDED} are both set "
                 f"to true, which no writer may leave it in.{written} Set one of them to false "
                 f"(ALTER TABLE … SET TBLPROPERTIES ('{ROW_TRACKING_SUSPENDED}' = 'false')), then rerun",
-                table=self.table, params={"property1": ENABLE_ROW_TRACKING,
-                                          "property2": ROW_TRACKING_SUSPENDED})
+                params={"property1": ENABLE_ROW_TRACKING, "property2": ROW_TRACKING_SUSPENDED})
 
     @property
     def log_retention_ms(self) -> int:

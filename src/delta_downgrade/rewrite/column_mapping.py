@@ -140,7 +140,7 @@ def remove_column_mapping(run: "DropRun", *, workers: int = DEFAULT_WORKERS,
         def output_parent(add: AddFile) -> str:
             return hive_partition_path(metadata.partitionColumns, rekeyed_partitions(add))
     rewriter = FileRewriter(run.log, spark=spark, workers=workers, output_parent=output_parent)
-    tracking = row_tracking_of(snapshot.protocol, metadata, table=run.table)
+    tracking = row_tracking_of(snapshot.protocol, metadata)
     preserve = MaterializedColumns.of(tracking)
     plans: list[tuple[AddFile, FilePlan]] = []
     keep: list[tuple[AddFile, FilePlan]] = []
@@ -152,8 +152,8 @@ def remove_column_mapping(run: "DropRun", *, workers: int = DEFAULT_WORKERS,
                  f"to rewrite ({total_bytes} bytes); {len(keep)} already use logical names")
     if plans:
         purpose = "remove column mapping"
-        ensure_files_can_be_rewritten(snapshot.protocol, metadata, table=run.table, purpose=purpose)
-        ensure_partition_columns_kept(snapshot.protocol, metadata, plans, naming, table=run.table, purpose=purpose)
+        ensure_files_can_be_rewritten(snapshot.protocol, metadata, purpose=purpose)
+        ensure_partition_columns_kept(snapshot.protocol, metadata, plans, naming, purpose=purpose)
     clustering_leaves = clustering_stats_leaves(metadata, clustering_columns(live_domains), logical=True)
 
     def rekey(stats: dict[str, Any]) -> dict[str, Any]:

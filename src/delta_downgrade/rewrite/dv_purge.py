@@ -219,7 +219,7 @@ def verify_deletion_vectors(snapshot: "Snapshot", reader: DvFileReader | None = 
     count = 0
     for add in sorted(snapshot.state().files.values(), key=lambda a: a.path):
         if add.dv is not None:
-            reader.read_verified_bytes(add.dv, data_file=add.path, table=snapshot.table)
+            reader.read_verified_bytes(add.dv, data_file=add.path)
             count += 1
     return count
 
@@ -261,10 +261,10 @@ def _load_dvs(ctx: _Context, batch: _Batch, strategy: str) -> dict[int, Any]:
         if f.cardinality == 0 or f.fully_deleted:
             continue
         if strategy == "shuffle":
-            data = ctx.reader.read_verified_bytes(f.dv, data_file=f.add.path, table=ctx.run.table)
+            data = ctx.reader.read_verified_bytes(f.dv, data_file=f.add.path)
             dvs[i] = parse_dv_runs(data)
             continue
-        values = ctx.reader.read(f.dv, data_file=f.add.path, table=ctx.run.table)
+        values = ctx.reader.read(f.dv, data_file=f.add.path)
         if f.num_records is not None and len(values) and int(values[-1].as_py()) >= f.num_records:
             raise DeletionVectorRowIndexError(
                 f"the deletion vector of data file {f.add.path} deletes row {values[-1].as_py()}, but the "
@@ -411,9 +411,9 @@ def purge_deletion_vectors(run: "DropRun", *, batch_files: int = DEFAULT_BATCH_F
     files = files_to_purge(snapshot, data_files)
     if not files:
         return False
-    ensure_files_can_be_rewritten(snapshot.protocol, snapshot.metadata, table=run.table,
+    ensure_files_can_be_rewritten(snapshot.protocol, snapshot.metadata,
                                   purpose="purge deletion vectors")
-    tracking = row_tracking_of(snapshot.protocol, snapshot.metadata, table=run.table)
+    tracking = row_tracking_of(snapshot.protocol, snapshot.metadata)
     _check_row_ids_assignable(snapshot, tracking, files)
     batches = plan_batches(files, batch_files=batch_files, batch_bytes=batch_bytes)
     total_files = len(files)

@@ -82,7 +82,7 @@ def stale_files(run: "DropRun", rewriter: FileRewriter) -> list[tuple[AddFile, F
     naming = Naming(column_mapping_mode(configuration), logical=False)
     files = list(snapshot.state().files.values())
     # Rewritten rows keep their stable row IDs and row commit versions (rewrite/row_tracking.py).
-    preserve = MaterializedColumns.of(row_tracking_of(snapshot.protocol, metadata, table=run.table))
+    preserve = MaterializedColumns.of(row_tracking_of(snapshot.protocol, metadata))
     return [(add, plan) for add, plan in
             rewriter.plans(files, snapshot.schema, metadata.partitionColumns, configuration, naming, preserve)
             if plan.widened]
@@ -123,10 +123,9 @@ def rewrite_type_widening(run: "DropRun", *, batch_files: int = DEFAULT_BATCH_FI
     latest = run.latest()
     if stale:
         purpose = "rewrite the files that store types narrower than the table's"
-        ensure_files_can_be_rewritten(latest.protocol, latest.metadata, table=run.table, purpose=purpose)
+        ensure_files_can_be_rewritten(latest.protocol, latest.metadata, purpose=purpose)
         naming = Naming(column_mapping_mode(dict(latest.metadata.configuration)), logical=False)
-        ensure_partition_columns_kept(latest.protocol, latest.metadata, stale, naming, table=run.table,
-                                      purpose=purpose)
+        ensure_partition_columns_kept(latest.protocol, latest.metadata, stale, naming, purpose=purpose)
     clustering = clustering_columns(latest.state().live_domains.values())
     clustering_leaves = clustering_stats_leaves(latest.metadata, clustering) if clustering else []
     rewritten_paths = {a.path for a, _ in stale}

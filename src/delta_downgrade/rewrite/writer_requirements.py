@@ -58,8 +58,7 @@ def _is_true(configuration: Mapping[str, str], key: str) -> bool:
     return str(configuration.get(key, "")).strip().lower() == "true"
 
 
-def ensure_files_can_be_rewritten(protocol: Protocol, metadata: Metadata, *, table: str | None,
-                                  purpose: str) -> None:
+def ensure_files_can_be_rewritten(protocol: Protocol, metadata: Metadata, *, purpose: str) -> None:
     """Refuse, before anything is written, a data rewrite (``purpose``, e.g. "purge deletion
     vectors") whose new files would break a writer requirement of the table's features:
 
@@ -86,12 +85,12 @@ def ensure_files_can_be_rewritten(protocol: Protocol, metadata: Metadata, *, tab
     if blocking:
         raise UnsupportedFeaturesError(
             f"cannot {purpose}: " + "; ".join(reasons) + f", {NEXT_STEP}. Nothing was written",
-            features=blocking, for_write=True, table=table)
+            features=blocking, for_write=True)
 
 
 def ensure_partition_columns_kept(protocol: Protocol, metadata: Metadata,
                                   items: Iterable[tuple["AddFile", "FilePlan"]], naming: "Naming", *,
-                                  table: str | None, purpose: str) -> None:
+                                  purpose: str) -> None:
     """Refuse file rewrites that would write a data file without its partition columns while
     ``materializePartitionColumns`` is supported (Materialize Partition Columns RFC: "writers must
     materialize partition columns into any newly created data file"). A rewrite keeps the
@@ -114,4 +113,4 @@ def ensure_partition_columns_kept(protocol: Protocol, metadata: Metadata,
             f"new data file, but {len(missing)} file(s) to rewrite do not store them "
             f"({', '.join(shown)}{more}), and the rewrite only keeps the columns a file has; "
             f"{NEXT_STEP}. Nothing was written",
-            features=[MATERIALIZE_PARTITION_COLUMNS], for_write=True, table=table)
+            features=[MATERIALIZE_PARTITION_COLUMNS], for_write=True)

@@ -16,7 +16,7 @@ from delta_downgrade.protocol.features import FEATURES
 def test_a_feature_delta_does_not_know_is_an_unsupported_client_feature(name):
     protocol = Protocol(1, 7, None, frozenset({"domainMetadata", "collations", "liquid"}))
     with pytest.raises(UnsupportedClientFeatureError) as info:
-        validate_drop(protocol, name, truncate_history=False, table="/t")
+        validate_drop(protocol, name, truncate_history=False)
     assert info.value.error_class == "DELTA_FEATURE_DROP_UNSUPPORTED_CLIENT_FEATURE"
     assert "delta-spark does not implement" in info.value.message
 
@@ -34,14 +34,14 @@ def test_names_real_tables_carry_are_known_by_name(name):
                         frozenset({name, *FEATURES[name].required_features}))
     assert protocol.unsupported_for_read() <= {"catalogOwned-preview"}
     with pytest.raises(UnsupportedClientFeatureError) as info:
-        validate_drop(protocol, name, truncate_history=False, table="/t")
+        validate_drop(protocol, name, truncate_history=False)
     assert f"cannot drop {name}:" in info.value.message
 
 
 def test_a_preview_counterpart_that_cannot_be_dropped_is_not_suggested():
     protocol = Protocol(1, 7, None, frozenset({"inCommitTimestamp-preview"}))
     with pytest.raises(Exception) as info:
-        validate_drop(protocol, "inCommitTimestamp", truncate_history=False, table="/t")
+        validate_drop(protocol, "inCommitTimestamp", truncate_history=False)
     assert info.value.error_class == "DELTA_FEATURE_DROP_FEATURE_NOT_PRESENT"
     assert "Did you mean" not in info.value.message
 
@@ -49,5 +49,5 @@ def test_a_preview_counterpart_that_cannot_be_dropped_is_not_suggested():
 def test_a_feature_delta_knows_that_cannot_be_dropped_stays_nonremovable():
     protocol = Protocol(1, 7, None, frozenset({"allowColumnDefaults"}))
     with pytest.raises(Exception) as info:
-        validate_drop(protocol, "allowColumnDefaults", truncate_history=False, table="/t")
+        validate_drop(protocol, "allowColumnDefaults", truncate_history=False)
     assert info.value.error_class == "DELTA_FEATURE_DROP_NONREMOVABLE_FEATURE"

@@ -33,7 +33,7 @@ def test_the_writer_only_features_a_rewrite_honours_pass():
     features = ("checkConstraints", "generatedColumns", "identityColumns", "allowColumnDefaults",
                 "changeDataFeed", "domainMetadata", "clustering", "liquid", "collations",
                 "materializePartitionColumns", "rowTracking")
-    ensure_files_can_be_rewritten(_writer(*features), _metadata(fields), table="t", purpose="x")
+    ensure_files_can_be_rewritten(_writer(*features), _metadata(fields), purpose="x")
 
 
 @pytest.mark.parametrize("feature,key", [("icebergCompatV1", "delta.enableIcebergCompatV1"),
@@ -43,13 +43,13 @@ def test_active_iceberg_compat_refuses_and_says_how_to_go_on(feature, key):
     protocol = Protocol(2, 7, None, frozenset(BASE | {"columnMapping", "rowTracking", "domainMetadata", feature}))
     fields = [field("a", "long")]
     # supported but not active: the writer requirements do not apply
-    ensure_files_can_be_rewritten(protocol, _metadata(fields, {key: "false"}), table="t", purpose="x")
+    ensure_files_can_be_rewritten(protocol, _metadata(fields, {key: "false"}), purpose="x")
     with pytest.raises(UnsupportedFeaturesError) as info:
-        ensure_files_can_be_rewritten(protocol, _metadata(fields, {key: " TRUE "}), table="t",
+        ensure_files_can_be_rewritten(protocol, _metadata(fields, {key: " TRUE "}),
                                       purpose="purge deletion vectors")
     err = info.value
     assert err.features == [feature] and err.error_class == "DELTA_UNSUPPORTED_FEATURES_FOR_WRITE"
-    assert err.exit_code == 2 and err.table == "t"
+    assert err.exit_code == 2
     assert "cannot purge deletion vectors" in err.message and f"unset {key}" in err.message
     assert "Nothing was written" in err.message
 
@@ -63,11 +63,11 @@ def test_a_variant_column_anywhere_refuses(variant_type):
     protocol = Protocol(3, 7, frozenset({"variantType"}), frozenset(BASE | {"variantType"}))
     with pytest.raises(UnsupportedFeaturesError) as info:
         ensure_files_can_be_rewritten(protocol, _metadata([field("a", "long"), field("v", variant_type)]),
-                                      table="t", purpose="remove column mapping")
+                                      purpose="remove column mapping")
     assert info.value.features == ["variantType"]
     assert "variant column" in info.value.message
     # the feature alone (no variant column) is no obstacle
-    ensure_files_can_be_rewritten(protocol, _metadata([field("a", "long")]), table="t", purpose="x")
+    ensure_files_can_be_rewritten(protocol, _metadata([field("a", "long")]), purpose="x")
 
 
 def _plan(schema_fields, partition, footer):
@@ -84,11 +84,11 @@ def test_materialize_partition_columns_needs_them_in_every_rewritten_file():
     lacks = AddFile(path="p=1/b.parquet", partitionValues={"p": "1"}, size=1, modificationTime=1, dataChange=True)
     protocol = _writer("materializePartitionColumns")
     naming = Naming("none", logical=False)
-    ensure_partition_columns_kept(protocol, md, [(keeps, with_p)], naming, table="t", purpose="x")
+    ensure_partition_columns_kept(protocol, md, [(keeps, with_p)], naming, purpose="x")
     # without the feature nothing is required
-    ensure_partition_columns_kept(_writer(), md, [(lacks, without_p)], naming, table="t", purpose="x")
+    ensure_partition_columns_kept(_writer(), md, [(lacks, without_p)], naming, purpose="x")
     with pytest.raises(UnsupportedFeaturesError) as info:
-        ensure_partition_columns_kept(protocol, md, [(keeps, with_p), (lacks, without_p)], naming, table="t",
+        ensure_partition_columns_kept(protocol, md, [(keeps, with_p), (lacks, without_p)], naming,
                                       purpose="rewrite")
     assert info.value.features == ["materializePartitionColumns"]
     assert "p=1/b.parquet" in info.value.message and "p=1/a.parquet" not in info.value.message

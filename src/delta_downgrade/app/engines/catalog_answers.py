@@ -176,5 +176,5 @@ def truncate_after(detail: TableDetail, history: list[HistoryEntry]) -> str | No
     commit = next((e for e in history if e.version == boundary), None)
     if commit is None or commit.timestamp_ms is None:
         return None
-    retention = TableConfig(detail.properties, table=detail.name or "").truncate_history_retention_ms
+    retention = TableConfig(detail.properties).truncate_history_retention_ms
     return to_utc_iso(math.ceil(commit.timestamp_ms / _MINUTE_MS) * _MINUTE_MS + retention)

@@ -50,7 +50,7 @@ def current_boundary(log: DeltaLog, latest: Snapshot | None = None) -> int | Non
     return latest.boundary_version
 
 
-def uses_v2_checkpoint(protocol: Protocol, metadata: Metadata, table: str | None = None) -> bool:
+def uses_v2_checkpoint(protocol: Protocol, metadata: Metadata) -> bool:
     """Whether a checkpoint of a version with this protocol and metadata is a UUID-named V2
     checkpoint: ``delta.checkpointPolicy=v2`` and the protocol supports ``v2Checkpoint``.
 
@@ -60,11 +60,11 @@ def uses_v2_checkpoint(protocol: Protocol, metadata: Metadata, table: str | None
     "should only be created by clients if the v2 checkpoint table feature is enabled", so a v2
     policy without the feature gets a classic checkpoint. Raises
     :class:`~delta_downgrade.errors.InvalidTablePropertyError` for a policy that is neither."""
-    policy = TableConfig(metadata.configuration, table=table).checkpoint_policy
+    policy = TableConfig(metadata.configuration).checkpoint_policy
     return policy == "v2" and V2_CHECKPOINT_FEATURE in protocol.features
 
 
-def check_checkpoint_writable(table: str, version: int, protocol: Protocol, metadata: Metadata,
+def check_checkpoint_writable(version: int, protocol: Protocol, metadata: Metadata,
                               boundary: int | None) -> None:
     """Raise unless this package may write a checkpoint of ``version`` with this protocol and
     metadata: rule (b), the checkpoint gate, and a checkpoint policy it can read (which decides
@@ -74,9 +74,9 @@ def check_checkpoint_writable(table: str, version: int, protocol: Protocol, meta
     allowed = rule_b(version, protocol, boundary=boundary)
     if not allowed.allowed:
         raise UnsupportedFeaturesError(f"{allowed.reason}; no checkpoint was written",
-                                       features=allowed.features, for_write=True, table=table)
-    ensure_supported(protocol, Operation.CHECKPOINT, table=table, version=version)
-    uses_v2_checkpoint(protocol, metadata, table)
+                                       features=allowed.features, for_write=True)
+    ensure_supported(protocol, Operation.CHECKPOINT, version=version)
+    uses_v2_checkpoint(protocol, metadata)
 
 
 def _refuse_unwritable(log: DeltaLog, version: int, protocol_action: ProtocolAction,
@@ -88,7 +88,7 @@ def _refuse_unwritable(log: DeltaLog, version: int, protocol_action: ProtocolAct
         boundary = _boundary(protocol, metadata)
     else:
         boundary = current_boundary(log)
-    check_checkpoint_writable(log.table, version, protocol, metadata, boundary)
+    check_checkpoint_writable(version, protocol, metadata, boundary)
 
 
 def _carried_state(log: DeltaLog, version: int | None) -> ArrowState:
@@ -117,7 +117,7 @@ def checkpoint_table(log: DeltaLog, version: int | None = None, *, clock: Clock 
     state = _carried_state(log, version)
     check_protocol(state.protocol.protocol, log.table, state.version, check_read=False)
     _refuse_unwritable(log, state.version, state.protocol, state.metadata)
-    cutoff = clock.now_ms() - TableConfig(state.metadata.configuration, table=log.table).deleted_file_retention_ms
+    cutoff = clock.now_ms() - TableConfig(state.metadata.configuration).deleted_file_retention_ms
     num_tombstones = state.num_tombstones_after(cutoff)
     layout = (part_size, v2_format)
     previous = log.written_checkpoint
@@ -126,7 +126,7 @@ def checkpoint_table(log: DeltaLog, version: int | None = None, *, clock: Clock 
         result = copy_checkpoint(log.storage, previous.result, state.version, now_ms=clock.now_ms())
     if result is None:
         result = write_state_checkpoint(log.storage, state, cutoff,
-                                        v2=uses_v2_checkpoint(state.protocol.protocol, state.metadata, log.table),
+                                        v2=uses_v2_checkpoint(state.protocol.protocol, state.metadata),
                                         part_size=part_size, v2_format=v2_format, now_ms=clock.now_ms())
     log.written_checkpoint = WrittenCheckpoint(state, num_tombstones, layout, result)
     log.note_written(result.checkpoint_files)

@@ -102,7 +102,7 @@ def _check_writable(log: DeltaLog, version: int | None) -> tuple[int, LogSegment
             "which writes through the table's storage", table=log.table)
     snapshot = log.snapshot(version, check_read=False)  # validates the protocol
     _refuse_unwritable(log, snapshot.version, snapshot.protocol_action, snapshot.metadata)
-    if uses_v2_checkpoint(snapshot.protocol, snapshot.metadata, log.table):
+    if uses_v2_checkpoint(snapshot.protocol, snapshot.metadata):
         raise SparkCheckpointUnsupportedError(
             f"version {snapshot.version} gets a V2 checkpoint (delta.checkpointPolicy=v2), which the "
             f"Spark checkpoint path does not write yet; nothing was written. Use checkpoint_table "
@@ -305,7 +305,7 @@ def spark_checkpoint_table(spark: "SparkSession", log: DeltaLog, version: int | 
     version, segment, protocol, metadata = _check_writable(log, version)
     storage = log.storage
     now_ms = clock.now_ms()
-    cutoff = now_ms - TableConfig(metadata.configuration, table=log.table).deleted_file_retention_ms
+    cutoff = now_ms - TableConfig(metadata.configuration).deleted_file_retention_ms
     check_stats = _has_stats_parsed(spark, storage, segment)
     tmp = f"{LOG_DIR}/{TEMP_DIR_PREFIX}{uuid.uuid4().hex}"
     cached: DataFrame | None = None
