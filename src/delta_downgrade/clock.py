@@ -46,7 +46,7 @@ class ManualClock:
 SYSTEM_CLOCK = SystemClock()
 
 
-def check_duration_ms(value_ms: float, *, what: str, text: object = None, table: str | None = None) -> int:
+def check_duration_ms(value_ms: float, *, what: str, text: object = None) -> int:
     """``value_ms`` as whole milliseconds, or :class:`BadDurationError` when it is not a number,
     negative, or longer than :data:`MAX_DURATION_MS`. The one bound every parsed duration goes
     through (``table_config.parse_interval_ms``, VACUUM's ``--retention-hours``)."""
@@ -54,14 +54,14 @@ def check_duration_ms(value_ms: float, *, what: str, text: object = None, table:
 
     shown = value_ms if text is None else text
     if not isinstance(value_ms, (int, float)) or isinstance(value_ms, bool) or math.isnan(value_ms):
-        raise BadDurationError(f"{what}={shown!r} is not a duration", table=table)
+        raise BadDurationError(f"{what}={shown!r} is not a duration")
     if value_ms < 0:
-        raise BadDurationError(f"{what}={shown!r} is negative", table=table)
+        raise BadDurationError(f"{what}={shown!r} is negative")
     if value_ms > MAX_DURATION_MS:
         raise BadDurationError(
             f"{what}={shown!r} is longer than the longest supported duration, "
             f"{MAX_DURATION_MS // 86_400_000} days (about 1,000 years); use a shorter one",
-            table=table, params={"maxDays": MAX_DURATION_MS // 86_400_000})
+            params={"maxDays": MAX_DURATION_MS // 86_400_000})
     return int(value_ms)
 
 

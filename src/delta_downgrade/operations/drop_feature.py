@@ -45,7 +45,7 @@ MAX_CHECKPOINT_RETRIES = 3
 __all__ = ["DropOutcome", "DropPlan", "DropRun", "drop_feature", "plan_drop", "protected_checkpoint_paths"]
 
 
-def _ensure_writable(snapshot: Snapshot, feature: str, table: str) -> None:
+def _ensure_writable(snapshot: Snapshot, feature: str) -> None:
     """Every other feature of the protocol must be writable by this package (the drop removes
     ``feature`` itself, so it needs no support for it)."""
     ensure_supported(snapshot.protocol, Operation.WRITE, ignore={feature},
@@ -99,7 +99,7 @@ def _prepare(log: DeltaLog, feature: str, *, truncate_history: bool, clock: Cloc
         return exc
     behaviour = removable(spec.name, rewrites=rewrites)
     # Everything the plan needs is checked before its first write, the same way for a dry run.
-    _ensure_writable(start, spec.name, location)
+    _ensure_writable(start, spec.name)
     engine = validate_engine(checkpoint_engine, location)
     validate_plan(start, spec, planned_updates=behaviour.property_updates(start),
                   truncate_history=truncate_history)

@@ -131,7 +131,7 @@ def _hours_display(ms: int) -> str:
 
 
 def resolve_retention_ms(config: TableConfig, retention_hours: float | None, *,
-                         enforce_retention_check: bool, table: str | None = None) -> int:
+                         enforce_retention_check: bool) -> int:
     """The retention to use: ``retention_hours`` or ``delta.deletedFileRetentionDuration``.
 
     A negative retention is always refused; one shorter than the table's is refused unless
@@ -142,13 +142,12 @@ def resolve_retention_ms(config: TableConfig, retention_hours: float | None, *,
         return configured
     if not math.isfinite(retention_hours) or retention_hours < 0:
         raise VacuumNegativeRetentionError(
-            f"retention for VACUUM must be a finite number of hours >= 0, got {retention_hours!r}",
-            table=table)
+            f"retention for VACUUM must be a finite number of hours >= 0, got {retention_hours!r}")
     # The shared bound of every duration (clock.MAX_DURATION_MS): 1e308 hours is finite, but its
     # milliseconds are not, and the cutoff ``now - retention`` would overflow.
     ms = retention_hours * HOUR_MS
     retention = check_duration_ms(round(ms) if math.isfinite(ms) else ms, what="--retention-hours",
-                                  text=retention_hours, table=table)
+                                  text=retention_hours)
     if enforce_retention_check and retention < configured:
         raise VacuumRetentionTooShortError(
             f"Are you sure you would like to vacuum files with such a low retention period "
@@ -156,7 +155,7 @@ def resolve_retention_ms(config: TableConfig, retention_hours: float | None, *,
             f"VACUUM may delete files they are about to commit and corrupt the table. If you are "
             f"certain that no operation (insert/upsert/delete/optimize) is running on the table, "
             f"rerun with --override-retention-check; otherwise use a value not less than "
-            f"\"{_hours_display(configured)}\" ({DELETED_FILE_RETENTION})", table=table,
+            f"\"{_hours_display(configured)}\" ({DELETED_FILE_RETENTION})",
             params={"retentionHours": retention_hours,
                     "configuredRetention": _hours_display(configured)})
     return retention
@@ -399,8 +398,7 @@ def vacuum(log: DeltaLog | str, *, retention_hours: float | None = None, dry_run
                      version=snapshot.version)
     config = TableConfig(snapshot.metadata.configuration)
     retention_ms = resolve_retention_ms(config, retention_hours,
-                                        enforce_retention_check=enforce_retention_check,
-                                        table=log.table)
+                                        enforce_retention_check=enforce_retention_check)
     now_ms = clock.now_ms()
     result = plan_vacuum(log, snapshot, retention_ms=retention_ms,
                          configured_ms=config.deleted_file_retention_ms, dry_run=dry_run,
