@@ -259,11 +259,12 @@ lint: venv-test
 test-unit: venv-test
 	$(VENV)/bin/pytest -q tests/unit $(PYTEST_ARGS)
 
+# --durations: the slowest tests of each pass are printed, to keep the suite inside its budget.
 test-classic: venv-test check-java databricks-cli fake-gcs-server jars older-clients
-	$(PYTEST) --spark-record=$(SPARK_RECORD) $(PYTEST_ARGS)
+	$(PYTEST) --spark-record=$(SPARK_RECORD) --durations=25 $(PYTEST_ARGS)
 
 test-connect: venv-test check-java databricks-cli fake-gcs-server jars older-clients
-	$(PYTEST) --spark-connect --spark-record=$(SPARK_RECORD) $(PYTEST_ARGS)
+	$(PYTEST) --spark-connect --spark-record=$(SPARK_RECORD) --durations=10 $(PYTEST_ARGS)
 
 # delta-spark's DROP FEATURE against this package's on every golden and delta-spark corpus table x
 # feature (make test runs a stratified sample of it: tests/integration/test_drop_against_delta_spark.py).
