@@ -13,7 +13,7 @@ from delta_downgrade.errors import (
     VersionsNotContiguousError,
 )
 from delta_downgrade.log.format.file_names import commit_path, parse_log_file
-from delta_downgrade.log.read.listing import CheckpointInstance, LogListing, list_log, with_files_written
+from delta_downgrade.log.read.listing import CheckpointInstance, LogListing, after_writing, list_log
 from delta_downgrade.log.read.segment import LogSegment
 from delta_downgrade.log.snapshot import BOUNDARY_PROPERTY, Snapshot
 from delta_downgrade.protocol import Protocol
@@ -53,7 +53,7 @@ class DeltaLog:
     is there (:func:`list_log` ``from_hint``, PROTOCOL.md "Last Checkpoint File"): the latest
     snapshot, and any at or after that checkpoint, need nothing older. What needs the whole log
     - the earliest version, the protocol history, a snapshot before that checkpoint, the
-    checkpoint inventory, the gaps reported - asks for it (:meth:`full_listing`); any other use
+    checkpoint inventory, the gaps reported - asks for it (:meth:`whole_listing`); any other use
     of an older part of a partial listing completes it (:meth:`LogListing.complete`).
     """
 
@@ -95,7 +95,7 @@ class DeltaLog:
             self._tail_only = True
         return self._listing
 
-    def full_listing(self) -> LogListing:
+    def whole_listing(self) -> LogListing:
         """The current listing with every file of the log (a partial one is completed in place):
         what questions about old versions, the oldest files or the whole history need."""
         return self.listing().complete()
@@ -164,7 +164,7 @@ class DeltaLog:
         statuses = [self.storage.status(p) for p in paths if p.count("/") == 1]
         self._own_checkpoints.update(s.path for s in statuses if ".checkpoint." in s.path)
         if statuses:
-            self._listing = with_files_written(self.storage, self.table, listing, statuses)
+            self._listing = after_writing(self.storage, self.table, listing, statuses)
             # only files were added: what the snapshots were checked against still holds
             for version, checked in self._checked.items():
                 if checked is listing:
@@ -181,7 +181,7 @@ class DeltaLog:
 
     def _starting_points(self) -> list[int]:
         """Versions a replay can start from: 0 (if its commit exists) and every complete checkpoint."""
-        listing = self.full_listing()
+        listing = self.whole_listing()
         points = set(listing.checkpoint_versions)
         if 0 in listing.commits:
             points.add(-1)  # "before version 0": replay from commit 0
@@ -189,7 +189,7 @@ class DeltaLog:
 
     def earliest_version(self) -> int:
         """The oldest version that can still be reconstructed (the whole log decides)."""
-        listing = self.full_listing()
+        listing = self.whole_listing()
         latest = self.latest_version()
         # A replay from point p needs commits p+1 .. latest: p must be at or after the start of
         # the run of consecutive commits that ends at latest.
@@ -203,7 +203,7 @@ class DeltaLog:
         """Report the gaps below ``version`` from the versions present (bounded by the number of
         files, whatever the versions): the first missing versions, and the commit file after
         each gap - a stray file with a far too large version shows up there by name."""
-        listing = self.full_listing()
+        listing = self.whole_listing()
         gaps = listing.missing_ranges(version)
         missing: list[int] = []
         for first, last, _ in gaps:
@@ -235,14 +235,14 @@ class DeltaLog:
             raise VersionNotFoundError(
                 f"version {version} does not exist: the latest version is {latest}", table=self.table)
         if listing.listed_from is not None and version < listing.listed_from:
-            listing = self.full_listing()  # a version before the hinted checkpoint: older files decide
+            listing = self.whole_listing()  # a version before the hinted checkpoint: older files decide
         # On a partial listing, the newest listed checkpoint at or before version that the listed
         # commits follow without a gap serves (an older one would only replay more commits);
         # when none does, the whole listing decides, and reports the gap.
         found = self._segment_from(listing, version,
                                    self._usable(listing.complete_checkpoints(at_most=version, listed_only=True)))
         if found is None and listing.listed_from is not None:
-            listing = self.full_listing()
+            listing = self.whole_listing()
             found = self._segment_from(listing, version, self._usable(listing.complete_checkpoints(at_most=version)))
         if found is not None:
             return found
@@ -358,7 +358,7 @@ class DeltaLog:
         listing = self.listing()
         hint = listing.last_checkpoint
         hinted = hint is not None and hint.get("version") == checkpoint.version \
-            and listing._matches_hint(checkpoint)
+            and listing.is_hinted(checkpoint)
         verify_checkpoint(self.storage, checkpoint, hint, hinted=hinted, checksum=self.crc(checkpoint.version))
         self._verified.add(checkpoint.paths)
 
@@ -435,7 +435,7 @@ class DeltaLog:
 
     def checkpoint_inventory(self) -> list[CheckpointInstance]:
         """Every checkpoint of the log, complete or not, by version (the whole listing)."""
-        return list(self.full_listing().checkpoints)
+        return list(self.whole_listing().checkpoints)
 
     def protocol_history(self) -> list[ProtocolSpan]:
         """The protocol (and boundary property) of every retained version, as spans.
@@ -453,7 +453,7 @@ class DeltaLog:
         span_start = start
         from delta_downgrade.log.read.protocol_history import projected_commit_actions
 
-        listing = self.full_listing()
+        listing = self.whole_listing()
         # The commits after start are contiguous up to latest (earliest_version checked that).
         # Each is read once and checked in order as read_commit_actions checks it (it refuses a
         # commit with two protocol or two metaData actions); only those that hold one of the two

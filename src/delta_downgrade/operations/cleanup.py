@@ -432,7 +432,7 @@ def _checkpoint_readable(log: DeltaLog, listing: LogListing, version: int) -> bo
         try:
             found = CheckpointReader(log.storage, ck).actions(["protocol", "metaData"])
             verify_checkpoint(log.storage, ck, hint, hinted=hint is not None and hint.get("version") == version
-                              and listing._matches_hint(ck))
+                              and listing.is_hinted(ck))
         except (DeltaDowngradeError, OSError, ValueError):
             return False
         if not found.get("protocol") or not found.get("metaData"):
@@ -443,7 +443,7 @@ def _checkpoint_readable(log: DeltaLog, listing: LogListing, version: int) -> bo
 def damaged_checkpoints_from(log: DeltaLog, boundary: int) -> list[int]:
     """The versions ``>= boundary`` whose checkpoints are damaged (:func:`_checkpoint_readable`),
     up to the first sound one."""
-    listing = log.full_listing()
+    listing = log.whole_listing()
     out = []
     for version in listing.checkpoint_versions:
         if version < boundary:
@@ -455,7 +455,7 @@ def damaged_checkpoints_from(log: DeltaLog, boundary: int) -> list[int]:
 
 
 def _gather_inputs(log: DeltaLog, protected: bool, boundary: int) -> CleanupInputs:
-    listing = log.full_listing()  # rules (a)-(d) need every commit and checkpoint
+    listing = log.whole_listing()  # rules (a)-(d) need every commit and checkpoint
     staged = []
     for status in log.storage.list_dir(STAGED_COMMITS_DIR):
         lf = classify(status.path)
@@ -592,7 +592,7 @@ def history_truncated_before(log: DeltaLog, boundary: int) -> bool:
     (``refresh()`` it first if it may be stale)."""
     if boundary <= 0:
         return True
-    listing = log.full_listing()  # the commits before the boundary, if any
+    listing = log.whole_listing()  # the commits before the boundary, if any
     reliable = _earliest_reliable_checkpoint(listing, log.latest_version())
     if reliable is None or reliable < boundary:
         return False
@@ -613,7 +613,7 @@ def earliest_truncation_time_ms(log: DeltaLog, boundary: int, retention_ms: int,
     listing = log.listing()
     if listing.listed_from is None or listing.listed_from >= boundary \
             or not any(v < boundary for v in listing.listed_commits):
-        listing = log.full_listing()  # what lies below the boundary, and the commit times
+        listing = log.whole_listing()  # what lies below the boundary, and the commit times
     # On a listing from _last_checkpoint's checkpoint (below the boundary), something below the
     # boundary is listed, and every checkpoint at or after it is; the commit times are those of
     # the listed commits, from that checkpoint's version on: an older commit whose modification

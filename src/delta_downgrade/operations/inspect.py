@@ -116,10 +116,10 @@ def inspect_table(location: str, version: int | None = None, *, history: bool = 
     snapshot = log.validated_snapshot(version, check_read=True, replay="auto")  # the one _file_summary uses
     protocol = snapshot.protocol
     metadata = snapshot.metadata
-    listing = log.full_listing() if history else log.listing()
+    listing = log.whole_listing() if history else log.listing()
     boundary = snapshot.boundary_version
     if listing.listed_from is not None and boundary is not None and boundary < listing.listed_from:
-        listing = log.full_listing()  # the protected checkpoints reach below the listed tail
+        listing = log.whole_listing()  # the protected checkpoints reach below the listed tail
 
     specs = {name: get_feature(name) for name in sorted(protocol.features)}
     traces: dict[str, list[str]] = {}

@@ -111,7 +111,7 @@ def protocol_timeline(location: str, *, log: DeltaLog | None = None,
     if log is None:
         log = DeltaLog(location, storage_options=storage_options)
         log.refresh(whole_log=True)  # the earliest version and every checkpoint: the whole listing
-    listing = log.full_listing()
+    listing = log.whole_listing()
     latest = log.latest_version()
     earliest = log.earliest_version()
     drawn_from = max(earliest, latest - max(1, max_commits) + 1)

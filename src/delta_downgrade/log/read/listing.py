@@ -268,12 +268,12 @@ class LogListing:
 
         def rank(c: CheckpointInstance) -> tuple[int, int, int]:
             # Newest version first; within a version, the one _last_checkpoint names, then by kind.
-            hinted = 0 if (c.version == hint_version and self._matches_hint(c)) else 1
+            hinted = 0 if (c.version == hint_version and self.is_hinted(c)) else 1
             return (-c.version, hinted, kind_rank.get(c.kind, 9))
 
         return sorted(found, key=rank)
 
-    def _matches_hint(self, c: CheckpointInstance) -> bool:
+    def is_hinted(self, c: CheckpointInstance) -> bool:
         hint = self.last_checkpoint or {}
         parts = hint.get("parts")
         v2 = hint.get("v2Checkpoint")
@@ -345,7 +345,7 @@ def list_log(storage: Storage, table: str | None = None, previous: LogListing | 
     return _updated(storage, table, previous, new_entries, removed, listed_from=listed_from)
 
 
-def with_files_written(storage: Storage, table: str, previous: LogListing,
+def after_writing(storage: Storage, table: str, previous: LogListing,
                        statuses: list[FileStatus]) -> LogListing:
     """``previous`` with files this process has just written (``statuses``: a commit it created,
     the files of a checkpoint): what a listing would add for them, without reading the
