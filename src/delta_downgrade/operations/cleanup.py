@@ -87,7 +87,7 @@ from typing import Callable, Iterable, Mapping, Sequence
 from delta_downgrade.clock import SYSTEM_CLOCK, Clock, to_utc_iso
 from delta_downgrade.errors import BadInputError, ConcurrentWriteError, DeltaDowngradeError
 from delta_downgrade.log.read.checkpoint_reader import CheckpointReader
-from delta_downgrade.log.delta_log import DeltaLog, ProtocolSpan
+from delta_downgrade.log.delta_log import DeltaLog, ProtocolSpan, Refresh
 from delta_downgrade.log.format.file_names import SIDECAR_DIR, STAGED_COMMITS_DIR, classify
 from delta_downgrade.log.read.listing import CheckpointInstance, LogListing
 from delta_downgrade.protocol import CHECKPOINT_PROTECTION
@@ -547,7 +547,7 @@ def execute_cleanup(log: DeltaLog, plan: CleanupPlan, *,
                     if on_delete is not None:
                         on_delete(path)
         finally:
-            log.refresh(whole_log=True)  # the deleted files are below the tail an update lists
+            log.refresh(Refresh.WHOLE_LOG)  # the deleted files are below the tail an update lists
     # Not log files: the gate has no say about them (module docstring, step 4).
     for path in plan.delete_temps:
         if log.storage.delete(path):
@@ -562,7 +562,7 @@ def cleanup_expired_logs(log: DeltaLog, *, retention_ms: int | None = None, gran
                          partial_when_supported: bool = True) -> CleanupResult:
     """Plan and (unless ``dry_run``) execute the cleanup. ``retention_ms`` defaults to the table's
     ``delta.logRetentionDuration``."""
-    log.refresh(whole_log=True)  # what is old decides: not only the log's tail (object stores)
+    log.refresh(Refresh.WHOLE_LOG)  # what is old decides: not only the log's tail (object stores)
     if retention_ms is None:
         metadata = log.snapshot(check_read=False).metadata
         retention_ms = TableConfig(metadata.configuration).log_retention_ms

@@ -395,7 +395,7 @@ def _wait_time_after(run: DropRun, version: int) -> str:
     past it, since the cutoff is truncated to the minute)."""
     snapshot = run.latest()
     retention = TableConfig(snapshot.metadata.configuration).truncate_history_retention_ms
-    status = run.log.listing().commit_status(version)
+    status = run.log.listing(from_version=version).commit_status(version)
     written = status.modification_time_ms if status is not None else run.clock.now_ms()
     return to_utc_iso(((written + retention) // MINUTE_MS + 1) * MINUTE_MS)
 

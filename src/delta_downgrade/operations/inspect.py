@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Mapping
 
-from delta_downgrade.log.delta_log import DeltaLog, ProtocolSpan
+from delta_downgrade.log.delta_log import DeltaLog, ProtocolSpan, Refresh
 from delta_downgrade.log.replay.file_summary import file_counts
 from delta_downgrade.log.read.listing import CheckpointInstance
 from delta_downgrade.log.replay.choice import python_replay_fits
@@ -108,7 +108,7 @@ def inspect_table(location: str, version: int | None = None, *, history: bool = 
     if history:
         # The report names the earliest version, every checkpoint and the unknown log files: one
         # listing of the whole log, not one from the hinted checkpoint completed afterwards.
-        log.refresh(whole_log=True)
+        log.refresh(Refresh.WHOLE_LOG)
     # Without the history, the log is listed from the checkpoint _last_checkpoint names (PROTOCOL.md
     # "Last Checkpoint File"): what the latest version needs, not the whole directory.
     # Every commit and the checkpoint's rows read and checked: a damaged log is named, a damaged
