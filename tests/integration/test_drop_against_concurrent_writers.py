@@ -289,10 +289,11 @@ class LosingStorage(LocalStorage):
         self.old_reads: list[str] = []
         self.at_success: tuple[int, list[str]] | None = None
 
-    def list_dir(self, rel_dir: str, *, start_after: str | None = None):  # type: ignore[no-untyped-def]
+    def list_entries(self, rel_dir: str, *, start_after: str | None = None):  # type: ignore[no-untyped-def]
+        # every listing of a directory (list_dir too) is one list_entries
         if self.base is not None:
             self.listings += 1
-        return super().list_dir(rel_dir, start_after=start_after)
+        return super().list_entries(rel_dir, start_after=start_after)
 
     def read_bytes(self, rel_path: str) -> bytes:
         name = rel_path.rsplit("/", 1)[-1]

@@ -26,7 +26,7 @@ from delta_downgrade.operations.cleanup import (
 )
 from delta_downgrade.operations.inspect import inspect_table
 from delta_downgrade.protocol import Protocol
-from delta_downgrade.storage import FileStatus
+from delta_downgrade.storage import DirEntries
 from delta_downgrade.storage.local import LocalStorage
 from delta_downgrade.storage.object_store import ObjectStoreStorage
 from delta_downgrade_tools.builders import TableBuilder
@@ -60,11 +60,12 @@ def _recording(cls: type) -> type:
             self.log_listings: list[str | None] = []
             self.names_returned: list[list[str]] = []
 
-        def list_dir(self, rel_dir: str, *, start_after: str | None = None) -> list[FileStatus]:
-            found = super().list_dir(rel_dir, start_after=start_after)
+        def list_entries(self, rel_dir: str, *, start_after: str | None = None) -> DirEntries:
+            # every listing of a directory (list_dir too) is one list_entries
+            found = super().list_entries(rel_dir, start_after=start_after)
             if rel_dir == LOG_DIR:
                 self.log_listings.append(start_after)
-                self.names_returned.append([s.path.rsplit("/", 1)[-1] for s in found])
+                self.names_returned.append([s.path.rsplit("/", 1)[-1] for s in found.files])
             return found
 
     return Recording

@@ -27,7 +27,7 @@ from delta_downgrade.log.delta_log import DeltaLog, Refresh
 from delta_downgrade.log.format.file_names import LOG_DIR, classic_checkpoint_path, commit_path
 from delta_downgrade.log.read.listing import list_whole_log, refreshed
 from delta_downgrade.log.snapshot import Snapshot
-from delta_downgrade.storage import FileStatus
+from delta_downgrade.storage import DirEntries, FileStatus
 from delta_downgrade.storage.local import LocalStorage
 
 T0 = 1_700_000_000_000
@@ -101,9 +101,10 @@ class CountingStorage(LocalStorage):
         self.stats[rel_path] += 1
         return super().status(rel_path)
 
-    def list_dir(self, rel_dir: str, *, start_after: str | None = None) -> list[FileStatus]:
+    def list_entries(self, rel_dir: str, *, start_after: str | None = None) -> DirEntries:
+        # every listing with statuses of a local directory (list_dir too) is one list_entries
         self.listings += 1
-        return super().list_dir(rel_dir, start_after=start_after)
+        return super().list_entries(rel_dir, start_after=start_after)
 
     def reset(self) -> None:
         self.reads.clear()
@@ -143,7 +144,7 @@ def test_second_snapshot_reads_only_the_new_commits(tmp_path):
     assert second.version == 24 + new
     expected = {commit_path(v) for v in range(25, 25 + new)}
     assert _log_reads(storage) == expected  # no old commit, no checkpoint
-    # the listing: names only (no list_dir, which stats every file), a stat only for the new
+    # the listing: names only (no list_entries, which stats every file), a stat only for the new
     # files and the checkpoint (which a writer may replace)
     assert storage.listings == 0
     assert set(storage.stats) == expected | {classic_checkpoint_path(20)}

@@ -722,31 +722,36 @@ def _list_log_dir(storage: Storage, table: str, start_after: str | None = None) 
     directory), every name that is a log file's but was not listed as a file - a directory, a
     link to nothing - is refused too (:func:`_refuse_unreadable`): a commit that exists and
     cannot be read must never be taken for a missing one."""
+    # Where names are cheap (a local directory) the entries that are not files come from the
+    # same read of the directory as the files: a long log's directory is read once.
+    check = storage.lists_names_cheaply
     try:
-        statuses = storage.list_dir(LOG_DIR, start_after=start_after)
+        if check:
+            statuses, others = storage.list_entries(LOG_DIR, start_after=start_after)
+        else:
+            statuses, others = storage.list_dir(LOG_DIR, start_after=start_after), frozenset()
     except NotADirectoryError:
         _no_log(storage, table, "its _delta_log is a file, not a directory")
     except FileNotFoundError:
-        statuses = []
+        statuses, others = [], frozenset()
     except OSError as exc:
         _unlistable(table, exc)
-    if storage.lists_names_cheaply:
-        try:
-            names = storage.list_names(LOG_DIR)
-        except OSError:
-            names = set()
-        if "_sidecars" in names:
+    if check:
+        # (with start_after, only names after it are read: "_sidecars" and "_last_checkpoint"
+        # sort after every version's digits)
+        sidecars = f"{LOG_DIR}/_sidecars"  # the files are sorted by path: found by bisection
+        at = bisect.bisect_left(statuses, sidecars, key=_path_of)
+        if "_sidecars" in others or (at < len(statuses) and statuses[at].path == sidecars):
             _refuse_unreadable(storage, table, "_sidecars")
-        listed = {s.path.rsplit("/", 1)[-1] for s in statuses}
-        unlisted = names - listed
-        if start_after is not None:  # only the names the listing covers (a long log's tail)
-            unlisted = {n for n in unlisted if n > start_after or n == "_last_checkpoint"}
-        for name in sorted(unlisted):
+        for name in sorted(others):
             if name == "_last_checkpoint" or (
-                    name[:1] not in (".", "_") and (start_after is None or name > start_after)
-                    and parse_log_file(name) is not None):
+                    name[:1] not in (".", "_") and parse_log_file(name) is not None):
                 _refuse_unreadable(storage, table, name)
     return statuses
+
+
+def _path_of(status: FileStatus) -> str:
+    return status.path
 
 
 def _refuse_unreadable(storage: Storage, table: str, name: str) -> None:
