@@ -89,7 +89,7 @@ def test_golden_table_reads_as_on_local_disk(endpoint, name: str) -> None:
         [(s.start, s.end, s.protocol) for s in DeltaLog(str(local)).protocol_history()]
 
 
-def test_catch_up_lists_only_the_tail_and_a_checkpoint_reads_back(endpoint, tmp_path) -> None:
+def test_a_refresh_for_new_commits_lists_only_the_tail_and_a_checkpoint_reads_back(endpoint, tmp_path) -> None:
     local = tmp_path / "t"
     shutil.copytree(_golden("classic_checkpoint"), local)
     location = endpoint.upload(local, "t")

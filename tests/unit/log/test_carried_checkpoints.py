@@ -142,7 +142,7 @@ def test_a_copied_checkpoint_is_written_afresh_when_its_source_changed(tmp_path)
     assert _rows(table, second.paths) == _fresh_checkpoint_rows(table, 4, tmp_path)
 
 
-def test_catch_up_finds_another_writers_commit_and_a_lost_race_lists_again(tmp_path):
+def test_a_refresh_for_new_commits_finds_another_writers_commit_and_a_lost_race_lists_again(tmp_path):
     table = _table(tmp_path / "t")
     mine, theirs = DeltaLog(table), DeltaLog(table)
     clock = ManualClock(NOW)

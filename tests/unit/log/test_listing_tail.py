@@ -88,7 +88,7 @@ def test_refresh_lists_only_the_tail_and_equals_a_full_listing(tmp_path: Path) -
     assert {path for path, _dv in log.snapshot().state().files} == {f"f-{v}.parquet" for v in range(14)}
 
 
-def test_catch_up_after_another_writers_commit_lists_the_tail(tmp_path: Path) -> None:
+def test_a_refresh_for_new_commits_after_another_writers_commit_lists_the_tail(tmp_path: Path) -> None:
     table = _table(tmp_path, 5)
     storage = ListsLikeAnObjectStore(table)
     log = DeltaLog(str(table), storage)
