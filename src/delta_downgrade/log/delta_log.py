@@ -138,9 +138,11 @@ class DeltaLog:
         whole log, and is the current listing from then on): what questions about old versions,
         the oldest files or the whole history need."""
         listing = self.listing()
-        if listing.is_partial:
-            self._replace_listing(listing, extended_to_whole_log(listing, self.storage, self.table))
-        return self._listing  # type: ignore[return-value]  # set by listing() above
+        if not listing.is_partial:
+            return listing
+        whole = extended_to_whole_log(listing, self.storage, self.table)
+        self._replace_listing(listing, whole)
+        return whole
 
     def _replace_listing(self, old: LogListing, new: LogListing) -> None:
         """Make ``new`` - ``old`` with files added - the current listing: what the cached
