@@ -104,7 +104,7 @@ def latest(path: str) -> Any:
 
 
 def commit_versions(path: str) -> list[int]:
-    return sorted(DeltaLog(path).listing().commits)
+    return sorted(DeltaLog(path).whole_listing().commits)
 
 
 def run_task(task: Any, argv: list[str]) -> tuple[int, list[dict[str, Any]], str]:

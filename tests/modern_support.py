@@ -48,5 +48,5 @@ def age_history(path: str, *, days: float = 3) -> None:
     log = DeltaLog(path)
     storage = LocalStorage(path)
     start = int((time.time() - days * 86_400) * 1000)
-    for offset, version in enumerate(sorted(log.listing().commits)):
+    for offset, version in enumerate(sorted(log.whole_listing().commits)):
         storage.set_modification_time(commit_path(version), start + offset)

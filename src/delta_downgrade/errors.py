@@ -676,6 +676,14 @@ class DvChecksumMismatch(DeletionVectorFormatError):
     Format")."""
 
 
+# --- programming errors: a caller asked a question the value it holds cannot answer ---------------
+
+class PartialListingError(RuntimeError):
+    """A question about the whole log asked of a listing of its tail only
+    (``log/read/listing.py``): a bug in the caller, which asks for the whole listing first
+    (``extended_to_whole_log``; ``DeltaLog.whole_listing()``)."""
+
+
 # --- errors a Delta runtime reported ----------------------------------------------------------------
 
 # Delta error classes → our error types (and so exit codes).

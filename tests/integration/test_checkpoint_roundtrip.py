@@ -222,7 +222,7 @@ def _checkpoint_and_json_states(root: Path, name: str) -> list[tuple[int, str, T
     from delta_downgrade.log.snapshot import LogSegment, Snapshot
 
     log = DeltaLog(str(root / name))
-    listing = log.listing()
+    listing = log.whole_listing()
     out = []
     for checkpoint in listing.checkpoints:
         v = checkpoint.version

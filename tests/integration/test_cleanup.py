@@ -136,11 +136,11 @@ def build_table(path: Path | str, *, versions: int = 16, old: int = 8, checkpoin
 # --- observations -----------------------------------------------------------------------------------
 
 def commit_versions(log: DeltaLog) -> list[int]:
-    return sorted(log.refresh().listing().commits)
+    return sorted(log.refresh().whole_listing().commits)
 
 
 def checkpoint_versions(log: DeltaLog) -> list[int]:
-    return log.refresh().listing().checkpoint_versions
+    return log.refresh().whole_listing().checkpoint_versions
 
 
 def log_files(path: Path | str) -> set[str]:
@@ -307,7 +307,7 @@ def test_57_missing_or_garbled_crc_changes_nothing(tmp_path):
     assert result.plan.decision == SUPPORTED_RANGE
     assert commit_versions(b.log) == list(range(8, 16))
     assert checkpoint_versions(b.log) == [8, 10]
-    assert sorted(b.log.listing().crcs) == list(range(8, 16))   # the .crc files < C went too
+    assert sorted(b.log.whole_listing().crcs) == list(range(8, 16))   # the .crc files < C went too
     assert_time_travel(b.log)
 
 
@@ -319,7 +319,7 @@ def test_crc_claiming_a_supported_protocol_does_not_hide_an_unsupported_commit(t
     assert not result.plan.allowed and result.plan.decision == SKIPPED_UNSUPPORTED
     assert "version 4" in result.plan.reason and "unknownReaderFeature" in result.plan.reason
     assert commit_versions(b.log) == list(range(16))
-    assert sorted(b.log.listing().crcs) == list(range(16))
+    assert sorted(b.log.whole_listing().crcs) == list(range(16))
 
 
 # --- plain PROTOCOL.md cleanup -----------------------------------------------------------------------
@@ -343,7 +343,7 @@ def test_plain_cleanup_without_checkpoint_protection(tmp_path):
         st.write_atomic(path, b"x")
     for v in range(16):
         b.age_commit(v, OLD_MS if v < 8 else RECENT_MS)
-    assert len([c for c in b.log.refresh().listing().checkpoints if c.version == 6][0].files) == 3
+    assert len([c for c in b.log.refresh().whole_listing().checkpoints if c.version == 6][0].files) == 3
 
     result = run(b.log)
 
@@ -351,7 +351,7 @@ def test_plain_cleanup_without_checkpoint_protection(tmp_path):
     assert plan.allowed and plan.decision == UNPROTECTED and plan.cutoff_checkpoint == 8
     assert commit_versions(b.log) == list(range(8, 16))
     assert checkpoint_versions(b.log) == [8, 10, 12]
-    listing = b.log.listing()
+    listing = b.log.whole_listing()
     assert {c.version for c in listing.checkpoints} == {8, 9, 10, 12}   # incomplete 9 untouched
     assert sorted(listing.crcs) == list(range(8, 16))
     assert [(lf.version, lf.end_version) for lf, _ in listing.compactions] == [(6, 9)]

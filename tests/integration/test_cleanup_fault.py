@@ -83,7 +83,7 @@ def reference(tmp_path_factory) -> Reference:
         ck = log.segment(v).checkpoint
         segments[v] = ck.version if ck else None
     files: dict[int, set[str]] = {}
-    for ck in log.listing().checkpoints:
+    for ck in log.whole_listing().checkpoints:
         files.setdefault(ck.version, set()).update(_rel(p) for p in ck.paths)
     plan = plan_cleanup(log, retention_ms=RETENTION_30D, clock=ManualClock(NOW_MS))
     assert plan.allowed and plan.decision == ALL_AT_ONCE and plan.cutoff_checkpoint == C
@@ -100,7 +100,7 @@ def violations(path: Path, ref: Reference) -> list[str]:
     """The invariants (I1)-(I4) that do not hold for the table at ``path``."""
     out: list[str] = []
     log = DeltaLog(str(path))
-    listing = log.listing()
+    listing = log.whole_listing()
     present = log_files(path)
     if log.latest_version() != LATEST:
         out.append(f"latest version {log.latest_version()} != {LATEST}")

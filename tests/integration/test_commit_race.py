@@ -143,7 +143,7 @@ def test_two_processes_race_for_each_version(tmp_path, oracle):
             info = next(a for a in actions if isinstance(a, CommitInfo))
             assert info.extra.get("readVersion") == read_version
             names = _log_names(table)
-            assert sorted(DeltaLog(table).listing().commits) == list(range(0, target + 1))
+            assert sorted(DeltaLog(table).whole_listing().commits) == list(range(0, target + 1))
             assert not [n for n in names if n.endswith(".tmp")], names  # no temp file left over
 
             winners[target] = winner
@@ -164,7 +164,7 @@ def test_two_processes_race_for_each_version(tmp_path, oracle):
 
     # The log: versions 0..200, contiguous, each a commit file, each readable.
     log = DeltaLog(table)
-    listing = log.listing()
+    listing = log.whole_listing()
     assert sorted(listing.commits) == list(range(0, ROUNDS + 1))
     assert log.latest_version() == ROUNDS
     assert sorted(winners) == list(range(1, ROUNDS + 1))

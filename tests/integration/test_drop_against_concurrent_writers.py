@@ -62,7 +62,7 @@ def drop_operations(path: str, feature: str) -> list[int]:
     """Versions of the DROP FEATURE commits for ``feature``."""
     log = DeltaLog(path)
     found = []
-    for version, status in sorted(log.listing().commits.items()):
+    for version, status in sorted(log.whole_listing().commits.items()):
         actions = parse_commit(log.storage.read_bytes(status.path).decode())
         info = next((a for a in actions if isinstance(a, CommitInfo)), None)
         if info is not None and info.operation == "DROP FEATURE" \
@@ -204,7 +204,7 @@ def test_real_conflict_after_a_landed_commit_names_it(tmp_path):
         drop_feature(path, DV, log=DeltaLog(path, storage))
     err = caught.value
     assert err.exit_code == 4
-    unset = next(v for v, s in sorted(builder.log.refresh().listing().commits.items())
+    unset = next(v for v, s in sorted(builder.log.refresh().whole_listing().commits.items())
                  if b"UNSET TBLPROPERTIES" in builder.storage.read_bytes(s.path))
     assert "nothing was written" not in str(err).lower()
     assert f"v{unset} (UNSET TBLPROPERTIES)" in str(err)
@@ -289,10 +289,11 @@ class LosingStorage(LocalStorage):
         self.old_reads: list[str] = []
         self.at_success: tuple[int, list[str]] | None = None
 
-    def list_dir(self, rel_dir: str, *, start_after: str | None = None):  # type: ignore[no-untyped-def]
+    def list_entries(self, rel_dir: str, *, start_after: str | None = None):  # type: ignore[no-untyped-def]
+        # every listing of a directory (list_dir too) is one list_entries
         if self.base is not None:
             self.listings += 1
-        return super().list_dir(rel_dir, start_after=start_after)
+        return super().list_entries(rel_dir, start_after=start_after)
 
     def read_bytes(self, rel_path: str) -> bytes:
         name = rel_path.rsplit("/", 1)[-1]

@@ -61,7 +61,7 @@ def reorg_commits(path):
     """[(version, removes, adds)] of the purge commits."""
     out = []
     log = DeltaLog(path)
-    commits = log.listing().commits
+    commits = log.whole_listing().commits
     for version in sorted(commits):
         actions = read_commit_actions(log.storage, commits[version])
         info = next((a for a in actions if isinstance(a, CommitInfo)), None)
@@ -503,8 +503,8 @@ def test_scenario_60_second_drop_adds_only_missing_tombstones(tmp_path, spark, o
     assert first < second
     new_tombstone_commits = []
     log = DeltaLog(b.path)
-    for version in sorted(log.listing().commits):
-        actions = read_commit_actions(log.storage, log.listing().commits[version])
+    for version in sorted(log.whole_listing().commits):
+        actions = read_commit_actions(log.storage, log.whole_listing().commits[version])
         info = next(a for a in actions if isinstance(a, CommitInfo))
         if info.operation == "Deletion Vector Tombstones":
             new_tombstone_commits.append({unquote(a.path) for a in actions if isinstance(a, RemoveFile)})

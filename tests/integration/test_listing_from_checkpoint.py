@@ -6,7 +6,7 @@ A real table of 300 commits (a protocol upgrade at 120, a checkpoint at 100 and 
 in ``_delta_log`` the package does not know, below 250), on local disk and on S3 (moto). The
 storages are real ones that record the ``start_after`` of each ``_delta_log`` listing and the
 names it returned. Every answer is compared with the one of a log that lists the whole directory
-(``refresh(whole_log=True)`` before its first listing: the old behaviour)."""
+(``refresh(Refresh.WHOLE_LOG)`` before its first listing: the old behaviour)."""
 
 from __future__ import annotations
 
@@ -19,14 +19,14 @@ import pyarrow as pa
 import pytest
 
 from delta_downgrade.clock import ManualClock
-from delta_downgrade.log.delta_log import DeltaLog
+from delta_downgrade.log.delta_log import DeltaLog, Refresh
 from delta_downgrade.log.format.file_names import LOG_DIR, LAST_CHECKPOINT, classic_checkpoint_path
 from delta_downgrade.operations.cleanup import (
     earliest_truncation_time_ms, history_truncated_before, plan_cleanup,
 )
 from delta_downgrade.operations.inspect import inspect_table
 from delta_downgrade.protocol import Protocol
-from delta_downgrade.storage import FileStatus
+from delta_downgrade.storage import DirEntries
 from delta_downgrade.storage.local import LocalStorage
 from delta_downgrade.storage.object_store import ObjectStoreStorage
 from delta_downgrade_tools.builders import TableBuilder
@@ -60,11 +60,12 @@ def _recording(cls: type) -> type:
             self.log_listings: list[str | None] = []
             self.names_returned: list[list[str]] = []
 
-        def list_dir(self, rel_dir: str, *, start_after: str | None = None) -> list[FileStatus]:
-            found = super().list_dir(rel_dir, start_after=start_after)
+        def list_entries(self, rel_dir: str, *, start_after: str | None = None) -> DirEntries:
+            # every listing of a directory (list_dir too) is one list_entries
+            found = super().list_entries(rel_dir, start_after=start_after)
             if rel_dir == LOG_DIR:
                 self.log_listings.append(start_after)
-                self.names_returned.append([s.path.rsplit("/", 1)[-1] for s in found])
+                self.names_returned.append([s.path.rsplit("/", 1)[-1] for s in found.files])
             return found
 
     return Recording
@@ -105,7 +106,7 @@ def table(long_table: Path, tmp_path: Path) -> Path:
 
 def _whole(location: str, **kw) -> DeltaLog:  # type: ignore[no-untyped-def]
     """A log whose first listing is the whole directory (the behaviour before the hint)."""
-    return DeltaLog(location, **kw).refresh(whole_log=True)
+    return DeltaLog(location, **kw).refresh(Refresh.WHOLE_LOG)
 
 
 def _state(log: DeltaLog, version: int | None = None) -> tuple:
@@ -125,8 +126,8 @@ def _answers(log: DeltaLog) -> dict:
         "v10": _state(log, 10),
         "history": [(s.start, s.end, s.protocol) for s in log.protocol_history()],
         "inventory": [(c.version, c.kind, c.paths) for c in log.checkpoint_inventory()],
-        "unknown": [s.path for s in log.listing().unknown],
-        "commits": sorted(log.listing().commits),
+        "unknown": [s.path for s in log.whole_listing().unknown],
+        "commits": sorted(log.whole_listing().commits),
     }
 
 
@@ -206,9 +207,9 @@ def test_refresh_keeps_a_partial_listing_partial_and_whole_log_makes_it_whole(ta
     assert log.refresh().snapshot().version == new
     assert log.listing().is_partial            # names only from the hint on (local refresh)
     assert _state(log) == _state(_whole(str(table)))
-    log.refresh(whole_log=True)
+    log.refresh(Refresh.WHOLE_LOG)
     assert not log.listing().is_partial
-    assert sorted(log.listing().commits) == list(range(new + 1))
+    assert sorted(log.whole_listing().commits) == list(range(new + 1))
 
 
 def test_stale_hint_lists_the_whole_log(table: Path) -> None:

@@ -82,7 +82,7 @@ def assert_in_commit_timestamps_increase(path: str) -> None:
     (the table enabled them long before these commits)."""
     log = DeltaLog(path)
     stamps = []
-    for version in sorted(log.listing().commits):
+    for version in sorted(log.whole_listing().commits):
         actions = list(read_commit_actions(log.storage, FileStatus(commit_path(version), 0, 0)))
         assert isinstance(actions[0], CommitInfo), f"version {version}: commitInfo is not first"
         stamps.append(actions[0].inCommitTimestamp)

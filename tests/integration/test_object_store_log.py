@@ -19,7 +19,7 @@ from delta_downgrade.drop.committer import PlanRecorder
 from delta_downgrade.errors import StorageNotAtomicError
 from delta_downgrade.log.checkpoint.on_driver import checkpoint_table
 from delta_downgrade.log.commit import commit
-from delta_downgrade.log.delta_log import DeltaLog
+from delta_downgrade.log.delta_log import DeltaLog, Refresh
 from delta_downgrade.log.format.file_names import LOG_DIR, classic_checkpoint_path, commit_path
 from delta_downgrade.operations.drop_feature import drop_feature
 from delta_downgrade.protocol.actions import AddFile
@@ -89,7 +89,7 @@ def test_golden_table_reads_as_on_local_disk(endpoint, name: str) -> None:
         [(s.start, s.end, s.protocol) for s in DeltaLog(str(local)).protocol_history()]
 
 
-def test_catch_up_lists_only_the_tail_and_a_checkpoint_reads_back(endpoint, tmp_path) -> None:
+def test_a_refresh_for_new_commits_lists_only_the_tail_and_a_checkpoint_reads_back(endpoint, tmp_path) -> None:
     local = tmp_path / "t"
     shutil.copytree(_golden("classic_checkpoint"), local)
     location = endpoint.upload(local, "t")
@@ -109,7 +109,7 @@ def test_catch_up_lists_only_the_tail_and_a_checkpoint_reads_back(endpoint, tmp_
     assert written == before.version + 1
 
     storage.log_listings.clear()
-    after = log.catch_up().snapshot()
+    after = log.refresh(Refresh.NEW_COMMITS).snapshot()
     assert after.version == written
     assert ("new-file.parquet", None) in after.state().files
     # one listing, of the tail from the last known version on: not the whole log

@@ -55,7 +55,7 @@ def _live(path: str) -> list[AddFile]:
 def _commits(path: str, operation: str) -> list[tuple[int, list]]:
     log = DeltaLog(path)
     out = []
-    for version, status in sorted(log.listing().commits.items()):
+    for version, status in sorted(log.whole_listing().commits.items()):
         actions = read_commit_actions(log.storage, status)
         info = next((a for a in actions if isinstance(a, CommitInfo)), None)
         if info is not None and info.operation == operation:

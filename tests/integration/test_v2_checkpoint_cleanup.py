@@ -27,7 +27,7 @@ import pytest
 
 from delta_downgrade.clock import ManualClock
 from delta_downgrade.log.checkpoint.on_driver import checkpoint_table
-from delta_downgrade.log.delta_log import DeltaLog
+from delta_downgrade.log.delta_log import DeltaLog, Refresh
 from delta_downgrade.log.format.file_names import LAST_CHECKPOINT, SIDECAR_DIR, classic_checkpoint_path, classify
 from delta_downgrade.log.snapshot import BOUNDARY_PROPERTY
 from delta_downgrade.operations.cleanup import ALL_AT_ONCE, execute_cleanup, plan_cleanup
@@ -62,7 +62,7 @@ def build(path: Path) -> TableBuilder:
         b.age_commit(v, OLD_MS if v < C else RECENT_MS)
     for entry in Path(path, SIDECAR_DIR).iterdir():
         b.storage.set_modification_time(f"{SIDECAR_DIR}/{entry.name}", OLD_MS)
-    b.log.refresh(full=True)
+    b.log.refresh(Refresh.FROM_SCRATCH)
     return b
 
 

@@ -22,7 +22,7 @@ from delta_downgrade.drop.plan import CHECKPOINT, COMMIT, DropStep
 from delta_downgrade.log.checkpoint.engine import write_checkpoint
 from delta_downgrade.log.checkpoint.on_driver import uses_v2_checkpoint
 from delta_downgrade.log.commit import ConflictResolver, commit
-from delta_downgrade.log.delta_log import DeltaLog
+from delta_downgrade.log.delta_log import DeltaLog, Refresh
 from delta_downgrade.log.snapshot import Snapshot
 from delta_downgrade.protocol.actions import AnyAction
 
@@ -66,14 +66,14 @@ class LogCommitter(Committer):
     writes = True
 
     def latest(self, log: DeltaLog) -> Snapshot:
-        log.catch_up()
+        log.refresh(Refresh.NEW_COMMITS)
         return log.snapshot(check_read=False)
 
     def commit(self, log: DeltaLog, actions: Sequence[AnyAction], *, operation: str,
                parameters: dict[str, Any], resolve: ConflictResolver, read_version: int | None,
                clock: Clock, row_tracking_preserved: bool) -> Taken:
         if read_version is None:
-            read_version = log.catch_up().latest_version()
+            read_version = log.refresh(Refresh.NEW_COMMITS).latest_version()
         version = commit(log, read_version, actions, operation=operation, operation_parameters=parameters,
                          clock=clock, resolve_conflict=resolve, row_tracking_preserved=row_tracking_preserved)
         return Taken(DropStep(COMMIT, version, operation), f"committed v{version}: {operation}")
@@ -98,7 +98,7 @@ class PlanRecorder(Committer):
 
     def latest(self, log: DeltaLog) -> Snapshot:
         if self.planned is None:
-            log.catch_up()
+            log.refresh(Refresh.NEW_COMMITS)
             return log.snapshot(check_read=False)
         return self.planned
 

@@ -20,7 +20,7 @@ from delta_downgrade.clock import SYSTEM_CLOCK, Clock
 from delta_downgrade.errors import ConcurrentWriteError, DeltaDowngradeError
 from delta_downgrade.drop.committer import Committer, LogCommitter
 from delta_downgrade.log.commit import ConflictResolver, WinningCommit, fail_on_any_conflict
-from delta_downgrade.log.delta_log import DeltaLog
+from delta_downgrade.log.delta_log import DeltaLog, Refresh
 from delta_downgrade.log.snapshot import Snapshot
 from delta_downgrade.protocol import CHECKPOINT_PROTECTION, Protocol
 from delta_downgrade.drop.plan import TRUNCATE, DropStep
@@ -239,12 +239,14 @@ def protected_checkpoint_paths(log: DeltaLog, boundary: int | None, *, own_write
     if boundary is None:
         return []
     # One checkpoint per version; the newest ones win. own_writes_only: the log knows the
-    # checkpoints this run wrote (DeltaLog.note_written), so no listing is needed; a concurrent
-    # writer's checkpoint is then missing from this report only - the boundary protects it all
+    # checkpoints this run wrote (DeltaLog.note_written), so no listing is needed
+    # (Refresh.NEW_COMMITS); a concurrent writer's checkpoint is then missing from this report only - the boundary protects it all
     # the same (Checkpoint Protection RFC). A listing from _last_checkpoint serves when it holds
     # that many checkpoints at or below the boundary: the others are older.
-    listing = (log.catch_up() if own_writes_only else log.refresh()).listing()
+    listing = log.refresh(Refresh.NEW_COMMITS if own_writes_only else Refresh.TAIL).listing()
     chosen = listing.newest_checkpoints(boundary, NUMBER_OF_BARRIER_CHECKPOINTS + 1)
+    if chosen is None:  # the listed tail holds fewer: older checkpoints count
+        chosen = log.whole_listing().newest_checkpoints(boundary, NUMBER_OF_BARRIER_CHECKPOINTS + 1) or []
     out: list[str] = []
     for c in chosen:
         try:

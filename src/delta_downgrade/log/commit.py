@@ -22,7 +22,7 @@ from delta_downgrade.clock import SYSTEM_CLOCK, Clock
 from delta_downgrade.errors import (
     CommitFileExistsError, ConcurrentWriteError, CorruptLogError, StorageNotAtomicError,
 )
-from delta_downgrade.log.delta_log import DeltaLog
+from delta_downgrade.log.delta_log import DeltaLog, Refresh
 from delta_downgrade.log.format.file_names import commit_path
 from delta_downgrade.log.row_ids import (
     PRESERVED_TAG, ROW_TRACKING_DOMAIN, assign_fresh_row_ids, needs_fresh_row_ids, row_tracking_of,
@@ -258,7 +258,7 @@ class AttemptBase:
     def read(cls, log: DeltaLog, read_version: int, pending: Sequence[AnyAction]) -> "AttemptBase":
         base = cls(read_version)
         if read_version >= 0:
-            base.snapshot = log.catch_up().snapshot(read_version, check_read=False)
+            base.snapshot = log.refresh(Refresh.NEW_COMMITS).snapshot(read_version, check_read=False)
             base.protocol, base.metadata = base.snapshot.protocol, base.snapshot.metadata
             if _ict_enabled_after(base.metadata, pending):  # only then is the previous commit's ICT needed
                 base.previous_ict = _ict_of(log, read_version)

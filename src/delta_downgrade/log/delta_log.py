@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from enum import Enum
 from typing import Any, Mapping, NoReturn, Sequence
 
 from delta_downgrade.protocol.actions import Metadata, ProtocolAction
@@ -13,7 +14,10 @@ from delta_downgrade.errors import (
     VersionNotFoundError, VersionsNotContiguousError,
 )
 from delta_downgrade.log.format.file_names import commit_path, parse_log_file
-from delta_downgrade.log.read.listing import CheckpointInstance, LogListing, list_log, with_files_written
+from delta_downgrade.log.read.listing import (
+    CheckpointInstance, LogListing, after_writing, extended_to_whole_log, list_from_last_checkpoint,
+    list_whole_log, refreshed,
+)
 from delta_downgrade.log.read.segment import LogSegment
 from delta_downgrade.log.snapshot import BOUNDARY_PROPERTY, Snapshot
 from delta_downgrade.protocol import Protocol
@@ -34,6 +38,32 @@ class ProtocolSpan:
     boundary_version: int | None
 
 
+class Refresh(Enum):
+    """How much of the log :meth:`DeltaLog.refresh` looks at again (from the least to the most)."""
+
+    #: Only what lies after the last known version: one existence check of the next commit file,
+    #: and a :attr:`TAIL` listing only when it is there. For a log whose own writes since the last
+    #: listing were recorded (:meth:`DeltaLog.note_written`): another writer's commit shows as the
+    #: next version's file. What this does not see until a :attr:`TAIL` refresh - another writer's
+    #: new checkpoint, a concurrent metadata cleanup, ``_last_checkpoint`` rewritten - never
+    #: changes a version's content (PROTOCOL.md "Creation of New Log Entries"): an older
+    #: checkpoint gives the same state, and a commit is found by the check above.
+    NEW_COMMITS = "new-commits"
+    #: The log's tail: the listing is updated from the current one (:func:`refreshed`): on local
+    #: storage the directory is read for names only, new files (and checkpoints, which a writer may
+    #: replace) are stat'ed, vanished files (metadata cleanup) are dropped; a known commit keeps
+    #: its status - a log entry never changes (PROTOCOL.md "Creation of New Log Entries"). Where
+    #: listings return statuses anyway (an object store), only the files from the last known
+    #: version on are listed: files below it that another process deleted stay in the listing.
+    TAIL = "tail"
+    #: Every file of the directory (keeping the cached snapshots): what operations that decide
+    #: from old files or delete them (metadata cleanup) and reports of the whole log need.
+    WHOLE_LOG = "whole-log"
+    #: A new listing from scratch (every file stat'ed: after changing modification times, as
+    #: tests that age files do), and every cached snapshot dropped.
+    FROM_SCRATCH = "from-scratch"
+
+
 class DeltaLog:
     """Entry point for reading a table. ``listing()`` is cached until ``refresh()``.
 
@@ -43,18 +73,17 @@ class DeltaLog:
     "Creation of New Log Entries"), so what a cached snapshot knows stays true; a cached snapshot
     is dropped when one of its commit files is gone or changed in the listing.
 
-    The cheap way to the latest state after other writers committed::
+    The one way to the latest state after other writers committed is :meth:`refresh`, then any
+    question (it looks at the log again on next use, as much as its :class:`Refresh` says)::
 
         log.refresh().snapshot()      # names-only listing, then the cached snapshot + new commits
 
-    ``refresh(full=True)`` forgets the listing and every cached snapshot.
-
     The first listing starts at the checkpoint ``_last_checkpoint`` names when that checkpoint
-    is there (:func:`list_log` ``from_hint``, PROTOCOL.md "Last Checkpoint File"): the latest
+    is there (:func:`list_from_last_checkpoint`, PROTOCOL.md "Last Checkpoint File"): the latest
     snapshot, and any at or after that checkpoint, need nothing older. What needs the whole log
     - the earliest version, the protocol history, a snapshot before that checkpoint, the
-    checkpoint inventory, the gaps reported - asks for it (:meth:`full_listing`); any other use
-    of an older part of a partial listing completes it (:meth:`LogListing.complete`).
+    checkpoint inventory, the gaps reported - asks for it (:meth:`whole_listing`); the listing
+    value itself never lists anything (it refuses questions about files it did not list).
     """
 
     #: How many snapshots are kept (newest versions win).
@@ -84,41 +113,60 @@ class DeltaLog:
 
     # --- listing -------------------------------------------------------------------------------
 
-    def listing(self) -> LogListing:
-        """The log's current listing; the first one (and the first after ``refresh(full=True)``)
-        may be partial, from the hinted checkpoint on (see the class docstring)."""
+    def listing(self, *, from_version: int | None = None) -> LogListing:
+        """The log's current listing; the first one (and the first after
+        ``refresh(Refresh.FROM_SCRATCH)``) may be partial, from the hinted checkpoint on (see the
+        class docstring). With ``from_version``: a listing that holds every file of that version
+        and later (the current one when it does, else the whole one)."""
+        if from_version is not None:
+            listing = self.listing()
+            return listing if listing.covers(from_version) else self.whole_listing()
         if self._listing is None:
-            # a whole-log refresh asked for (refresh(whole_log=True)) lists the whole directory
-            self._listing = list_log(self.storage, self.table, previous=self._stale, stat_known=False,
-                                     tail_only=self._tail_only, from_hint=self._tail_only)
+            if self._stale is not None:
+                self._listing = refreshed(self._stale, self.storage, self.table, stat_known=False,
+                                          tail_only=self._tail_only)
+            elif self._tail_only:
+                self._listing = list_from_last_checkpoint(self.storage, self.table)
+            else:  # a whole-log refresh asked for (Refresh.WHOLE_LOG): the whole directory
+                self._listing = list_whole_log(self.storage, self.table)
             self._stale = None
             self._tail_only = True
         return self._listing
 
-    def full_listing(self) -> LogListing:
-        """The current listing with every file of the log (a partial one is completed in place):
-        what questions about old versions, the oldest files or the whole history need."""
-        return self.listing().complete()
+    def whole_listing(self) -> LogListing:
+        """The current listing with every file of the log (a partial one is extended to the
+        whole log, and is the current listing from then on): what questions about old versions,
+        the oldest files or the whole history need."""
+        listing = self.listing()
+        if not listing.is_partial:
+            return listing
+        whole = extended_to_whole_log(listing, self.storage, self.table)
+        self._replace_listing(listing, whole)
+        return whole
 
-    def refresh(self, full: bool = False, *, whole_log: bool = False) -> "DeltaLog":
-        """Look at the log again on next use.
+    def _replace_listing(self, old: LogListing, new: LogListing) -> None:
+        """Make ``new`` - ``old`` with files added - the current listing: what the cached
+        snapshots were checked against in ``old`` holds in ``new``."""
+        self._listing = new
+        for version, checked in self._checked.items():
+            if checked is old:
+                self._checked[version] = new
 
-        By default the next listing updates the current one (:func:`list_log` with
-        ``stat_known=False``): on local storage the directory is read for names only, new files
-        (and checkpoints, which a writer may replace) are stat'ed and parsed, vanished files
-        (metadata cleanup) are dropped; a known commit keeps its status - a log entry never
-        changes (PROTOCOL.md "Creation of New Log Entries"). ``full=True`` lists from scratch
-        (every file stat'ed: after changing modification times, as tests that age files do)
-        and drops the cached snapshots.
-
-        Where listings return statuses anyway (an object store), the update lists only the tail
-        of the log, from the last known version on (``listing._scan_tail``): files below it that
-        another process deleted stay in the listing until a listing of the whole directory.
-        ``whole_log=True`` asks for that (keeping the cached snapshots): operations that decide
-        from old files or delete them (metadata cleanup) pass it."""
+    def refresh(self, scope: Refresh = Refresh.TAIL) -> "DeltaLog":
+        """Look at the log again on next use, as much of it as ``scope`` says (:class:`Refresh`:
+        by default the log's tail); returns this log, so that ``log.refresh().snapshot()`` is the
+        latest snapshot."""
+        if scope is Refresh.NEW_COMMITS:
+            listing = self._listing
+            if listing is None:
+                return self
+            latest = listing.latest_commit_version
+            if latest is not None and not self.storage.exists(commit_path(latest + 1)):
+                return self
+            scope = Refresh.TAIL
         # a whole-log listing asked for and not made yet stays asked for
-        self._tail_only = not whole_log and (self._tail_only or self._listing is not None)
-        if full:
+        self._tail_only = scope is not Refresh.WHOLE_LOG and (self._tail_only or self._listing is not None)
+        if scope is Refresh.FROM_SCRATCH:
             self._stale = None
             self._snapshots.clear()
             self._checked.clear()
@@ -127,29 +175,10 @@ class DeltaLog:
         self._listing = None
         return self
 
-    def catch_up(self) -> "DeltaLog":
-        """Look only for what lies after the last known version (the next commit file), when
-        this log's own writes since the last listing were recorded (:meth:`note_written`).
-
-        Another writer's commit shows as the next version's file: one existence check, and a
-        listing (:meth:`refresh`) only when it is there. What this does not see until the next
-        :meth:`refresh` - another writer's new checkpoint, a concurrent metadata cleanup - never
-        changes a version's content (PROTOCOL.md "Creation of New Log Entries"): an older
-        checkpoint gives the same state, and a commit is found by the check above. An operation
-        that decides from the whole directory (cleanup, vacuum, truncate) calls
-        :meth:`refresh`. (Nor is ``_last_checkpoint`` read again: this log's own checkpoints
-        update it in the listing through :meth:`note_written`.)"""
-        listing = self._listing
-        if listing is None:
-            return self
-        latest = listing.latest_commit_version
-        if latest is None or self.storage.exists(commit_path(latest + 1)):
-            return self.refresh()
-        return self
-
     def note_written(self, paths: Sequence[str]) -> None:
         """Record files this process has just written in ``_delta_log`` (a commit, checkpoint
-        files) in the current listing, so that :meth:`catch_up` need not list the directory."""
+        files) in the current listing (:func:`after_writing`), so that
+        ``refresh(Refresh.NEW_COMMITS)`` need not list the directory."""
         listing = self._listing
         if listing is None:
             return
@@ -164,11 +193,8 @@ class DeltaLog:
         statuses = [self.storage.status(p) for p in paths if p.count("/") == 1]
         self._own_checkpoints.update(s.path for s in statuses if ".checkpoint." in s.path)
         if statuses:
-            self._listing = with_files_written(self.storage, self.table, listing, statuses)
             # only files were added: what the snapshots were checked against still holds
-            for version, checked in self._checked.items():
-                if checked is listing:
-                    self._checked[version] = self._listing
+            self._replace_listing(listing, after_writing(listing, self.storage, self.table, statuses))
 
     def latest_version(self) -> int:
         listing = self.listing()
@@ -176,12 +202,12 @@ class DeltaLog:
         newest_checkpoint = listing.latest_checkpoint_version
         if newest_checkpoint is not None and (latest is None or newest_checkpoint > latest):
             return newest_checkpoint
-        assert latest is not None  # list_log refuses a log without commits and checkpoints
+        assert latest is not None  # the listing's builders refuse a log without commits and checkpoints
         return latest
 
     def _starting_points(self) -> list[int]:
         """Versions a replay can start from: 0 (if its commit exists) and every complete checkpoint."""
-        listing = self.full_listing()
+        listing = self.whole_listing()
         points = set(listing.checkpoint_versions)
         if 0 in listing.commits:
             points.add(-1)  # "before version 0": replay from commit 0
@@ -189,7 +215,7 @@ class DeltaLog:
 
     def earliest_version(self) -> int:
         """The oldest version that can still be reconstructed (the whole log decides)."""
-        listing = self.full_listing()
+        listing = self.whole_listing()
         latest = self.latest_version()
         # A replay from point p needs commits p+1 .. latest: p must be at or after the start of
         # the run of consecutive commits that ends at latest.
@@ -203,7 +229,7 @@ class DeltaLog:
         """Report the gaps below ``version`` from the versions present (bounded by the number of
         files, whatever the versions): the first missing versions, and the commit file after
         each gap - a stray file with a far too large version shows up there by name."""
-        listing = self.full_listing()
+        listing = self.whole_listing()
         gaps = listing.missing_ranges(version)
         missing: list[int] = []
         for first, last, _ in gaps:
@@ -235,14 +261,14 @@ class DeltaLog:
             raise VersionNotFoundError(
                 f"version {version} does not exist: the latest version is {latest}", table=self.table)
         if listing.listed_from is not None and version < listing.listed_from:
-            listing = self.full_listing()  # a version before the hinted checkpoint: older files decide
+            listing = self.whole_listing()  # a version before the hinted checkpoint: older files decide
         # On a partial listing, the newest listed checkpoint at or before version that the listed
         # commits follow without a gap serves (an older one would only replay more commits);
         # when none does, the whole listing decides, and reports the gap.
         found = self._segment_from(listing, version,
                                    self._usable(listing.complete_checkpoints(at_most=version, listed_only=True)))
         if found is None and listing.listed_from is not None:
-            listing = self.full_listing()
+            listing = self.whole_listing()
             found = self._segment_from(listing, version, self._usable(listing.complete_checkpoints(at_most=version)))
         if found is not None:
             return found
@@ -336,13 +362,13 @@ class DeltaLog:
         this log read around: the checkpoints it set aside as damaged, and a ``_last_checkpoint``
         naming a version without a complete, sound checkpoint. Empty for a sound log."""
         out = [exc.message for exc in self._rejected.values()]
-        listing = self.listing()
-        hint = listing.last_checkpoint
+        hint = self.listing().last_checkpoint
         if hint is not None:
             version = hint["version"]
-            rejected_there = any(c.version == version and c.paths in self._rejected for c in listing.checkpoints)
+            there = self.listing(from_version=version).checkpoints_from(version)
+            rejected_there = any(c.version == version and c.paths in self._rejected for c in there)
             if not rejected_there and not any(c.version == version and c.complete and c.paths not in self._rejected
-                                              for c in listing.checkpoints):
+                                              for c in there):
                 out.append(f"_last_checkpoint names version {version}, which has no complete checkpoint")
         return out
 
@@ -356,10 +382,8 @@ class DeltaLog:
         from delta_downgrade.log.read.checkpoint_integrity import verify_checkpoint  # pyarrow: only when needed
 
         listing = self.listing()
-        hint = listing.last_checkpoint
-        hinted = hint is not None and hint.get("version") == checkpoint.version \
-            and listing._matches_hint(checkpoint)
-        verify_checkpoint(self.storage, checkpoint, hint, hinted=hinted, checksum=self.crc(checkpoint.version))
+        verify_checkpoint(self.storage, checkpoint, listing.last_checkpoint, hinted=listing.is_hinted(checkpoint),
+                          checksum=self.crc(checkpoint.version))
         self._verified.add(checkpoint.paths)
 
     def _reject(self, segment: LogSegment, exc: CheckpointUnreadableError) -> None:
@@ -387,7 +411,8 @@ class DeltaLog:
 
     def _still_listed(self, snap: Snapshot, listing: LogListing) -> bool:
         """Whether the files ``snap`` was built from are unchanged where still listed (cleanup may
-        have deleted some: what they said stays true). Checked once per listing."""
+        have deleted some: what they said stays true). Checked once per listing; ``listing``
+        covers them (:meth:`listing` ``from_version``)."""
         if self._checked.get(snap.version) is listing:
             return True
         for status in snap.segment.commits:
@@ -402,12 +427,14 @@ class DeltaLog:
         newest cached snapshot at or before it and the commits after that one."""
         if not self._snapshots:
             return None
-        listing = self.listing()
         version = segment.version
         for base_version in sorted(self._snapshots, reverse=True):
             if base_version > version:
                 continue
             base = self._snapshots[base_version]
+            # the base's commits and those after it, from the current listing when it holds them
+            commits = base.segment.commits
+            listing = self.listing(from_version=commit_version(commits[0]) if commits else base_version + 1)
             if not self._still_listed(base, listing):
                 del self._snapshots[base_version]
                 self._checked.pop(base_version, None)
@@ -435,7 +462,7 @@ class DeltaLog:
 
     def checkpoint_inventory(self) -> list[CheckpointInstance]:
         """Every checkpoint of the log, complete or not, by version (the whole listing)."""
-        return list(self.full_listing().checkpoints)
+        return list(self.whole_listing().checkpoints)
 
     def protocol_history(self) -> list[ProtocolSpan]:
         """The protocol (and boundary property) of every retained version, as spans.
@@ -453,7 +480,7 @@ class DeltaLog:
         span_start = start
         from delta_downgrade.log.read.protocol_history import projected_commit_actions
 
-        listing = self.full_listing()
+        listing = self.whole_listing()
         # The commits after start are contiguous up to latest (earliest_version checked that).
         # Each is read once and checked in order as read_commit_actions checks it (it refuses a
         # commit with two protocol or two metaData actions); only those that hold one of the two
@@ -478,7 +505,7 @@ class DeltaLog:
         """The ``.crc`` checksum file of a version, when present and readable."""
         import json
 
-        status = self.listing().crc_status(version)
+        status = self.listing(from_version=version).crc_status(version)
         if status is None:
             return None
         try:
@@ -530,4 +557,4 @@ def raise_invalid(protocol: Protocol, table: str, version: int, problems: list[s
         table=table)
 
 
-__all__ = ["DeltaLog", "ProtocolSpan", "check_protocol", "DeltaDowngradeError"]
+__all__ = ["DeltaLog", "ProtocolSpan", "Refresh", "check_protocol", "DeltaDowngradeError"]

@@ -87,7 +87,7 @@ from typing import Callable, Iterable, Mapping, Sequence
 from delta_downgrade.clock import SYSTEM_CLOCK, Clock, to_utc_iso
 from delta_downgrade.errors import BadInputError, ConcurrentWriteError, DeltaDowngradeError, naming_table
 from delta_downgrade.log.read.checkpoint_reader import CheckpointReader
-from delta_downgrade.log.delta_log import DeltaLog, ProtocolSpan
+from delta_downgrade.log.delta_log import DeltaLog, ProtocolSpan, Refresh
 from delta_downgrade.log.format.file_names import SIDECAR_DIR, STAGED_COMMITS_DIR, classify
 from delta_downgrade.log.read.listing import CheckpointInstance, LogListing
 from delta_downgrade.protocol import CHECKPOINT_PROTECTION
@@ -432,7 +432,7 @@ def _checkpoint_readable(log: DeltaLog, listing: LogListing, version: int) -> bo
         try:
             found = CheckpointReader(log.storage, ck).actions(["protocol", "metaData"])
             verify_checkpoint(log.storage, ck, hint, hinted=hint is not None and hint.get("version") == version
-                              and listing._matches_hint(ck))
+                              and listing.is_hinted(ck))
         except (DeltaDowngradeError, OSError, ValueError):
             return False
         if not found.get("protocol") or not found.get("metaData"):
@@ -443,7 +443,7 @@ def _checkpoint_readable(log: DeltaLog, listing: LogListing, version: int) -> bo
 def damaged_checkpoints_from(log: DeltaLog, boundary: int) -> list[int]:
     """The versions ``>= boundary`` whose checkpoints are damaged (:func:`_checkpoint_readable`),
     up to the first sound one."""
-    listing = log.full_listing()
+    listing = log.whole_listing()
     out = []
     for version in listing.checkpoint_versions:
         if version < boundary:
@@ -455,7 +455,7 @@ def damaged_checkpoints_from(log: DeltaLog, boundary: int) -> list[int]:
 
 
 def _gather_inputs(log: DeltaLog, protected: bool, boundary: int) -> CleanupInputs:
-    listing = log.full_listing()  # rules (a)-(d) need every commit and checkpoint
+    listing = log.whole_listing()  # rules (a)-(d) need every commit and checkpoint
     staged = []
     for status in log.storage.list_dir(STAGED_COMMITS_DIR):
         lf = classify(status.path)
@@ -547,7 +547,7 @@ def execute_cleanup(log: DeltaLog, plan: CleanupPlan, *,
                     if on_delete is not None:
                         on_delete(path)
         finally:
-            log.refresh(whole_log=True)  # the deleted files are below the tail an update lists
+            log.refresh(Refresh.WHOLE_LOG)  # the deleted files are below the tail an update lists
     # Not log files: the gate has no say about them (module docstring, step 4).
     for path in plan.delete_temps:
         if log.storage.delete(path):
@@ -563,7 +563,7 @@ def cleanup_expired_logs(log: DeltaLog, *, retention_ms: int | None = None, gran
                          partial_when_supported: bool = True) -> CleanupResult:
     """Plan and (unless ``dry_run``) execute the cleanup. ``retention_ms`` defaults to the table's
     ``delta.logRetentionDuration``."""
-    log.refresh(whole_log=True)  # what is old decides: not only the log's tail (object stores)
+    log.refresh(Refresh.WHOLE_LOG)  # what is old decides: not only the log's tail (object stores)
     if retention_ms is None:
         metadata = log.snapshot(check_read=False).metadata
         retention_ms = TableConfig(metadata.configuration).log_retention_ms
@@ -593,7 +593,7 @@ def history_truncated_before(log: DeltaLog, boundary: int) -> bool:
     (``refresh()`` it first if it may be stale)."""
     if boundary <= 0:
         return True
-    listing = log.full_listing()  # the commits before the boundary, if any
+    listing = log.whole_listing()  # the commits before the boundary, if any
     reliable = _earliest_reliable_checkpoint(listing, log.latest_version())
     if reliable is None or reliable < boundary:
         return False
@@ -614,7 +614,7 @@ def earliest_truncation_time_ms(log: DeltaLog, boundary: int, retention_ms: int,
     listing = log.listing()
     if listing.listed_from is None or listing.listed_from >= boundary \
             or not any(v < boundary for v in listing.listed_commits):
-        listing = log.full_listing()  # what lies below the boundary, and the commit times
+        listing = log.whole_listing()  # what lies below the boundary, and the commit times
     # On a listing from _last_checkpoint's checkpoint (below the boundary), something below the
     # boundary is listed, and every checkpoint at or after it is; the commit times are those of
     # the listed commits, from that checkpoint's version on: an older commit whose modification

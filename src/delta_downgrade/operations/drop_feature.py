@@ -397,7 +397,7 @@ def _wait_time_after(run: DropRun, version: int) -> str:
     past it, since the cutoff is truncated to the minute)."""
     snapshot = run.latest()
     retention = TableConfig(snapshot.metadata.configuration).truncate_history_retention_ms
-    status = run.log.listing().commit_status(version)
+    status = run.log.listing(from_version=version).commit_status(version)
     written = status.modification_time_ms if status is not None else run.clock.now_ms()
     return to_utc_iso(((written + retention) // MINUTE_MS + 1) * MINUTE_MS)
 
@@ -473,7 +473,7 @@ def history_uses_feature(log: DeltaLog, behaviour: RemovableFeature, since: int 
         return True
     if behaviour.checkpoint_uses_feature(base.segment.checkpoint):
         return True
-    listing = log.full_listing()  # every retained commit
+    listing = log.whole_listing()  # every retained commit
     from delta_downgrade.log.read.segment import read_commit_actions
 
     for version in sorted(listing.commits):
@@ -498,7 +498,7 @@ def _planned_history_uses_feature(run: DropRun, behaviour: RemovableFeature, ret
     from delta_downgrade.operations.cleanup import cutoff_timestamp_ms, monotonic_commit_times, plan_cleanup
 
     barrier = run.latest()  # the planned empty commit; the barrier checkpoint is at its version
-    listing = run.log.full_listing()
+    listing = run.log.whole_listing()
     times = monotonic_commit_times(listing.commits)
     previous = barrier.version - 1
     if previous in times:

@@ -48,7 +48,10 @@ def planned_protected_checkpoints(log: DeltaLog, steps: Sequence[DropStep], boun
     # still be among those chosen are looked up (a listing from _last_checkpoint serves when it
     # holds that many: LogListing.newest_checkpoints)
     wanted = NUMBER_OF_BARRIER_CHECKPOINTS + 1 - len(planned)
-    for c in log.listing().newest_checkpoints(boundary, wanted) if wanted > 0 else ():
+    newest = log.listing().newest_checkpoints(boundary, wanted)
+    if newest is None:  # the listed tail holds fewer: older checkpoints count
+        newest = log.whole_listing().newest_checkpoints(boundary, wanted) or []
+    for c in newest:
         by_version.setdefault(c.version, list(c.paths))
     for step in steps:
         if step.kind == CHECKPOINT and step.version <= boundary:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Mapping
 
 from delta_downgrade.errors import naming_table
-from delta_downgrade.log.delta_log import DeltaLog, ProtocolSpan
+from delta_downgrade.log.delta_log import DeltaLog, ProtocolSpan, Refresh
 from delta_downgrade.log.replay.file_summary import file_counts
 from delta_downgrade.log.read.listing import CheckpointInstance
 from delta_downgrade.log.replay.choice import python_replay_fits
@@ -110,7 +110,7 @@ def inspect_table(location: str, version: int | None = None, *, history: bool = 
     if history:
         # The report names the earliest version, every checkpoint and the unknown log files: one
         # listing of the whole log, not one from the hinted checkpoint completed afterwards.
-        log.refresh(whole_log=True)
+        log.refresh(Refresh.WHOLE_LOG)
     # Without the history, the log is listed from the checkpoint _last_checkpoint names (PROTOCOL.md
     # "Last Checkpoint File"): what the latest version needs, not the whole directory.
     # Every commit and the checkpoint's rows read and checked: a damaged log is named, a damaged
@@ -118,10 +118,10 @@ def inspect_table(location: str, version: int | None = None, *, history: bool = 
     snapshot = log.validated_snapshot(version, check_read=True, replay="auto")  # the one _file_summary uses
     protocol = snapshot.protocol
     metadata = snapshot.metadata
-    listing = log.full_listing() if history else log.listing()
+    listing = log.whole_listing() if history else log.listing()
     boundary = snapshot.boundary_version
     if listing.listed_from is not None and boundary is not None and boundary < listing.listed_from:
-        listing = log.full_listing()  # the protected checkpoints reach below the listed tail
+        listing = log.whole_listing()  # the protected checkpoints reach below the listed tail
 
     specs = {name: get_feature(name) for name in sorted(protocol.features)}
     traces: dict[str, list[str]] = {}

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from delta_downgrade.errors import DeltaDowngradeError, naming_table
-from delta_downgrade.log.delta_log import DeltaLog, commit_version
+from delta_downgrade.log.delta_log import DeltaLog, Refresh, commit_version
 from delta_downgrade.log.read.protocol_history import projected_commit_actions
 from delta_downgrade.log.snapshot import Snapshot
 from delta_downgrade.protocol import CHECKPOINT_PROTECTION, Protocol
@@ -111,8 +111,8 @@ def protocol_timeline(location: str, *, log: DeltaLog | None = None,
     """The timeline of ``location`` (or of ``log``, when the caller has the table open)."""
     if log is None:
         log = DeltaLog(location, storage_options=storage_options)
-        log.refresh(whole_log=True)  # the earliest version and every checkpoint: the whole listing
-    listing = log.full_listing()
+        log.refresh(Refresh.WHOLE_LOG)  # the earliest version and every checkpoint: the whole listing
+    listing = log.whole_listing()
     latest = log.latest_version()
     earliest = log.earliest_version()
     drawn_from = max(earliest, latest - max(1, max_commits) + 1)

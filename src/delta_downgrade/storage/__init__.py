@@ -4,7 +4,7 @@ Implementations (``local``, ``hadoop``, ``object_store``) are
 modules of this package that nothing here imports: :func:`open_storage` loads the one a location
 needs through :mod:`delta_downgrade.storage.registry`."""
 
-from delta_downgrade.storage.base import FileStatus, Storage, scheme_of
+from delta_downgrade.storage.base import DirEntries, FileStatus, Storage, scheme_of
 from delta_downgrade.storage.options import (
     IMPLEMENTATION_KEY, is_secret_key, parse_options, redact, redact_text,
 )
@@ -13,7 +13,7 @@ from delta_downgrade.storage.temp_files import TEMP_NAME_RE, is_package_temp, te
 from delta_downgrade.storage.write_errors import typed_write_error, typed_write_errors
 
 __all__ = [
-    "FileStatus", "IMPLEMENTATION_KEY", "SCHEMES", "Storage", "TEMP_NAME_RE", "implementation_for",
+    "DirEntries", "FileStatus", "IMPLEMENTATION_KEY", "SCHEMES", "Storage", "TEMP_NAME_RE", "implementation_for",
     "is_package_temp", "is_secret_key", "open_storage", "parse_options", "redact", "redact_text",
     "scheme_of", "temp_name", "typed_write_error", "typed_write_errors",
 ]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import BinaryIO, ContextManager, Iterator, Protocol as TypingProtocol
+from typing import BinaryIO, ContextManager, Iterator, NamedTuple, Protocol as TypingProtocol
 
 
 #: ``scheme:/path`` without an authority (``dbfs:/user/t``, the form Databricks prints; Hadoop's
@@ -32,6 +32,16 @@ class FileStatus:
     path: str          # relative to the table root
     size: int
     modification_time_ms: int
+
+
+class DirEntries(NamedTuple):
+    """One read of a directory: its files, and the names of its other entries."""
+
+    #: The files (as :meth:`Storage.list_dir` returns them), sorted by path.
+    files: list[FileStatus]
+    #: The names of the entries that are not files: folders (an object store's common key
+    #: prefixes), and on a local file system links to nothing and link loops too.
+    others: frozenset[str]
 
 
 class Storage(TypingProtocol):
@@ -73,6 +83,12 @@ class Storage(TypingProtocol):
         not exist. ``start_after`` (a name in ``rel_dir``, not a path): only names that sort
         after it. An object store asks the service for exactly those (S3 ``start-after``, the
         list offset of Azure and GCS), so catching up on a long log lists only its tail."""
+        ...
+    def list_entries(self, rel_dir: str, *, start_after: str | None = None) -> DirEntries:
+        """:meth:`list_dir` and the names of the other entries of ``rel_dir`` (after
+        ``start_after`` too), from one read of the directory: what a reader that must refuse an
+        entry it cannot read as a file (a log file's name on a folder) asks, without reading a
+        long directory twice."""
         ...
     def list_names(self, rel_dir: str) -> set[str]:
         """Names of the entries directly in ``rel_dir``, without statuses (a folder's name may be

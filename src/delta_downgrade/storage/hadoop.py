@@ -22,7 +22,7 @@ from delta_downgrade.errors import (
     UnsupportedStorageError,
 )
 from delta_downgrade.spark import active_session, connect_url, is_connect_session
-from delta_downgrade.storage.base import FileStatus, scheme_of
+from delta_downgrade.storage.base import DirEntries, FileStatus, scheme_of
 from delta_downgrade.storage.temp_files import temp_name
 from delta_downgrade.storage.write_errors import typed_write_error
 
@@ -258,16 +258,26 @@ class HadoopStorage:
         return FileStatus(rel, int(st.getLen()), int(st.getModificationTime()))
 
     def list_dir(self, rel_dir: str, *, start_after: str | None = None) -> list[FileStatus]:
+        return self.list_entries(rel_dir, start_after=start_after).files
+
+    def list_entries(self, rel_dir: str, *, start_after: str | None = None) -> DirEntries:
+        out: list[FileStatus] = []
+        others: set[str] = set()
         with self._java(f"listing {rel_dir or '/'}"):
             path = self._path(rel_dir)
             if not self._fs.exists(path):
-                return []
+                return DirEntries(out, frozenset())
             prefix = f"{rel_dir}/" if rel_dir else ""
-            out = [self._status(prefix + st.getPath().getName(), st)
-                   for st in self._fs.listStatus(path) if st.isFile()
-                   and (start_after is None or st.getPath().getName() > start_after)]
+            for st in self._fs.listStatus(path):
+                name = st.getPath().getName()
+                if start_after is not None and name <= start_after:
+                    continue
+                if st.isFile():
+                    out.append(self._status(prefix + name, st))
+                else:
+                    others.add(name)
         out.sort(key=lambda s: s.path)
-        return out
+        return DirEntries(out, frozenset(others))
 
     def list_names(self, rel_dir: str) -> set[str]:
         return {status.path.rsplit("/", 1)[-1] for status in self.list_dir(rel_dir)}

@@ -9,7 +9,7 @@ from stat import S_ISREG
 from typing import BinaryIO, Iterator, Mapping
 
 from delta_downgrade.errors import CommitFileExistsError
-from delta_downgrade.storage.base import FileStatus
+from delta_downgrade.storage.base import DirEntries, FileStatus
 from delta_downgrade.storage.temp_files import temp_name
 from delta_downgrade.storage.write_errors import typed_write_error, typed_write_errors
 
@@ -88,12 +88,16 @@ class LocalStorage:
         return self._abs(rel_path)
 
     def list_dir(self, rel_dir: str, *, start_after: str | None = None) -> list[FileStatus]:
+        return self.list_entries(rel_dir, start_after=start_after).files
+
+    def list_entries(self, rel_dir: str, *, start_after: str | None = None) -> DirEntries:
         base = self._abs(rel_dir)
         out: list[FileStatus] = []
+        others: list[str] = []
         try:
             names = os.listdir(base)
         except FileNotFoundError:
-            return out
+            return DirEntries(out, frozenset())
         if start_after is not None:
             # a listing from a version on (a log's tail): only the names kept are stat'ed, and
             # no per-entry object is made for the others (os.listdir, not os.scandir)
@@ -104,13 +108,17 @@ class LocalStorage:
         for name in names:
             try:
                 st = stat(join(base, name))  # follows links, as DirEntry.is_file() does
-            except (FileNotFoundError, NotADirectoryError):  # deleted between listing and stat
+            except (FileNotFoundError, NotADirectoryError):  # a link to nothing (or deleted
+                others.append(name)                         # between listing and stat)
                 continue
             except OSError:  # a link loop or the like: not a file (a directory listing skips it)
+                others.append(name)
                 continue
             if is_reg(st.st_mode):
                 out.append(FileStatus(prefix + name, st.st_size, int(st.st_mtime * 1000)))
-        return out
+            else:
+                others.append(name)
+        return DirEntries(out, frozenset(others))
 
     def list_names(self, rel_dir: str) -> set[str]:
         # os.listdir: plain names, no per-entry objects (about 40% cheaper than scandir on a

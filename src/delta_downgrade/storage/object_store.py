@@ -32,7 +32,7 @@ from delta_downgrade.errors import (
     StorageNotAtomicError,
     StorageNotWritableError, StorageUnreachableError, TableNotFoundError, UnsupportedStorageError,
 )
-from delta_downgrade.storage.base import FileStatus, scheme_of
+from delta_downgrade.storage.base import DirEntries, FileStatus, scheme_of
 from delta_downgrade.storage.options import DEFAULT_METADATA_TIMEOUT, StoreOptions, parse_options, redact_text
 from delta_downgrade.storage.temp_files import temp_name
 
@@ -317,10 +317,16 @@ class ObjectStoreStorage:
         """The files directly in ``rel_dir``, sorted. With ``start_after``, the service is asked
         for keys after ``rel_dir/start_after`` only (S3 ``start-after``, the Azure / GCS list
         offset), so catching up on a long log lists only its tail."""
+        return self.list_entries(rel_dir, start_after=start_after).files
+
+    def list_entries(self, rel_dir: str, *, start_after: str | None = None) -> DirEntries:
+        """:meth:`list_dir`, and the "subdirectories" (common key prefixes) of ``rel_dir`` after
+        ``start_after``, from the same listing."""
         import obstore
 
         prefix = self._prefix(rel_dir)
         out: list[FileStatus] = []
+        others: set[str] = set()
         with self._mapped(f"listing {rel_dir or 'the table root'}"):
             if start_after is None:
                 result = obstore.list_with_delimiter(self._meta_store, prefix or None)
@@ -330,6 +336,8 @@ class ObjectStoreStorage:
                     if len(meta["path"]) > len(prefix):
                         out.append(FileStatus(meta["path"], meta["size"],
                                               _ms(meta["last_modified"])))
+                others.update(p[len(prefix):].rstrip("/") for p in result["common_prefixes"])
+                others.discard("")
             else:
                 # A recursive listing from the offset: keep only direct children. The offset is
                 # also checked here: GCS's startOffset is inclusive (and an emulator may ignore
@@ -340,11 +348,16 @@ class ObjectStoreStorage:
                 for batch in stream:
                     for meta in batch:
                         path = meta["path"]
-                        if path <= offset or "/" in path[len(prefix):]:
+                        if path <= offset:
+                            continue
+                        name, nested, _ = path[len(prefix):].partition("/")
+                        if nested:  # a key below a "subdirectory" of rel_dir
+                            if name > start_after:
+                                others.add(name)
                             continue
                         out.append(FileStatus(path, meta["size"], _ms(meta["last_modified"])))
         out.sort(key=lambda s: s.path)
-        return out
+        return DirEntries(out, frozenset(others))
 
     def list_names(self, rel_dir: str) -> set[str]:
         """Names directly in ``rel_dir``: its objects and its "subdirectories" (common key

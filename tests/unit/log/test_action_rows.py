@@ -46,7 +46,7 @@ def test_rows_lacking_a_dv_field():
                                   "v2_checkpoint_parquet_sidecars", "dv_cm_name_checkpoint"])
 def test_checkpoint_rows_give_the_checkpoint_readers_actions(name, golden_root):
     log = DeltaLog(str(golden_root / name))
-    checkpoint = log.listing().checkpoints[-1]
+    checkpoint = log.whole_listing().checkpoints[-1]
     expected = CheckpointReader(log.storage, checkpoint).actions(["add", "remove"])
     got: dict[str, list[object]] = {"add": [], "remove": []}
     files = [s.path for s in checkpoint.files if s.path.endswith(".parquet")]

@@ -122,7 +122,7 @@ def _segments(path: str) -> list[tuple[str, LogSegment]]:
     """Every segment ``DeltaLog.segment(v)`` builds, plus the pure-JSON one from commit 0 when
     a checkpoint would otherwise be used and all commits are there."""
     log = DeltaLog(path)
-    listing = log.listing()
+    listing = log.whole_listing()
     out = []
     for v in range(0, log.latest_version() + 1):
         try:

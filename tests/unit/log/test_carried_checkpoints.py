@@ -19,7 +19,7 @@ import pytest
 from delta_downgrade.clock import ManualClock
 from delta_downgrade.log.checkpoint.on_driver import checkpoint_table
 from delta_downgrade.log.commit import commit
-from delta_downgrade.log.delta_log import DeltaLog
+from delta_downgrade.log.delta_log import DeltaLog, Refresh
 from delta_downgrade.log.format.file_names import LOG_DIR, commit_path
 from delta_downgrade.log.snapshot import Snapshot
 from delta_downgrade.protocol.actions import AddFile, DomainMetadata, Txn
@@ -129,7 +129,7 @@ def test_checkpoints_from_the_carried_state_equal_a_fresh_replay(tmp_path, repla
     assert first == second
     assert Path(table, written[5].paths[0]).read_bytes() != first  # metadata changed: written again
     # the copies and the commits are in the log's listing without listing again, as a fresh one sees
-    assert log.listing().checkpoint_versions == DeltaLog(table).listing().checkpoint_versions == [3, 4, 5, 6, 7]
+    assert log.whole_listing().checkpoint_versions == DeltaLog(table).whole_listing().checkpoint_versions == [3, 4, 5, 6, 7]
 
 
 def test_a_copied_checkpoint_is_written_afresh_when_its_source_changed(tmp_path):
@@ -142,15 +142,15 @@ def test_a_copied_checkpoint_is_written_afresh_when_its_source_changed(tmp_path)
     assert _rows(table, second.paths) == _fresh_checkpoint_rows(table, 4, tmp_path)
 
 
-def test_catch_up_finds_another_writers_commit_and_a_lost_race_lists_again(tmp_path):
+def test_a_refresh_for_new_commits_finds_another_writers_commit_and_a_lost_race_lists_again(tmp_path):
     table = _table(tmp_path / "t")
     mine, theirs = DeltaLog(table), DeltaLog(table)
     clock = ManualClock(NOW)
     assert mine.latest_version() == 2
     commit(theirs, 2, [], operation="Empty Commit", clock=clock)
-    assert mine.catch_up().latest_version() == 3
+    assert mine.refresh(Refresh.NEW_COMMITS).latest_version() == 3
     commit(theirs, 3, [], operation="Empty Commit", clock=clock)
     # this writer read version 3: its commit loses the race for 4 and lands at 5
     assert commit(mine, 3, [], operation="Empty Commit", clock=clock,
                   resolve_conflict=lambda winners, log: []) == 5
-    assert mine.catch_up().listing().commit_versions() == [0, 1, 2, 3, 4, 5]
+    assert mine.refresh(Refresh.NEW_COMMITS).whole_listing().commit_versions() == (0, 1, 2, 3, 4, 5)

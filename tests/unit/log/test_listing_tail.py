@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from delta_downgrade.log.checkpoint.on_driver import checkpoint_table
-from delta_downgrade.log.delta_log import DeltaLog
+from delta_downgrade.log.delta_log import DeltaLog, Refresh
 from delta_downgrade.log.format.file_names import LOG_DIR
-from delta_downgrade.log.read.listing import LogListing, list_log
+from delta_downgrade.log.read.listing import LogListing, list_whole_log
 from delta_downgrade.storage import FileStatus
 from delta_downgrade.storage.local import LocalStorage
 
@@ -84,20 +84,20 @@ def test_refresh_lists_only_the_tail_and_equals_a_full_listing(tmp_path: Path) -
     assert log.refresh().snapshot().version == 13
     # the tail from the last known version on: its own files and every later one
     assert storage.log_listings == [f"{11:020d}"]
-    _same(log.listing(), list_log(LocalStorage(table)))
+    _same(log.listing(), list_whole_log(LocalStorage(table)))
     assert {path for path, _dv in log.snapshot().state().files} == {f"f-{v}.parquet" for v in range(14)}
 
 
-def test_catch_up_after_another_writers_commit_lists_the_tail(tmp_path: Path) -> None:
+def test_a_refresh_for_new_commits_after_another_writers_commit_lists_the_tail(tmp_path: Path) -> None:
     table = _table(tmp_path, 5)
     storage = ListsLikeAnObjectStore(table)
     log = DeltaLog(str(table), storage)
     log.snapshot()
     storage.log_listings.clear()
-    log.catch_up()
+    log.refresh(Refresh.NEW_COMMITS)
     assert log.latest_version() == 4 and storage.log_listings == []  # nothing new: no listing
     _commit(table, 5, _add("f-5.parquet"))
-    log.catch_up()
+    log.refresh(Refresh.NEW_COMMITS)
     assert log.latest_version() == 5
     assert storage.log_listings == [f"{4:020d}"]
 
@@ -114,7 +114,7 @@ def test_a_checkpoint_at_the_last_known_version_is_found(tmp_path: Path) -> None
     listing = log.refresh().listing()
     assert storage.log_listings == [f"{5:020d}"]
     assert [c.version for c in listing.checkpoints] == [5]
-    _same(listing, list_log(LocalStorage(table)))
+    _same(listing, list_whole_log(LocalStorage(table)))
 
 
 def test_files_removed_in_the_tail_are_dropped(tmp_path: Path) -> None:
@@ -126,10 +126,10 @@ def test_files_removed_in_the_tail_are_dropped(tmp_path: Path) -> None:
     log.refresh().listing()
     crc = table / LOG_DIR / f"{6:020d}.crc"
     crc.write_text("{}")
-    assert 6 in log.refresh().listing().crcs
+    assert 6 in log.refresh().whole_listing().crcs
     crc.unlink()
-    assert 6 not in log.refresh().listing().crcs
-    _same(log.listing(), list_log(LocalStorage(table)))
+    assert 6 not in log.refresh().whole_listing().crcs
+    _same(log.listing(), list_whole_log(LocalStorage(table)))
 
 
 def test_the_last_known_commit_gone_lists_everything_again(tmp_path: Path) -> None:
@@ -144,4 +144,4 @@ def test_the_last_known_commit_gone_lists_everything_again(tmp_path: Path) -> No
     storage.log_listings.clear()
     assert log.refresh().latest_version() == 3
     assert storage.log_listings == [f"{5:020d}", None]
-    _same(log.listing(), list_log(LocalStorage(table)))
+    _same(log.listing(), list_whole_log(LocalStorage(table)))

@@ -23,11 +23,11 @@ from delta_downgrade.errors import CorruptLogError, NotADeltaTableError, Version
 from delta_downgrade.log.replay.arrow_replay import replay_segment
 from delta_downgrade.log.read.checkpoint_reader import CheckpointReader
 from delta_downgrade.log.checkpoint.on_driver import checkpoint_table
-from delta_downgrade.log.delta_log import DeltaLog
+from delta_downgrade.log.delta_log import DeltaLog, Refresh
 from delta_downgrade.log.format.file_names import LOG_DIR, classic_checkpoint_path, commit_path
-from delta_downgrade.log.read.listing import list_log
+from delta_downgrade.log.read.listing import list_whole_log, refreshed
 from delta_downgrade.log.snapshot import Snapshot
-from delta_downgrade.storage import FileStatus
+from delta_downgrade.storage import DirEntries, FileStatus
 from delta_downgrade.storage.local import LocalStorage
 
 T0 = 1_700_000_000_000
@@ -101,9 +101,10 @@ class CountingStorage(LocalStorage):
         self.stats[rel_path] += 1
         return super().status(rel_path)
 
-    def list_dir(self, rel_dir: str, *, start_after: str | None = None) -> list[FileStatus]:
+    def list_entries(self, rel_dir: str, *, start_after: str | None = None) -> DirEntries:
+        # every listing with statuses of a local directory (list_dir too) is one list_entries
         self.listings += 1
-        return super().list_dir(rel_dir, start_after=start_after)
+        return super().list_entries(rel_dir, start_after=start_after)
 
     def reset(self) -> None:
         self.reads.clear()
@@ -143,7 +144,7 @@ def test_second_snapshot_reads_only_the_new_commits(tmp_path):
     assert second.version == 24 + new
     expected = {commit_path(v) for v in range(25, 25 + new)}
     assert _log_reads(storage) == expected  # no old commit, no checkpoint
-    # the listing: names only (no list_dir, which stats every file), a stat only for the new
+    # the listing: names only (no list_entries, which stats every file), a stat only for the new
     # files and the checkpoint (which a writer may replace)
     assert storage.listings == 0
     assert set(storage.stats) == expected | {classic_checkpoint_path(20)}
@@ -203,20 +204,20 @@ def test_incremental_listing_equals_a_full_listing(tmp_path):
     checkpoint_table(DeltaLog(str(table)), 5, clock=ManualClock(T0))
     storage = LocalStorage(table)
     log = DeltaLog(str(table), storage)
-    log.listing()
+    log.whole_listing()
 
     previous = log.listing()
 
     def same() -> None:
         nonlocal previous
-        full = list_log(storage, str(table))
+        full = list_whole_log(storage, str(table))
         # what refresh() does (names only), and the same with every file stat'ed
-        stated = list_log(storage, str(table), previous=previous, stat_known=True)
+        stated = refreshed(previous, storage, str(table), stat_known=True)
         previous = log.refresh().listing()
         for incremental in (previous, stated):
             for name in ("commits", "checkpoints", "crcs", "compactions", "unknown", "last_checkpoint"):
                 assert getattr(incremental, name) == getattr(full, name), name
-            assert incremental.commit_versions() == sorted(full.commits)
+            assert list(incremental.commit_versions()) == sorted(full.commits)
             assert [incremental.contiguous_start(v) for v in full.commits] == \
                 [full.contiguous_start(v) for v in full.commits]
         assert log.latest_version() == max(full.commits)
@@ -244,11 +245,11 @@ def test_incremental_listing_equals_a_full_listing(tmp_path):
     assert log.earliest_version() == 12
     # a listing that stats every file takes a changed modification time, so does a full refresh
     storage.set_modification_time(commit_path(12), T0 - 86_400_000)
-    stated = list_log(storage, str(table), previous=log.listing(), stat_known=True)
+    stated = refreshed(log.listing(), storage, str(table), stat_known=True)
     assert stated.commits[12].modification_time_ms == T0 - 86_400_000
-    assert log.refresh(full=True).listing().commits[12].modification_time_ms == T0 - 86_400_000
+    assert log.refresh(Refresh.FROM_SCRATCH).whole_listing().commits[12].modification_time_ms == T0 - 86_400_000
     # a full refresh forgets everything
-    assert log.refresh(full=True).listing().commits == list_log(storage, str(table)).commits
+    assert log.refresh(Refresh.FROM_SCRATCH).whole_listing().commits == list_whole_log(storage, str(table)).commits
 
 
 def test_cached_snapshot_is_dropped_when_its_commit_files_change(tmp_path):
@@ -258,7 +259,7 @@ def test_cached_snapshot_is_dropped_when_its_commit_files_change(tmp_path):
     # rewrite commit 3 in place (never legal, but a full refresh must see it)
     _write_commit(table, 3, [_info(3), _metadata(k="rewritten"), _add("g.parquet", size=12345)])
     os.utime(table / commit_path(3), (time.time() + 5, time.time() + 5))
-    snap = log.refresh(full=True).snapshot()
+    snap = log.refresh(Refresh.FROM_SCRATCH).snapshot()
     assert snap.metadata.configuration == {"k": "rewritten"}
 
 

@@ -83,7 +83,7 @@ def test_the_projected_read_gives_what_read_commit_actions_gives(tmp_path, monke
     monkeypatch.setattr(protocol_history, "BATCH", 16)  # many batches, several in flight
     table = _table(tmp_path / "t", 300)
     log = DeltaLog(str(table))
-    statuses = log.listing().commits_between(0, 299)
+    statuses = log.whole_listing().commits_between(0, 299)
     got = list(projected_commit_actions(log.storage, statuses, threads=threads))
     assert got == _one_by_one(log.storage, statuses)
     assert sum(1 for _, actions in got if actions) == 5
@@ -112,7 +112,7 @@ def test_the_first_bad_commit_in_version_order_raises(tmp_path, monkeypatch, thr
     _write(table, 90, [_info(90), {"protocol": P12}, {"protocol": P37}])
     _write(table, 120, b'{"commitInfo":{"x":"\xff"}}\n')
     log = DeltaLog(str(table))
-    statuses = log.listing().commits_between(0, 299)
+    statuses = log.whole_listing().commits_between(0, 299)
     with pytest.raises(CorruptLogError) as expected:
         _one_by_one(log.storage, statuses)
     with pytest.raises(CorruptLogError) as got:
@@ -138,7 +138,7 @@ def test_a_commit_gone_since_the_listing_raises_its_read_error_in_its_turn(tmp_p
     monkeypatch.setattr(protocol_history, "BATCH", 16)
     table = _table(tmp_path / "t", 100)
     log = DeltaLog(str(table))
-    statuses = log.listing().commits_between(0, 99)
+    statuses = log.whole_listing().commits_between(0, 99)
     (table / LOG_DIR / f"{60:020d}.json").unlink()
     _write(table, 80, b"not json\n{\"protocol\": 1}\n")
     _write(table, 59, [_info(59), {"protocol": P37}])
@@ -154,7 +154,7 @@ def test_a_local_file_is_read_to_its_end_whatever_size_the_listing_saw(tmp_path)
     as it is, as read_bytes would read it."""
     table = _table(tmp_path / "t", 10)
     log = DeltaLog(str(table))
-    statuses = log.listing().commits_between(0, 9)
+    statuses = log.whole_listing().commits_between(0, 9)
     padding = {"commitInfo": {"timestamp": 0, "operation": "WRITE", "pad": "x" * 200_000}}
     _write(table, 5, [padding, {"protocol": P37}])
     _write(table, 6, [{"protocol": P12}])

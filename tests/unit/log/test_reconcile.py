@@ -139,7 +139,7 @@ def _segments(path: str) -> list[LogSegment]:
     """Every segment ``DeltaLog.segment(v)`` builds, plus the one from commit 0 when all
     commits are there."""
     log = DeltaLog(path)
-    listing = log.listing()
+    listing = log.whole_listing()
     out = []
     for v in range(log.latest_version() + 1):
         try:

@@ -117,7 +117,7 @@ def test_a_checkpoint_or_an_unknown_size_takes_the_arrow_replay(tmp_path, monkey
     assert not python_replay_fits(segment)
     with_checkpoint, calls = _state(path, monkeypatch, arrow=False)
     assert calls == 1
-    from_commits = LogSegment(5, None, DeltaLog(path).listing().commits_between(0, 5))
+    from_commits = LogSegment(5, None, DeltaLog(path).whole_listing().commits_between(0, 5))
     assert python_replay_fits(from_commits)
     unknown = LogSegment(5, None, tuple(FileStatus(s.path, -1, s.modification_time_ms)
                                         for s in from_commits.commits))

@@ -15,7 +15,7 @@ from delta_downgrade.log.format.file_names import (
     LOG_DIR, classic_checkpoint_path, classify, commit_path, compacted_path, crc_path,
     multipart_checkpoint_path, sidecar_path, staged_commit_path, v2_checkpoint_path,
 )
-from delta_downgrade.log.read.listing import CheckpointInstance, LogListing
+from delta_downgrade.log.read.listing import CheckpointInstance, LogListing, listing_of
 from delta_downgrade.operations.cleanup import (
     ALL_AT_ONCE, NO_CHECKPOINT, NOTHING_TO_DELETE, SKIPPED_PARTIAL, SKIPPED_UNSUPPORTED,
     SUPPORTED_RANGE, UNPROTECTED, CleanupInputs, CleanupPlan, build_plan, cutoff_timestamp_ms,
@@ -45,15 +45,16 @@ def classic(version: int, mtime: int = NOW) -> CheckpointInstance:
 
 
 def listing(versions: int = 16, old: int = 8, checkpoints: Iterable[int] = (), crcs: bool = False,
-            extra_checkpoints: Sequence[CheckpointInstance] = ()) -> LogListing:
-    out = LogListing()
-    for v in range(versions):
-        out.commits[v] = fs(commit_path(v), OLD if v < old else RECENT)
-        if crcs:
-            out.crcs[v] = fs(crc_path(v), NOW)   # .crc mtimes never matter
-    out.checkpoints = sorted([classic(v) for v in checkpoints] + list(extra_checkpoints),
-                             key=lambda c: (c.version, c.kind))
-    return out
+            extra_checkpoints: Sequence[CheckpointInstance] = (),
+            extra_files: Sequence[FileStatus] = (), first: int = 0) -> LogListing:
+    """The listing of commits ``first .. versions - 1`` (those below ``old`` old), their .crc files
+    with ``crcs``, the checkpoints, and ``extra_files`` (the last status of a name wins)."""
+    files = [fs(commit_path(v), OLD if v < old else RECENT) for v in range(first, versions)]
+    if crcs:
+        files += [fs(crc_path(v), NOW) for v in range(versions)]   # .crc mtimes never matter
+    for checkpoint in [classic(v) for v in checkpoints] + list(extra_checkpoints):
+        files += checkpoint.files
+    return listing_of([*files, *extra_files])
 
 
 def inputs(lst: LogListing, *, boundary: int | None = None, **kw) -> CleanupInputs:
@@ -120,17 +121,17 @@ def test_cutoff_checkpoint_version_zero_and_incomplete():
 def test_clock_skew_cannot_expire_a_newer_commit_first():
     """Commit 9 has an mtime older than commit 8 (skew); it counts as commit 8 + 1 ms, so it has
     not expired while 8 has not."""
-    lst = listing(checkpoints=(8, 10), old=8)
-    lst.commits[9] = fs(commit_path(9), OLD)
+    lst = listing(checkpoints=(8, 10), old=8, extra_files=[fs(commit_path(9), OLD)])
     assert select_cutoff_checkpoint(lst, CUTOFF) == 8
 
 
 # --- plans without protection -------------------------------------------------------------------
 
 def test_plain_plan_candidates():
-    lst = listing(checkpoints=(3, 6, 8, 10), crcs=True)
-    lst.checkpoints.append(CheckpointInstance(5, "multipart", (fs(multipart_checkpoint_path(5, 1, 2)),), num_parts=2))
-    lst.compactions = [(classify(compacted_path(s, e)), fs(compacted_path(s, e))) for s, e in ((1, 4), (6, 9), (7, 8))]
+    lst = listing(checkpoints=(3, 6, 8, 10), crcs=True,
+                  extra_checkpoints=[CheckpointInstance(5, "multipart", (fs(multipart_checkpoint_path(5, 1, 2)),),
+                                                        num_parts=2)],
+                  extra_files=[fs(compacted_path(s, e)) for s, e in ((1, 4), (6, 9), (7, 8))])
     staged = tuple((v, fs(staged_commit_path(v, f"u{v}"))) for v in (2, 8, 9))
     plan = build_plan(inputs(lst, staged_commits=staged), cutoff_ms=CUTOFF, now_ms=NOW)
     assert plan.allowed and plan.decision == UNPROTECTED and plan.cutoff_checkpoint == 8
@@ -154,9 +155,7 @@ def test_no_cutoff_checkpoint_plan():
 def test_nothing_left_to_delete():
     """Already cleaned up to 8: checkpoint 8 has no commit before it; it is the cutoff and nothing
     is older."""
-    lst = listing(checkpoints=(8, 10))
-    for v in range(8):
-        del lst.commits[v]
+    lst = listing(checkpoints=(8, 10), first=8)
     plan = build_plan(inputs(lst), cutoff_ms=CUTOFF, now_ms=NOW)
     assert plan.decision == NOTHING_TO_DELETE and plan.num_deletions == 0 and plan.truncates_before == 8
 
@@ -166,10 +165,7 @@ def test_leftovers_of_an_interrupted_run_go_at_once(boundary):
     """An interrupted run deleted commits 0..11 (all expired) but not yet the .crc of 11 nor
     checkpoints 6, 8, 10. Commit 12 is recent, yet checkpoint 12 has no commit before it any more,
     so the rerun finishes the job instead of waiting until commit 12 expires."""
-    lst = listing(checkpoints=(6, 8, 10, 12), old=12)
-    for v in range(12):
-        del lst.commits[v]
-    lst.crcs[11] = fs(crc_path(11), NOW)
+    lst = listing(checkpoints=(6, 8, 10, 12), old=12, first=12, extra_files=[fs(crc_path(11), NOW)])
     assert select_cutoff_checkpoint(lst, CUTOFF) == 12
     plan = build_plan(inputs(lst, boundary=boundary), cutoff_ms=CUTOFF, now_ms=NOW)
     assert plan.allowed and plan.delete_commits == () and plan.delete_other == (crc_path(11),)
@@ -179,10 +175,7 @@ def test_leftovers_of_an_interrupted_run_go_at_once(boundary):
 def test_leftovers_below_a_partial_cutoff():
     """C = 8 < V = 10 after an interrupted partial run: the leftover .crc of 7 goes (no commit is
     deleted, so rule (c) has no range to check) and rule (a) keeps checkpoint 6."""
-    lst = listing(checkpoints=(6, 8, 10), old=8)
-    for v in range(8):
-        del lst.commits[v]
-    lst.crcs[7] = fs(crc_path(7), NOW)
+    lst = listing(checkpoints=(6, 8, 10), old=8, first=8, extra_files=[fs(crc_path(7), NOW)])
     plan = build_plan(inputs(lst, boundary=10), cutoff_ms=CUTOFF, now_ms=NOW, spans=None)
     assert plan.allowed and plan.decision == SUPPORTED_RANGE
     assert plan.delete_other == (crc_path(7),) and plan.delete_checkpoints == ()

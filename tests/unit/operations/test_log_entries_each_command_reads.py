@@ -71,7 +71,7 @@ class Calls:
     """What the storage layer was asked for while a command ran."""
 
     def __init__(self) -> None:
-        self.whole_listings = 0        # list_dir of _delta_log from its start
+        self.whole_listings = 0        # listings of _delta_log from its start
         self.statted: Counter[str] = Counter()   # file name -> stat'ed (a listing's entry or status())
         self.read: Counter[str] = Counter()      # file name -> times opened for reading
 
@@ -83,14 +83,15 @@ class Calls:
 @pytest.fixture
 def calls(monkeypatch) -> Calls:
     found = Calls()
-    list_dir, status = LocalStorage.list_dir, LocalStorage.status
+    list_entries, status = LocalStorage.list_entries, LocalStorage.status
     read_bytes, read_range, open_input = LocalStorage.read_bytes, LocalStorage.read_range, LocalStorage.open_input
 
-    def counted_list_dir(self, rel_dir, *, start_after=None):
-        out = list_dir(self, rel_dir, start_after=start_after)
+    def counted_list_entries(self, rel_dir, *, start_after=None):
+        # every listing of a local directory (list_dir too) is one list_entries
+        out = list_entries(self, rel_dir, start_after=start_after)
         if rel_dir == "_delta_log" and start_after is None:
             found.whole_listings += 1
-        found.statted.update(s.path.rsplit("/", 1)[-1] for s in out)
+        found.statted.update(s.path.rsplit("/", 1)[-1] for s in out.files)
         return out
 
     def counted_status(self, rel_path):
@@ -103,7 +104,7 @@ def calls(monkeypatch) -> Calls:
             return original(self, rel_path, *args, **kwargs)
         return counted
 
-    monkeypatch.setattr(LocalStorage, "list_dir", counted_list_dir)
+    monkeypatch.setattr(LocalStorage, "list_entries", counted_list_entries)
     monkeypatch.setattr(LocalStorage, "status", counted_status)
     monkeypatch.setattr(LocalStorage, "read_bytes", reader(read_bytes))
     monkeypatch.setattr(LocalStorage, "read_range", reader(read_range))

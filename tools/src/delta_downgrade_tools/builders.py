@@ -23,7 +23,7 @@ import pyarrow.parquet as pq
 from delta_downgrade.protocol.actions import AddFile, AnyAction, Metadata, ProtocolAction, RemoveFile
 from delta_downgrade.clock import SYSTEM_CLOCK, Clock
 from delta_downgrade.log.commit import commit
-from delta_downgrade.log.delta_log import DeltaLog
+from delta_downgrade.log.delta_log import DeltaLog, Refresh
 from delta_downgrade.log.format.file_names import commit_path
 from delta_downgrade.protocol import Protocol
 from delta_downgrade.protocol.schema import schema_string
@@ -157,7 +157,7 @@ class TableBuilder:
     def age_commit(self, version: int, epoch_ms: int) -> None:
         """Set a commit file's modification time, as if it had been written then."""
         self.storage.set_modification_time(commit_path(version), epoch_ms)
-        self.log.refresh(full=True)  # refresh() keeps the status of known commits (never rewritten)
+        self.log.refresh(Refresh.FROM_SCRATCH)  # refresh() keeps the status of known commits (never rewritten)
 
     # --- data files -----------------------------------------------------------------------------
 

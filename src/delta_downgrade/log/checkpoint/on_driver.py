@@ -20,7 +20,7 @@ from delta_downgrade.errors import CorruptLogError, UnsupportedFeaturesError
 from delta_downgrade.log.replay.arrow_replay import ArrowState
 from delta_downgrade.log.checkpoint.copy_forward import WrittenCheckpoint, copy_checkpoint
 from delta_downgrade.log.checkpoint.classic_writer import V2_CHECKPOINT_FEATURE, CheckpointResult
-from delta_downgrade.log.delta_log import DeltaLog, check_protocol
+from delta_downgrade.log.delta_log import DeltaLog, Refresh, check_protocol
 from delta_downgrade.log.checkpoint.from_state import write_state_checkpoint
 from delta_downgrade.log.checkpoint.v2_writer import DEFAULT_V2_FORMAT
 from delta_downgrade.log.snapshot import BOUNDARY_PROPERTY, Snapshot
@@ -113,7 +113,7 @@ def checkpoint_table(log: DeltaLog, version: int | None = None, *, clock: Clock 
 
     The state comes from the Arrow replay (:mod:`delta_downgrade.log.replay.arrow_replay`); it is checked
     (protocol valid, rule (b), features, policy) before anything is written."""
-    log.catch_up()
+    log.refresh(Refresh.NEW_COMMITS)
     state = _carried_state(log, version)
     check_protocol(state.protocol.protocol, log.table, state.version, check_read=False)
     _refuse_unwritable(log, state.version, state.protocol, state.metadata)

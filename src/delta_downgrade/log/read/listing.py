@@ -1,5 +1,12 @@
 """What ``_delta_log`` holds: commits, checkpoints, checksums, and the files we do not know.
 
+A listing is a value (:class:`LogListing`, frozen): taken at one moment, never changed. Each way
+of getting one is a function of this module that returns a new value: the whole log
+(:func:`list_whole_log`), the log from its last checkpoint (:func:`list_from_last_checkpoint`),
+the log now from an earlier listing (:func:`refreshed`), the listing once this process wrote some
+files (:func:`after_writing`), a partial listing extended to the whole log
+(:func:`extended_to_whole_log`), and the listing of given files (:func:`listing_of`).
+
 The listing is the ground truth; ``_last_checkpoint`` is only a hint. It is used to prefer one of
 several checkpoints at the same version, and ignored when it is missing, empty, not JSON, or
 points to a checkpoint that is not there (PROTOCOL.md, "Last Checkpoint File").
@@ -9,9 +16,9 @@ version 10^8, so every question about contiguity is answered from the sorted ver
 present (:meth:`LogListing.contiguous_start`, :meth:`LogListing.missing_ranges`), in time and
 memory bounded by the number of files.
 
-:func:`list_log` with ``previous`` updates a listing instead of rebuilding it: only the names not
-seen before are parsed, the commits and checksums of the previous listing are kept and only the
-differences applied (files gone after a metadata cleanup are dropped, a changed size or
+:func:`refreshed` builds the new listing from the previous one instead of from scratch: only the
+names not seen before are parsed, the commits and checksums of the previous listing are kept and
+only the differences applied (files gone after a metadata cleanup are dropped, a changed size or
 modification time is taken). Where a listing returns statuses anyway (an object store), such an
 update lists only the tail of the log, from the last known commit's version on
 (:func:`_scan_tail`). With ``stat_known=False`` (what ``DeltaLog.refresh()`` passes) a
@@ -20,7 +27,7 @@ written (PROTOCOL.md "Creation of New Log Entries") - and, again each time, the 
 change in place: checkpoints (a writer may replace one), unknown files and empty files (a write
 in progress?).
 
-The first listing of a long log (:func:`list_log` with ``from_hint``, what ``DeltaLog.listing()``
+The first listing of a long log (:func:`list_from_last_checkpoint`, what ``DeltaLog.listing()``
 asks for) starts at the checkpoint ``_last_checkpoint`` names: PROTOCOL.md "Last Checkpoint File"
 exists so that a reader need not list the whole directory, and delta-spark and delta-kernel list
 from the hinted checkpoint version too (``listFrom(checkpointVersion)``). Such a listing is
@@ -28,11 +35,12 @@ from the hinted checkpoint version too (``listFrom(checkpointVersion)``). Such a
 version's 20 digits. It is used only when the hinted checkpoint is there and complete; a missing,
 unreadable or stale hint (its checkpoint deleted, a part missing) lists the whole log as before.
 Every accessor whose answer could differ on a partial listing (the commits, checkpoints,
-checksums, unknown files as collections, gaps, contiguity, the earliest versions) first completes
-it in place (:meth:`LogListing.complete`: the files before that version are listed and added);
-only the accessors that are exact on the tail answer from it: the latest commit and checkpoint,
-the commits and checksums from the listed version on, whether a range of those commits is
-contiguous (:meth:`LogListing.has_commits`), and the checkpoints among the listed files
+checksums, unknown files as collections, gaps, contiguity, anything before the listed version)
+raises :class:`PartialListingError` there: the caller asks for the whole listing
+(:func:`extended_to_whole_log`; ``DeltaLog.whole_listing()``). The accessors that are exact on the
+tail answer from it: the latest commit and checkpoint, the commits, checksums and checkpoints
+from the listed version on, whether a range of those commits is contiguous
+(:meth:`LogListing.has_commits`), and the checkpoints among the listed files
 (``complete_checkpoints(listed_only=True)``). No accessor returns a silently partial answer.
 """
 
@@ -40,10 +48,12 @@ from __future__ import annotations
 
 import bisect
 from dataclasses import dataclass, field
-from typing import Any, NoReturn
+from functools import cached_property
+from types import MappingProxyType
+from typing import Any, Iterable, Mapping, NoReturn
 
-from delta_downgrade.errors import (CorruptLogError, NotADeltaTableError, TableNotFoundError,
-                                    VersionsNotContiguousError)
+from delta_downgrade.errors import (CorruptLogError, NotADeltaTableError, PartialListingError,
+                                    TableNotFoundError, VersionsNotContiguousError)
 from delta_downgrade.log.format.file_names import LOG_DIR, MAX_VERSION, LogFile, parse_log_file
 from delta_downgrade.log.format.last_checkpoint import read_last_checkpoint
 from delta_downgrade.storage import FileStatus, Storage
@@ -78,74 +88,78 @@ class CheckpointInstance:
         return max(f.modification_time_ms for f in self.files)
 
 
-@dataclass
-class LogListing:
-    """A listing of ``_delta_log`` taken at one moment."""
+#: One listed file: its parsed name (None for a name that is not a log file's) and its status.
+Entry = tuple[LogFile | None, FileStatus]
 
-    # The files, by kind; on a partial listing only those listed (read them through the
-    # properties below, which complete a partial listing first).
-    _commits: dict[int, FileStatus] = field(default_factory=dict)
-    _checkpoints: list[CheckpointInstance] = field(default_factory=list)  # by version, complete or not
-    _crcs: dict[int, FileStatus] = field(default_factory=dict)
-    _compactions: list[tuple[LogFile, FileStatus]] = field(default_factory=list)
-    _unknown: list[FileStatus] = field(default_factory=list)
-    last_checkpoint: dict[str, Any] | None = None
+
+@dataclass(frozen=True)
+class LogListing:
+    """A listing of ``_delta_log`` taken at one moment: a value, never changed once built.
+
+    Built by the named functions of this module, never by hand: :func:`list_whole_log`,
+    :func:`list_from_last_checkpoint`, :func:`refreshed`, :func:`after_writing`,
+    :func:`extended_to_whole_log`, :func:`listing_of`. A *partial* listing (:attr:`listed_from`
+    set) holds every file whose name sorts at or after that version's 20 digits, among them a
+    complete checkpoint and at least one commit (the builders see to it), so that the latest
+    commit and checkpoint are always in it. Questions about older files raise
+    :class:`PartialListingError` there: no accessor returns a silently partial answer.
+    """
+
     #: None when the whole directory was listed; a version ``C`` when only the files whose names
     #: sort at or after ``C``'s 20 digits were (a listing from the checkpoint ``_last_checkpoint``
-    #: names, which is there and complete). :meth:`complete` lists the rest.
-    listed_from: int | None = None
-    # where a partial listing lists the rest from: (storage, table)
-    _source: tuple[Storage, str] | None = field(default=None, repr=False, compare=False)
-    # name -> (parsed name, status) of every file listed, for the next incremental listing
-    _entries: dict[str, tuple[LogFile | None, FileStatus]] = field(
-        default_factory=dict, repr=False, compare=False)
-    _others: dict[str, tuple[LogFile | None, FileStatus]] = field(  # the entries not commit/crc
-        default_factory=dict, repr=False, compare=False)
-    _empty: set[str] = field(default_factory=set, repr=False, compare=False)  # empty commits/crcs
-    # sorted commit versions and, per index, where its run of consecutive versions starts
-    _runs: tuple[int, list[int], list[int]] | None = field(default=None, repr=False, compare=False)
+    #: names, which is there and complete).
+    listed_from: int | None
+    #: ``_last_checkpoint`` as read with this listing (None when missing or unusable).
+    last_checkpoint: dict[str, Any] | None
+    # The files by kind (read them through the accessors below: read-only views, and the whole
+    # log only on a whole listing).
+    _commits: dict[int, FileStatus] = field(repr=False)
+    _crcs: dict[int, FileStatus] = field(repr=False)
+    _checkpoints: tuple[CheckpointInstance, ...] = field(repr=False)  # by version, complete or not
+    _compactions: tuple[tuple[LogFile, FileStatus], ...] = field(repr=False)
+    _unknown: tuple[FileStatus, ...] = field(repr=False)
+    # name -> entry of every file listed, for the next incremental listing; of those, the entries
+    # that are not commits or checksums, and the names of empty commits and checksums
+    _entries: dict[str, Entry] = field(repr=False, compare=False)
+    _others: dict[str, Entry] = field(repr=False, compare=False)
+    _empty: frozenset[str] = field(repr=False, compare=False)
+    # the previous listing's version runs extended by the commits appended since (a seed for
+    # _version_runs, which would compute the same from _commits)
+    _runs_seed: tuple[tuple[int, ...], tuple[int, ...]] | None = field(
+        default=None, repr=False, compare=False)
 
-    # --- the files by kind: the whole log (a partial listing is completed first) -----------------
+    # --- the files by kind: the whole log (PartialListingError on a partial listing) ------------
 
-    @property
-    def commits(self) -> dict[int, FileStatus]:
-        return self.complete()._commits
-
-    @commits.setter
-    def commits(self, value: dict[int, FileStatus]) -> None:
-        self._commits = value
-
-    @property
-    def checkpoints(self) -> list[CheckpointInstance]:
-        return self.complete()._checkpoints
-
-    @checkpoints.setter
-    def checkpoints(self, value: list[CheckpointInstance]) -> None:
-        self._checkpoints = value
+    def _whole(self, what: str) -> None:
+        if self.listed_from is not None:
+            raise PartialListingError(
+                f"{what} of the whole log asked of a listing from version {self.listed_from} on: "
+                f"extend it to the whole log first (extended_to_whole_log)")
 
     @property
-    def crcs(self) -> dict[int, FileStatus]:
-        return self.complete()._crcs
-
-    @crcs.setter
-    def crcs(self, value: dict[int, FileStatus]) -> None:
-        self._crcs = value
+    def commits(self) -> Mapping[int, FileStatus]:
+        self._whole("the commits")
+        return MappingProxyType(self._commits)
 
     @property
-    def compactions(self) -> list[tuple[LogFile, FileStatus]]:
-        return self.complete()._compactions
-
-    @compactions.setter
-    def compactions(self, value: list[tuple[LogFile, FileStatus]]) -> None:
-        self._compactions = value
+    def checkpoints(self) -> tuple[CheckpointInstance, ...]:
+        self._whole("the checkpoints")
+        return self._checkpoints
 
     @property
-    def unknown(self) -> list[FileStatus]:
-        return self.complete()._unknown
+    def crcs(self) -> Mapping[int, FileStatus]:
+        self._whole("the checksum files")
+        return MappingProxyType(self._crcs)
 
-    @unknown.setter
-    def unknown(self, value: list[FileStatus]) -> None:
-        self._unknown = value
+    @property
+    def compactions(self) -> tuple[tuple[LogFile, FileStatus], ...]:
+        self._whole("the log compaction files")
+        return self._compactions
+
+    @property
+    def unknown(self) -> tuple[FileStatus, ...]:
+        self._whole("the unknown files")
+        return self._unknown
 
     # --- partial listings ---------------------------------------------------------------------------
 
@@ -154,86 +168,84 @@ class LogListing:
         """Whether only the tail from :attr:`listed_from` on was listed."""
         return self.listed_from is not None
 
-    def complete(self) -> "LogListing":
-        """This listing, made whole in place when it is partial: the files whose names sort
-        before :attr:`listed_from`'s 20 digits are listed and added (the listed tail is kept as
-        it was, so that every answer comes from one view of it). Returns ``self``."""
-        if self.listed_from is not None:
-            _complete_in_place(self)
-        return self
-
-    def _covers(self, version: int) -> bool:
-        """Whether every file of ``version`` and later is in this listing (always, once whole)."""
+    def covers(self, version: int) -> bool:
+        """Whether every file of ``version`` and later is in this listing (always, when whole)."""
         return self.listed_from is None or version >= self.listed_from
+
+    def _covered(self, version: int, what: str) -> None:
+        if not self.covers(version):
+            raise PartialListingError(
+                f"{what} from version {version} asked of a listing from version {self.listed_from} "
+                f"on: extend it to the whole log first (extended_to_whole_log)")
 
     # --- exact on a partial listing too -----------------------------------------------------------
 
     @property
     def latest_commit_version(self) -> int | None:
-        versions = self._version_runs()[0]
-        if not versions and self.listed_from is not None:
-            versions = self.complete()._version_runs()[0]  # no commit in the tail: they are older
+        versions = self._version_runs[0]
         return versions[-1] if versions else None
 
     @property
     def latest_checkpoint_version(self) -> int | None:
-        """The newest complete checkpoint's version (None without one). On a partial listing it
-        is in the tail: the hinted checkpoint there is complete (:func:`list_log`)."""
+        """The newest complete checkpoint's version (None without one)."""
         found = [c.version for c in self._checkpoints if c.complete]
-        if not found and self.listed_from is not None:
-            found = [c.version for c in self.complete()._checkpoints if c.complete]
         return max(found) if found else None
 
     def commit_status(self, version: int) -> FileStatus | None:
         """The commit file of ``version``, None when there is none."""
-        return (self._commits if self._covers(version) else self.commits).get(version)
+        self._covered(version, "a commit")
+        return self._commits.get(version)
 
     def crc_status(self, version: int) -> FileStatus | None:
         """The ``.crc`` file of ``version``, None when there is none."""
-        return (self._crcs if self._covers(version) else self.crcs).get(version)
+        self._covered(version, "a checksum file")
+        return self._crcs.get(version)
 
     def has_commits(self, first: int, last: int) -> bool:
         """Whether the commits ``first .. last`` all exist (True for an empty range)."""
         if first > last:
             return True
-        if not self._covers(first):
-            self.complete()
+        self._covered(first, "commits")
         if last not in self._commits:
             return False
-        versions, starts = self._version_runs()
+        versions, starts = self._version_runs
         return starts[bisect.bisect_left(versions, last)] <= first
 
     # --- contiguity, from the versions present (never by enumerating a range) -------------------
 
-    def _version_runs(self) -> tuple[list[int], list[int]]:
-        if self._runs is None or self._runs[0] != len(self._commits):
-            versions = sorted(self._commits)
-            starts: list[int] = []
-            previous = None
-            for v in versions:
-                starts.append(starts[-1] if previous is not None and v == previous + 1 else v)
-                previous = v
-            self._runs = (len(self._commits), versions, starts)
-        return self._runs[1], self._runs[2]
+    @cached_property
+    def _version_runs(self) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        """The commit versions, ascending, and per index where its run of consecutive versions
+        starts (a pure cache of :attr:`_commits`)."""
+        if self._runs_seed is not None:
+            return self._runs_seed
+        versions = sorted(self._commits)
+        starts: list[int] = []
+        previous = None
+        for v in versions:
+            starts.append(starts[-1] if previous is not None and v == previous + 1 else v)
+            previous = v
+        return tuple(versions), tuple(starts)
 
-    def commit_versions(self) -> list[int]:
-        """The versions of the commit files, ascending (do not modify)."""
-        return self.complete()._version_runs()[0]
+    def commit_versions(self) -> tuple[int, ...]:
+        """The versions of the commit files, ascending."""
+        self._whole("the commit versions")
+        return self._version_runs[0]
 
     def contiguous_start(self, version: int) -> int:
         """The smallest ``s`` such that the commits ``s .. version`` all exist; ``version + 1``
         when commit ``version`` itself does not. (On a partial listing: use :meth:`has_commits`
         where the question is whether a range from the listed versions is contiguous.)"""
-        if version not in self.commits:
+        self._whole("where a run of commits starts")
+        if version not in self._commits:
             return version + 1
-        versions, starts = self._version_runs()
+        versions, starts = self._version_runs
         return starts[bisect.bisect_left(versions, version)]
 
     def commits_between(self, first: int, last: int) -> tuple[FileStatus, ...]:
         """The commits ``first .. last`` that exist, ascending."""
-        if not self._covers(first):
-            self.complete()
-        versions = self._version_runs()[0]
+        self._covered(first, "commits")
+        versions = self._version_runs[0]
         lo, hi = bisect.bisect_left(versions, first), bisect.bisect_right(versions, last)
         return tuple(self._commits[v] for v in versions[lo:hi])
 
@@ -246,7 +258,7 @@ class LogListing:
         expected = versions[0] if hi else 0
         for v in versions[:hi]:
             if v > expected:
-                out.append((expected, v - 1, self.commits[v]))
+                out.append((expected, v - 1, self._commits[v]))
                 if len(out) == limit:
                     return out
             expected = v + 1
@@ -258,23 +270,24 @@ class LogListing:
                              listed_only: bool = False) -> list[CheckpointInstance]:
         """Complete checkpoints, newest first, one or more per version (hint-preferred first).
 
-        ``listed_only``: those among the listed files, without completing a partial listing (a
-        caller that takes the newest one that serves, and asks the whole listing when none
-        does)."""
+        ``listed_only``: those among the listed files, also on a partial listing (a caller that
+        takes the newest one that serves, and asks the whole listing when none does)."""
         pool = self._checkpoints if listed_only else self.checkpoints
         found = [c for c in pool if c.complete and (at_most is None or c.version <= at_most)]
-        hint_version = (self.last_checkpoint or {}).get("version")
         kind_rank = {"classic": 0, "v2": 1, "multipart": 2}
 
         def rank(c: CheckpointInstance) -> tuple[int, int, int]:
             # Newest version first; within a version, the one _last_checkpoint names, then by kind.
-            hinted = 0 if (c.version == hint_version and self._matches_hint(c)) else 1
-            return (-c.version, hinted, kind_rank.get(c.kind, 9))
+            return (-c.version, 0 if self.is_hinted(c) else 1, kind_rank.get(c.kind, 9))
 
         return sorted(found, key=rank)
 
-    def _matches_hint(self, c: CheckpointInstance) -> bool:
+    def is_hinted(self, c: CheckpointInstance) -> bool:
+        """Whether ``_last_checkpoint`` names ``c``: its version, and its kind (the V2 manifest it
+        names, the number of parts it says)."""
         hint = self.last_checkpoint or {}
+        if hint.get("version") != c.version:
+            return False
         parts = hint.get("parts")
         v2 = hint.get("v2Checkpoint")
         if v2 and isinstance(v2, dict) and v2.get("path"):
@@ -288,68 +301,82 @@ class LogListing:
         return sorted({c.version for c in self.checkpoints if c.complete})
 
     @property
-    def listed_commits(self) -> dict[int, FileStatus]:
+    def listed_commits(self) -> Mapping[int, FileStatus]:
         """The commits listed: all of them on a whole listing, those from :attr:`listed_from`
-        on for a partial one (it is not completed)."""
-        return self._commits
+        on for a partial one."""
+        return MappingProxyType(self._commits)
 
     @property
-    def listed_unknown(self) -> list[FileStatus]:
+    def listed_unknown(self) -> tuple[FileStatus, ...]:
         """The unknown files listed (those from :attr:`listed_from` on for a partial listing)."""
         return self._unknown
 
     def checkpoints_from(self, version: int) -> list[CheckpointInstance]:
-        """The checkpoints (complete or not) of ``version`` and later, by version: from the
-        listed tail when it covers ``version``, else from the whole listing."""
-        pool = self._checkpoints if self._covers(version) else self.checkpoints
-        return [c for c in pool if c.version >= version]
+        """The checkpoints (complete or not) of ``version`` and later, by version."""
+        self._covered(version, "checkpoints")
+        return [c for c in self._checkpoints if c.version >= version]
 
-    def newest_checkpoints(self, at_most: int, count: int) -> list[CheckpointInstance]:
+    def newest_checkpoints(self, at_most: int, count: int) -> list[CheckpointInstance] | None:
         """The newest ``count`` complete checkpoints at or below ``at_most``, one per version
-        (the first listed of a version), oldest first. From the listed tail when it holds
-        ``count`` such versions: every checkpoint it does not list is older than all of them."""
-        def pick(pool: list[CheckpointInstance]) -> dict[int, CheckpointInstance]:
-            by_version: dict[int, CheckpointInstance] = {}
-            for c in pool:
-                if c.complete and c.version <= at_most:
-                    by_version.setdefault(c.version, c)
-            return by_version
-
-        by_version = pick(self._checkpoints)
+        (the first listed of a version), oldest first. On a partial listing, None when its tail
+        holds fewer than ``count`` such versions (older ones may count: ask the whole listing);
+        when it holds that many, every checkpoint it does not list is older than all of them."""
+        if count <= 0:
+            return []
+        by_version: dict[int, CheckpointInstance] = {}
+        for c in self._checkpoints:
+            if c.complete and c.version <= at_most:
+                by_version.setdefault(c.version, c)
         if len(by_version) < count and self.listed_from is not None:
-            by_version = pick(self.checkpoints)
-        return [by_version[v] for v in sorted(by_version)[-count:]] if count > 0 else []
+            return None
+        return [by_version[v] for v in sorted(by_version)[-count:]]
 
 
-def list_log(storage: Storage, table: str | None = None, previous: LogListing | None = None, *,
-             stat_known: bool = True, tail_only: bool = True, from_hint: bool = False) -> LogListing:
-    """List ``_delta_log``; raise a named error when there is no table or no log.
+# --- the named builders -------------------------------------------------------------------------
 
-    With ``previous`` (an earlier listing of the same log), the listing is updated from it (see
-    the module docstring); ``stat_known=False`` leaves the statuses of known files alone and,
-    with ``tail_only`` (where listings return statuses), lists only the log's tail. An update
-    of a partial listing stays partial unless the whole directory was read.
 
-    ``from_hint`` (without ``previous``): list from the checkpoint ``_last_checkpoint`` names,
-    when it is there and complete (a partial listing, see the module docstring); else the
-    whole log."""
+def list_whole_log(storage: Storage, table: str | None = None) -> LogListing:
+    """The listing of the whole ``_delta_log`` (every file stat'ed); a named error when there is
+    no table or no log."""
     table = table or storage.root
-    if previous is None and from_hint:
-        found = _scan_from_hint(storage, table)
-        if found is not None:
-            entries, hint = found
-            return _updated(storage, table, None, entries, [], listed_from=hint["version"],
-                            last_checkpoint=hint)
+    entries, _, _ = _scan(storage, table, None, stat_known=True)
+    return _updated(storage, table, None, entries, [], listed_from=None)
+
+
+def list_from_last_checkpoint(storage: Storage, table: str | None = None) -> LogListing:
+    """The listing from the checkpoint ``_last_checkpoint`` names on (a partial listing, see the
+    module docstring) when that checkpoint is there and complete and a commit is listed with it;
+    else the listing of the whole log."""
+    table = table or storage.root
+    found = _scan_from_hint(storage, table)
+    if found is None:
+        return list_whole_log(storage, table)
+    entries, hint = found
+    return _updated(storage, table, None, entries, [], listed_from=hint["version"], last_checkpoint=hint)
+
+
+def refreshed(previous: LogListing, storage: Storage, table: str | None = None, *,
+              stat_known: bool = False, tail_only: bool = True) -> LogListing:
+    """The listing of the log now, from ``previous`` (an earlier listing of the same log; see the
+    module docstring): only the names not seen before are parsed, what changed is applied.
+    ``stat_known=False`` leaves the statuses of known files alone and, with ``tail_only`` (where
+    listings return statuses), lists only the log's tail. ``tail_only=False`` reads the whole
+    directory: the result is whole. A refreshed partial listing stays partial unless the whole
+    directory was read (or its tail lost its checkpoint or every commit: then it is extended)."""
+    table = table or storage.root
     new_entries, removed, whole = _scan(storage, table, previous, stat_known, tail_only)
-    listed_from = None if whole or previous is None else previous.listed_from
-    return _updated(storage, table, previous, new_entries, removed, listed_from=listed_from)
+    listed_from = None if whole else previous.listed_from
+    listing = _updated(storage, table, previous, new_entries, removed, listed_from=listed_from)
+    if listing.is_partial and not _tail_holds_its_anchor(listing):
+        listing = extended_to_whole_log(listing, storage, table)
+    return listing
 
 
-def with_files_written(storage: Storage, table: str, previous: LogListing,
-                       statuses: list[FileStatus]) -> LogListing:
-    """``previous`` with files this process has just written (``statuses``: a commit it created,
-    the files of a checkpoint): what a listing would add for them, without reading the
-    directory. ``_last_checkpoint`` is read again only after a checkpoint (a commit does not
+def after_writing(previous: LogListing, storage: Storage, table: str,
+                  statuses: list[FileStatus]) -> LogListing:
+    """The listing ``previous`` once this process has written the files ``statuses`` (a commit
+    it created, the files of a checkpoint): what a listing would add for them, without reading
+    the directory. ``_last_checkpoint`` is read again only after a checkpoint (a commit does not
     change it): on an object store every read is a round trip."""
     new_entries = dict(e for e in map(_entry, statuses) if e is not None)
     wrote_checkpoint = any(lf is not None and lf.kind == "checkpoint" for lf, _ in new_entries.values())
@@ -357,40 +384,81 @@ def with_files_written(storage: Storage, table: str, previous: LogListing,
                     last_checkpoint=None if wrote_checkpoint else previous.last_checkpoint)
 
 
+def extended_to_whole_log(listing: LogListing, storage: Storage, table: str | None = None) -> LogListing:
+    """The listing of the whole log from a partial ``listing``: the directory is listed, the
+    files whose names sort before :attr:`LogListing.listed_from`'s 20 digits are added, the tail
+    stays as listed (so that every answer comes from one view of it). ``listing`` itself when it
+    is whole."""
+    if listing.listed_from is None:
+        return listing
+    table = table or storage.root
+    anchor = f"{listing.listed_from:020d}"
+    head: dict[str, Entry] = {}
+    for status in _list_log_dir(storage, table):
+        name = status.path.rsplit("/", 1)[-1]
+        if name < anchor and name[:1] not in (".", "_"):
+            head[name] = (parse_log_file(name), status)
+    return _updated(storage, table, listing, head, [], listed_from=None,
+                    last_checkpoint=listing.last_checkpoint)
+
+
+def listing_of(statuses: Iterable[FileStatus], *, last_checkpoint: dict[str, Any] | None = None,
+               table: str = "") -> LogListing:
+    """The whole listing of a log that holds the files ``statuses`` (paths under
+    ``_delta_log/``), with ``last_checkpoint`` as its hint: a listing without storage (what a
+    plan is computed from in tests)."""
+    entries = dict(e for e in map(_entry, statuses) if e is not None)
+    return _built(table, None, entries, [], listed_from=None, last_checkpoint=last_checkpoint)
+
+
+def _tail_holds_its_anchor(listing: LogListing) -> bool:
+    """Whether a partial listing holds a complete checkpoint and a commit (then its latest
+    commit and checkpoint are the log's)."""
+    return bool(listing._commits) and any(c.complete for c in listing._checkpoints)
+
+
 def _updated(storage: Storage, table: str, previous: LogListing | None,
-             new_entries: dict[str, tuple[LogFile | None, FileStatus]], removed: list[str], *,
+             new_entries: dict[str, Entry], removed: list[str], *,
              listed_from: int | None, last_checkpoint: dict[str, Any] | None = None) -> LogListing:
+    """:func:`_built`, with ``_last_checkpoint`` read when not given."""
+    hint = last_checkpoint if last_checkpoint is not None else read_last_checkpoint(storage)
+    return _built(table, previous, new_entries, removed, listed_from=listed_from, last_checkpoint=hint)
+
+
+def _built(table: str, previous: LogListing | None, new_entries: dict[str, Entry],
+           removed: list[str], *, listed_from: int | None,
+           last_checkpoint: dict[str, Any] | None) -> LogListing:
     """The listing of ``previous`` with ``new_entries`` (new or changed) and without ``removed``;
-    partial from ``listed_from`` on (None: whole). ``last_checkpoint``: the hint when already
-    read (else it is read)."""
-    listing = LogListing(listed_from=listed_from,
-                         _source=(storage, table) if listed_from is not None else None)
+    partial from ``listed_from`` on (None: whole)."""
     parts: dict[tuple[int, int], list[tuple[int, FileStatus]]] = {}
     stray: list[FileStatus] = []
+    checkpoints: list[CheckpointInstance] = []
+    compactions: list[tuple[LogFile, FileStatus]] = []
+    unknown: list[FileStatus] = []
     empty: set[str] = set()
     appended: list[int] | None = None  # new commit versions, when only appended after the old ones
     if previous is not None and previous._entries:
         # Start from the previous listing's commits and checksums (the bulk of the log): only
-        # what changed is applied; the other kinds are few and rebuilt below.
+        # what changed is applied, to copies; the other kinds are few and rebuilt below.
         merged = dict(previous._entries)
-        listing._commits = dict(previous._commits)
-        listing._crcs = dict(previous._crcs)
+        commits = dict(previous._commits)
+        crcs = dict(previous._crcs)
         gone = set(removed)
-        empty = previous._empty - gone
-        if not removed and previous._runs is not None and previous._runs[0] == len(previous._commits):
+        empty = set(previous._empty - gone)
+        if not removed:
             appended = []
         for name in removed:
             lf, _ = merged.pop(name)
             if lf is not None and lf.kind == "commit":
-                listing._commits.pop(lf.version, None)  # type: ignore[arg-type]  # a commit's name always has its version
+                commits.pop(lf.version, None)  # type: ignore[arg-type]  # a commit's name always has its version
             elif lf is not None and lf.kind == "crc":
-                listing._crcs.pop(lf.version, None)  # type: ignore[arg-type]  # a checksum's name always has its version
+                crcs.pop(lf.version, None)  # type: ignore[arg-type]  # a checksum's name always has its version
         merged.update(new_entries)
         others = {name: e for name, e in previous._others.items() if name not in gone}
     else:
         merged = new_entries
+        commits, crcs = {}, {}
         others = {}
-    commits, crcs = listing._commits, listing._crcs
     for name, entry in new_entries.items():
         lf, status = entry
         kind = lf.kind if lf is not None else None
@@ -412,23 +480,23 @@ def _updated(storage: Storage, table: str, previous: LogListing | None,
             others[name] = entry
     for name, (lf, status) in others.items():
         if lf is None:
-            listing._unknown.append(status)
+            unknown.append(status)
         elif lf.version is not None and lf.version > MAX_VERSION:
             stray.append(status)
         elif lf.kind == "compacted":
-            listing._compactions.append((lf, status))
+            compactions.append((lf, status))
         elif lf.kind == "checkpoint":
             if status.size == 0:
                 # A zero-byte checkpoint is an interrupted write by a non-atomic writer; Spark
                 # ignores it too.
-                listing._unknown.append(status)
+                unknown.append(status)
             elif lf.checkpoint_kind == "multipart":
                 assert lf.num_parts is not None and lf.part is not None
                 parts.setdefault((lf.version, lf.num_parts), []).append((lf.part, status))  # type: ignore[arg-type]  # a checkpoint's name always has its version
             else:
-                listing._checkpoints.append(CheckpointInstance(lf.version, lf.checkpoint_kind, (status,)))  # type: ignore[arg-type]  # a checkpoint's name always has its version and kind
+                checkpoints.append(CheckpointInstance(lf.version, lf.checkpoint_kind, (status,)))  # type: ignore[arg-type]  # a checkpoint's name always has its version and kind
         else:
-            listing._unknown.append(status)
+            unknown.append(status)
     if stray:
         # Versions are longs (PROTOCOL.md "Delta Log Entries"); no table reaches these, and
         # taking them as the latest version would make every range over versions unbounded.
@@ -440,37 +508,40 @@ def _updated(storage: Storage, table: str, previous: LogListing | None,
             params={"strayFiles": [s.path for s in stray[:10]]})
     for (version, num_parts), items in parts.items():
         items.sort(key=lambda t: t[0])
-        listing._checkpoints.append(CheckpointInstance(
+        checkpoints.append(CheckpointInstance(
             version, "multipart", tuple(s for _, s in items), num_parts=num_parts))
-    listing._checkpoints.sort(key=lambda c: (c.version, c.kind))
-    listing._unknown.sort(key=lambda s: s.path)
-    listing._compactions.sort(key=lambda c: c[1].path)
-    listing._entries = merged
-    listing._others = others
-    listing._empty = empty
-    if appended is not None and previous is not None and previous._runs is not None:
-        listing._runs = _extend_runs(previous._runs, sorted(appended))
-    listing.last_checkpoint = last_checkpoint if last_checkpoint is not None else read_last_checkpoint(storage)
-    if not listing._commits and not any(c.complete for c in listing._checkpoints):
+    checkpoints.sort(key=lambda c: (c.version, c.kind))
+    unknown.sort(key=lambda s: s.path)
+    compactions.sort(key=lambda c: c[1].path)
+    if not commits and not any(c.complete for c in checkpoints):
         raise NotADeltaTableError(
             f"{table} is not a Delta table: _delta_log holds no commit and no checkpoint",
             table=table)
-    return listing
+    seed = None
+    if appended is not None and previous is not None and "_version_runs" in previous.__dict__:
+        # the previous listing's runs were computed: extend them instead of sorting again
+        seed = _extend_runs(previous._version_runs, sorted(appended))
+    return LogListing(listed_from=listed_from, last_checkpoint=last_checkpoint, _commits=commits,
+                      _crcs=crcs, _checkpoints=tuple(checkpoints), _compactions=tuple(compactions),
+                      _unknown=tuple(unknown), _entries=merged, _others=others,
+                      _empty=frozenset(empty), _runs_seed=seed)
 
 
-def _extend_runs(runs: tuple[int, list[int], list[int]], appended: list[int]
-                 ) -> tuple[int, list[int], list[int]] | None:
-    """:meth:`LogListing._version_runs` of a log that got the commits ``appended`` (ascending),
+def _extend_runs(runs: tuple[tuple[int, ...], tuple[int, ...]], appended: list[int]
+                 ) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
+    """:attr:`LogListing._version_runs` of a log that got the commits ``appended`` (ascending),
     from the previous one without sorting again; None when they do not all come after it."""
-    count, versions, starts = runs
-    if appended and versions and appended[0] <= versions[-1]:
+    versions, starts = runs
+    if not appended:
+        return runs
+    if versions and appended[0] <= versions[-1]:
         return None
-    versions, starts = versions + appended, starts + []
-    previous = versions[count - 1] if count else None
+    new_starts = list(starts)
+    previous = versions[-1] if versions else None
     for v in appended:
-        starts.append(starts[-1] if previous is not None and v == previous + 1 else v)
+        new_starts.append(new_starts[-1] if previous is not None and v == previous + 1 else v)
         previous = v
-    return len(versions), versions, starts
+    return versions + tuple(appended), tuple(new_starts)
 
 
 def _entry(status: FileStatus) -> tuple[str, tuple[LogFile | None, FileStatus]] | None:
@@ -482,40 +553,38 @@ def _entry(status: FileStatus) -> tuple[str, tuple[LogFile | None, FileStatus]] 
 
 
 def _scan(storage: Storage, table: str, previous: LogListing | None, stat_known: bool,
-          tail_only: bool = True) -> tuple[dict[str, tuple[LogFile | None, FileStatus]], list[str], bool]:
+          tail_only: bool = True) -> tuple[dict[str, Entry], list[str], bool]:
     """The entries of ``_delta_log`` that are new or changed since ``previous`` (all of them
     without it), the names of the previous entries that are gone, and whether the whole
     directory was read (else only what ``previous`` covers). Names already known are not parsed
     again; with ``stat_known`` False (local storage) they are not even stat'ed."""
-    known = previous._entries if previous is not None else {}
-    if not stat_known and known:
+    if previous is not None and previous._entries and not stat_known:
         # (a partial listing asked to be made whole is listed whole below)
-        if storage.lists_names_cheaply and (tail_only or previous.listed_from is None):  # type: ignore[union-attr]  # known is not empty: previous is set
-            whole = previous.listed_from is None  # type: ignore[union-attr]  # previous is set (above)
-            return (*_scan_names(storage, table, previous), whole)  # type: ignore[arg-type]  # previous is set (above)
-        tail = _scan_tail(storage, table, previous) if tail_only else None  # type: ignore[arg-type]  # previous is set (above)
+        if storage.lists_names_cheaply and (tail_only or previous.listed_from is None):
+            return (*_scan_names(storage, table, previous), previous.listed_from is None)
+        tail = _scan_tail(storage, table, previous) if tail_only else None
         if tail is not None:
             return (*tail, False)
     statuses = _list_log_dir(storage, table)
     if not statuses and not storage.exists(LOG_DIR):
         _no_log(storage, table, "it has no _delta_log directory")
-    if not known:
-        found: dict[str, tuple[LogFile | None, FileStatus]] = {}
+    if previous is None or not previous._entries:
+        found: dict[str, Entry] = {}
         for status in statuses:  # the first listing of a log: every name parsed, inline (hot)
             name = status.path.rsplit("/", 1)[-1]
             if name[:1] not in (".", "_"):  # hidden checksum files, _last_checkpoint, _commits
                 found[name] = (parse_log_file(name), status)
         return found, [], True
-    changed, seen = _compared(statuses, known)
-    removed = list(known.keys() - seen)
+    changed, seen = _compared(statuses, previous._entries)
+    removed = list(previous._entries.keys() - seen)
     return changed, removed, True
 
 
-def _compared(statuses: list[FileStatus], known: dict[str, tuple[LogFile | None, FileStatus]]
-              ) -> tuple[dict[str, tuple[LogFile | None, FileStatus]], set[str]]:
+def _compared(statuses: list[FileStatus], known: dict[str, Entry]
+              ) -> tuple[dict[str, Entry], set[str]]:
     """The entries among ``statuses`` that are new or changed (size or modification time) against
     ``known``, and the names of the known ones listed again."""
-    changed: dict[str, tuple[LogFile | None, FileStatus]] = {}
+    changed: dict[str, Entry] = {}
     seen = set()
     for status in statuses:
         name = status.path.rsplit("/", 1)[-1]
@@ -532,7 +601,7 @@ def _compared(statuses: list[FileStatus], known: dict[str, tuple[LogFile | None,
 
 
 def _scan_from_hint(storage: Storage, table: str
-                    ) -> tuple[dict[str, tuple[LogFile | None, FileStatus]], dict[str, Any]] | None:
+                    ) -> tuple[dict[str, Entry], dict[str, Any]] | None:
     """The entries of ``_delta_log`` from the checkpoint ``_last_checkpoint`` names on (version
     ``C``: every name that sorts at or after ``C``'s 20 digits - its checkpoint, its commit and
     ``.crc``, everything later), and the hint; None - list the whole log - when there is no
@@ -553,7 +622,7 @@ def _scan_from_hint(storage: Storage, table: str
         return None  # nothing to skip / not a version: the whole listing decides
     statuses = _list_log_dir(storage, table, f"{version - 1:020d}")
     anchor = f"{version:020d}"
-    found: dict[str, tuple[LogFile | None, FileStatus]] = {}
+    found: dict[str, Entry] = {}
     for status in statuses:
         name = status.path.rsplit("/", 1)[-1]
         if name >= anchor and name[:1] not in (".", "_"):
@@ -576,25 +645,8 @@ def _has_complete_checkpoint(entries: Any, version: int) -> bool:
     return any(len(found) == num_parts for num_parts, found in parts.items())
 
 
-def _complete_in_place(listing: LogListing) -> None:
-    """:meth:`LogListing.complete`: the whole directory is listed; the names before
-    ``listed_from``'s 20 digits are added to the listing, the tail stays as listed."""
-    assert listing.listed_from is not None and listing._source is not None
-    storage, table = listing._source
-    anchor = f"{listing.listed_from:020d}"
-    statuses = _list_log_dir(storage, table)
-    head: dict[str, tuple[LogFile | None, FileStatus]] = {}
-    for status in statuses:
-        name = status.path.rsplit("/", 1)[-1]
-        if name < anchor and name[:1] not in (".", "_"):
-            head[name] = (parse_log_file(name), status)
-    whole = _updated(storage, table, listing, head, [], listed_from=None,
-                     last_checkpoint=listing.last_checkpoint)
-    listing.__dict__.update(whole.__dict__)
-
-
 def _scan_tail(storage: Storage, table: str, previous: LogListing
-               ) -> tuple[dict[str, tuple[LogFile | None, FileStatus]], list[str]] | None:
+               ) -> tuple[dict[str, Entry], list[str]] | None:
     """:func:`_scan` where a listing returns statuses anyway (an object store, Hadoop): only the
     tail of the log is listed, the files of the last known commit's version and after
     (``list_dir(start_after=<its 20 digits>)``: S3 ``start-after``, the list offset of Azure and
@@ -602,8 +654,8 @@ def _scan_tail(storage: Storage, table: str, previous: LogListing
     Every file of that version and later sorts after the bare version number - its checkpoint
     (``.checkpoint.`` sorts before ``.json``), its ``.crc``, the commits after it.
 
-    What this does not see until a full listing (``refresh(full=True)``, or an operation that
-    lists from scratch): files below that version deleted or replaced by another writer (a
+    What this does not see until a listing of the whole directory (``refresh(Refresh.WHOLE_LOG)``,
+    or an operation that lists from scratch): files below that version deleted or replaced by another writer (a
     metadata cleanup, a checkpoint rewritten at an older version). Neither changes what a version
     holds (PROTOCOL.md "Creation of New Log Entries"); the operations that decide from the whole
     directory (cleanup, vacuum, truncate) list it whole. None - list everything - when there is
@@ -624,7 +676,7 @@ def _scan_tail(storage: Storage, table: str, previous: LogListing
 
 
 def _scan_names(storage: Storage, table: str, previous: LogListing
-                ) -> tuple[dict[str, tuple[LogFile | None, FileStatus]], list[str]]:
+                ) -> tuple[dict[str, Entry], list[str]]:
     """:func:`_scan` where names are cheap (:attr:`Storage.lists_names_cheaply`): names from the
     directory (set operations, no per-file work for the known ones), a stat for new names and
     again for the files that may change in place: checkpoints (a writer may replace one),
@@ -645,7 +697,7 @@ def _scan_names(storage: Storage, table: str, previous: LogListing
     known = previous._entries
     removed = list(known.keys() - present)
     new = [n for n in present - known.keys() if not n.startswith((".", "_"))]
-    changed: dict[str, tuple[LogFile | None, FileStatus]] = {}
+    changed: dict[str, Entry] = {}
     for name in sorted(new) + sorted((previous._others.keys() | previous._empty) & present):
         entry = known.get(name)
         lf = entry[0] if entry is not None else parse_log_file(name)
@@ -670,31 +722,36 @@ def _list_log_dir(storage: Storage, table: str, start_after: str | None = None) 
     directory), every name that is a log file's but was not listed as a file - a directory, a
     link to nothing - is refused too (:func:`_refuse_unreadable`): a commit that exists and
     cannot be read must never be taken for a missing one."""
+    # Where names are cheap (a local directory) the entries that are not files come from the
+    # same read of the directory as the files: a long log's directory is read once.
+    check = storage.lists_names_cheaply
     try:
-        statuses = storage.list_dir(LOG_DIR, start_after=start_after)
+        if check:
+            statuses, others = storage.list_entries(LOG_DIR, start_after=start_after)
+        else:
+            statuses, others = storage.list_dir(LOG_DIR, start_after=start_after), frozenset()
     except NotADirectoryError:
         _no_log(storage, table, "its _delta_log is a file, not a directory")
     except FileNotFoundError:
-        statuses = []
+        statuses, others = [], frozenset()
     except OSError as exc:
         _unlistable(table, exc)
-    if storage.lists_names_cheaply:
-        try:
-            names = storage.list_names(LOG_DIR)
-        except OSError:
-            names = set()
-        if "_sidecars" in names:
+    if check:
+        # (with start_after, only names after it are read: "_sidecars" and "_last_checkpoint"
+        # sort after every version's digits)
+        sidecars = f"{LOG_DIR}/_sidecars"  # the files are sorted by path: found by bisection
+        at = bisect.bisect_left(statuses, sidecars, key=_path_of)
+        if "_sidecars" in others or (at < len(statuses) and statuses[at].path == sidecars):
             _refuse_unreadable(storage, table, "_sidecars")
-        listed = {s.path.rsplit("/", 1)[-1] for s in statuses}
-        unlisted = names - listed
-        if start_after is not None:  # only the names the listing covers (a long log's tail)
-            unlisted = {n for n in unlisted if n > start_after or n == "_last_checkpoint"}
-        for name in sorted(unlisted):
+        for name in sorted(others):
             if name == "_last_checkpoint" or (
-                    name[:1] not in (".", "_") and (start_after is None or name > start_after)
-                    and parse_log_file(name) is not None):
+                    name[:1] not in (".", "_") and parse_log_file(name) is not None):
                 _refuse_unreadable(storage, table, name)
     return statuses
+
+
+def _path_of(status: FileStatus) -> str:
+    return status.path
 
 
 def _refuse_unreadable(storage: Storage, table: str, name: str) -> None:
