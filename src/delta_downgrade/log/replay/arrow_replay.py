@@ -362,15 +362,38 @@ def planned_parts(storage: Storage, segment: LogSegment, part_actions: int | Non
     return max(1, -(-estimated_file_actions(storage, segment) // per_part))
 
 
+def parse_commits_checked(storage: Storage, segment: LogSegment, *,
+                          threads: int | None = None) -> list[Pieces] | None:
+    """The commits of ``segment`` parsed for the Python view: with every check of the Python
+    parser (``read_commit_actions``), in a form that :func:`replay_segment` and
+    :func:`replay_state` take as ``parsed_commits`` - so that a run that validates its segment's
+    commits before its first write and then replays them parses them once.
+
+    None when this parse is not the one to use: a segment estimated to hold more file actions
+    than one part (:data:`PART_ACTIONS`: the replay streams it and it is not held parsed), or any
+    error or shape this parse does not take (the Python parser then reads the commits: the error
+    raised is always its own, in its order)."""
+    if not segment.commits or any(st.size < 0 for st in segment.commits) or \
+            sum(st.size for st in segment.commits) // JSON_BYTES_PER_ACTION > PART_ACTIONS:
+        return None
+    try:
+        return commit_pieces(storage, segment, threads, view=True)
+    except Exception:  # noqa: BLE001 - the Python parser decides (and raises its own error)
+        return None
+
+
 def replay_segment(storage: Storage, table: str, segment: LogSegment, *,
                    threads: int | None = None, part_actions: int | None = None,
-                   protocol_and_metadata: tuple[ProtocolAction, Metadata] | None = None) -> ArrowState:
+                   protocol_and_metadata: tuple[ProtocolAction, Metadata] | None = None,
+                   parsed_commits: Sequence[Pieces] | None = None) -> ArrowState:
     """The reconciled state at ``segment.version`` as the columns of a checkpoint; ``threads``:
     threads that read and parse the commits (default: :data:`THREADS_PER_CPU` per CPU);
     ``part_actions``: file actions per part (default :data:`PART_ACTIONS`; see
     :func:`planned_parts`) - a larger log is streamed and reconciled part by part;
     ``protocol_and_metadata``: the segment's, when the caller has them (a snapshot): what the
-    commits do not state is taken from them instead of a second read of the checkpoint.
+    commits do not state is taken from them instead of a second read of the checkpoint;
+    ``parsed_commits``: the segment's commits as :func:`parse_commits_checked` parsed them
+    (used when the segment is replayed in one part).
 
     Raises :class:`CheckpointUnreadableError` when the segment's checkpoint cannot be read (the
     caller may try an older one, as ``DeltaLog.snapshot`` does), :class:`CorruptLogError` for a
@@ -378,7 +401,7 @@ def replay_segment(storage: Storage, table: str, segment: LogSegment, *,
     num_parts = planned_parts(storage, segment, part_actions)
     if num_parts > 1:
         return _replay_in_parts(storage, table, segment, num_parts, threads, protocol_and_metadata)
-    parsed = commit_pieces(storage, segment, threads)
+    parsed = list(parsed_commits) if parsed_commits is not None else commit_pieces(storage, segment, threads)
     meta = [m for part in parsed for m in part.meta]
     protocol, metadata = _protocol_and_metadata(storage, table, segment, meta, protocol_and_metadata)
     pieces = Pieces()
@@ -476,17 +499,20 @@ def _materialize(pieces: Pieces, positions: list[int]) -> list[Any]:
 
 
 def replay_state(storage: Storage, table: str, segment: LogSegment, protocol: ProtocolAction,
-                 metadata: Metadata, *, threads: int | None = None) -> TableState | None:
+                 metadata: Metadata, *, threads: int | None = None,
+                 parsed_commits: Sequence[Pieces] | None = None) -> TableState | None:
     """The reconciled state at ``segment.version`` as Python objects, with ``protocol`` and
     ``metadata`` (which the caller has read): the objects, their order and the errors of the
     Python parser (see the module's docstring). None when the Arrow replay cannot take this
     log (a shape it does not know): the caller then applies the checkpoint and the commits one
-    at a time (:class:`~delta_downgrade.log.replay.reconcile.TableState`), as ``checkpoint_table`` does."""
+    at a time (:class:`~delta_downgrade.log.replay.reconcile.TableState`), as ``checkpoint_table`` does.
+    ``parsed_commits``: the segment's commits as :func:`parse_commits_checked` parsed them."""
     try:
         pieces = Pieces()
         if segment.checkpoint is not None:
             pieces.extend(checkpoint_pieces(storage, segment.checkpoint, view=True))
-        for part in commit_pieces(storage, segment, threads, view=True):
+        for part in (parsed_commits if parsed_commits is not None else
+                     commit_pieces(storage, segment, threads, view=True)):
             pieces.extend(part)
         result = _reconcile(pieces, view=True)
         assert result.files is not None and result.tombstones is not None
