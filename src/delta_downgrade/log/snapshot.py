@@ -230,8 +230,10 @@ class Snapshot:
         """Replay the checkpoint and the commits after it into the reconciled state (computed
         once per snapshot; each call returns its own copy, free to modify)."""
         if self._state is None:
-            self._state = self._derived_state() or self._replayed_state()
-            self._parsed_commits = None
+            try:
+                self._state = self._derived_state() or self._replayed_state()
+            finally:
+                self._parsed_commits = None  # used or not, never held past the replay
         return self._state.copy()
 
     def _derived_state(self) -> TableState | None:
@@ -313,8 +315,10 @@ class Snapshot:
 
         Raises what the replay raises (:class:`CheckpointUnreadableError`, :class:`CorruptLogError`)."""
         if self._arrow is None:
-            self._arrow = self._derived_arrow() or self._replayed_arrow()
-            self._parsed_commits = None
+            try:
+                self._arrow = self._derived_arrow() or self._replayed_arrow()
+            finally:
+                self._parsed_commits = None  # used or not, never held past the replay
         return self._arrow
 
     def _derived_arrow(self) -> "ArrowState | None":
