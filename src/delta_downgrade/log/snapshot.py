@@ -391,10 +391,11 @@ class Snapshot:
         metaData lines.
 
         A segment too large for the Python replay (:func:`~delta_downgrade.log.replay.choice.python_replay_fits`)
-        but small enough to be held parsed is read by the Arrow replay's parser with the Python
-        parser's checks (its Python view, which differential tests hold to the Python parser's
-        objects and errors), and kept: the replay that follows (:meth:`arrow_state`,
-        :meth:`state`) takes those commits instead of parsing them again. Whatever that parse
+        is read by the Arrow replay's parser with the Python parser's checks (its Python view,
+        which differential tests hold to the Python parser's objects and errors); when small
+        enough to be held parsed, it is kept: the replay that follows (:meth:`arrow_state`,
+        :meth:`state`) takes those commits instead of parsing them again (a larger one is
+        checked as a stream, its replay streams it again). Whatever that parse
         does not accept (an error, a shape it does not know) is left to the Python parser, so
         that the error raised is always its own."""
         self._parsed_commits = None
@@ -403,8 +404,8 @@ class Snapshot:
             if not python_replay_fits(self.segment):
                 from delta_downgrade.log.replay.arrow_replay import parse_commits_checked
 
-                self._parsed_commits = parse_commits_checked(self.storage, self.segment)
-                if self._parsed_commits is not None:
+                accepted, self._parsed_commits = parse_commits_checked(self.storage, self.segment)
+                if accepted:
                     return
         for _status, _actions in iter_commit_actions(self.storage, commits):
             pass

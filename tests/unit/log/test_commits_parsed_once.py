@@ -125,8 +125,17 @@ def _validation_answer(path: str) -> tuple[Any, Snapshot | None]:
     return None, snapshot
 
 
+@pytest.fixture(params=["kept", "streamed"])
+def parse_mode(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """``kept``: the segment is parsed whole and kept for its replay; ``streamed``: a segment
+    estimated larger than one part, checked chunk by chunk and not kept."""
+    if request.param == "streamed":
+        monkeypatch.setattr(arrow_replay, "PART_ACTIONS", 1)
+    return str(request.param)
+
+
 @pytest.mark.parametrize("kind", sorted(BAD_LINES))
-def test_a_malformed_line_is_refused_with_the_python_parsers_error(tmp_path, kind):
+def test_a_malformed_line_is_refused_with_the_python_parsers_error(tmp_path, kind, parse_mode):
     path = _table(tmp_path, _good(1), _good(2) + BAD_LINES[kind] + _good(3), _good(4))
     expected = _python_answer(path)
     assert expected is not None and "00000000000000000002.json" in expected[1]
@@ -134,14 +143,20 @@ def test_a_malformed_line_is_refused_with_the_python_parsers_error(tmp_path, kin
 
 
 @pytest.mark.parametrize("kind", sorted(GOOD_LINES))
-def test_a_sound_line_is_accepted_and_the_parse_is_kept_for_the_replay(tmp_path, kind):
+def test_a_sound_line_is_accepted_without_the_python_parser(tmp_path, monkeypatch, kind, parse_mode):
     path = _table(tmp_path, _good(1), _good(2) + GOOD_LINES[kind], _good(3))
     assert _python_answer(path) is None
+    python_parses: list[str] = []
+    parse_in_python = segment_module.parse_commit
+    monkeypatch.setattr(segment_module, "parse_commit",
+                        lambda text: python_parses.append("commit") or parse_in_python(text))
     answer, snapshot = _validation_answer(path)
-    assert answer is None and snapshot is not None and snapshot._parsed_commits is not None
+    assert answer is None and snapshot is not None and python_parses == []
+    # kept for the replay when the segment fits one part
+    assert (snapshot._parsed_commits is not None) == (parse_mode == "kept")
 
 
-def test_the_first_malformed_commit_is_the_one_named(tmp_path):
+def test_the_first_malformed_commit_is_the_one_named(tmp_path, parse_mode):
     """Commit 2 holds a value the Arrow parser reads without complaint, commit 3 is not JSON:
     the Python parser names commit 2, and so does the check."""
     path = _table(tmp_path, _good(1), _good(2) + BAD_LINES["path-a-bad-escape"], "{not json\n", _good(4))

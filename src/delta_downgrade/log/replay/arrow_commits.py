@@ -822,17 +822,19 @@ STREAM_CHUNK_BYTES = 8 << 20
 
 
 def iter_commit_pieces(storage: Storage, segment: LogSegment, threads: int | None,
-                       then: Callable[[Pieces], T], max_chunk_bytes: int = STREAM_CHUNK_BYTES) -> Iterator[T]:
+                       then: Callable[[Pieces], T], max_chunk_bytes: int = STREAM_CHUNK_BYTES,
+                       view: bool = False) -> Iterator[T]:
     """:func:`commit_pieces` as a stream, in log order, for a segment too large to hold parsed:
     chunks of at most ``max_chunk_bytes``, and no more than ``threads`` of them parsed ahead of
     the one the caller is taking (the memory in flight is bounded, whatever the log's size).
     ``then`` is applied to each chunk's pieces in the thread that parsed them (work that can run
-    in parallel, such as cutting the rows by part); its results are what is yielded."""
+    in parallel, such as cutting the rows by part); its results are what is yielded. ``view``:
+    see :class:`_ChunkReader`."""
     threads = max(1, threads if threads is not None else min(32, THREADS_PER_CPU * _cpus()))
     commits = CommitBytes(storage, segment, _plan_chunks(segment.commits, threads, max_chunk_bytes))
     if not commits.ranges:
         return
-    reader = _ChunkReader(commits, False)
+    reader = _ChunkReader(commits, view)
 
     def parse(k: int) -> T:
         try:

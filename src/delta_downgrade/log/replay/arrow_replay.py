@@ -414,23 +414,28 @@ def planned_parts(storage: Storage, segment: LogSegment, part_actions: int | Non
 
 
 def parse_commits_checked(storage: Storage, segment: LogSegment, *,
-                          threads: int | None = None) -> list[Pieces] | None:
+                          threads: int | None = None) -> tuple[bool, list[Pieces] | None]:
     """The commits of ``segment`` parsed for the Python view: with every check of the Python
-    parser (``read_commit_actions``), in a form that :func:`replay_segment` and
-    :func:`replay_state` take as ``parsed_commits`` - so that a run that validates its segment's
-    commits before its first write and then replays them parses them once.
+    parser (``read_commit_actions``). Returns ``(accepted, parsed)``: ``parsed`` in a form that
+    :func:`replay_segment` and :func:`replay_state` take as ``parsed_commits`` - so that a run
+    that checks its segment's commits before its first write and then replays them parses them
+    once - or None for a segment estimated to hold more file actions than one part
+    (:data:`PART_ACTIONS`): it is parsed as a stream, chunk by chunk, and not held (the replay
+    streams it again).
 
-    None when this parse is not the one to use: a segment estimated to hold more file actions
-    than one part (:data:`PART_ACTIONS`: the replay streams it and it is not held parsed), or any
-    error or shape this parse does not take (the Python parser then reads the commits: the error
-    raised is always its own, in its order)."""
-    if not segment.commits or any(st.size < 0 for st in segment.commits) or \
-            sum(st.size for st in segment.commits) // JSON_BYTES_PER_ACTION > PART_ACTIONS:
-        return None
+    ``accepted`` is False for any error or shape this parse does not take: the Python parser then
+    reads the commits, so that the error raised is always its own, in its order."""
+    sizes = [st.size for st in segment.commits]
+    if not sizes or min(sizes) < 0:
+        return False, None
     try:
-        return commit_pieces(storage, segment, threads, view=True)
+        if sum(sizes) // JSON_BYTES_PER_ACTION > PART_ACTIONS:
+            for _ in iter_commit_pieces(storage, segment, threads, lambda pieces: None, view=True):
+                pass
+            return True, None
+        return True, commit_pieces(storage, segment, threads, view=True)
     except Exception:  # noqa: BLE001 - the Python parser decides (and raises its own error)
-        return None
+        return False, None
 
 
 def replay_segment(storage: Storage, table: str, segment: LogSegment, *,
