@@ -197,3 +197,28 @@ def test_a_validated_python_view_takes_the_kept_parse(tmp_path, monkeypatch):
     snapshot = DeltaLog(path).validated_snapshot(replay="python")
     assert arrow_parses == [4]
     assert len(snapshot.state().files) == 4 * 5
+
+
+def test_a_replay_in_parts_takes_the_kept_parse(tmp_path, monkeypatch):
+    """A small tail after a large checkpoint is replayed in parts (the checkpoint decides): the
+    tail's kept parse is cut into the parts as it is, with the result of a fresh parse."""
+    path = _table(tmp_path, *(_good(v) + _line(_remove(f"p=x/f-{v - 1}-0.parquet", size=10)) for v in range(1, 6)))
+    snapshot = DeltaLog(path).snapshot(check_read=False)
+    snapshot.validate_commits()
+    kept = snapshot._parsed_commits
+    assert kept is not None
+    arrow_parses: list[int] = []
+    parse_in_arrow = arrow_replay.iter_commit_pieces
+    monkeypatch.setattr(arrow_replay, "iter_commit_pieces",
+                        lambda *a, **kw: arrow_parses.append(1) or parse_in_arrow(*a, **kw))
+
+    def rows(parsed: Any) -> tuple[list[Any], list[Any]]:
+        state = arrow_replay.replay_segment(snapshot.storage, snapshot.table, snapshot.segment, part_actions=4,
+                                            parsed_commits=parsed)
+        assert state.num_parts > 1
+        return (sorted(state.adds.to_pylist(), key=lambda r: r["path"]),
+                sorted(state.removes.to_pylist(), key=lambda r: r["path"]))
+
+    from_kept = rows(kept)
+    assert arrow_parses == []
+    assert from_kept == rows(None) and arrow_parses == [1]

@@ -448,15 +448,15 @@ def replay_segment(storage: Storage, table: str, segment: LogSegment, *,
     :func:`planned_parts`) - a larger log is streamed and reconciled part by part;
     ``protocol_and_metadata``: the segment's, when the caller has them (a snapshot): what the
     commits do not state is taken from them instead of a second read of the checkpoint;
-    ``parsed_commits``: the segment's commits as :func:`parse_commits_checked` parsed them
-    (used when the segment is replayed in one part).
+    ``parsed_commits``: the segment's commits as :func:`parse_commits_checked` parsed them.
 
     Raises :class:`CheckpointUnreadableError` when the segment's checkpoint cannot be read (the
     caller may try an older one, as ``DeltaLog.snapshot`` does), :class:`CorruptLogError` for a
     commit that is not JSON or a log without protocol or metadata."""
     num_parts = planned_parts(storage, segment, part_actions)
     if num_parts > 1:
-        return _replay_in_parts(storage, table, segment, num_parts, threads, protocol_and_metadata)
+        return _replay_in_parts(storage, table, segment, num_parts, threads, protocol_and_metadata,
+                                parsed_commits)
     parsed = list(parsed_commits) if parsed_commits is not None else commit_pieces(storage, segment, threads)
     meta = [m for part in parsed for m in part.meta]
     protocol, metadata = _protocol_and_metadata(storage, table, segment, meta, protocol_and_metadata)
@@ -476,7 +476,8 @@ def replay_segment(storage: Storage, table: str, segment: LogSegment, *,
 
 def _replay_in_parts(storage: Storage, table: str, segment: LogSegment, num_parts: int,
                      threads: int | None,
-                     known: tuple[ProtocolAction, Metadata] | None = None) -> ArrowState:
+                     known: tuple[ProtocolAction, Metadata] | None = None,
+                     parsed_commits: Sequence[Pieces] | None = None) -> ArrowState:
     """:func:`replay_segment` streamed: the commits chunk by chunk and the checkpoint row groups
     by row groups, their file actions (with ranks) appended to ``num_parts`` spill files by hash part of
     the decoded path (:class:`~delta_downgrade.log.replay.state_parts.PartSpill`), in log order; then
@@ -502,7 +503,9 @@ def _replay_in_parts(storage: Storage, table: str, segment: LogSegment, num_part
         # replay. Positions in a part then put checkpoint rows after commit rows, which changes
         # nothing: the rank (the checkpoint's is the lowest) decides before the position, and
         # the position only orders actions of one rank, which keep their order here.
-        for other, batches in iter_commit_pieces(storage, segment, threads, cut):
+        # (commits already parsed - a small tail before a large checkpoint - are cut as they are)
+        for other, batches in (map(cut, parsed_commits) if parsed_commits is not None
+                               else iter_commit_pieces(storage, segment, threads, cut)):
             take(other, batches)
             del batches
         protocol, metadata = _protocol_and_metadata(storage, table, segment, rest.meta, known)
