@@ -18,14 +18,18 @@ with contextlib.redirect_stdout(out):
         code = main(json.loads(sys.argv[1]))
     except SystemExit as exit:
         code = exit.code
-loaded = {m.split(".")[0] for m in sys.modules if sys.modules[m] is not None}
-print(json.dumps({"code": code, "heavy": sorted(loaded & set(json.loads(sys.argv[2]))), "out": out.getvalue()}))
+names = {m for m in sys.modules if sys.modules[m] is not None}
+loaded = {m.split(".")[0] for m in names}
+wanted = set(json.loads(sys.argv[2]))
+print(json.dumps({"code": code, "heavy": sorted(loaded & wanted), "modules": sorted(names & wanted),
+                  "out": out.getvalue()}))
 """
 
 
 def cli_imports(argv: list[str], heavy: tuple[str, ...]) -> dict:
-    """``{"code", "heavy", "out"}`` of ``delta-downgrade ARGV`` in a fresh interpreter; ``heavy``:
-    the modules of ``heavy`` it imported (a module whose import was refused does not count)."""
+    """``{"code", "heavy", "modules", "out"}`` of ``delta-downgrade ARGV`` in a fresh interpreter;
+    ``heavy``: the top-level modules of ``heavy`` it imported (a module whose import was refused
+    does not count); ``modules``: the names of ``heavy`` it imported, submodules too."""
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
     done = subprocess.run([sys.executable, "-c", PROBE, json.dumps(argv), json.dumps(list(heavy))],
                           capture_output=True, text=True, env=env, timeout=300)

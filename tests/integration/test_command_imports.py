@@ -47,6 +47,22 @@ def test_fast_drop_imports_pyarrow_for_its_checkpoints_and_nothing_else_heavy(tm
     assert result["heavy"] == ["numpy", "pyarrow"]
 
 
+def test_fast_drop_of_a_log_with_rewritten_files_leaves_out_arrows_query_engine(tmp_path):
+    """A log whose files are rewritten now and then (a path added, removed, added again) is
+    reconciled without Arrow's group-by, so pyarrow's query engine (acero, and the dataset module
+    it loads) is never imported."""
+    path = _dv_table(tmp_path / "t", commits=4)
+    log = tmp_path / "t" / LOG_DIR
+    remove = {"remove": {"path": "f1.parquet", "deletionTimestamp": 4, "dataChange": True}}
+    add = {"add": {"path": "f1.parquet", "partitionValues": {}, "size": 99, "modificationTime": 4, "dataChange": True}}
+    (log / f"{4:020d}.json").write_text("\n".join(json.dumps(x) for x in (remove, add)) + "\n")
+    engine = ("pyarrow.acero", "pyarrow.dataset", "pandas")
+    with_arrow = ("pyarrow.compute", "pyarrow.json", "pyarrow.parquet")
+    result = cli_imports(["drop-feature", path, "deletionVectors"], engine + with_arrow)
+    assert result["code"] == 0 and '"status":"dropped"' in result["out"], result["out"]
+    assert result["modules"] == sorted(with_arrow)
+
+
 @pytest.mark.parametrize("argv", [["inspect", "--json", "--no-history"], ["inspect", "--json"]])
 def test_inspect_of_a_small_table_imports_nothing_heavy(tmp_path, argv):
     path = _dv_table(tmp_path / "t")

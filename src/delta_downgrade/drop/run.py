@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 from delta_downgrade.clock import SYSTEM_CLOCK, Clock
 from delta_downgrade.errors import ConcurrentWriteError, DeltaDowngradeError
@@ -79,6 +79,10 @@ class DropRun:
     expected: list[DropStep] | None = None
     deviation: str | None = None
     _operations: list[str] = field(default_factory=list)
+    #: Every file of each checkpoint this run wrote (a V2 checkpoint's sidecars too), by the
+    #: path of its top-level file: what :func:`protected_checkpoint_paths` reports without
+    #: reading those checkpoints back.
+    written_checkpoint_files: dict[str, list[str]] = field(default_factory=dict)
     #: The checkpoint engine (``log/checkpoint_engine``): None takes the environment's or ``auto``.
     checkpoint_engine: str | None = None
 
@@ -172,6 +176,10 @@ class DropRun:
         (:func:`~delta_downgrade.log.checkpoint.on_driver.uses_v2_checkpoint`)."""
         taken = self.committer.checkpoint(self.log, version, engine=self.checkpoint_engine, clock=self.clock)
         self.checkpoints.extend(taken.paths)
+        if self.writes:
+            for path in taken.paths:
+                if "/_sidecars/" not in path:
+                    self.written_checkpoint_files[path] = list(taken.paths)
         self.record(taken.step, taken.message)
         return list(taken.paths)
 
@@ -232,10 +240,13 @@ class DropOutcome:
         return CHECKPOINT_PROTECTION in self.protocol_after.features
 
 
-def protected_checkpoint_paths(log: DeltaLog, boundary: int | None, *, own_writes_only: bool = False) -> list[str]:
+def protected_checkpoint_paths(log: DeltaLog, boundary: int | None, *, own_writes_only: bool = False,
+                               written: Mapping[str, Sequence[str]] | None = None) -> list[str]:
     """The barrier checkpoints and the one at the boundary: the newest
     ``NUMBER_OF_BARRIER_CHECKPOINTS + 1`` complete checkpoints at or below the boundary, every
-    file of each (a V2 checkpoint's sidecars too: without them it cannot be read)."""
+    file of each (a V2 checkpoint's sidecars too: without them it cannot be read).
+    ``written``: the files of checkpoints this process wrote, by top-level path
+    (:attr:`DropRun.written_checkpoint_files`): those are not read back for their sidecars."""
     if boundary is None:
         return []
     # One checkpoint per version; the newest ones win. own_writes_only: the log knows the
@@ -249,6 +260,10 @@ def protected_checkpoint_paths(log: DeltaLog, boundary: int | None, *, own_write
         chosen = log.whole_listing().newest_checkpoints(boundary, NUMBER_OF_BARRIER_CHECKPOINTS + 1) or []
     out: list[str] = []
     for c in chosen:
+        own = written.get(c.paths[0]) if written and len(c.paths) == 1 else None
+        if own is not None:
+            out += [*c.paths, *(p for p in own if p not in c.paths)]
+            continue
         try:
             out += log.checkpoint_files(c)
         except (DeltaDowngradeError, OSError):  # its sidecar list cannot be read: its own files

@@ -14,13 +14,14 @@ from typing import TYPE_CHECKING, Any, Iterator, Sequence
 from delta_downgrade.protocol.actions import (AddCDCFile, AddFile, AnyAction, CommitInfo, DomainMetadata,
                                               Metadata, ProtocolAction, RemoveFile, Txn)
 from delta_downgrade.errors import DeltaDowngradeError
-from delta_downgrade.log.replay.choice import replay_state
+from delta_downgrade.log.replay.choice import python_replay_fits, replay_state
 from delta_downgrade.log.replay.reconcile import TableState
 from delta_downgrade.log.read.segment import LogSegment, iter_commit_actions, read_commit_actions, with_checkpoint_fallback
 from delta_downgrade.protocol import Protocol
 from delta_downgrade.storage import FileStatus, Storage
 
 if TYPE_CHECKING:
+    from delta_downgrade.log.replay.arrow_pieces import Pieces
     from delta_downgrade.log.replay.arrow_replay import ArrowState
 
 # A table's boundary property (Checkpoint Protection RFC).
@@ -60,6 +61,9 @@ class Snapshot:
         self._checkpoint_written_here = checkpoint_written_here
         self._state: TableState | None = None
         self._arrow: ArrowState | None = None
+        # The segment's commits as :meth:`validate_commits` parsed them with Arrow, kept for the
+        # one replay that follows (the commits are parsed once per run); None once used.
+        self._parsed_commits: list[Pieces] | None = None
 
     def with_commits(self, commits: Sequence[Sequence[AnyAction]]) -> "Snapshot":
         """This table after ``commits`` (each one commit's actions, oldest first), at version
@@ -226,7 +230,10 @@ class Snapshot:
         """Replay the checkpoint and the commits after it into the reconciled state (computed
         once per snapshot; each call returns its own copy, free to modify)."""
         if self._state is None:
-            self._state = self._derived_state() or self._replayed_state()
+            try:
+                self._state = self._derived_state() or self._replayed_state()
+            finally:
+                self._parsed_commits = None  # used or not, never held past the replay
         return self._state.copy()
 
     def _derived_state(self) -> TableState | None:
@@ -272,7 +279,8 @@ class Snapshot:
         for a shape of log it does not know, the checkpoint and the commits applied one at a
         time, by the same rules."""
         protocol, metadata = self._protocol_and_metadata
-        state = replay_state(self.storage, self.table, self.segment, protocol, metadata)
+        state = replay_state(self.storage, self.table, self.segment, protocol, metadata,
+                             parsed_commits=self._parsed_commits)
         if state is not None:
             return state
         state = TableState(self.version, protocol, metadata)
@@ -307,7 +315,10 @@ class Snapshot:
 
         Raises what the replay raises (:class:`CheckpointUnreadableError`, :class:`CorruptLogError`)."""
         if self._arrow is None:
-            self._arrow = self._derived_arrow() or self._replayed_arrow()
+            try:
+                self._arrow = self._derived_arrow() or self._replayed_arrow()
+            finally:
+                self._parsed_commits = None  # used or not, never held past the replay
         return self._arrow
 
     def _derived_arrow(self) -> "ArrowState | None":
@@ -366,7 +377,8 @@ class Snapshot:
             return arrow_state_of(self.state())  # given commits are in no file to replay
         try:
             return replay_segment(self.storage, self.table, self.segment,
-                                  protocol_and_metadata=self._protocol_and_metadata)
+                                  protocol_and_metadata=self._protocol_and_metadata,
+                                  parsed_commits=self._parsed_commits)
         except pa.ArrowException:
             pass  # a shape of log the Arrow replay does not know: the rules applied one by one
         return arrow_state_of(self.state())
@@ -376,8 +388,26 @@ class Snapshot:
         :func:`read_commit_actions` (a line that is not an action, a field of the wrong type, two
         protocol or metaData actions): raises :class:`CorruptLogError` for the first that fails.
         What a run checks before its first write, since planning reads only the protocol and
-        metaData lines."""
-        for _status, _actions in iter_commit_actions(self.storage, self.segment.commits):
+        metaData lines.
+
+        A segment too large for the Python replay (:func:`~delta_downgrade.log.replay.choice.python_replay_fits`)
+        is read by the Arrow replay's parser with the Python parser's checks (its Python view,
+        which differential tests hold to the Python parser's objects and errors); when small
+        enough to be held parsed, it is kept: the replay that follows (:meth:`arrow_state`,
+        :meth:`state`) takes those commits instead of parsing them again (a larger one is
+        checked as a stream, its replay streams it again). Whatever that parse
+        does not accept (an error, a shape it does not know) is left to the Python parser, so
+        that the error raised is always its own."""
+        self._parsed_commits = None
+        commits = self.segment.commits
+        if commits and not self._given:
+            if not python_replay_fits(self.segment):
+                from delta_downgrade.log.replay.arrow_replay import parse_commits_checked
+
+                accepted, self._parsed_commits = parse_commits_checked(self.storage, self.segment)
+                if accepted:
+                    return
+        for _status, _actions in iter_commit_actions(self.storage, commits):
             pass
 
     def iter_commit_actions(self) -> Iterator[tuple[int, list[AnyAction]]]:

@@ -92,6 +92,7 @@ def finish(run: DropRun, before: Protocol, after: Protocol, status: str) -> Drop
                      f"planned {describe_steps(run.expected)}; wrote {describe_steps(run.steps)}")
         run.progress(deviation)
     return DropOutcome(run.table, run.feature, status, before, snapshot.protocol, boundary,
-                       protected_checkpoint_paths(run.log, boundary, own_writes_only=True), list(run.commits),
+                       protected_checkpoint_paths(run.log, boundary, own_writes_only=True,
+                                                  written=run.written_checkpoint_files), list(run.commits),
                        list(run.checkpoints), truncate_after, plan=list(run.plan),
                        planned=list(run.expected or []), written=list(run.steps), deviation=deviation)

@@ -360,6 +360,28 @@ def _check_types(kind: str, t: pa.DataType, view: bool = False) -> None:
             raise _Irregular(f"{kind}.{f.name} was read as {f.type}")
 
 
+#: A '%' that does not start an escape of two hex digits (RE2 has no lookahead: ``_BAD_ESCAPE``
+#: of :mod:`delta_downgrade.protocol.actions` spelled out).
+_BAD_ESCAPE_RE2 = r"%([^0-9A-Fa-f]|[0-9A-Fa-f]([^0-9A-Fa-f]|$)|$)"
+
+
+def _values_to_refuse(raw: pa.StructArray) -> pa.Array | None:
+    """Rows of file actions whose values (not types) the Python parser refuses: a ``path`` that
+    is empty or not a URI (a '%' without two hex digits), a negative ``size`` (PROTOCOL.md "Add
+    File and Remove File"). With ``view`` they are parsed from their line, which raises the
+    Python parser's error."""
+    out = None
+    path = struct_field(raw, "path")
+    if path is not None and pa.types.is_string(path.type):
+        out = pc.fill_null(pc.equal(path, pa.scalar("", _STR)), False)
+        if any_true(pc.match_substring(path, "%")):
+            out = pc.or_(out, pc.fill_null(pc.match_substring_regex(path, _BAD_ESCAPE_RE2), False))
+    size = struct_field(raw, "size")
+    if size is not None and pa.types.is_int64(size.type):
+        out = or_masks(out, pc.fill_null(pc.less(size, pa.scalar(0, _LONG)), False))
+    return out if any_true(out) else None
+
+
 def _map_rows_to_check(child: pa.Array | None) -> tuple[pa.Array | None, pa.Array | None]:
     """Rows of a JSON object read as the struct ``child`` that Arrow cannot map as they are:
     ``(hard, soft)``. Hard: a value pyarrow typed itself (number, timestamp...; the row goes to
@@ -631,6 +653,8 @@ class _ChunkReader:
                 c = struct_field(raw, name)
                 if c is not None and c.null_count:
                     bad = or_masks(bad, c.is_null())
+            if view:
+                bad = or_masks(bad, _values_to_refuse(raw))
             bad = pc.and_(bad, mask) if bad is not None else None
             explicit: dict[str, dict[int, list[str]]] = {}
             if soft is not None:
@@ -798,17 +822,19 @@ STREAM_CHUNK_BYTES = 8 << 20
 
 
 def iter_commit_pieces(storage: Storage, segment: LogSegment, threads: int | None,
-                       then: Callable[[Pieces], T], max_chunk_bytes: int = STREAM_CHUNK_BYTES) -> Iterator[T]:
+                       then: Callable[[Pieces], T], max_chunk_bytes: int = STREAM_CHUNK_BYTES,
+                       view: bool = False) -> Iterator[T]:
     """:func:`commit_pieces` as a stream, in log order, for a segment too large to hold parsed:
     chunks of at most ``max_chunk_bytes``, and no more than ``threads`` of them parsed ahead of
     the one the caller is taking (the memory in flight is bounded, whatever the log's size).
     ``then`` is applied to each chunk's pieces in the thread that parsed them (work that can run
-    in parallel, such as cutting the rows by part); its results are what is yielded."""
+    in parallel, such as cutting the rows by part); its results are what is yielded. ``view``:
+    see :class:`_ChunkReader`."""
     threads = max(1, threads if threads is not None else min(32, THREADS_PER_CPU * _cpus()))
     commits = CommitBytes(storage, segment, _plan_chunks(segment.commits, threads, max_chunk_bytes))
     if not commits.ranges:
         return
-    reader = _ChunkReader(commits, False)
+    reader = _ChunkReader(commits, view)
 
     def parse(k: int) -> T:
         try:

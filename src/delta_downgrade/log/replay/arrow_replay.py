@@ -245,6 +245,53 @@ def _taken(column: pa.ChunkedArray, index: pa.Array) -> pa.ChunkedArray:
                              if len(chunk)], column.type)
 
 
+#: At most this many actions of logical files named more than once are reconciled one by one in
+#: Python (:func:`_reconcile_few_repeats`); more go through Arrow's group-by.
+FEW_REPEATS = 50_000
+
+
+def _reconcile_few_repeats(adds: pa.ChunkedArray, removes: pa.ChunkedArray, paths: pa.Array,
+                           dv_ids: pa.Array, ranks: pa.Array) -> _Reconciled | None:
+    """:func:`_reconcile` for the checkpoint when few actions share a path (a log whose files are
+    rewritten now and then): the actions of a path named once are kept as they are (an add is
+    live, a remove a tombstone of a file that is not), the few others reconciled here by the
+    same rules - per logical file the highest ``rank * total + position`` of each kind, the add
+    live when its rank is not below the remove's. None when there are more than
+    :data:`FEW_REPEATS` of them (the group-by is then cheaper). Spares the group-by and the
+    import of Arrow's query engine it needs, a fixed cost of tens of milliseconds."""
+    counts = pc.value_counts(paths)
+    repeated = counts.field("values").filter(pc.greater(counts.field("counts"), pa.scalar(1, _LONG)))
+    total = len(paths)
+    n_adds = len(adds)
+    if len(repeated) == 0:
+        return _Reconciled(adds, removes)
+    involved = pc.is_in(paths, value_set=repeated)
+    rows = pc.indices_nonzero(involved)
+    if len(rows) > FEW_REPEATS:
+        return None
+    best: dict[tuple[str, str | None], list[int]] = {}  # key -> [add order, remove order] (-1: none)
+    for row, path, dv_id, rank in zip(rows.to_pylist(), paths.take(rows).to_pylist(),
+                                      dv_ids.take(rows).to_pylist(), ranks.take(rows).to_pylist()):
+        kind = 0 if row < n_adds else 1
+        mine = best.setdefault((path, dv_id), [-1, -1])
+        order = rank * total + row
+        if order > mine[kind]:
+            mine[kind] = order
+    kept = []
+    for add_order, remove_order in best.values():
+        add_rank = add_order // total if add_order >= 0 else -1
+        remove_rank = remove_order // total if remove_order >= 0 else -1
+        if add_order >= 0 and add_rank >= remove_rank:
+            kept.append(add_order % total)
+        if remove_order >= 0 and remove_rank > add_rank:
+            kept.append(remove_order % total)
+    keep = pc.or_(pc.invert(involved), pc.is_in(arange(0, total), value_set=pa.array(kept, _LONG)))
+    add_index = pc.indices_nonzero(keep.slice(0, n_adds))
+    remove_index = pc.indices_nonzero(keep.slice(n_adds))
+    return _Reconciled(adds if len(add_index) == n_adds else _taken(adds, add_index),
+                       removes if len(remove_index) == len(removes) else _taken(removes, remove_index))
+
+
 def _reconcile(pieces: Pieces, view: bool = False) -> _Reconciled:
     """Apply the rules to every file action at once: with ``view`` for the Python view, else for
     the checkpoint."""
@@ -268,6 +315,10 @@ def _reconcile(pieces: Pieces, view: bool = False) -> _Reconciled:
     dv_ids = (pa.nulls(total, _STR) if no_dvs else
               _dv_ids(pa.concat_arrays([c.field("deletionVector") for c in chunks]), "None" if view else ""))
     ranks = pa.concat_arrays(pieces.add_ranks + pieces.remove_ranks)
+    if not view:
+        few = _reconcile_few_repeats(adds, removes, paths, dv_ids, ranks)
+        if few is not None:
+            return few
     order = pc.add(pc.multiply(ranks, pa.scalar(total, _LONG)), arange(0, total))
     is_add = pc.less(arange(0, total), pa.scalar(n_adds, _LONG))
     nothing = pa.scalar(None, _LONG)
@@ -362,23 +413,51 @@ def planned_parts(storage: Storage, segment: LogSegment, part_actions: int | Non
     return max(1, -(-estimated_file_actions(storage, segment) // per_part))
 
 
+def parse_commits_checked(storage: Storage, segment: LogSegment, *,
+                          threads: int | None = None) -> tuple[bool, list[Pieces] | None]:
+    """The commits of ``segment`` parsed for the Python view: with every check of the Python
+    parser (``read_commit_actions``). Returns ``(accepted, parsed)``: ``parsed`` in a form that
+    :func:`replay_segment` and :func:`replay_state` take as ``parsed_commits`` - so that a run
+    that checks its segment's commits before its first write and then replays them parses them
+    once - or None for a segment estimated to hold more file actions than one part
+    (:data:`PART_ACTIONS`): it is parsed as a stream, chunk by chunk, and not held (the replay
+    streams it again).
+
+    ``accepted`` is False for any error or shape this parse does not take: the Python parser then
+    reads the commits, so that the error raised is always its own, in its order."""
+    sizes = [st.size for st in segment.commits]
+    if not sizes or min(sizes) < 0:
+        return False, None
+    try:
+        if sum(sizes) // JSON_BYTES_PER_ACTION > PART_ACTIONS:
+            for _ in iter_commit_pieces(storage, segment, threads, lambda pieces: None, view=True):
+                pass
+            return True, None
+        return True, commit_pieces(storage, segment, threads, view=True)
+    except Exception:  # noqa: BLE001 - the Python parser decides (and raises its own error)
+        return False, None
+
+
 def replay_segment(storage: Storage, table: str, segment: LogSegment, *,
                    threads: int | None = None, part_actions: int | None = None,
-                   protocol_and_metadata: tuple[ProtocolAction, Metadata] | None = None) -> ArrowState:
+                   protocol_and_metadata: tuple[ProtocolAction, Metadata] | None = None,
+                   parsed_commits: Sequence[Pieces] | None = None) -> ArrowState:
     """The reconciled state at ``segment.version`` as the columns of a checkpoint; ``threads``:
     threads that read and parse the commits (default: :data:`THREADS_PER_CPU` per CPU);
     ``part_actions``: file actions per part (default :data:`PART_ACTIONS`; see
     :func:`planned_parts`) - a larger log is streamed and reconciled part by part;
     ``protocol_and_metadata``: the segment's, when the caller has them (a snapshot): what the
-    commits do not state is taken from them instead of a second read of the checkpoint.
+    commits do not state is taken from them instead of a second read of the checkpoint;
+    ``parsed_commits``: the segment's commits as :func:`parse_commits_checked` parsed them.
 
     Raises :class:`CheckpointUnreadableError` when the segment's checkpoint cannot be read (the
     caller may try an older one, as ``DeltaLog.snapshot`` does), :class:`CorruptLogError` for a
     commit that is not JSON or a log without protocol or metadata."""
     num_parts = planned_parts(storage, segment, part_actions)
     if num_parts > 1:
-        return _replay_in_parts(storage, table, segment, num_parts, threads, protocol_and_metadata)
-    parsed = commit_pieces(storage, segment, threads)
+        return _replay_in_parts(storage, table, segment, num_parts, threads, protocol_and_metadata,
+                                parsed_commits)
+    parsed = list(parsed_commits) if parsed_commits is not None else commit_pieces(storage, segment, threads)
     meta = [m for part in parsed for m in part.meta]
     protocol, metadata = _protocol_and_metadata(storage, table, segment, meta, protocol_and_metadata)
     pieces = Pieces()
@@ -397,7 +476,8 @@ def replay_segment(storage: Storage, table: str, segment: LogSegment, *,
 
 def _replay_in_parts(storage: Storage, table: str, segment: LogSegment, num_parts: int,
                      threads: int | None,
-                     known: tuple[ProtocolAction, Metadata] | None = None) -> ArrowState:
+                     known: tuple[ProtocolAction, Metadata] | None = None,
+                     parsed_commits: Sequence[Pieces] | None = None) -> ArrowState:
     """:func:`replay_segment` streamed: the commits chunk by chunk and the checkpoint row groups
     by row groups, their file actions (with ranks) appended to ``num_parts`` spill files by hash part of
     the decoded path (:class:`~delta_downgrade.log.replay.state_parts.PartSpill`), in log order; then
@@ -423,7 +503,9 @@ def _replay_in_parts(storage: Storage, table: str, segment: LogSegment, num_part
         # replay. Positions in a part then put checkpoint rows after commit rows, which changes
         # nothing: the rank (the checkpoint's is the lowest) decides before the position, and
         # the position only orders actions of one rank, which keep their order here.
-        for other, batches in iter_commit_pieces(storage, segment, threads, cut):
+        # (commits already parsed - a small tail before a large checkpoint - are cut as they are)
+        for other, batches in (map(cut, parsed_commits) if parsed_commits is not None
+                               else iter_commit_pieces(storage, segment, threads, cut)):
             take(other, batches)
             del batches
         protocol, metadata = _protocol_and_metadata(storage, table, segment, rest.meta, known)
@@ -476,17 +558,20 @@ def _materialize(pieces: Pieces, positions: list[int]) -> list[Any]:
 
 
 def replay_state(storage: Storage, table: str, segment: LogSegment, protocol: ProtocolAction,
-                 metadata: Metadata, *, threads: int | None = None) -> TableState | None:
+                 metadata: Metadata, *, threads: int | None = None,
+                 parsed_commits: Sequence[Pieces] | None = None) -> TableState | None:
     """The reconciled state at ``segment.version`` as Python objects, with ``protocol`` and
     ``metadata`` (which the caller has read): the objects, their order and the errors of the
     Python parser (see the module's docstring). None when the Arrow replay cannot take this
     log (a shape it does not know): the caller then applies the checkpoint and the commits one
-    at a time (:class:`~delta_downgrade.log.replay.reconcile.TableState`), as ``checkpoint_table`` does."""
+    at a time (:class:`~delta_downgrade.log.replay.reconcile.TableState`), as ``checkpoint_table`` does.
+    ``parsed_commits``: the segment's commits as :func:`parse_commits_checked` parsed them."""
     try:
         pieces = Pieces()
         if segment.checkpoint is not None:
             pieces.extend(checkpoint_pieces(storage, segment.checkpoint, view=True))
-        for part in commit_pieces(storage, segment, threads, view=True):
+        for part in (parsed_commits if parsed_commits is not None else
+                     commit_pieces(storage, segment, threads, view=True)):
             pieces.extend(part)
         result = _reconcile(pieces, view=True)
         assert result.files is not None and result.tombstones is not None

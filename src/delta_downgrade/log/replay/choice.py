@@ -11,11 +11,12 @@ that are few and small, by their sizes in the listing.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Sequence
 
 from delta_downgrade.log.read.segment import LogSegment
 
 if TYPE_CHECKING:
+    from delta_downgrade.log.replay.arrow_pieces import Pieces
     from delta_downgrade.log.replay.reconcile import TableState
     from delta_downgrade.protocol.actions import Metadata, ProtocolAction
     from delta_downgrade.storage import Storage
@@ -42,12 +43,14 @@ def python_replay_fits(segment: LogSegment) -> bool:
 
 
 def replay_state(storage: Storage, table: str, segment: LogSegment, protocol: ProtocolAction,
-                 metadata: Metadata) -> TableState | None:
+                 metadata: Metadata, *, parsed_commits: Sequence[Pieces] | None = None) -> TableState | None:
     """The Arrow replay's state (:func:`delta_downgrade.log.replay.arrow_replay.replay_state`) of a
     segment too large for the Python replay; None for a small one, and for a log the Arrow replay
-    does not take: the caller (``Snapshot.state``) then applies the commits one at a time."""
+    does not take: the caller (``Snapshot.state``) then applies the commits one at a time.
+    ``parsed_commits``: the segment's commits already parsed with the Python view's checks
+    (:func:`~delta_downgrade.log.replay.arrow_replay.parse_commits_checked`)."""
     if python_replay_fits(segment):
         return None
     from delta_downgrade.log.replay.arrow_replay import replay_state as arrow_replay_state
 
-    return arrow_replay_state(storage, table, segment, protocol, metadata)
+    return arrow_replay_state(storage, table, segment, protocol, metadata, parsed_commits=parsed_commits)
