@@ -352,8 +352,11 @@ def _compare_step(spark, before: tuple[_Before, _Before], outcomes: tuple[str, s
     # post-commit hook): those of its checkpoints this package lacks are their own aspect.
     interval = 10 if isinstance(detail[0], tuple) else \
         int(detail[0]["properties"].get("delta.checkpointInterval", "10"))
+    # A checkpoint at the version of one of delta-spark's empty tombstone commits (left out of
+    # the alignment, so it would fall on the same version as its next checkpoint) is always one.
     on_interval = [(v, k) for v, k in written[0]
-                   if v % interval == 0 and (aligned(v) - tb.first_new + ob.first_new, k) not in written[1]]
+                   if v % interval == 0 and (v in empty or
+                                             (aligned(v) - tb.first_new + ob.first_new, k) not in written[1])]
     check("interval-checkpoint", [(aligned(v) - tb.first_new, k) for v, k in on_interval], [])
     check("checkpoints", [(aligned(v) - tb.first_new, k) for v, k in written[0] if (v, k) not in on_interval],
           [(v - ob.first_new, k) for v, k in written[1]])
