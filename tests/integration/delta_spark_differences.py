@@ -195,17 +195,7 @@ DELIBERATE += (
 
 #: Gaps of this package the oracle found, analysed and not yet closed: listed so that each is
 #: seen (printed as a known gap), not hidden; each says what is missing.
-KNOWN_GAPS: tuple[Deliberate, ...] = (
-    Deliberate(
-        "*", "*", "*", "v2-classic-compat-checkpoint",
-        "KNOWN GAP: delta-spark's metadata cleanup on a table with V2 checkpoints also writes a "
-        "classic-named checkpoint at the cut-off version; this package's truncation does not yet. "
-        "PROTOCOL.md 'Handling Backward compatibility while moving to UUID-named v2 Checkpoints': "
-        "writers should create v2 classic checkpoints often enough to allow older clients to "
-        "discover them, following the expiration of older checkpoints due to log retention - a "
-        "should, which operations/cleanup.py is to follow (an older client then fails on the "
-        "protocol instead of on a log without its start)."),
-)
+KNOWN_GAPS: tuple[Deliberate, ...] = ()
 
 
 def explanation(table: str, feature: str, mode: str, aspect: str) -> Deliberate | None:

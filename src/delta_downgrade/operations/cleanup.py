@@ -41,6 +41,25 @@ Procedure (PROTOCOL.md "Metadata Cleanup", Checkpoint Protection RFC)
    not part of the log (PROTOCOL.md "Delta Log Entries" names no such file), only what a crashed
    or failed write left behind. They go whatever the checkpoint-protection gate decides.
 
+Backward compatibility of UUID-named checkpoints
+-----------------------------------------------
+PROTOCOL.md "Handling Backward compatibility while moving to UUID-named v2 Checkpoints": writers
+should create classic-named checkpoints with the content of the UUID-named ones often enough that
+older clients, which do not recognise UUID-named checkpoints, can still read the protocol and
+fail gracefully. A cleanup that deletes history is when they would lose the last thing they can
+read (commit 0, or a checkpoint they can name). So when a plan deletes commits or checkpoints of a
+table with ``v2Checkpoint`` in its protocol, and the checkpoint the latest version is read from is
+UUID-named with no classic or multi-part checkpoint at its version, the plan also writes its
+classic-named copy (:mod:`delta_downgrade.log.checkpoint.classic_compat`) - delta-spark's
+``createSinglePartCheckpointForBackwardCompat``, at the same version. That version is at or after
+the cutoff checkpoint, so this cleanup deletes nothing there, and the copy references the same
+sidecars as the kept UUID-named checkpoint. The copy is written before the first deletion, so no
+moment exists where the history is gone and no classic checkpoint is; a rerun after a crash finds
+the copy and does not write it again. The copy is a checkpoint write: it is planned only when rule
+(b) allows a checkpoint at its version and this package supports that version's protocol for
+checkpoints (:func:`plan_compat_checkpoint`); otherwise the cleanup goes on without it (the
+protocol says "should").
+
 Checkpoint Protection (RFC) — the rules as this module applies them
 -------------------------------------------------------------------
 The rules are decided by :mod:`delta_downgrade.protocol.checkpoint_protection` (``rule_a``,
@@ -88,19 +107,22 @@ from delta_downgrade.clock import SYSTEM_CLOCK, Clock, to_utc_iso
 from delta_downgrade.errors import BadInputError, ConcurrentWriteError, DeltaDowngradeError, naming_table
 from delta_downgrade.log.read.checkpoint_reader import CheckpointReader
 from delta_downgrade.log.delta_log import DeltaLog, ProtocolSpan, Refresh
-from delta_downgrade.log.format.file_names import SIDECAR_DIR, STAGED_COMMITS_DIR, classify
+from delta_downgrade.log.checkpoint.classic_compat import write_classic_copy
+from delta_downgrade.log.checkpoint.classic_writer import V2_CHECKPOINT_FEATURE
+from delta_downgrade.log.format.file_names import SIDECAR_DIR, STAGED_COMMITS_DIR, classic_checkpoint_path, classify
 from delta_downgrade.log.read.listing import CheckpointInstance, LogListing
-from delta_downgrade.protocol import CHECKPOINT_PROTECTION
+from delta_downgrade.protocol import CHECKPOINT_PROTECTION, Protocol
 from delta_downgrade.protocol import checkpoint_protection as rules
 from delta_downgrade.protocol.checkpoint_protection import first_unsupported_version
-from delta_downgrade.protocol.support import Operation, ensure_supported
+from delta_downgrade.protocol.support import Operation, ensure_supported, unsupported_features
 from delta_downgrade.storage import FileStatus, is_package_temp
 from delta_downgrade.protocol.table_config import DAY_MS, HOUR_MS, MINUTE_MS, TableConfig
 
 __all__ = [
     "CleanupInputs", "CleanupPlan", "CleanupResult", "build_plan", "cleanup_expired_logs",
     "cutoff_timestamp_ms", "earliest_truncation_time_ms", "execute_cleanup", "first_unsupported_version",
-    "history_truncated_before", "monotonic_commit_times", "plan_cleanup", "select_cutoff_checkpoint",
+    "history_truncated_before", "monotonic_commit_times", "plan_cleanup", "plan_compat_checkpoint",
+    "select_cutoff_checkpoint",
 ]
 
 GRANULARITY_MS: Mapping[str, int] = {"day": DAY_MS, "hour": HOUR_MS, "minute": MINUTE_MS}
@@ -182,6 +204,12 @@ class CleanupInputs:
     sidecar_refs: Mapping[tuple[str, ...], frozenset[str] | None] = field(default_factory=dict)
     unreadable_checkpoints: frozenset[int] = frozenset()
     temps: tuple[FileStatus, ...] = ()   # this package's temporary files in the log directories
+    #: The checkpoint the latest version is read from, and the protocol at its version (the
+    #: backward-compatibility copy of a UUID-named checkpoint, :func:`plan_compat_checkpoint`).
+    newest_checkpoint: CheckpointInstance | None = None
+    newest_checkpoint_protocol: Protocol | None = None
+    #: ``v2Checkpoint`` is in the latest protocol.
+    v2_checkpoint_feature: bool = False
 
 
 # --- the plan ------------------------------------------------------------------------------------
@@ -213,6 +241,17 @@ class CleanupPlan:
     #: Stale temporary files of this package; not log files, so deleted whatever ``allowed`` says
     #: and not counted in :attr:`num_deletions` / :meth:`ordered_deletions`.
     delete_temps: tuple[str, ...] = ()
+    #: The UUID-named checkpoint whose classic-named copy is written before the first deletion
+    #: (module docstring, "Backward compatibility of UUID-named checkpoints"), or None; and why.
+    compat_source: CheckpointInstance | None = None
+    compat_reason: str = ""
+
+    @property
+    def compat_checkpoint(self) -> str | None:
+        """The path of the classic-named copy the plan writes, or None."""
+        if self.compat_source is None:
+            return None
+        return classic_checkpoint_path(self.compat_source.version)
 
     @property
     def num_deletions(self) -> int:
@@ -251,6 +290,7 @@ class CleanupPlan:
 class CleanupResult:
     deleted: list[str]
     plan: CleanupPlan
+    written: list[str] = field(default_factory=list)  # the classic-named copy, when written
 
 
 # --- pure planning ---------------------------------------------------------------------------------
@@ -328,6 +368,44 @@ def stale_temps(inputs: CleanupInputs, now_ms: int) -> list[str]:
                   if is_package_temp(t.path) and t.modification_time_ms <= now_ms - STALE_TEMP_MIN_AGE_MS)
 
 
+def plan_compat_checkpoint(inputs: CleanupInputs, cutoff_checkpoint: int, *, deletes_history: bool,
+                           boundary: int | None) -> tuple[CheckpointInstance | None, str]:
+    """The UUID-named checkpoint whose classic-named copy a cleanup writes before it deletes
+    (module docstring, "Backward compatibility of UUID-named checkpoints"), or None; with why.
+
+    delta-spark's ``createSinglePartCheckpointForBackwardCompat``: only when the cleanup deletes
+    history (``deletes_history``: commits or checkpoints), the table has ``v2Checkpoint``, the
+    checkpoint the latest version is read from is UUID-named and no classic or multi-part
+    checkpoint is complete at its version. Beyond it: the version is not before the cutoff
+    checkpoint (nothing this cleanup deletes), and a checkpoint may be written there - rule (b)
+    and this package's checkpoint gate on that version's protocol."""
+    newest = inputs.newest_checkpoint
+    if not deletes_history:
+        return None, "no classic copy: the cleanup deletes no commit and no checkpoint"
+    if not inputs.v2_checkpoint_feature:
+        return None, "no classic copy: v2Checkpoint is not in the protocol"
+    if newest is None or newest.kind != "v2":
+        return None, "no classic copy: the newest checkpoint is not UUID-named"
+    if newest.version < cutoff_checkpoint:
+        return None, (f"no classic copy: the newest readable checkpoint {newest.version} is before the "
+                      f"cutoff checkpoint {cutoff_checkpoint}")
+    if any(ck.version == newest.version and ck.kind != "v2" and ck.complete for ck in inputs.listing.checkpoints):
+        return None, f"no classic copy: a classic-named checkpoint exists at version {newest.version}"
+    protocol = inputs.newest_checkpoint_protocol
+    if protocol is None:
+        return None, f"no classic copy: the protocol at version {newest.version} is not known"
+    allowed = rules.rule_b(newest.version, protocol, boundary=boundary)
+    if not allowed.allowed:
+        return None, f"no classic copy: {allowed.reason}"
+    missing = unsupported_features(protocol, Operation.CHECKPOINT)
+    if missing:
+        return None, (f"no classic copy: this package does not write checkpoints of a protocol with "
+                      f"{', '.join(sorted(missing))} (version {newest.version})")
+    return newest, (f"classic-named copy of the UUID-named checkpoint {newest.version} written before the "
+                    f"first deletion (PROTOCOL.md 'Handling Backward compatibility while moving to "
+                    f"UUID-named v2 Checkpoints')")
+
+
 def build_plan(inputs: CleanupInputs, *, cutoff_ms: int, now_ms: int,
                spans: Sequence[ProtocolSpan] | None = None, cutoff_checkpoint: int | None = None,
                partial_when_supported: bool = True, retention_ms: int | None = None,
@@ -347,6 +425,10 @@ def build_plan(inputs: CleanupInputs, *, cutoff_ms: int, now_ms: int,
     def plan(*, allowed: bool, reason: str, decision: str, commits: Sequence[str] = (),
              checkpoints: Sequence[str] = (), other: Sequence[str] = (),
              kept: Sequence[int] = ()) -> CleanupPlan:
+        compat, compat_reason = (None, "")
+        if allowed and c is not None:
+            compat, compat_reason = plan_compat_checkpoint(
+                inputs, c, deletes_history=bool(commits or checkpoints), boundary=boundary)
         return CleanupPlan(
             cutoff_ms=cutoff_ms, cutoff_checkpoint=c, delete_commits=tuple(commits),
             delete_checkpoints=tuple(checkpoints), delete_other=tuple(other), allowed=allowed,
@@ -355,7 +437,8 @@ def build_plan(inputs: CleanupInputs, *, cutoff_ms: int, now_ms: int,
             boundary_version=boundary,
             latest_version=inputs.latest_version, kept_checkpoints=tuple(sorted(set(kept))),
             retention_ms=retention_ms, granularity=granularity,
-            delete_temps=tuple(stale_temps(inputs, now_ms)))
+            delete_temps=tuple(stale_temps(inputs, now_ms)),
+            compat_source=compat, compat_reason=compat_reason)
 
     all_checkpoint_versions = sorted({ck.version for ck in listing.checkpoints if ck.complete})
     if c is None:
@@ -472,10 +555,31 @@ def _gather_inputs(log: DeltaLog, protected: bool, boundary: int) -> CleanupInpu
             except (DeltaDowngradeError, OSError, ValueError):
                 refs[ck.paths] = None
     temps = tuple(s for d in LOG_DIRS for s in log.storage.list_dir(d) if is_package_temp(s.path))
+    newest, newest_protocol, v2_feature = _newest_checkpoint(log)
     return CleanupInputs(listing=listing, latest_version=log.latest_version(),
                          checkpoint_protection=protected, boundary=boundary,
                          staged_commits=tuple(sorted(staged, key=lambda t: (t[0], t[1].path))),
-                         sidecars=sidecars, sidecar_refs=refs, temps=temps)
+                         sidecars=sidecars, sidecar_refs=refs, temps=temps,
+                         newest_checkpoint=newest, newest_checkpoint_protocol=newest_protocol,
+                         v2_checkpoint_feature=v2_feature)
+
+
+def _newest_checkpoint(log: DeltaLog) -> tuple[CheckpointInstance | None, Protocol | None, bool]:
+    """The checkpoint the latest version is read from, the protocol at its version (only read
+    when it is UUID-named on a table with ``v2Checkpoint``: the backward-compatibility copy needs
+    it), and whether ``v2Checkpoint`` is in the latest protocol."""
+    latest = log.snapshot(check_read=False)
+    v2_feature = V2_CHECKPOINT_FEATURE in latest.protocol.features
+    newest = latest.segment.checkpoint
+    if newest is None or newest.kind != "v2" or not v2_feature:
+        return newest, None, v2_feature
+    if newest.version == latest.version:
+        return newest, latest.protocol, v2_feature
+    try:
+        protocol: Protocol | None = log.snapshot(newest.version, check_read=False).protocol
+    except DeltaDowngradeError:
+        protocol = None  # unknown: no copy is planned
+    return newest, protocol, v2_feature
 
 
 def plan_cleanup(log: DeltaLog, *, retention_ms: int, granularity: str = "day",
@@ -537,10 +641,14 @@ def execute_cleanup(log: DeltaLog, plan: CleanupPlan, *,
     file is deleted. A plan the gate refused deletes nothing. Files already gone (another cleaner)
     are skipped; rerunning after an interruption is safe."""
     deleted: list[str] = []
+    written: list[str] = []
     ordered = plan.ordered_deletions()
     if plan.allowed and ordered:
         _check_still_current(log, plan)
         try:
+            compat = _write_compat_checkpoint(log, plan)
+            if compat is not None:
+                written.append(compat)
             for path in ordered:
                 if log.storage.delete(path):
                     deleted.append(path)
@@ -554,7 +662,19 @@ def execute_cleanup(log: DeltaLog, plan: CleanupPlan, *,
             deleted.append(path)
             if on_delete is not None:
                 on_delete(path)
-    return CleanupResult(deleted, plan)
+    return CleanupResult(deleted, plan, written)
+
+
+def _write_compat_checkpoint(log: DeltaLog, plan: CleanupPlan) -> str | None:
+    """Write the plan's classic-named copy of a UUID-named checkpoint, before any deletion
+    (module docstring); None when the plan has none or a classic checkpoint is there by now
+    (a rerun after a crash, another writer)."""
+    source, path = plan.compat_source, plan.compat_checkpoint
+    if source is None or path is None or log.storage.exists(path):
+        return None
+    written = write_classic_copy(log.storage, source)
+    log.note_written([written])
+    return written
 
 
 @naming_table("log")

@@ -85,7 +85,10 @@ def drop_checkpoint_protection(run: DropRun, before: Protocol) -> DropOutcome:
                           f"truncate history before version {plan.truncates_before}: delete "
                           f"{len(plan.delete_commits)} commit(s), {len(plan.delete_checkpoints)} "
                           f"checkpoint file(s)" + (f", {sidecars} sidecar(s)" if sidecars else "")
-                          + ", commits first (rule d)")
+                          + ", commits first (rule d)"
+                          + (f"; first write {plan.compat_checkpoint}, the classic-named copy of the "
+                             f"UUID-named checkpoint for clients without V2 checkpoints"
+                             if plan.compat_checkpoint else ""))
         else:
             execute_cleanup(run.log, plan)
             run.log.refresh()

@@ -33,13 +33,15 @@ def plan_document(plan: CleanupPlan) -> dict[str, Any]:
         "delete_other": list(plan.delete_other),
         "ordered_deletions": plan.ordered_deletions(),
         "delete_temps": list(plan.delete_temps),
+        "compat_checkpoint": plan.compat_checkpoint,
+        "compat_reason": plan.compat_reason,
     }
 
 
 def cleanup_document(table: str, result: CleanupResult, *, dry_run: bool) -> dict[str, Any]:
     """``cleanup --json``: the table, whether it was a dry run, what was deleted and the plan."""
     return {"table": table, "dry_run": dry_run, "deleted": list(result.deleted),
-            "plan": plan_document(result.plan)}
+            "written": list(result.written), "plan": plan_document(result.plan)}
 
 
 def render_json(table: str, result: CleanupResult, *, dry_run: bool) -> str:
@@ -89,6 +91,10 @@ def render_text(table: str, result: CleanupResult, *, dry_run: bool) -> str:
     lines.append(f"  delete checkpoints: {len(plan.delete_checkpoints)} files "
                  f"(versions {_versions(list(plan.delete_checkpoints))})")
     lines.append(f"  delete other:       {len(plan.delete_other)} files (.crc, compacted, staged, sidecars)")
+    if plan.compat_checkpoint is not None:
+        lines.append(f"  write first:        {plan.compat_checkpoint} (the classic-named copy of the "
+                     f"UUID-named checkpoint {plan.compat_source.version if plan.compat_source else '?'}, "
+                     f"for clients without V2 checkpoints)")
     kept = ", ".join(str(v) for v in plan.kept_checkpoints) or "none"
     lines.append(f"  kept checkpoints:   {kept}")
     lines.append(f"  delete temp files:  {len(plan.delete_temps)} (stale temporary files of "
@@ -101,4 +107,5 @@ def render_text(table: str, result: CleanupResult, *, dry_run: bool) -> str:
                      f"{(plan.num_deletions if plan.allowed else 0) + len(plan.delete_temps)} files")
     else:
         lines.append(f"  deleted:            {len(result.deleted)} files")
+        lines += [f"  written:            {path}" for path in result.written]
     return "\n".join(lines)

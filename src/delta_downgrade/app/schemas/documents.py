@@ -183,12 +183,15 @@ class CleanupPlan(Document):
     delete_other: list[str]
     ordered_deletions: list[str]
     delete_temps: list[str]
+    compat_checkpoint: str | None
+    compat_reason: str
 
 
 class CleanupDocument(Document):
     table: str
     dry_run: bool
     deleted: list[str]
+    written: list[str]
     plan: CleanupPlan
 
 

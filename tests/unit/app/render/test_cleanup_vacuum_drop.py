@@ -63,12 +63,13 @@ def test_cleanup_text_skipped_and_executed():
 
 def test_cleanup_json():
     doc = json.loads(cleanup.render_json("/t", CleanupResult([C0], _plan()), dry_run=False))
-    assert list(doc) == ["table", "dry_run", "deleted", "plan"]
+    assert list(doc) == ["table", "dry_run", "deleted", "written", "plan"]
     assert doc["table"] == "/t" and doc["dry_run"] is False and doc["deleted"] == [C0]
     assert list(doc["plan"]) == ["cutoff_ms", "cutoff", "retention_ms", "granularity", "cutoff_checkpoint",
                                  "allowed", "decision", "reason", "checkpoint_protection", "boundary_version",
                                  "latest_version", "truncates_before", "kept_checkpoints", "delete_commits",
-                                 "delete_checkpoints", "delete_other", "ordered_deletions", "delete_temps"]
+                                 "delete_checkpoints", "delete_other", "ordered_deletions", "delete_temps",
+                                 "compat_checkpoint", "compat_reason"]
     assert doc["plan"]["cutoff"] == "1970-01-11T00:00:00Z"
     # rule (d): every commit (with its .crc) before any checkpoint
     assert doc["plan"]["ordered_deletions"] == [C0, C1, "_delta_log/00000000000000000001.crc", C2, C4, CP3]
