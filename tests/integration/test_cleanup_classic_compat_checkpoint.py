@@ -120,7 +120,7 @@ def test_cleanup_leaves_a_classic_copy_every_reader_reads(delta_spark, corpus_ta
     assert same_rows(spark_rows, expected) and same_rows(kernel_rows, expected) and same_rows(ours, expected)
 
     alone = _only_the_copy(path, tmp_path / "alone")
-    [only] = DeltaLog(alone).full_listing().checkpoints
+    [only] = DeltaLog(alone).whole_listing().checkpoints
     assert (only.kind, only.version) == ("classic", newest)
     spark_rows, kernel_rows, ours = _all_rows(delta_spark, oracle, alone)
     assert same_rows(spark_rows, expected) and same_rows(kernel_rows, expected) and same_rows(ours, expected)
@@ -144,7 +144,7 @@ def test_drop_of_checkpoint_protection_leaves_a_classic_copy_at_its_cutoff(delta
     _age_log(path)
     assert drop_feature(path, "checkpointProtection", truncate_history=True).status == "dropped"
 
-    listing = DeltaLog(path).full_listing()
+    listing = DeltaLog(path).whole_listing()
     kinds = {(ck.version, ck.kind) for ck in listing.checkpoints}
     assert (boundary, "classic") in kinds and (boundary, "v2") in kinds
     assert min(listing.commits) == boundary

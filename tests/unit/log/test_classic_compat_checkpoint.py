@@ -22,7 +22,7 @@ import pytest
 from delta_downgrade.errors import CheckpointUnreadableError
 from delta_downgrade.log.checkpoint.classic_compat import classic_copy_bytes, write_classic_copy
 from delta_downgrade.log.checkpoint.on_driver import checkpoint_table
-from delta_downgrade.log.delta_log import DeltaLog
+from delta_downgrade.log.delta_log import DeltaLog, Refresh
 from delta_downgrade.log.format.checkpoint_schema import V2_CHECKPOINT_SCHEMA
 from delta_downgrade.log.format.file_names import LAST_CHECKPOINT, classic_checkpoint_path, commit_path
 from delta_downgrade.log.read.listing import CheckpointInstance
@@ -86,7 +86,7 @@ def test_copy_has_the_rows_of_the_top_level_file_and_rebuilds_the_table(tmp_path
     log = DeltaLog(b.path)
     before = _state(log)
     checkpoint_table(log, clock=b.clock, part_size=2, v2_format=fmt)
-    [ck] = [c for c in log.refresh(whole_log=True).full_listing().checkpoints if c.kind == "v2"]
+    [ck] = [c for c in log.refresh(Refresh.WHOLE_LOG).whole_listing().checkpoints if c.kind == "v2"]
 
     path = write_classic_copy(log.storage, ck)
     assert path == classic_checkpoint_path(ck.version)
@@ -104,7 +104,7 @@ def test_copy_has_the_rows_of_the_top_level_file_and_rebuilds_the_table(tmp_path
     sidecars = log.sidecars_of(ck)
     _only_the_copy_left(root, ck)
     fresh = DeltaLog(b.path)
-    [only] = fresh.full_listing().checkpoints
+    [only] = fresh.whole_listing().checkpoints
     assert only.kind == "classic" and only.version == ck.version
     assert fresh.sidecars_of(only) == sidecars
     assert _state(fresh) == before
@@ -119,7 +119,7 @@ def test_json_top_level_file_with_embedded_file_actions(tmp_path):
     log = DeltaLog(b.path)
     before = _state(log)
     checkpoint_table(log, clock=b.clock, part_size=2, v2_format="json")
-    [ck] = [c for c in log.refresh(whole_log=True).full_listing().checkpoints if c.kind == "v2"]
+    [ck] = [c for c in log.refresh(Refresh.WHOLE_LOG).whole_listing().checkpoints if c.kind == "v2"]
     state = log.snapshot().state()
     actions = [a for a in parse_commit((root / ck.paths[0]).read_bytes()) if a.KEY != "sidecar"]
     removes = [RemoveFile.from_obj({k: v for k, v in r.to_obj().items() if k not in ("stats", "tags")})
@@ -141,7 +141,7 @@ def test_only_a_v2_checkpoint_with_one_protocol_and_metadata_is_copied(tmp_path)
     root = Path(b.path)
     log = DeltaLog(b.path)
     checkpoint_table(log, clock=b.clock, v2_format="json")
-    [ck] = [c for c in log.refresh(whole_log=True).full_listing().checkpoints if c.kind == "v2"]
+    [ck] = [c for c in log.refresh(Refresh.WHOLE_LOG).whole_listing().checkpoints if c.kind == "v2"]
     storage = LocalStorage(b.path)
     with pytest.raises(ValueError, match="UUID-named"):
         classic_copy_bytes(storage, CheckpointInstance(ck.version, "classic", ck.files))

@@ -16,7 +16,7 @@ from delta_downgrade.app.render.cleanup import plan_document
 from delta_downgrade.log.delta_log import ProtocolSpan
 from delta_downgrade.log.format.file_names import (classic_checkpoint_path, commit_path, multipart_checkpoint_path,
                                                    v2_checkpoint_path)
-from delta_downgrade.log.read.listing import CheckpointInstance, LogListing
+from delta_downgrade.log.read.listing import CheckpointInstance, LogListing, listing_of
 from delta_downgrade.operations.cleanup import (ALL_AT_ONCE, NO_CHECKPOINT, NOTHING_TO_DELETE, SKIPPED_UNSUPPORTED,
                                                 SUPPORTED_RANGE, UNPROTECTED, CleanupInputs, build_plan)
 from delta_downgrade.protocol import Protocol
@@ -57,11 +57,8 @@ def multipart(version: int, present: int, parts: int = 2) -> CheckpointInstance:
 def listing(checkpoints: Iterable[CheckpointInstance], versions: int = 16, old: int = 9) -> LogListing:
     """Commits 0..versions-1, those before ``old`` expired (so the cutoff checkpoint is the newest
     checkpoint at or before ``old``)."""
-    out = LogListing()
-    for v in range(versions):
-        out.commits[v] = fs(commit_path(v), OLD if v < old else RECENT)
-    out.checkpoints = sorted(checkpoints, key=lambda c: (c.version, c.kind))
-    return out
+    files = [fs(commit_path(v), OLD if v < old else RECENT) for v in range(versions)]
+    return listing_of([*files, *(f for checkpoint in checkpoints for f in checkpoint.files)])
 
 
 def inputs(lst: LogListing, newest: CheckpointInstance | None, *, protocol: Protocol | None = V2_PROTOCOL,
