@@ -17,8 +17,9 @@ stdin ends. Requests:
 - ``{"op": "cleanup", "path": P, "backdate_days": N, "backdate_before": V|null}`` (spark): the log
   files' modification times (those of versions below V, else all) moved N days back, so that the
   log retention has expired for them; then the client's own metadata cleanup
-- ``{"op": "drop_feature", "path": P, "feature": F, "truncate": bool}`` (spark): ``ALTER TABLE
-  delta.`P` DROP FEATURE F [TRUNCATE HISTORY]``
+- ``{"op": "drop_feature", "path": P, "feature": F, "truncate": bool, "backdate_days": N}``
+  (spark): ``ALTER TABLE delta.`P` DROP FEATURE F [TRUNCATE HISTORY]``, the log's files first
+  moved N days back when N is given (the retention period before TRUNCATE HISTORY passed)
 - ``{"op": "version"}``: the client's library versions
 
 A failure is ``{"ok": false, "error_class": ..., "error": first lines of the message}``: the Delta
@@ -233,6 +234,8 @@ class SparkClient:
         statement = f"ALTER TABLE delta.`{req['path']}` DROP FEATURE `{req['feature']}`"
         if req.get("truncate"):
             statement += " TRUNCATE HISTORY"
+        if req.get("backdate_days"):
+            backdate_log(req["path"], float(req["backdate_days"]))
         self._log(req["path"])
         self.spark.sql(statement).collect()
         return {"ok": True}
