@@ -103,3 +103,17 @@ def test_an_own_drop_feature_is_asked_of_delta_spark_3_0_and_later_only():
     releases = {s.name: spark_release(s) for s in SPARK_CLIENTS}
     assert releases["delta-spark 2.4.0"] == (2, 4, 0) and releases["delta-spark 3.3.2"] == (3, 3, 2)
     assert spark_release(PYTHON_CLIENTS[0]) is None
+
+
+def test_delta_spark_2_3_refusing_a_deletion_vector_table_write_is_a_known_behaviour_on_any_table():
+    from delta_downgrade_tools.clients_matrix import known_behaviour
+
+    refusal = {"ok": False, "error_class": "UnsupportedOperationException",
+               "error": "java.lang.UnsupportedOperationException: Updates to tables with Deletion Vectors "
+                        "feature enabled are not supported in this version of Delta Lake."}
+    assert "2.4" in (known_behaviour("delta-spark 2.3.0", "cm_name_enabled_late_dbr", refusal) or "")
+    assert known_behaviour("delta-spark 2.3.0", "corpus-dv_delete", refusal) is not None
+    # another client, or another refusal of 2.3's: not known
+    assert known_behaviour("delta-spark 2.4.0", "cm_name_enabled_late_dbr", refusal) is None
+    other = {**refusal, "error": "java.lang.UnsupportedOperationException: something else"}
+    assert known_behaviour("delta-spark 2.3.0", "cm_name_enabled_late_dbr", other) is None
