@@ -1,7 +1,7 @@
 """The compatibility matrix, verified with the real clients (older_clients.py): every cell one
 thing a client did on a table this package dropped a feature from, against what it must do.
 
-Two parts:
+Three parts:
 
 - **The Checkpoint Protection RFC's promise** (Spark clients): for every table of `tables()` and
   every feature of its protocol this package can drop, after the package's drop (``dropped``) and
@@ -13,6 +13,10 @@ Two parts:
   appends, checkpoints and cleans up (log retention expired) and the package reads what the
   current delta-spark reads; delta-spark 3.3's own writer on a protected table keeps the
   protected checkpoints and the boundary (the package's ``verify_task``).
+- **An older client's own DROP FEATURE** (delta-spark >= 3.0): on a table this package dropped a
+  feature from (and truncated), the client drops another feature with its own ``ALTER TABLE ...
+  DROP FEATURE``: it refuses with a Delta error class of its own, or the feature is gone and the
+  current delta-spark, the client and this package (``verify_task``) read the table as before.
 - **The catalogue against the client** (every client installed here): on every table, before and
   after ``drop-feature --for`` that client, its catalogue entry's read and write verdicts equal
   what the client does (``yes``: reads the reference rows / appends; ``no``: refuses;
@@ -991,7 +995,7 @@ def run_matrix(scope: str, workdir: Path, log_dir: Path | None = None,
                python_clients: Iterable[ClientSpec] = PYTHON_CLIENTS,
                progress: Callable[[str], None] = lambda m: None,
                table_names: Callable[[str], bool] = lambda name: True,
-               parts: frozenset[str] = frozenset({"rfc", "catalogue"}),
+               parts: frozenset[str] = frozenset({"rfc", "own-drop", "catalogue"}),
                sink: Callable[[list[Cell]], None] = lambda cells: None,
                jvms: int | None = None,
                feature_names: Callable[[str], bool] = lambda name: True) -> list[Cell]:
@@ -1221,9 +1225,9 @@ def main(argv: list[str] | None = None) -> int:
                         "shell patterns (columnMapping,deletionVectors)")
     parser.add_argument("--clients", help="only these clients (the current delta-spark is always the "
                         "reference): comma-separated shell patterns of their names ('delta-spark 3.*')")
-    parser.add_argument("--parts", default="rfc,catalogue",
+    parser.add_argument("--parts", default="rfc,own-drop,catalogue",
                         help="comma-separated: rfc (readers, writers, control), rfc-writer (writers only), "
-                             "own-drop (an older client's own DROP FEATURE), catalogue; default rfc,catalogue")
+                             "own-drop (an older client's own DROP FEATURE), catalogue; default rfc,own-drop,catalogue")
     parser.add_argument("--jvms", type=int, default=None,
                         help="at most this many delta-spark JVMs at once, the reference's included (>= 2 "
                              "to compare a Spark client with it); the run then goes client by client")
@@ -1242,7 +1246,7 @@ def main(argv: list[str] | None = None) -> int:
         "python -m delta_downgrade_tools.clients_matrix --scope sample"
     subset = [f"--{k} {v!r}" for k, v in (("tables", args.tables), ("features", args.features),
                                           ("clients", args.clients)) if v]
-    if parts != {"rfc", "catalogue"}:
+    if parts != {"rfc", "own-drop", "catalogue"}:
         subset.append(f"--parts {','.join(sorted(parts))}")
     meta = {"command": command, "scope": args.scope + (" " + " ".join(subset) if subset else ""),
             "when": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")}
