@@ -751,6 +751,23 @@ def _control_by_client(cells: list[Cell]) -> dict[str, tuple[int, int]]:
     return {k: (v[0], v[1]) for k, v in out.items()}
 
 
+def _own_drop_lines(cells: list[Cell]) -> list[str]:
+    """The own-drop part's cells, one row per client x table x drops, its steps' outcomes."""
+    rows: dict[tuple[str, str, str], list[str]] = defaultdict(list)
+    bad: dict[tuple[str, str, str], bool] = defaultdict(bool)
+    for c in cells:
+        if c.part == "own-drop":
+            key = (c.client, c.table, c.feature)
+            rows[key].append(f"{c.action}: {c.observed}")
+            bad[key] |= not c.ok
+    if not rows:
+        return ["Not run in these cells."]
+    return ["| client | table | package dropped, then the client's own drop | what happened | ok |",
+            "|---|---|---|---|---|",
+            *[f"| {client} | {table} | {feature} | {'; '.join(steps)} | {'NO' if bad[(client, table, feature)] else 'yes'} |"
+              for (client, table, feature), steps in sorted(rows.items())]]
+
+
 def render_markdown(all_cells: list[Cell], meta: dict[str, Any]) -> str:
     cells = [c for c in all_cells if c.part != "control"]
     n = counts(all_cells)
@@ -781,6 +798,14 @@ def render_markdown(all_cells: list[Cell], meta: dict[str, Any]) -> str:
              f"above can fail. Not counted in the matrix.", "",
              *[f"- {client}: {bad} of {total} control cells fail" for client, (bad, total)
                in sorted(_control_by_client(all_cells).items())],
+             "",
+             "## An older client's own DROP FEATURE", "",
+             "On a table this package dropped a feature from (after truncate-history), a delta-spark "
+             ">= 3.0 drops another feature with its own `ALTER TABLE ... DROP FEATURE` (a reader-writer "
+             "feature in Delta's two steps, the log backdated past the retention period between them): "
+             "it refuses with a Delta error class of its own, or the feature is gone and the client, "
+             "the current delta-spark and this package's `verify_task` read the table as before.", "",
+             *_own_drop_lines(cells),
              "",
              "## Summary (ok / cells)", "",
              "| client | feature dropped | state | action | ok / cells |",
@@ -841,6 +866,14 @@ def render_html(all_cells: list[Cell], meta: dict[str, Any]) -> str:
         f"<tr><td>{e(c.client)}</td><td>{e(c.table)}</td><td>{e(c.feature)}</td><td>{e(c.state)}</td>"
         f"<td>{e(c.action)}</td><td>{e(c.expected)}</td><td>{e(c.observed)}</td>"
         f"<td>{e(c.problem[len('known: '):])}</td></tr>" for c in known)
+    own: dict[tuple[str, str, str], list[Cell]] = defaultdict(list)
+    for c in cells:
+        if c.part == "own-drop":
+            own[(c.client, c.table, c.feature)].append(c)
+    own_rows = "".join(
+        f"<tr class='{'ok' if all(x.ok for x in group) else 'bad'}'><td>{e(k[0])}</td><td>{e(k[1])}</td>"
+        f"<td>{e(k[2])}</td><td>{e('; '.join(f'{x.action}: {x.observed}' for x in group))}</td>"
+        f"<td>{'yes' if all(x.ok for x in group) else 'NO'}</td></tr>" for k, group in sorted(own.items()))
     failed = [c for c in cells if not c.ok]
     fail_rows = "".join(
         f"<tr class='bad'><td>{e(c.part)}</td><td>{e(c.client)}</td><td>{e(c.table)}</td><td>{e(c.feature)}</td>"
@@ -869,6 +902,13 @@ Snowflake, BigQuery, Athena, Fabric, Sharing servers) rests on its cited sources
 compared with the intact table's rows: {n['control_failed']} of {n['control']} cells fail (not counted
 in the matrix).</p>
 <ul>{control_html}</ul>
+<h2>An older client's own DROP FEATURE</h2>
+<p>On a table this package dropped a feature from (after truncate-history), a delta-spark &gt;= 3.0
+drops another feature with its own <code>ALTER TABLE ... DROP FEATURE</code>: it refuses with a Delta
+error class of its own, or the feature is gone and the client, the current delta-spark and this
+package's <code>verify_task</code> read the table as before.</p>
+<table><tr><th>client</th><th>table</th><th>package dropped, then the client's own drop</th><th>what happened</th><th>ok</th></tr>
+{own_rows}</table>
 <h2>Summary</h2>
 <table><tr><th>client</th><th>feature dropped</th><th>state</th><th>action</th><th>ok / cells</th></tr>
 {''.join(rows)}</table>
