@@ -99,6 +99,15 @@ KNOWN_BEHAVIOURS: dict[tuple[str, str], tuple[str, str]] = {
         "own rather than its protocol error; writes arrived in 2.4 (Delta 2.4.0 release notes: "
         "'Support for all write operations on tables with Deletion Vectors enabled'); the "
         "catalogue's delta-spark-2.3 entry says it writes no such table"),
+    # Any table ("*") whose schema records a type change these releases do not support
+    **{(prefix, "*"): (
+        shows, "it supports typeWidening-preview with Delta 3.2's type changes only (byte to "
+        "short or int, short to int, ...: Delta's 'Delta type widening' documentation, 'Supported "
+        "type changes'); a version whose schema records a change added in Delta 4.0 (byte to long) "
+        "it refuses with this error of its own rather than its protocol error: a refusal, no rows "
+        "read; the catalogue's verdicts see the feature, not which changes it records")
+       for prefix, shows in (("delta-spark 3.2.1", "DELTA_UNSUPPORTED_TYPE_CHANGE_IN_SCHEMA"),
+                             ("delta-spark 3.3.2", "DELTA_UNSUPPORTED_TYPE_CHANGE_IN_PREVIEW"))},
     ("deltalake 0.25.5 (pyarrow)", "catalog_managed_ict"): (
         "reads", "accepts the catalogManaged reader feature (0.20.2 refuses it) and reads the "
         "published commits by path, without the catalog: no source states this; 0.25.5 only"),
@@ -406,6 +415,9 @@ def rfc_reader_cells(case: Case, reference: Runner, clients: dict[ClientSpec, Ru
                 if state == "control":
                     expected = "same-or-refuse"
                 ok, problem = judge_read(answer, ref, expected)
+                known = None if ok or answer.get("ok") else known_behaviour(spec.name, case.table, answer)
+                if known is not None and expected == "same-or-refuse":
+                    ok, problem = True, "known: " + known  # a refusal of its own: no rows read
                 cells.append(Cell("rfc", spec.name, spec.catalogue_id, case.table, case.feature, state,
                                   "read latest" if version is None else f"read v{version}",
                                   expected, observed(answer, ref), ok, problem))
