@@ -198,9 +198,28 @@ class SparkClient:
         df = self.spark.read.format("delta").load(req["path"])
         # The first row, materialised in the JVM before the write (no Python pickling: pyspark
         # 3.3's cloudpickle cannot serialise on Python 3.11).
+        # A GENERATED ALWAYS AS IDENTITY column takes no value from the writer (Delta refuses
+        # one: DELTA_IDENTITY_COLUMNS_EXPLICIT_INSERT_NOT_SUPPORTED): left out, the client
+        # generates it. Which columns: the table schema's identity metadata, in the log.
+        identity = self._identity_columns(req["path"])
+        if identity:
+            df = df.drop(*identity)
         new = df.limit(1).localCheckpoint(eager=True)
         new.write.format("delta").mode("append").save(req["path"])
         return {"ok": True}
+
+    def _identity_columns(self, path: str) -> list:
+        """The top-level columns with ``delta.identity.start`` in their metadata that do not
+        allow explicit inserts (PROTOCOL.md "Identity Columns")."""
+        schema = self._log(path).unsafeVolatileSnapshot().metadata().schema()
+        out = []
+        for field in schema.fields():
+            meta = field.metadata()
+            if meta.contains("delta.identity.start") and not (
+                    meta.contains("delta.identity.allowExplicitInsert")
+                    and meta.getBoolean("delta.identity.allowExplicitInsert")):
+                out.append(field.name())
+        return out
 
     def files(self, req):
         """The data files of the latest version, relative to the table. Delta's inputFiles are
