@@ -122,11 +122,11 @@ def test_delta_spark_2_3_refusing_a_deletion_vector_table_write_is_a_known_behav
 def test_delta_spark_3_2_and_3_3_refusing_a_type_change_of_delta_4_0_is_a_known_behaviour():
     from delta_downgrade_tools.clients_matrix import known_behaviour
 
-    for client, cls in (("delta-spark 3.2.1", "DELTA_UNSUPPORTED_TYPE_CHANGE_IN_SCHEMA"),
-                        ("delta-spark 3.3.2", "DELTA_UNSUPPORTED_TYPE_CHANGE_IN_PREVIEW")):
+    for name, cls in (("delta-spark 3.2.1", "DELTA_UNSUPPORTED_TYPE_CHANGE_IN_SCHEMA"),
+                      ("delta-spark 3.3.2", "DELTA_UNSUPPORTED_TYPE_CHANGE_IN_PREVIEW")):
         refusal = {"ok": False, "error_class": cls,
                    "error": f"[{cls}] Field byte_long was changed from TINYINT to BIGINT."}
-        assert "byte to long" in (known_behaviour(client, "type_widening_preview", refusal) or "")
+        assert "byte to long" in (known_behaviour(name, "type_widening_preview", refusal) or "")
     # a read, or 3.1's refusal, is not that behaviour
     assert known_behaviour("delta-spark 3.2.1", "type_widening_preview", {"ok": True, "rows": []}) is None
     assert known_behaviour("delta-spark 3.1.0", "type_widening_preview",
