@@ -277,8 +277,13 @@ test-delta-oracle: venv-test check-java jars
 # against that client, before and after drop-feature --for it. Writes docs/clients-matrix.md and
 # .html (README links them) and fails on a failed cell; `make test` runs a sample of it
 # (tests/integration/test_older_clients_read_dropped_tables.py). Hours on a busy 2-core machine.
+# CLIENTS_MATRIX_JVMS: at most that many delta-spark JVMs at once, the reference's included (the
+# run then goes client by client); CLIENTS_MATRIX_ARGS: a slice (--tables, --features, --clients,
+# --parts, --cells FILE; README "Verified with the real clients").
+CLIENTS_MATRIX_JVMS ?= 2
+CLIENTS_MATRIX_ARGS ?=
 clients-matrix: venv-test check-java jars older-clients
-	$(PY) -m delta_downgrade_tools.clients_matrix --out docs --scope all
+	$(PY) -m delta_downgrade_tools.clients_matrix --out docs --scope all --jvms $(CLIENTS_MATRIX_JVMS) $(CLIENTS_MATRIX_ARGS)
 
 test-clients-matrix: clients-matrix
 

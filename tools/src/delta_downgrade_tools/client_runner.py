@@ -17,8 +17,9 @@ stdin ends. Requests:
 - ``{"op": "cleanup", "path": P, "backdate_days": N, "backdate_before": V|null}`` (spark): the log
   files' modification times (those of versions below V, else all) moved N days back, so that the
   log retention has expired for them; then the client's own metadata cleanup
-- ``{"op": "drop_feature", "path": P, "feature": F, "truncate": bool}`` (spark): ``ALTER TABLE
-  delta.`P` DROP FEATURE F [TRUNCATE HISTORY]``
+- ``{"op": "drop_feature", "path": P, "feature": F, "truncate": bool, "backdate_days": N}``
+  (spark): ``ALTER TABLE delta.`P` DROP FEATURE F [TRUNCATE HISTORY]``, the log's files first
+  moved N days back when N is given (the retention period before TRUNCATE HISTORY passed)
 - ``{"op": "version"}``: the client's library versions
 
 A failure is ``{"ok": false, "error_class": ..., "error": first lines of the message}``: the Delta
@@ -197,9 +198,28 @@ class SparkClient:
         df = self.spark.read.format("delta").load(req["path"])
         # The first row, materialised in the JVM before the write (no Python pickling: pyspark
         # 3.3's cloudpickle cannot serialise on Python 3.11).
+        # A GENERATED ALWAYS AS IDENTITY column takes no value from the writer (Delta refuses
+        # one: DELTA_IDENTITY_COLUMNS_EXPLICIT_INSERT_NOT_SUPPORTED): left out, the client
+        # generates it. Which columns: the table schema's identity metadata, in the log.
+        identity = self._identity_columns(req["path"])
+        if identity:
+            df = df.drop(*identity)
         new = df.limit(1).localCheckpoint(eager=True)
         new.write.format("delta").mode("append").save(req["path"])
         return {"ok": True}
+
+    def _identity_columns(self, path: str) -> list:
+        """The top-level columns with ``delta.identity.start`` in their metadata that do not
+        allow explicit inserts (PROTOCOL.md "Identity Columns")."""
+        schema = self._log(path).unsafeVolatileSnapshot().metadata().schema()
+        out = []
+        for field in schema.fields():
+            meta = field.metadata()
+            if meta.contains("delta.identity.start") and not (
+                    meta.contains("delta.identity.allowExplicitInsert")
+                    and meta.getBoolean("delta.identity.allowExplicitInsert")):
+                out.append(field.name())
+        return out
 
     def files(self, req):
         """The data files of the latest version, relative to the table. Delta's inputFiles are
@@ -233,6 +253,8 @@ class SparkClient:
         statement = f"ALTER TABLE delta.`{req['path']}` DROP FEATURE `{req['feature']}`"
         if req.get("truncate"):
             statement += " TRUNCATE HISTORY"
+        if req.get("backdate_days"):
+            backdate_log(req["path"], float(req["backdate_days"]))
         self._log(req["path"])
         self.spark.sql(statement).collect()
         return {"ok": True}

@@ -1,7 +1,7 @@
 """The compatibility matrix, verified with the real clients (older_clients.py): every cell one
 thing a client did on a table this package dropped a feature from, against what it must do.
 
-Two parts:
+Three parts:
 
 - **The Checkpoint Protection RFC's promise** (Spark clients): for every table of `tables()` and
   every feature of its protocol this package can drop, after the package's drop (``dropped``) and
@@ -13,6 +13,10 @@ Two parts:
   appends, checkpoints and cleans up (log retention expired) and the package reads what the
   current delta-spark reads; delta-spark 3.3's own writer on a protected table keeps the
   protected checkpoints and the boundary (the package's ``verify_task``).
+- **An older client's own DROP FEATURE** (delta-spark >= 3.0): on a table this package dropped a
+  feature from (and truncated), the client drops another feature with its own ``ALTER TABLE ...
+  DROP FEATURE``: it refuses with a Delta error class of its own, or the feature is gone and the
+  current delta-spark, the client and this package (``verify_task``) read the table as before.
 - **The catalogue against the client** (every client installed here): on every table, before and
   after ``drop-feature --for`` that client, its catalogue entry's read and write verdicts equal
   what the client does (``yes``: reads the reference rows / appends; ``no``: refuses;
@@ -87,6 +91,29 @@ KNOWN_BEHAVIOURS: dict[tuple[str, str], tuple[str, str]] = {
         "directories (delta-spark 4.x's random prefixes); the catalogue's misreads_with cannot "
         "say 'partitioned' (its verdicts see the protocol and schema only)")
        for table in ("corpus-cm_name", "corpus-dv_column_mapping_checkpointed")},
+    # Any table ("*") with the deletionVectors feature: the message says which
+    ("delta-spark 2.3.0", "*"): (
+        "Updates to tables with Deletion Vectors feature enabled are not supported",
+        "its protocol check accepts the deletionVectors reader-writer feature (it reads deletion "
+        "vectors), then its writer refuses the table with an UnsupportedOperationException of its "
+        "own rather than its protocol error; writes arrived in 2.4 (Delta 2.4.0 release notes: "
+        "'Support for all write operations on tables with Deletion Vectors enabled'); the "
+        "catalogue's delta-spark-2.3 entry says it writes no such table"),
+    # Any table ("*") whose schema records a type change these releases do not support
+    **{(prefix, "*"): (
+        shows, "it supports typeWidening-preview with Delta 3.2's type changes only (byte to "
+        "short or int, short to int, ...: Delta's 'Delta type widening' documentation, 'Supported "
+        "type changes'); a version whose schema records a change added in Delta 4.0 (byte to long) "
+        "it refuses with this error of its own rather than its protocol error: a refusal, no rows "
+        "read; the catalogue's verdicts see the feature, not which changes it records")
+       for prefix, shows in (("delta-spark 3.2.1", "DELTA_UNSUPPORTED_TYPE_CHANGE_IN_SCHEMA"),
+                             ("delta-spark 3.3.2", "DELTA_UNSUPPORTED_TYPE_CHANGE_IN_PREVIEW"))},
+    **{(prefix, "corpus-variant"): (
+        "FAILED_READ_FILE", "its protocol check accepts the table (variantType is a feature it "
+        "knows); its Parquet reader then fails on the data file, whose variant group carries "
+        "Parquet's Variant logical type annotation written by delta-spark 4.4 (Spark 4.2): no "
+        "table feature to drop, the catalogue's verdict is about the protocol")
+       for prefix in ("delta-spark 4.0.1", "delta-spark 4.1.0")},
     ("deltalake 0.25.5 (pyarrow)", "catalog_managed_ict"): (
         "reads", "accepts the catalogManaged reader feature (0.20.2 refuses it) and reads the "
         "published commits by path, without the catalog: no source states this; 0.25.5 only"),
@@ -95,9 +122,9 @@ KNOWN_BEHAVIOURS: dict[tuple[str, str], tuple[str, str]] = {
 
 def known_behaviour(client: str, table: str, answer: dict[str, Any], problem: str = "") -> str | None:
     """Why the client's answer (and the problem the judging found in it) is a known behaviour of
-    `KNOWN_BEHAVIOURS`, else None."""
+    `KNOWN_BEHAVIOURS` (a table named ``*`` there: any table), else None."""
     for (prefix, name), (shows, why) in KNOWN_BEHAVIOURS.items():
-        if client.startswith(prefix) and table == name:
+        if client.startswith(prefix) and name in (table, "*"):
             text = f"{answer.get('error_class')}: {answer.get('error')}" if not answer.get("ok") else "reads"
             text += " " + problem
             if shows in text:
@@ -394,6 +421,9 @@ def rfc_reader_cells(case: Case, reference: Runner, clients: dict[ClientSpec, Ru
                 if state == "control":
                     expected = "same-or-refuse"
                 ok, problem = judge_read(answer, ref, expected)
+                known = None if ok or answer.get("ok") else known_behaviour(spec.name, case.table, answer)
+                if known is not None and expected == "same-or-refuse":
+                    ok, problem = True, "known: " + known  # a refusal of its own: no rows read
                 cells.append(Cell("rfc", spec.name, spec.catalogue_id, case.table, case.feature, state,
                                   "read latest" if version is None else f"read v{version}",
                                   expected, observed(answer, ref), ok, problem))
@@ -441,8 +471,11 @@ def rfc_writer_cells(case: Case, reference: Runner, spec: ClientSpec, runner: Ru
                 cells.extend(_protected_cleanup_cells(case, spec, runner, protected, boundary))
         else:
             ok = not answer.get("ok") and answer.get("error_class") in PROTOCOL_REFUSALS
-            cell("dropped", "append", "no", answer, ok,
-                 "" if ok else f"a writer that does not know checkpointProtection must refuse: {answer}")
+            problem = "" if ok else f"a writer that does not know checkpointProtection must refuse: {answer}"
+            known = None if ok or answer.get("ok") else known_behaviour(spec.name, case.table, answer)
+            if known is not None:
+                ok, problem = True, "known: " + known
+            cell("dropped", "append", "no", answer, ok, problem)
     if "truncated" in case.states:
         path = copy_table(case.states["truncated"], workdir / f"{case.table}--{case.feature}--wt-{spec.name.replace(' ', '_')}")
         _, write_expected = verdicts(spec.catalogue_id, path)
@@ -454,7 +487,11 @@ def rfc_writer_cells(case: Case, reference: Runner, spec: ClientSpec, runner: Ru
                 (not answer.get("ok") if expected == "no" else True)
             if expected == "no" and not answer.get("ok") and answer.get("error_class") not in PROTOCOL_REFUSALS:
                 ok = False
-            cell("truncated", action, expected, answer, ok, "" if ok else str(answer.get("error"))[:300])
+            problem = "" if ok else str(answer.get("error"))[:300]
+            known = None if ok or answer.get("ok") else known_behaviour(spec.name, case.table, answer)
+            if known is not None and expected != "yes":
+                ok, problem = True, "known: " + known
+            cell("truncated", action, expected, answer, ok, problem)
         if write_expected == "yes" and all(a.get("ok") for a in answers):
             ref = reference.run(read_requests(path, [None]))[0]
             mine = runner.run(read_requests(path, [None]))[0]
@@ -492,9 +529,100 @@ def _protected_cleanup_cells(case: Case, spec: ClientSpec, runner: Runner, path:
     return cells
 
 
-def run_verify_task(path: Path, boundary: int | None, protected: Iterable[str]) -> tuple[int, str]:
-    """The package's ``verify_task`` (the job's entry point) on ``path``, expecting the boundary
-    and the protected checkpoints: its exit code and the checks it reports FAILED."""
+# --- an older client's own DROP FEATURE on a table this package dropped a feature from ----------------
+
+#: The first delta-spark release with ``ALTER TABLE ... DROP FEATURE`` (Delta's "Drop Delta table
+#: features" documentation: "You must use Delta Lake 3.0.0 or above"); which features a release
+#: drops is its own matter, recorded as it answers.
+OWN_DROP_SINCE = (3, 0)
+
+#: Delta's refusal of a reader-writer feature's first drop: the traces are removed, the history
+#: still holds the feature, ``DROP FEATURE ... TRUNCATE HISTORY`` after the retention period.
+DROP_WAIT = "DELTA_FEATURE_DROP_WAIT_FOR_RETENTION_PERIOD"
+
+
+def spark_release(spec: ClientSpec) -> tuple[int, ...] | None:
+    """A delta-spark client's release from its name (``delta-spark 3.1.0`` -> (3, 1, 0))."""
+    head, _, version = spec.name.partition(" ")
+    if head != "delta-spark" or not spec.is_spark:
+        return None
+    try:
+        return tuple(int(x) for x in version.split("."))
+    except ValueError:
+        return None
+
+
+def own_drop_cells(case: Case, reference: Runner, spec: ClientSpec, runner: Runner, workdir: Path) -> list[Cell]:
+    """On the table this package dropped ``case.feature`` from (after truncate-history, or
+    right after the drop when it left no checkpointProtection), the older client drops each other
+    feature this package could drop, with its own ``ALTER TABLE ... DROP FEATURE`` (a
+    reader-writer feature in Delta's two steps: the drop, then ``TRUNCATE HISTORY`` with the
+    retention period passed - the log backdated). Either it refuses with a Delta error class of
+    its own, or the feature is gone and the table reads as before: the client's and the current
+    delta-spark's rows equal the rows before its drop, and the package's ``verify_task`` passes
+    with the feature absent and reads the same data files as the current delta-spark."""
+    release = spark_release(spec)
+    if release is None or release < OWN_DROP_SINCE:
+        return []
+    state = "truncated" if "truncated" in case.states else "dropped"
+    source = case.states.get(state)
+    if source is None or "checkpointProtection" in _features(source):
+        return []
+    cells: list[Cell] = []
+    before = reference.run(read_requests(source, [None]))[0]
+    for other in droppable_features(source):
+        if other == case.feature:
+            continue
+        label = f"{case.feature}, then its own {other}"
+        path = copy_table(source, workdir / f"{case.table}--{case.feature}--own-{spec.name.replace(' ', '_')}--{other}")
+
+        def cell(action: str, expected: str, observed_: str, ok: bool, problem: str = "", label: str = label) -> None:
+            cells.append(Cell("own-drop", spec.name, spec.catalogue_id, case.table, label, state, action,
+                              expected, observed_, ok, problem))
+
+        answer = runner.run([{"op": "drop_feature", "path": str(path), "feature": other}])[0]
+        steps = [("DROP FEATURE", answer)]
+        if not answer.get("ok") and answer.get("error_class") == DROP_WAIT:
+            # Delta's retention for TRUNCATE HISTORY (24 hours by default) passed: the log 3 days older
+            answer = runner.run([{"op": "drop_feature", "path": str(path), "feature": other, "truncate": True,
+                                  "backdate_days": 3}])[0]
+            steps.append(("DROP FEATURE ... TRUNCATE HISTORY", answer))
+        for action, a in steps:
+            cls = str(a.get("error_class") or "")
+            if a.get("ok"):
+                cell(action, "dropped or its own refusal", "dropped", True)
+            elif (action == "DROP FEATURE" and cls == DROP_WAIT) or cls.startswith("DELTA_"):
+                cell(action, "dropped or its own refusal", f"refused: {cls}", True)
+            else:
+                cell(action, "dropped or its own refusal", f"refused: {cls}", False,
+                     f"not a Delta error class of its own: {str(a.get('error'))[:300]}")
+        if not answer.get("ok"):
+            continue
+        mine = runner.run(read_requests(path, [None]))[0]
+        ok = bool(before.get("ok")) and same_rows(mine, before)
+        cell("client reads the rows of before its drop", "yes", observed(mine, before), ok,
+             "" if ok else f"the client's rows differ from the rows before its drop: {str(mine)[:300]}")
+        ref = reference.run(read_requests(path, [None]))[0]
+        ok = bool(before.get("ok")) and same_rows(ref, before)
+        cell("current delta-spark reads the rows of before", "yes", observed(ref, before), ok,
+             "" if ok else f"the current delta-spark's rows differ: {str(ref)[:300]}")
+        code, problems = run_verify_task(path, None, (), absent=other)
+        version, files = package_files(path)
+        files_ref = reference.run([{"op": "files", "path": str(path)}])[0]
+        same_files = bool(files_ref.get("ok")) and files_ref.get("files") == files
+        ok = code == 0 and same_files
+        cell("package verify, the same files as the current delta-spark", "yes",
+             "verified" if ok else "differs", ok,
+             "" if ok else f"verify_task exit {code} {problems}; package v{version} {files[:5]} vs "
+                           f"delta-spark {str(files_ref)[:300]}")
+    return cells
+
+
+def run_verify_task(path: Path, boundary: int | None, protected: Iterable[str],
+                    absent: str | None = None) -> tuple[int, str]:
+    """The package's ``verify_task`` (the job's entry point) on ``path``, expecting the boundary,
+    the protected checkpoints and the feature ``absent`` gone: its exit code and the checks it
+    reports FAILED."""
     import contextlib
     import io
 
@@ -503,6 +631,8 @@ def run_verify_task(path: Path, boundary: int | None, protected: Iterable[str]) 
     argv = [f"--table={path}"]
     if boundary is not None:
         argv.append(f"--expect_boundary_version={boundary}")
+    if absent is not None:
+        argv.append(f"--expect_absent_feature={absent}")
     protected = list(protected)
     if protected:
         argv.append(f"--expect_protected_checkpoints={','.join(protected)}")
@@ -539,6 +669,10 @@ def catalogue_cells(spec: ClientSpec, runner: Runner, table: str, path: Path, st
         elif write_expected == "yes":
             ok, problem = bool(answer.get("ok")), "" if answer.get("ok") else \
                 f"refuses ({answer.get('error_class')}: {str(answer.get('error'))[:200]})"
+            if not ok and reference is not None and not reference.get("ok") \
+                    and reference.get("error_class") == answer.get("error_class"):
+                # the table itself cannot be operated on: the reference refuses to read it alike
+                ok, problem = True, f"the reference refuses alike ({reference.get('error_class')})"
         else:
             ok = not answer.get("ok")
             problem = "" if ok else "appends, the catalogue says no"
@@ -639,6 +773,23 @@ def _control_by_client(cells: list[Cell]) -> dict[str, tuple[int, int]]:
     return {k: (v[0], v[1]) for k, v in out.items()}
 
 
+def _own_drop_lines(cells: list[Cell]) -> list[str]:
+    """The own-drop part's cells, one row per client x table x drops, its steps' outcomes."""
+    rows: dict[tuple[str, str, str], list[str]] = defaultdict(list)
+    bad: dict[tuple[str, str, str], bool] = defaultdict(bool)
+    for c in cells:
+        if c.part == "own-drop":
+            key = (c.client, c.table, c.feature)
+            rows[key].append(f"{c.action}: {c.observed}")
+            bad[key] |= not c.ok
+    if not rows:
+        return ["Not run in these cells."]
+    return ["| client | table | package dropped, then the client's own drop | what happened | ok |",
+            "|---|---|---|---|---|",
+            *[f"| {client} | {table} | {feature} | {'; '.join(steps)} | {'NO' if bad[(client, table, feature)] else 'yes'} |"
+              for (client, table, feature), steps in sorted(rows.items())]]
+
+
 def render_markdown(all_cells: list[Cell], meta: dict[str, Any]) -> str:
     cells = [c for c in all_cells if c.part != "control"]
     n = counts(all_cells)
@@ -669,6 +820,14 @@ def render_markdown(all_cells: list[Cell], meta: dict[str, Any]) -> str:
              f"above can fail. Not counted in the matrix.", "",
              *[f"- {client}: {bad} of {total} control cells fail" for client, (bad, total)
                in sorted(_control_by_client(all_cells).items())],
+             "",
+             "## An older client's own DROP FEATURE", "",
+             "On a table this package dropped a feature from (after truncate-history), a delta-spark "
+             ">= 3.0 drops another feature with its own `ALTER TABLE ... DROP FEATURE` (a reader-writer "
+             "feature in Delta's two steps, the log backdated past the retention period between them): "
+             "it refuses with a Delta error class of its own, or the feature is gone and the client, "
+             "the current delta-spark and this package's `verify_task` read the table as before.", "",
+             *_own_drop_lines(cells),
              "",
              "## Summary (ok / cells)", "",
              "| client | feature dropped | state | action | ok / cells |",
@@ -729,6 +888,14 @@ def render_html(all_cells: list[Cell], meta: dict[str, Any]) -> str:
         f"<tr><td>{e(c.client)}</td><td>{e(c.table)}</td><td>{e(c.feature)}</td><td>{e(c.state)}</td>"
         f"<td>{e(c.action)}</td><td>{e(c.expected)}</td><td>{e(c.observed)}</td>"
         f"<td>{e(c.problem[len('known: '):])}</td></tr>" for c in known)
+    own: dict[tuple[str, str, str], list[Cell]] = defaultdict(list)
+    for c in cells:
+        if c.part == "own-drop":
+            own[(c.client, c.table, c.feature)].append(c)
+    own_rows = "".join(
+        f"<tr class='{'ok' if all(x.ok for x in group) else 'bad'}'><td>{e(k[0])}</td><td>{e(k[1])}</td>"
+        f"<td>{e(k[2])}</td><td>{e('; '.join(f'{x.action}: {x.observed}' for x in group))}</td>"
+        f"<td>{'yes' if all(x.ok for x in group) else 'NO'}</td></tr>" for k, group in sorted(own.items()))
     failed = [c for c in cells if not c.ok]
     fail_rows = "".join(
         f"<tr class='bad'><td>{e(c.part)}</td><td>{e(c.client)}</td><td>{e(c.table)}</td><td>{e(c.feature)}</td>"
@@ -757,6 +924,13 @@ Snowflake, BigQuery, Athena, Fabric, Sharing servers) rests on its cited sources
 compared with the intact table's rows: {n['control_failed']} of {n['control']} cells fail (not counted
 in the matrix).</p>
 <ul>{control_html}</ul>
+<h2>An older client's own DROP FEATURE</h2>
+<p>On a table this package dropped a feature from (after truncate-history), a delta-spark &gt;= 3.0
+drops another feature with its own <code>ALTER TABLE ... DROP FEATURE</code>: it refuses with a Delta
+error class of its own, or the feature is gone and the client, the current delta-spark and this
+package's <code>verify_task</code> read the table as before.</p>
+<table><tr><th>client</th><th>table</th><th>package dropped, then the client's own drop</th><th>what happened</th><th>ok</th></tr>
+{own_rows}</table>
 <h2>Summary</h2>
 <table><tr><th>client</th><th>feature dropped</th><th>state</th><th>action</th><th>ok / cells</th></tr>
 {''.join(rows)}</table>
@@ -777,115 +951,243 @@ in the matrix).</p>
 SAMPLE_CASES = (("vacuum_protocol_check", "vacuumProtocolCheck"),)
 
 
+class ClientPool:
+    """The client processes of a run, at most ``jvms`` delta-spark JVMs alive at once (None: no
+    limit): before a Spark client that is not running answers, the least recently used running
+    one is closed (it starts again when it is asked again). The Python clients start no JVM."""
+
+    def __init__(self, log_dir: Path | None = None, jvms: int | None = None,
+                 start: Callable[[ClientSpec, Path | None], Any] = lambda spec, log_dir: ClientProcess(spec, log_dir=log_dir)) -> None:
+        """``start``: a client's process (not yet running: it starts on its first request)."""
+        if jvms is not None and jvms < 1:
+            raise ValueError("at least one JVM")
+        self.log_dir = log_dir
+        self.jvms = jvms
+        self.start = start
+        self.processes: dict[str, ClientProcess] = {}
+        self.used: list[str] = []  # least recently used first
+
+    def __call__(self, spec: ClientSpec) -> "PooledClient":
+        if spec.name not in self.processes:
+            self.processes[spec.name] = self.start(spec, self.log_dir)
+        return PooledClient(self, self.processes[spec.name])
+
+    def running_jvms(self) -> list[str]:
+        return [n for n in self.used if self.processes[n].spec.is_spark and self.processes[n].proc is not None]
+
+    def _before_run(self, process: ClientProcess) -> None:
+        name = process.spec.name
+        if name in self.used:
+            self.used.remove(name)
+        if self.jvms is not None and process.spec.is_spark and process.proc is None:
+            running = self.running_jvms()
+            while running and len(running) + 1 > self.jvms:
+                self.processes[running.pop(0)].close()
+        self.used.append(name)
+
+    def close(self) -> None:
+        for process in self.processes.values():
+            process.close()
+
+
+class PooledClient:
+    """A client of a `ClientPool`: a `Runner` that makes room in the pool before it answers."""
+
+    def __init__(self, pool: ClientPool, process: ClientProcess) -> None:
+        self.pool = pool
+        self.process = process
+        self.spec = process.spec
+
+    def run(self, requests: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+        requests = list(requests)
+        if not requests:
+            return []
+        self.pool._before_run(self.process)
+        return self.process.run(requests)
+
+
+class CachedReads:
+    """A reference whose reads are asked once: the same read (table, version, path) is answered
+    from memory, every other operation passes through. The reference's rows are read once per
+    table state however many clients are compared with them."""
+
+    def __init__(self, runner: Runner) -> None:
+        self.runner = runner
+        self.answers: dict[str, dict[str, Any]] = {}
+
+    def run(self, requests: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+        requests = list(requests)
+        keys = [json.dumps(r, sort_keys=True) if r.get("op") == "read" else None for r in requests]
+        missing = [r for r, k in zip(requests, keys) if k is None or k not in self.answers]
+        fresh = iter(self.runner.run(missing) if missing else [])
+        out = []
+        for request, key in zip(requests, keys):
+            if key is not None and key in self.answers:
+                out.append(self.answers[key])
+                continue
+            answer = next(fresh)
+            if key is not None and not str(answer.get("error_class") or "").startswith("CLIENT_"):
+                self.answers[key] = answer  # a crash, a timeout, a failed start: asked again
+            out.append(answer)
+        return out
+
+
+def stop_package_spark() -> None:
+    """The package's own Spark stopped, its JVM too: a drop that rewrites data files (column
+    mapping, deletion vectors) starts one in this process, idle once the tables are prepared; the
+    clients' JVMs then run without it (`ClientPool`'s limit counts the clients' alone). A later
+    drop starts it again."""
+    from delta_downgrade.spark import active_session
+
+    session = active_session()
+    if session is None:
+        return
+    session.stop()
+    from pyspark import SparkContext
+
+    gateway = getattr(SparkContext, "_gateway", None)
+    if gateway is not None:
+        gateway.shutdown()
+        SparkContext._gateway = None
+        SparkContext._jvm = None
+
+
 def run_matrix(scope: str, workdir: Path, log_dir: Path | None = None,
                spark_clients: Iterable[ClientSpec] = SPARK_CLIENTS,
                python_clients: Iterable[ClientSpec] = PYTHON_CLIENTS,
                progress: Callable[[str], None] = lambda m: None,
                table_names: Callable[[str], bool] = lambda name: True,
-               parts: frozenset[str] = frozenset({"rfc", "catalogue"}),
-               sink: Callable[[list[Cell]], None] = lambda cells: None) -> list[Cell]:
-    """``table_names`` and ``parts`` (``rfc``, ``catalogue``) choose a subset of the matrix: a
-    slice that fits a time budget, the slices' cells merged afterwards (`render_from`).
-    ``sink`` gets the cells of each case and table as soon as they are done (a run stopped at
-    its time budget keeps what it did)."""
+               parts: frozenset[str] = frozenset({"rfc", "own-drop", "catalogue"}),
+               sink: Callable[[list[Cell]], None] = lambda cells: None,
+               jvms: int | None = None,
+               feature_names: Callable[[str], bool] = lambda name: True) -> list[Cell]:
+    """``table_names`` and ``parts`` choose a subset of the matrix: a slice that fits a time
+    budget, the slices' cells merged afterwards (`render_from`). Parts: ``rfc`` (readers, writers
+    and the control), ``rfc-writer`` (the writers alone), ``own-drop`` (an older client's own
+    DROP FEATURE, `own_drop_cells`), ``catalogue``. ``sink`` gets the cells of each case and
+    table as soon as they are done (a run stopped at its time budget keeps what it did).
+    ``jvms``: at most that many delta-spark JVMs at once, the reference's included (`ClientPool`);
+    the run then goes client by client, each client over every case, the reference's reads
+    asked once (`CachedReads`)."""
+    unknown = parts - PARTS
+    if unknown:
+        raise ValueError(f"unknown parts {sorted(unknown)}: choose from {sorted(PARTS)}")
     spark_clients = [s for s in spark_clients if s.missing() is None]
     python_clients = [s for s in python_clients if s.missing() is None]
-    processes: dict[str, ClientProcess] = {}
-
-    def process(spec: ClientSpec) -> ClientProcess:
-        if spec.name not in processes:
-            processes[spec.name] = ClientProcess(spec, log_dir=log_dir)
-        return processes[spec.name]
-
+    pool = ClientPool(log_dir, jvms)
     cells: list[Cell] = []
-    done = 0
     all_tables = [(n, p) for n, p in tables() if not n.startswith("bad_") and table_names(n)]
     try:
-        reference = process(CURRENT_SPARK)
-        cases = [(n, p, f) for n, p in all_tables for f in droppable_features(p)] if "rfc" in parts else []
+        reference = CachedReads(pool(CURRENT_SPARK))
+        rfc_parts = parts & {"rfc", "rfc-writer", "own-drop"}
+        cases = [(n, p, f) for n, p in all_tables for f in droppable_features(p) if feature_names(f)] \
+            if rfc_parts else []
         if scope != "all":
             cases = [c for c in cases if (c[0], c[2]) in SAMPLE_CASES]
+        prepared: list[tuple[Case, Path | None]] = []
         for i, (name, path, feature) in enumerate(cases):
-            sink(cells[done:])
-            done = len(cells)
             progress(f"[{i + 1}/{len(cases)}] {name} drop {feature}")
-            case = prepare_case(name, path, feature, workdir, control=True)
+            case = prepare_case(name, path, feature, workdir, control="rfc" in parts)
             if case.refusal and not case.states:
-                cells.append(Cell("rfc", "delta-downgrade", "-", name, feature, "dropped", "drop",
-                                  "dropped or refused", f"refused: {case.refusal}", True))
+                refused = [Cell("rfc", "delta-downgrade", "-", name, feature, "dropped", "drop",
+                                "dropped or refused", f"refused: {case.refusal}", True)]
+                cells += refused
+                sink(refused)
                 continue
-            control = case.states.pop("control", None)
-            clients = {s: process(s) for s in spark_clients}
-            cells += rfc_reader_cells(case, reference, clients)
-            for spec in spark_clients:
-                cells += rfc_writer_cells(case, reference, spec, process(spec), workdir)
-            if control is not None:
-                # Recorded, not judged as the matrix: a failing control shows the checks can fail.
-                ctl = Case(name, path, feature, {"control": control})
-                for c in rfc_reader_cells(ctl, reference, clients, reference_path=case.states["dropped"]):
-                    c.part = "control"
-                    cells.append(c)
-        sink(cells[done:])
+            prepared.append((case, case.states.pop("control", None)))
+        if jvms is not None:
+            stop_package_spark()
+        for spec in spark_clients:
+            runner = pool(spec)
+            for j, (case, control) in enumerate(prepared):
+                progress(f"{spec.name} [{j + 1}/{len(prepared)}] {case.table} drop {case.feature}")
+                more: list[Cell] = []
+                if "rfc" in parts:
+                    more += rfc_reader_cells(case, reference, {spec: runner})
+                if parts & {"rfc", "rfc-writer"}:
+                    more += rfc_writer_cells(case, reference, spec, runner, workdir)
+                if "own-drop" in parts:
+                    more += own_drop_cells(case, reference, spec, runner, workdir)
+                if control is not None and "rfc" in parts:
+                    # Recorded, not judged as the matrix: a failing control shows the checks can fail.
+                    ctl = Case(case.table, case.source, case.feature, {"control": control})
+                    for c in rfc_reader_cells(ctl, reference, {spec: runner}, reference_path=case.states["dropped"]):
+                        c.part = "control"
+                        more.append(c)
+                cells += more
+                sink(more)
         if "catalogue" in parts:
             cells += catalogue_part(all_tables, python_clients, spark_clients if scope == "all" else [],
-                                    process, workdir, scope, progress, sink)
+                                    pool, workdir, scope, progress, sink, reference=reference)
     finally:
-        for p in processes.values():
-            p.close()
+        pool.close()
     return cells
+
+
+#: The parts of the matrix a run can choose (`run_matrix`).
+PARTS = frozenset({"rfc", "rfc-writer", "own-drop", "catalogue"})
 
 
 def catalogue_part(all_tables, python_clients, spark_clients, process, workdir: Path, scope: str,
                    progress: Callable[[str], None],
-                   sink: Callable[[list[Cell]], None] = lambda cells: None) -> list[Cell]:
+                   sink: Callable[[list[Cell]], None] = lambda cells: None,
+                   reference: Runner | None = None) -> list[Cell]:
+    """Client by client, each over every table (a client's process starts once); the
+    references' reads asked once per table."""
     cells: list[Cell] = []
-    refs = [process(s) for s in PYTHON_CLIENTS if s.name in PYTHON_REFERENCES]
-    spark_ref = process(CURRENT_SPARK) if spark_clients else None
+    refs = [CachedReads(process(s)) for s in PYTHON_CLIENTS if s.name in PYTHON_REFERENCES]
+    spark_ref = (reference or CachedReads(process(CURRENT_SPARK))) if spark_clients else None
     dropped_cache: dict[tuple[str, tuple[str, ...]], Path | str] = {}
-    done = 0
-    for t, (name, path) in enumerate(all_tables):
-        sink(cells[done:])
-        done = len(cells)
-        progress(f"catalogue [{t + 1}/{len(all_tables)}] {name}")
-        py_ref = None
+
+    def python_reference(path: Path) -> dict[str, Any] | None:
         for r, via in zip(refs, ("rust", "duckdb")):
             answer = r.run([{"op": "read", "path": str(path), "via": via}])[0]
             if answer.get("ok"):
-                py_ref = answer
-                break
-        spark_answer = spark_ref.run(read_requests(path, [None]))[0] if spark_clients else None
-        for spec in [*python_clients, *spark_clients]:
-            reference = spark_answer if spec.is_spark else py_ref
-            runner = process(spec)
-            cells += catalogue_cells(spec, runner, name, path, "original", reference, workdir)
-            if scope != "all" and not spec.is_spark:
-                features = plan_features(path, spec.catalogue_id)
-                if not features or any(f in ("deletionVectors", "columnMapping", "typeWidening",
-                                             "typeWidening-preview") for f in features):
-                    continue  # a data rewrite: the full matrix only
+                return answer
+        return None
+
+    clients = [*python_clients, *spark_clients]
+    # Every drop-feature --for first (the package's own Spark, when a drop rewrites data, is
+    # then stopped before the clients' JVMs start)
+    plans: dict[tuple[str, str], tuple[str, ...] | None] = {}
+    for spec in clients:
+        for name, path in all_tables:
             features = plan_features(path, spec.catalogue_id)
-            if not features:
-                continue
-            key = (name, features)
-            if key not in dropped_cache:
+            if scope != "all" and not spec.is_spark and features and any(
+                    f in ("deletionVectors", "columnMapping", "typeWidening", "typeWidening-preview") for f in features):
+                features = None  # a data rewrite: the full matrix only
+            plans[(spec.name, name)] = features
+            if features and (name, features) not in dropped_cache:
+                progress(f"catalogue: {name} drop-feature --for {spec.catalogue_id}")
                 target = copy_table(path, workdir / f"{name}--for--{len(dropped_cache)}")
                 why = drop_for(target, spec.catalogue_id)
-                dropped_cache[key] = why if why else target
-            after = dropped_cache[key]
-            if isinstance(after, str):
-                cells.append(Cell("catalogue", spec.name, spec.catalogue_id, name, "for:" + ",".join(features),
-                                  "dropped-for", "drop-feature --for", "dropped", f"refused: {after}", True))
-                continue
-            after_ref = (spark_ref.run(read_requests(after, [None]))[0] if spec.is_spark and spark_ref else None)
-            if not spec.is_spark:
-                for r, via in zip(refs, ("rust", "duckdb")):
-                    answer = r.run([{"op": "read", "path": str(after), "via": via}])[0]
-                    if answer.get("ok"):
-                        after_ref = answer
-                        break
-            cells += catalogue_cells(spec, runner, name, after, "dropped-for", after_ref, workdir,
-                                     "for:" + ",".join(features))
-    sink(cells[done:])
+                dropped_cache[(name, features)] = why if why else target
+    if getattr(process, "jvms", None) is not None:
+        stop_package_spark()
+    for spec in clients:
+        runner = process(spec)
+        for t, (name, path) in enumerate(all_tables):
+            progress(f"catalogue {spec.name} [{t + 1}/{len(all_tables)}] {name}")
+            more: list[Cell] = []
+            if spec.is_spark:
+                assert spark_ref is not None
+                reference_answer = spark_ref.run(read_requests(path, [None]))[0]
+            else:
+                reference_answer = python_reference(path)
+            more += catalogue_cells(spec, runner, name, path, "original", reference_answer, workdir)
+            features = plans[(spec.name, name)]
+            if features:
+                after = dropped_cache[(name, features)]
+                if isinstance(after, str):
+                    more.append(Cell("catalogue", spec.name, spec.catalogue_id, name, "for:" + ",".join(features),
+                                     "dropped-for", "drop-feature --for", "dropped", f"refused: {after}", True))
+                else:
+                    after_ref = (spark_ref.run(read_requests(after, [None]))[0] if spec.is_spark and spark_ref
+                                 else python_reference(after))
+                    more += catalogue_cells(spec, runner, name, after, "dropped-for", after_ref, workdir,
+                                            "for:" + ",".join(features))
+            cells += more
+            sink(more)
     return cells
 
 
@@ -981,9 +1283,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--scope", choices=("sample", "all"), default="all")
     parser.add_argument("--keep", action="store_true", help="keep the work directory (table copies, client logs)")
     parser.add_argument("--tables", help="only these tables: comma-separated shell patterns (corpus-*,dv_*)")
+    parser.add_argument("--features", help="only the RFC cases dropping these features: comma-separated "
+                        "shell patterns (columnMapping,deletionVectors)")
     parser.add_argument("--clients", help="only these clients (the current delta-spark is always the "
                         "reference): comma-separated shell patterns of their names ('delta-spark 3.*')")
-    parser.add_argument("--parts", default="rfc,catalogue", help="rfc, catalogue or both (default)")
+    parser.add_argument("--parts", default="rfc,own-drop,catalogue",
+                        help="comma-separated: rfc (readers, writers, control), rfc-writer (writers only), "
+                             "own-drop (an older client's own DROP FEATURE), catalogue; default rfc,own-drop,catalogue")
+    parser.add_argument("--jvms", type=int, default=None,
+                        help="at most this many delta-spark JVMs at once, the reference's included (>= 2 "
+                             "to compare a Spark client with it); the run then goes client by client")
     parser.add_argument("--cells", help="write every cell as JSON lines here, as the run goes")
     parser.add_argument("--render", nargs="+", metavar="CELLS_JSON",
                         help="run nothing: the documents from the cells of these runs (--cells), merged")
@@ -997,8 +1306,9 @@ def main(argv: list[str] | None = None) -> int:
     parts = frozenset(p.strip() for p in args.parts.split(",") if p.strip())
     command = "make clients-matrix" if args.scope == "all" else \
         "python -m delta_downgrade_tools.clients_matrix --scope sample"
-    subset = [f"--{k} {v!r}" for k, v in (("tables", args.tables), ("clients", args.clients)) if v]
-    if parts != {"rfc", "catalogue"}:
+    subset = [f"--{k} {v!r}" for k, v in (("tables", args.tables), ("features", args.features),
+                                          ("clients", args.clients)) if v]
+    if parts != {"rfc", "own-drop", "catalogue"}:
         subset.append(f"--parts {','.join(sorted(parts))}")
     meta = {"command": command, "scope": args.scope + (" " + " ".join(subset) if subset else ""),
             "when": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")}
@@ -1008,7 +1318,8 @@ def main(argv: list[str] | None = None) -> int:
                            spark_clients=[s for s in SPARK_CLIENTS if chosen(s.name)],
                            python_clients=[s for s in PYTHON_CLIENTS if chosen(s.name)],
                            progress=lambda m: print(time.strftime("%H:%M:%S"), m, file=sys.stderr, flush=True),
-                           table_names=_names(args.tables), parts=parts, sink=cells_file.add)
+                           table_names=_names(args.tables), parts=parts, sink=cells_file.add,
+                           jvms=args.jvms, feature_names=_names(args.features))
         cells_file.finish(time.monotonic() - started)
     finally:
         if not args.keep:
