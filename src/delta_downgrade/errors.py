@@ -79,6 +79,11 @@ class DeltaDowngradeError(Exception):
         new.args = (new.__str__(),)
         return new
 
+    def naming(self: _E, table: str | None) -> _E:
+        """This error naming ``table`` when it names none yet (itself otherwise): what an
+        operation's boundary adds (:func:`naming_table`, the CLI, the tasks)."""
+        return self if self.table or not table else self.amended(self.message, table=table)
+
     def to_dict(self) -> dict[str, Any]:
         """The error as it appears in a RESULT line."""
         out: dict[str, Any] = {"error_class": self.error_class, "sqlstate": self.sqlstate,
@@ -108,10 +113,10 @@ def naming_table(parameter: str) -> Callable[[Callable[_P, _R]], Callable[_P, _R
                     raise
                 given = signature.bind_partial(*args, **kwargs).arguments.get(parameter)
                 table = given if isinstance(given, str) else getattr(given, "table", None)
-                if not isinstance(table, str) or not table:
+                named = exc.naming(table if isinstance(table, str) else None)
+                if named is exc:
                     raise
-                raise exc.amended(exc.message, table=table).with_traceback(exc.__traceback__) \
-                    from exc.__cause__
+                raise named.with_traceback(exc.__traceback__) from exc.__cause__
 
         return operation
 

@@ -142,8 +142,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         if isinstance(exc, DeltaDowngradeError):
             given = getattr(args, "table", None)
-            if not exc.table and isinstance(given, str) and given:
-                exc = exc.amended(exc.message, table=given)  # the table the user named
+            exc = exc.naming(given if isinstance(given, str) else None)  # the table the user named
             # A store's message may quote the request it refused: its secrets are masked.
             print(redact_output(f"error: {exc}", args.secrets), file=sys.stderr)
         elif isinstance(exc, KeyboardInterrupt):

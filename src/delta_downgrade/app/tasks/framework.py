@@ -185,11 +185,11 @@ def _run_tables(settings: TaskSettings, handler: TableHandler, tables: list[str]
         try:
             return handler(settings, table)
         except RetentionWaitError as exc:
-            exc = exc if exc.table else exc.amended(exc.message, table=table)
+            exc = exc.naming(table)
             print(redact_output(f"waiting: {exc}", secrets), file=sys.stderr)
             return waiting_outcome(table, feature, exc)
         except DeltaDowngradeError as exc:
-            exc = exc if exc.table else exc.amended(exc.message, table=table)
+            exc = exc.naming(table)
             print(redact_output(f"error: {exc}", secrets), file=sys.stderr)
             return error_outcome(table, feature, exc)
         except Exception as exc:  # noqa: BLE001 - a fleet must survive one broken table
