@@ -499,6 +499,14 @@ class DeletionVectorNotFoundError(DeletionVectorError):
     sqlstate = "42K03"
 
 
+class DataFileNotFoundError(BadInputError):
+    """A live data file the operation must read is named by the log but does not exist (deleted
+    by hand rather than by a DELETE or a VACUUM). Raised before the first write."""
+
+    error_class = "DELTA_FILE_NOT_FOUND_DETAILED"
+    sqlstate = "42K03"
+
+
 class DeletionVectorChecksumError(DeletionVectorError):
     """The stored DV does not match its checksum (PROTOCOL.md "Deletion Vector Format")."""
 

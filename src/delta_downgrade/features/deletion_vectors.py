@@ -12,7 +12,8 @@ from delta_downgrade.features.base import (
 )
 from delta_downgrade.log.commit import rebase_over_blind_appends
 from delta_downgrade.log.replay.file_summary import (
-    deletion_vector_file_refs, deletion_vector_files, file_counts, tombstone_paths, tombstones_with_relative_dvs,
+    deletion_vector_file_refs, deletion_vector_files, file_counts, live_paths_with_deletion_vectors, tombstone_paths,
+    tombstones_with_relative_dvs,
 )
 from delta_downgrade.log.snapshot import Snapshot
 from delta_downgrade.protocol.actions import AddCDCFile, AddFile, AnyAction, Metadata, RemoveFile
@@ -49,6 +50,15 @@ def _require_dv_files(snapshot: Snapshot) -> None:
             table=snapshot.table, params={"missing": missing})
 
 
+def _require_data_files(snapshot: Snapshot) -> None:
+    """Every live file that carries a DV exists: the purge reads each one whole, and one that is
+    gone would fail the purge after the drop's first commit (the property's UNSET). One status
+    call per file, concurrently; the purge reads far more of each file than that."""
+    from delta_downgrade.rewrite.data_files import DataFiles
+
+    DataFiles(snapshot.storage).require_present(live_paths_with_deletion_vectors(snapshot.arrow_state()))
+
+
 class DeletionVectors(RemovableFeature):
     name = "deletionVectors"
     rewrite = "delta_downgrade.rewrite.dv_purge:purge_deletion_vectors"
@@ -62,6 +72,7 @@ class DeletionVectors(RemovableFeature):
         # makes its own refusals.
         require_rewrite(run, self.rewrite, f"{with_dv} live file(s) carry deletion vectors")
         _require_dv_files(snapshot)
+        _require_data_files(snapshot)
 
     def property_updates(self, snapshot: Snapshot) -> dict[str, str | None]:
         if TraceContext(snapshot).prop_true(ENABLE_PROPERTY):

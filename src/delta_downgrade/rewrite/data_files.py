@@ -19,6 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, Iterator, Mapping, Sequence
 from urllib.parse import unquote
 
+from delta_downgrade.errors import DataFileNotFoundError
 from delta_downgrade.protocol.dv_paths import parent_and_name, table_relative_path
 from delta_downgrade.storage import FileStatus, open_storage
 
@@ -72,13 +73,49 @@ class DataFiles:
         return outside, name
 
     def footer(self, log_path: str) -> "pq.FileMetaData":
-        """The parquet footer of a file of the log (no data read)."""
+        """The parquet footer of a file of the log (no data read); a file the log names but the
+        store lacks is :class:`DataFileNotFoundError`, the table's damage, not ours."""
         storage, rel = self._storage_and_path(log_path)
-        return read_footer(storage, rel)
+        try:
+            return read_footer(storage, rel)
+        except FileNotFoundError:
+            raise missing_data_files_error([log_path]) from None
+
+    def missing(self, log_paths: Sequence[str]) -> list[str]:
+        """The ``log_paths`` whose file does not exist, in order: one status call each, run
+        concurrently (latency-bound on an object store)."""
+        def absent(log_path: str) -> bool:
+            storage, rel = self._storage_and_path(log_path)
+            try:
+                storage.status(rel)
+            except FileNotFoundError:
+                return True
+            return False
+
+        return [p for p, gone in zip(log_paths, concurrent_map(absent, log_paths)) if gone]
+
+    def require_present(self, log_paths: Sequence[str]) -> None:
+        """Refuse, before any write, when a file the operation must read is gone."""
+        gone = self.missing(log_paths)
+        if gone:
+            raise missing_data_files_error(gone, nothing_written=True)
 
     def footers(self, log_paths: Sequence[str]) -> Iterator["pq.FileMetaData"]:
         """The footers of ``log_paths`` in order, read concurrently, yielded as consumed."""
         yield from concurrent_map(self.footer, log_paths)
+
+
+def missing_data_files_error(log_paths: Sequence[str], nothing_written: bool = False) -> DataFileNotFoundError:
+    """The refusal for live data files the log names and the store lacks. delta-spark fails the
+    same read with this class; its remedy, FSCK REPAIR TABLE, removes the dangling entries."""
+    shown = ", ".join(unquote(p) for p in log_paths[:5])
+    more = f" and {len(log_paths) - 5} more" if len(log_paths) > 5 else ""
+    return DataFileNotFoundError(
+        f"{len(log_paths)} live data file(s) named by the transaction log do not exist: {shown}{more}. "
+        f"They were deleted from storage by hand rather than by a DELETE or a VACUUM."
+        f"{' Nothing was written.' if nothing_written else ''} Restore the files from a backup, or "
+        f"remove them from the table (FSCK REPAIR TABLE on Databricks), then run the command again",
+        params={"missing": [unquote(p) for p in log_paths]})
 
 
 def read_footer(storage: Any, rel: str) -> "pq.FileMetaData":

@@ -83,6 +83,17 @@ def deletion_vector_files(state: ArrowState) -> tuple[int, int]:
     return files, size
 
 
+def live_paths_with_deletion_vectors(state: ArrowState) -> list[str]:
+    """The ``path`` of every live file that carries a deletion vector, as the log spells it: the
+    files the DV purge reads and rewrites."""
+    from delta_downgrade.log.format.arrow_columns import chunked_field
+
+    paths: list[str] = []
+    for adds, _dv, with_dv in _parts_with_deletion_vectors(state):
+        paths.extend(chunked_field(adds, "path").filter(with_dv).to_pylist())
+    return paths
+
+
 def deletion_vector_file_refs(state: ArrowState) -> list[tuple[str, str]]:
     """Each distinct (storageType, pathOrInlineDv) of the live files' on-disk deletion vectors
     (``u`` and ``p``; inline DVs have no file): DV files are shared by many data files, so this
