@@ -28,6 +28,8 @@ if TYPE_CHECKING:  # pragma: no cover
 
 #: Footers read at once: each is one or two small ranged reads, latency-bound on an object store.
 FOOTER_READERS = 16
+#: At least this many files of one directory to check: list the directory once instead.
+LIST_RATHER_THAN_STAT = 32
 
 
 def storage_options_of(storage: Any) -> Mapping[str, str] | None:
@@ -82,17 +84,36 @@ class DataFiles:
             raise missing_data_files_error([log_path]) from None
 
     def missing(self, log_paths: Sequence[str]) -> list[str]:
-        """The ``log_paths`` whose file does not exist, in order: one status call each, run
-        concurrently (latency-bound on an object store)."""
-        def absent(log_path: str) -> bool:
-            storage, rel = self._storage_and_path(log_path)
+        """The ``log_paths`` whose file does not exist, in order. A directory holding many of
+        them is listed once (an object store lists a thousand keys per request); the others get
+        one status call each. Both run concurrently: on an object store they are latency-bound."""
+        located = [(p, *self._storage_and_path(p)) for p in log_paths]
+        by_directory: dict[tuple[int, str], list[int]] = {}
+        for i, (_, storage, rel) in enumerate(located):
+            by_directory.setdefault((id(storage), rel.rpartition("/")[0]), []).append(i)
+        listed = [(d, idx) for d, idx in by_directory.items() if len(idx) >= LIST_RATHER_THAN_STAT]
+        stat_one_by_one = [i for idx in by_directory.values() if len(idx) < LIST_RATHER_THAN_STAT for i in idx]
+        gone = [False] * len(located)
+
+        def names_in(entry: tuple[tuple[int, str], list[int]]) -> set[str]:
+            (_, directory), idx = entry
+            return set(located[idx[0]][1].list_names(directory))
+
+        for (_, idx), names in zip(listed, concurrent_map(names_in, listed)):
+            for i in idx:
+                gone[i] = located[i][2].rpartition("/")[2] not in names
+
+        def absent(i: int) -> bool:
+            _, storage, rel = located[i]
             try:
                 storage.status(rel)
             except FileNotFoundError:
                 return True
             return False
 
-        return [p for p, gone in zip(log_paths, concurrent_map(absent, log_paths)) if gone]
+        for i, is_gone in zip(stat_one_by_one, concurrent_map(absent, stat_one_by_one)):
+            gone[i] = is_gone
+        return [located[i][0] for i in range(len(located)) if gone[i]]
 
     def require_present(self, log_paths: Sequence[str]) -> None:
         """Refuse, before any write, when a file the operation must read is gone."""

@@ -77,3 +77,22 @@ def test_missing_names_the_absent_files_in_order(tmp_path):
     with pytest.raises(DataFileNotFoundError) as info:
         files.require_present(asked)
     assert info.value.params["missing"] == ["b.parquet", "p=1/f.parquet"]
+
+
+def test_missing_lists_a_directory_with_many_files_once(tmp_path, monkeypatch):
+    import delta_downgrade.rewrite.data_files as data_files
+
+    monkeypatch.setattr(data_files, "LIST_RATHER_THAN_STAT", 3)
+    (tmp_path / "p=1").mkdir()
+    for n in range(5):
+        if n != 2:
+            (tmp_path / "p=1" / f"{n}.parquet").write_bytes(b"x")
+    (tmp_path / "lone.parquet").write_bytes(b"x")
+    storage = open_storage(str(tmp_path))
+    calls = {"list": 0, "status": 0}
+    real_list, real_status = storage.list_names, storage.status
+    monkeypatch.setattr(storage, "list_names", lambda d: (calls.__setitem__("list", calls["list"] + 1), real_list(d))[1])
+    monkeypatch.setattr(storage, "status", lambda r: (calls.__setitem__("status", calls["status"] + 1), real_status(r))[1])
+    asked = [f"p=1/{n}.parquet" for n in range(5)] + ["lone.parquet", "p=2/x.parquet"]
+    assert DataFiles(storage).missing(asked) == ["p=1/2.parquet", "p=2/x.parquet"]
+    assert calls == {"list": 1, "status": 2}
