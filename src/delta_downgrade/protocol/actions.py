@@ -434,9 +434,11 @@ class ProtocolAction(Action):
 
     @classmethod
     def of(cls, protocol: Protocol) -> "ProtocolAction":
-        obj = protocol.to_action()
-        return cls(minReaderVersion=obj["minReaderVersion"], minWriterVersion=obj["minWriterVersion"],
-                   readerFeatures=obj.get("readerFeatures"), writerFeatures=obj.get("writerFeatures"))
+        reader, writer = protocol.reader_features, protocol.writer_features
+        # lists sorted, as in Protocol.to_action (deterministic commits)
+        return cls(minReaderVersion=protocol.min_reader_version, minWriterVersion=protocol.min_writer_version,
+                   readerFeatures=None if reader is None else sorted(reader),
+                   writerFeatures=None if writer is None else sorted(writer))
 
 
 @dataclass(frozen=True)
