@@ -19,7 +19,7 @@ from delta_downgrade.rewrite.row_tracking import (
 from delta_downgrade.rewrite.spark_io import metadata_column, parquet_writer, quote_name
 
 if TYPE_CHECKING:  # pragma: no cover
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import Column, DataFrame, SparkSession
 
 # Helper columns of the rewrite (dropped before writing); "_R" ones belong to the deleted side.
 _KEY = "__dv_purge_file_name"
@@ -209,7 +209,7 @@ def _with_materialized_columns(read_schema: Any, preserve: MaterializedColumns) 
                       + [StructField(n, LongType(), True) for n in preserve.names if n not in present])
 
 
-def _stable_columns(group: PurgeGroup, key: JoinKey, preserve: MaterializedColumns) -> list[Any]:
+def _stable_columns(group: PurgeGroup, key: JoinKey, preserve: MaterializedColumns) -> list["Column"]:
     """Each kept row's stable row ID and row commit version (rewrite/row_tracking.py), the old
     file's ``baseRowId`` / ``defaultRowCommitVersion`` found by the row's file key (the join's
     residue, or its file name), the row's index in the old file by ``_metadata.row_index``."""
