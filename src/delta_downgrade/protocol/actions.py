@@ -195,8 +195,9 @@ class Action:
                 elif check is not None and not check(value):
                     value = cls._wrong_type(key, value, check)
             known[key] = value
+        known["extra"] = extra  # every action's dataclass has it, last (the base declares no field)
         try:
-            return cls(**known, extra=extra)  # type: ignore[call-arg]  # every action's dataclass has extra; the base declares none
+            return cls(**known)
         except TypeError as exc:  # a required field is missing
             raise MalformedActionError(f"malformed {cls.KEY} action: {exc}") from None
 
@@ -217,14 +218,15 @@ class Action:
 
     def to_obj(self) -> JsonObject:
         out: JsonObject = {}
+        extra: JsonObject = {}
         for f in fields(self):
-            if f.name == "extra":
-                continue
             value = getattr(self, f.name)
+            if f.name == "extra":  # every action declares it, last (it has a default)
+                extra = value
+                continue
             if value is None:
                 continue
             out[f.name] = value.to_obj() if isinstance(value, DeletionVectorDescriptor) else value
-        extra: JsonObject = self.extra  # type: ignore[attr-defined]  # every action declares it, last (it has a default)
         for key, value in extra.items():
             if value is not None:
                 out.setdefault(key, value)
