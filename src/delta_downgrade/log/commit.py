@@ -10,12 +10,12 @@ from __future__ import annotations
 import random
 import time
 import uuid
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Mapping, Sequence
 
 from delta_downgrade import ENGINE_INFO
 from delta_downgrade.protocol.actions import (
-    Action, AddFile, AnyAction, CommitInfo, DomainMetadata, Metadata, ProtocolAction, RemoveFile,
+    AddFile, AnyAction, CommitInfo, DomainMetadata, Metadata, ProtocolAction, RemoveFile,
     serialize_commit,
 )
 from delta_downgrade.clock import SYSTEM_CLOCK, Clock
@@ -431,6 +431,3 @@ def _param(value: object) -> str:
 
     return json.dumps(value)
 
-
-def with_data_change(action: Action, data_change: bool) -> Action:
-    return replace(action, dataChange=data_change)  # type: ignore[call-arg]  # file actions only: each has dataChange
