@@ -25,7 +25,7 @@ from collections import OrderedDict
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
-from typing import Any, BinaryIO, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, BinaryIO, Iterator, Mapping
 
 from delta_downgrade.errors import (
     CommitFileExistsError, DeltaDowngradeError, StorageAccessDeniedError, StorageError,
@@ -35,6 +35,9 @@ from delta_downgrade.errors import (
 from delta_downgrade.storage.base import DirEntries, FileStatus, scheme_of
 from delta_downgrade.storage.options import DEFAULT_METADATA_TIMEOUT, StoreOptions, parse_options, redact_text
 from delta_downgrade.storage.temp_files import temp_name
+
+if TYPE_CHECKING:  # pragma: no cover
+    from obstore import ObjectMeta
 
 #: URI scheme -> obstore store kind.
 STORE_KINDS: dict[str, str] = {
@@ -384,12 +387,12 @@ class ObjectStoreStorage:
                 for meta in batch:
                     yield FileStatus(meta["path"], meta["size"], _ms(meta["last_modified"]))
 
-    def _head(self, rel_path: str) -> dict[str, Any] | None:
+    def _head(self, rel_path: str) -> "ObjectMeta | None":
         import obstore
 
         with self._mapped(f"reading {rel_path}"):
             try:
-                return obstore.head(self._meta_store, rel_path)  # type: ignore[return-value]  # obstore's ObjectMeta is a TypedDict of these keys
+                return obstore.head(self._meta_store, rel_path)
             except FileNotFoundError:
                 return None
 
