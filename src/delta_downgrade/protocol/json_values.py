@@ -12,7 +12,7 @@ from typing import Mapping, Sequence, TypeAlias, Union
 
 #: A JSON scalar as ``json`` reads and writes it.
 JsonScalar: TypeAlias = Union[str, int, float, bool, None]
-#: Any JSON value: a scalar, an array or an object, nested.
+#: A JSON value: a scalar, an array or an object, nested.
 JsonValue: TypeAlias = Union[JsonScalar, Sequence["JsonValue"], Mapping[str, "JsonValue"]]
 #: A JSON object built to be written (``json.dumps``).
 JsonObject: TypeAlias = dict[str, JsonValue]
