@@ -38,6 +38,7 @@ from delta_downgrade.storage.temp_files import temp_name
 
 if TYPE_CHECKING:  # pragma: no cover
     from obstore import ObjectMeta
+    from obstore.store import LocalStore, ObjectStore
 
 #: URI scheme -> obstore store kind.
 STORE_KINDS: dict[str, str] = {
@@ -116,7 +117,7 @@ def _exceptions() -> Any:
     return obstore.exceptions
 
 
-def _ms(value: Any) -> int:
+def _ms(value: datetime | int) -> int:
     if isinstance(value, datetime):
         return int(value.timestamp() * 1000)
     return int(value)
@@ -130,8 +131,8 @@ class ObjectStoreStorage:
     lists_names_cheaply = False
     has_directories = False
 
-    def __init__(self, root: str, store: Any, *, options: Mapping[str, str] | None = None,
-                 kind: str = "s3", metadata_store: Any = None) -> None:
+    def __init__(self, root: str, store: ObjectStore, *, options: Mapping[str, str] | None = None,
+                 kind: str = "s3", metadata_store: ObjectStore | None = None) -> None:
         self.root = root.rstrip("/") if root.rstrip("/") else root
         self.kind = kind
         self._store = store
@@ -161,12 +162,13 @@ class ObjectStoreStorage:
                 f"{', '.join(sorted(s + '://' for s in STORE_KINDS))}); nothing was read or written",
                 table=location, params={"scheme": scheme})
         parsed = parse_options(kind, options, table=location)
-        metadata_store = None
+        store: ObjectStore
+        metadata_store: ObjectStore | None = None
         try:
             if kind == "local":
                 store = cls._local_store(location, parsed)
             else:
-                def make(client_options: Mapping[str, Any]) -> Any:
+                def make(client_options: Mapping[str, Any]) -> ObjectStore:
                     # obstore types each scheme's config as its own TypedDict; these dicts were
                     # built by its own parser for this location's scheme (options.py)
                     config: Any = parsed.config or None
@@ -185,7 +187,7 @@ class ObjectStoreStorage:
         return cls(location, store, options=options, kind=kind, metadata_store=metadata_store)
 
     @staticmethod
-    def _local_store(location: str, parsed: StoreOptions) -> Any:
+    def _local_store(location: str, parsed: StoreOptions) -> LocalStore:
         import obstore.store
 
         path = location
