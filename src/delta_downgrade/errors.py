@@ -575,7 +575,7 @@ class RetentionWaitError(DeltaDowngradeError):
     error_class = "DELTA_FEATURE_DROP_WAIT_FOR_RETENTION_PERIOD"
     sqlstate = "22KD0"
 
-    def __init__(self, message: str, *, retry_after: Any = None, **kw: Any) -> None:
+    def __init__(self, message: str, *, retry_after: str | None = None, **kw: Any) -> None:
         self.retry_after = retry_after
         super().__init__(message, **kw)
 

@@ -70,7 +70,7 @@ def connect_url() -> str | None:
             or None)
 
 
-def is_connect_session(spark: Any) -> bool:
+def is_connect_session(spark: object) -> bool:
     """Whether ``spark`` is a Spark Connect session (serverless, ``SPARK_REMOTE``): no JVM in this
     process, no ``sparkContext``. Decided by its class, without importing the Connect client
     (grpc) when the session is a classic one."""

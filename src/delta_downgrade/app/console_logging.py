@@ -30,7 +30,7 @@ from __future__ import annotations
 import logging
 import sys
 from contextlib import contextmanager
-from typing import Any, Iterator, Mapping
+from typing import Iterator, Mapping, overload
 
 # The logger of drop.run.LOGGER, by name: importing that module here would cost the CLI
 # its start-up time (it pulls the log reader and Arrow) for commands that never drop anything.
@@ -59,7 +59,13 @@ class ConsoleLog:
     def hide(self, secrets: Mapping[str, str] | None) -> None:
         self.secrets.update(secrets or {})
 
-    def mask(self, value: Any) -> Any:
+    @overload
+    def mask(self, value: str) -> str: ...
+
+    @overload
+    def mask(self, value: object) -> object: ...
+
+    def mask(self, value: object) -> object:
         """``value`` (text, or dicts and lists of it) with the secrets masked (and, with no
         options given, the query strings of URLs and the secret-named environment variables)."""
         from delta_downgrade.app.storage_options import redact_output

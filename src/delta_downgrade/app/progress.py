@@ -41,7 +41,10 @@ import logging
 import os
 import threading
 import time
-from typing import IO, Any, Callable, Mapping
+from typing import IO, TYPE_CHECKING, Any, Callable, Mapping
+
+if TYPE_CHECKING:  # pragma: no cover
+    from delta_downgrade.protocol.json_values import JsonObject
 
 PROGRESS_PREFIX = "PROGRESS "
 MODE_ENV = "DELTA_DOWNGRADE_PROGRESS"
@@ -49,7 +52,7 @@ BARS, JSON, LINES = "bars", "json", "lines"
 MODES = (BARS, JSON, LINES)
 
 #: What every line a handler prints passes through: the storage options' values masked.
-Mask = Callable[[Any], Any]
+Mask = Callable[[object], object]
 
 
 def progress_mode(stream: IO[str], *, task: bool) -> str:
@@ -82,7 +85,7 @@ class ProgressTracker:
         self._start: dict[tuple[str, str], tuple[float, int, int]] = {}
         self._lock = threading.Lock()
 
-    def event(self, table: str, counts: Mapping[str, Any]) -> dict[str, Any]:
+    def event(self, table: str, counts: Mapping[str, Any]) -> JsonObject:
         """The progress event of one record: its counts, the elapsed time, rates and ETA."""
         step, done, total = str(counts["step"]), int(counts["done"]), int(counts["total"])
         unit = str(counts.get("unit") or "files")

@@ -15,9 +15,10 @@ decides which values are secret and how they are masked).
 from __future__ import annotations
 
 import json
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Iterable, Mapping, Sequence, overload
 
 from delta_downgrade.errors import BadStorageOptionError
+from delta_downgrade.protocol.json_values import JsonValue
 
 from delta_downgrade.storage.options import KEY_SHAPE
 
@@ -122,7 +123,20 @@ def masked_command_line(argv: Sequence[str]) -> str:
     return redact_output(" ".join(str(a) for a in argv), command_line_secrets(argv))
 
 
-def redact_output(value: Any, options: Mapping[str, str] | None) -> Any:
+# Masking keeps the shape: text stays text, a JSON value a JSON value (tuples become lists).
+@overload
+def redact_output(value: str, options: Mapping[str, str] | None) -> str: ...
+
+
+@overload
+def redact_output(value: JsonValue, options: Mapping[str, str] | None) -> JsonValue: ...
+
+
+@overload
+def redact_output(value: object, options: Mapping[str, str] | None) -> object: ...
+
+
+def redact_output(value: object, options: Mapping[str, str] | None) -> object:
     """``value`` (a string, or dicts and lists of them, as a RESULT or a task value is) with every
     secret of ``options`` masked, and always the query strings of URLs and the values of
     secret-named environment variables (``redact_text``), options or not. Strings are masked one
@@ -132,7 +146,7 @@ def redact_output(value: Any, options: Mapping[str, str] | None) -> Any:
 
     masked = secret_masker(options)
 
-    def mask(item: Any) -> Any:
+    def mask(item: object) -> object:
         if isinstance(item, str):
             return masked(item)
         if isinstance(item, dict):

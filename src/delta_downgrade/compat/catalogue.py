@@ -99,9 +99,10 @@ class _Side(_Model):
         if isinstance(self.max_version, int) and self.max_version < 0:
             raise ValueError("max_version is a protocol version (0: does not do it at all)")
         if self.versions is not None:
-            if self.max_version == UNKNOWN:
+            max_version = self.max_version
+            if not isinstance(max_version, int):  # UNKNOWN
                 raise ValueError("versions given while max_version is unknown")
-            bad = [v for v in self.versions if not 1 <= v <= self.max_version]  # type: ignore[operator]  # max_version is known here (checked above)
+            bad = [v for v in self.versions if not 1 <= v <= max_version]
             if bad or len(set(self.versions)) != len(self.versions):
                 raise ValueError(f"versions {self.versions} must be distinct, 1..max_version")
         if isinstance(self.features, list) and len(set(self.features)) != len(self.features):
@@ -124,11 +125,12 @@ class _Side(_Model):
         return frozenset(missing) - set(self.unsupported_features)
 
     def accepts_version(self, version: int) -> bool | None:
-        if self.max_version == UNKNOWN:
+        max_version = self.max_version
+        if not isinstance(max_version, int):  # UNKNOWN
             return None
         if self.versions is not None:
             return version in self.versions
-        return 1 <= version <= self.max_version  # type: ignore[operator]  # an unknown max_version returned above
+        return 1 <= version <= max_version
 
 
 class ReadSide(_Side):
@@ -389,9 +391,11 @@ class Catalogue(_Model):
                     + (f"; its paths: {', '.join(paths)}" if paths else "; it has one read path: "
                        "leave the path out"), params={"client": name, "suggestions": paths})
         span = (spelling.low, spelling.high)
-        holding = [c for c in entries if c.releases.holds(*span, inclusive_high=spelling.pinned)]  # type: ignore[union-attr]  # entries of a product with releases
-        partial = [c for c in entries if c not in holding
-                   and c.releases.overlaps(*span, inclusive_high=spelling.pinned)]  # type: ignore[union-attr]  # entries of a product with releases
+        # (every entry has releases: chosen above)
+        holding = [c for c in entries if c.releases is not None
+                   and c.releases.holds(*span, inclusive_high=spelling.pinned)]
+        partial = [c for c in entries if c not in holding and c.releases is not None
+                   and c.releases.overlaps(*span, inclusive_high=spelling.pinned)]
         if holding and not partial:
             if all_paths and len({c.path for c in holding}) == len(holding):
                 return holding
@@ -441,15 +445,18 @@ def _listed(clients: Iterable[Client]) -> str:
 
 def _nearest(entries: list[Client], low: Version, high: Version) -> list[Client]:
     """The entry just below the spelled releases and the one just above (by release range)."""
-    below = [c for c in entries if c.releases and c.releases.high is not None and c.releases.high <= low]
-    above = [c for c in entries if c.releases and c.releases.low is not None and c.releases.low >= high]
+    # (entry, its release bound) of the entries wholly below and wholly above
+    below = [(c, c.releases.high) for c in entries
+             if c.releases and c.releases.high is not None and c.releases.high <= low]
+    above = [(c, c.releases.low) for c in entries
+             if c.releases and c.releases.low is not None and c.releases.low >= high]
     out = []
     if below:
-        top = max(c.releases.high for c in below)  # type: ignore[union-attr,type-var]  # below: releases with a high bound
-        out += [c for c in below if c.releases.high == top]  # type: ignore[union-attr]  # below: releases with a high bound
+        top = max(bound for _, bound in below)
+        out += [c for c, bound in below if bound == top]
     if above:
-        bottom = min(c.releases.low for c in above)  # type: ignore[union-attr,type-var]  # above: releases with a low bound
-        out += [c for c in above if c.releases.low == bottom]  # type: ignore[union-attr]  # above: releases with a low bound
+        bottom = min(bound for _, bound in above)
+        out += [c for c, bound in above if bound == bottom]
     return out
 
 

@@ -15,7 +15,6 @@ import struct
 import uuid
 import zlib
 from collections.abc import Iterable, Sequence
-from typing import Any
 
 import pyarrow as pa
 
@@ -30,7 +29,7 @@ from delta_downgrade.protocol.dv_paths import (
     z85_decode,
     z85_encode,
 )
-from delta_downgrade.storage import open_storage
+from delta_downgrade.storage import Storage, open_storage
 from delta_downgrade.errors import (  # noqa: F401 - the size and checksum errors are re-exported
     DeletionVectorFormatError, DvChecksumMismatch, DvSizeMismatch,
 )
@@ -134,7 +133,7 @@ def inline_descriptor(row_indexes: Iterable[int] | pa.Array) -> DeletionVectorDe
                                     sizeInBytes=len(data), cardinality=len(values))
 
 
-def write_dv_file(target: Any, row_index_lists: Sequence[Iterable[int] | pa.Array], *,
+def write_dv_file(target: Storage | str | os.PathLike[str], row_index_lists: Sequence[Iterable[int] | pa.Array], *,
                   prefix: str = "", dv_uuid: uuid.UUID | None = None) -> list[DeletionVectorDescriptor]:
     """Write one DV file holding one DV per entry of ``row_index_lists`` (several DVs may share a
     file) and return their ``u`` descriptors, in order.

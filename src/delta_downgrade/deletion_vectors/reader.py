@@ -13,6 +13,7 @@ from typing import Any
 import pyarrow as pa
 
 from delta_downgrade.protocol.actions import DeletionVectorDescriptor
+from delta_downgrade.protocol.json_values import JsonObject
 from delta_downgrade.deletion_vectors.bitmap import (
     DeletionVectorFormatError,
     dv_data_cardinality,
@@ -34,7 +35,7 @@ from delta_downgrade.protocol.dv_paths import (
     parent_and_name,
     table_relative_path,
 )
-from delta_downgrade.storage import open_storage
+from delta_downgrade.storage import Storage, open_storage
 from delta_downgrade.errors import (  # noqa: F401 - re-exported: the DV reader's errors
     DeletionVectorCardinalityError, DeletionVectorChecksumError, DeletionVectorError,
     DeletionVectorNotFoundError, DeletionVectorSizeError,
@@ -54,10 +55,10 @@ class DvFileReader:
     same account, a shallow clone's source), or by ``read_absolute`` (whole file) when given.
     """
 
-    def __init__(self, source: Any, *, storage_options: Mapping[str, str] | None = None,
+    def __init__(self, source: Storage | str | os.PathLike[str], *, storage_options: Mapping[str, str] | None = None,
                  read_absolute: Callable[[str], bytes] | None = None,
                  max_cached_bytes: int = 256 << 20) -> None:
-        self.storage = source if hasattr(source, "read_range") else open_storage(os.fspath(source))
+        self.storage = open_storage(os.fspath(source)) if isinstance(source, (str, os.PathLike)) else source
         self.root = getattr(self.storage, "root", None) or ""
         self.storage_options = storage_options
         self.read_absolute = read_absolute
@@ -65,7 +66,7 @@ class DvFileReader:
         self._cache: dict[tuple[str, int, int], bytes] = {}
         self._cached_bytes = 0
         self._version_checked: set[str] = set()
-        self._outside: dict[str, Any] = {}
+        self._outside: dict[str, Storage] = {}
         self._lock = threading.Lock()
 
     def location(self, dv: DeletionVectorDescriptor) -> str:
@@ -74,7 +75,7 @@ class DvFileReader:
             return dv_relative_path(dv) or dv.pathOrInlineDv
         return dv.pathOrInlineDv
 
-    def _file_of(self, dv: DeletionVectorDescriptor) -> tuple[Any, str, str]:
+    def _file_of(self, dv: DeletionVectorDescriptor) -> tuple[Storage, str, str]:
         """(storage, path in it, cache key) of the DV file of a ``u``/``p`` descriptor."""
         if dv.storageType == STORAGE_UUID:
             rel = dv_relative_path(dv)
@@ -147,7 +148,7 @@ class DvFileReader:
         offset = 1 if dv.offset is None else int(dv.offset)
         return unframe_slice(self.stored_slice(dv), offset, dv.sizeInBytes)
 
-    def _load(self, dv: DeletionVectorDescriptor, where: str, params: dict[str, Any]) -> bytes:
+    def _load(self, dv: DeletionVectorDescriptor, where: str, params: JsonObject) -> bytes:
         """:meth:`dv_data` with its failures turned into table errors (the operation reading the
         table names it: :func:`~delta_downgrade.errors.naming_table`)."""
         try:
@@ -175,13 +176,13 @@ class DvFileReader:
                 f"the deletion vector of {where} is malformed: {exc}. Nothing was committed",
                 params=params) from None
 
-    def _context(self, descriptor: Any,
-                 data_file: str | None) -> tuple[DeletionVectorDescriptor, str, dict[str, Any]]:
+    def _context(self, descriptor: DeletionVectorDescriptor | Mapping[str, Any],
+                 data_file: str | None) -> tuple[DeletionVectorDescriptor, str, JsonObject]:
         dv = DeletionVectorDescriptor.coerce(descriptor)
         return dv, self._describe(dv, data_file), self._params(dv, data_file)
 
     def _check_cardinality(self, dv: DeletionVectorDescriptor, found: int, where: str,
-                           params: dict[str, Any]) -> None:
+                           params: JsonObject) -> None:
         if found != dv.cardinality:
             raise DeletionVectorCardinalityError(
                 f"the deletion vector of {where} holds {found} row indexes, its descriptor says "
@@ -231,7 +232,7 @@ class DvFileReader:
             loc = dv.pathOrInlineDv
         return f"{what} (DV file {loc}, offset {dv.offset if dv.offset is not None else 1})"
 
-    def _params(self, dv: DeletionVectorDescriptor, data_file: str | None) -> dict[str, Any]:
+    def _params(self, dv: DeletionVectorDescriptor, data_file: str | None) -> JsonObject:
         try:
             loc = self.location(dv) if dv.storageType != STORAGE_INLINE else "<inline>"
         except ValueError:
@@ -240,7 +241,7 @@ class DvFileReader:
                 "offset": dv.offset, "sizeInBytes": dv.sizeInBytes, "cardinality": dv.cardinality}
 
 
-def read_deletion_vector(storage_or_table_root: Any, descriptor: DeletionVectorDescriptor | Mapping[str, Any],
+def read_deletion_vector(storage_or_table_root: Storage | str | os.PathLike[str], descriptor: DeletionVectorDescriptor | Mapping[str, Any],
                          *, data_file: str | None = None) -> pa.UInt64Array:
     """The sorted row indexes deleted by ``descriptor`` (a one-off :class:`DvFileReader`)."""
     return DvFileReader(storage_or_table_root).read(descriptor, data_file=data_file)

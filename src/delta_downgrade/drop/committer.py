@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import Any, ClassVar, Sequence
+from typing import ClassVar, Mapping, Sequence
 
 from delta_downgrade.clock import Clock
 from delta_downgrade.drop.plan import CHECKPOINT, COMMIT, DropStep
@@ -49,7 +49,7 @@ class Committer(ABC):
 
     @abstractmethod
     def commit(self, log: DeltaLog, actions: Sequence[AnyAction], *, operation: str,
-               parameters: dict[str, Any], resolve: ConflictResolver, read_version: int | None,
+               parameters: Mapping[str, object], resolve: ConflictResolver, read_version: int | None,
                clock: Clock, row_tracking_preserved: bool) -> Taken:
         """One commit of ``actions``: ``read_version`` is the version they were derived from (None:
         they depend on nothing and go on top of the latest version); ``resolve`` decides a lost
@@ -70,7 +70,7 @@ class LogCommitter(Committer):
         return log.snapshot(check_read=False)
 
     def commit(self, log: DeltaLog, actions: Sequence[AnyAction], *, operation: str,
-               parameters: dict[str, Any], resolve: ConflictResolver, read_version: int | None,
+               parameters: Mapping[str, object], resolve: ConflictResolver, read_version: int | None,
                clock: Clock, row_tracking_preserved: bool) -> Taken:
         if read_version is None:
             read_version = log.refresh(Refresh.NEW_COMMITS).latest_version()
@@ -103,7 +103,7 @@ class PlanRecorder(Committer):
         return self.planned
 
     def commit(self, log: DeltaLog, actions: Sequence[AnyAction], *, operation: str,
-               parameters: dict[str, Any], resolve: ConflictResolver, read_version: int | None,
+               parameters: Mapping[str, object], resolve: ConflictResolver, read_version: int | None,
                clock: Clock, row_tracking_preserved: bool) -> Taken:
         self.planned = self.latest(log).with_commits([actions])
         version = self.planned.version

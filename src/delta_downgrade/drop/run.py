@@ -150,7 +150,7 @@ class DropRun:
             return resolve(winners, log)
         return guarded
 
-    def commit(self, actions: Sequence[AnyAction], operation: str, parameters: dict[str, Any] | None = None,
+    def commit(self, actions: Sequence[AnyAction], operation: str, parameters: Mapping[str, object] | None = None,
                resolve: ConflictResolver | None = None, *, read_version: int | None = None,
                row_tracking_preserved: bool = True) -> int:
         """One commit (or, planning, its place in the plan).

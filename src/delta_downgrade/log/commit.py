@@ -10,12 +10,12 @@ from __future__ import annotations
 import random
 import time
 import uuid
-from dataclasses import dataclass, replace
-from typing import Any, Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Callable, Mapping, Sequence
 
 from delta_downgrade import ENGINE_INFO
 from delta_downgrade.protocol.actions import (
-    Action, AddFile, AnyAction, CommitInfo, DomainMetadata, Metadata, ProtocolAction, RemoveFile,
+    AddFile, AnyAction, CommitInfo, DomainMetadata, Metadata, ProtocolAction, RemoveFile,
     serialize_commit,
 )
 from delta_downgrade.clock import SYSTEM_CLOCK, Clock
@@ -32,7 +32,11 @@ from delta_downgrade.protocol import Protocol
 from delta_downgrade.protocol.features import writable_under
 from delta_downgrade.protocol.support import Operation, ensure_supported
 from delta_downgrade.storage import FileStatus
+from delta_downgrade.protocol.json_values import JsonObject
 from delta_downgrade.protocol.table_config import TableConfig
+
+if TYPE_CHECKING:  # pragma: no cover
+    from delta_downgrade.log.snapshot import Snapshot
 
 
 @dataclass(frozen=True)
@@ -248,7 +252,7 @@ class AttemptBase:
     metadata: Metadata | None = None
     previous_ict: int | None = None
     # The snapshot first read (None before the first commit of a table).
-    snapshot: Any = None
+    snapshot: "Snapshot | None" = None
     # The delta.rowTracking domain (its high-water mark): read only when an attempt must assign
     # row IDs, at the version that attempt goes on top of, then carried forward from the winners.
     row_domain: DomainMetadata | None = None
@@ -289,7 +293,7 @@ class AttemptBase:
 
 
 def build_attempt(log: DeltaLog, base: AttemptBase, pending: Sequence[AnyAction], *, operation: str,
-                  operation_parameters: dict[str, Any], clock: Clock, is_blind_append: bool, txn_id: str,
+                  operation_parameters: Mapping[str, object], clock: Clock, is_blind_append: bool, txn_id: str,
                   row_tracking_preserved: bool) -> CommitAttempt:
     """The file an attempt writes on top of ``base``: checked against the writer features
     (before and after ``pending``), fresh row IDs for the adds that need them, its commitInfo."""
@@ -317,7 +321,7 @@ def commit(
     actions: Sequence[AnyAction],
     *,
     operation: str,
-    operation_parameters: dict[str, Any] | None = None,
+    operation_parameters: Mapping[str, object] | None = None,
     clock: Clock = SYSTEM_CLOCK,
     resolve_conflict: ConflictResolver = fail_on_any_conflict,
     max_attempts: int = 10,
@@ -368,7 +372,7 @@ def commit(
     raise AssertionError("unreachable")
 
 
-def _row_tracking_domain(log: DeltaLog, snapshot: Any, read_version: int) -> DomainMetadata | None:
+def _row_tracking_domain(log: DeltaLog, snapshot: "Snapshot | None", read_version: int) -> DomainMetadata | None:
     """The live ``delta.rowTracking`` domain at ``read_version`` (None before the first commit),
     read without the file list (``Snapshot.domain``)."""
     if read_version < 0:
@@ -403,7 +407,7 @@ def _ict_enabled_after(metadata: Metadata | None, pending: Sequence[AnyAction]) 
 
 
 def _commit_info(metadata: Metadata | None, pending: Sequence[AnyAction], read_version: int,
-                 operation: str, parameters: dict[str, Any], clock: Clock, is_blind_append: bool,
+                 operation: str, parameters: Mapping[str, object], clock: Clock, is_blind_append: bool,
                  txn_id: str, previous_ict: int | None, tags: dict[str, str] | None = None) -> CommitInfo:
     now = clock.now_ms()
     ict = None
@@ -411,7 +415,7 @@ def _commit_info(metadata: Metadata | None, pending: Sequence[AnyAction], read_v
     # inCommitTimestamp, strictly greater than the previous commit's.
     if _ict_enabled_after(metadata, pending):
         ict = max(now, (previous_ict or 0) + 1)
-    extra: dict[str, Any] = {"isBlindAppend": is_blind_append, "txnId": txn_id}
+    extra: JsonObject = {"isBlindAppend": is_blind_append, "txnId": txn_id}
     if read_version >= 0:
         extra["readVersion"] = read_version
     return CommitInfo(timestamp=now, operation=operation,
@@ -419,7 +423,7 @@ def _commit_info(metadata: Metadata | None, pending: Sequence[AnyAction], read_v
                       inCommitTimestamp=ict, engineInfo=ENGINE_INFO, tags=tags, extra=extra)
 
 
-def _param(value: Any) -> Any:
+def _param(value: object) -> str:
     # Delta stores operationParameters as strings (JSON-encoded for non-strings).
     if isinstance(value, str):
         return value
@@ -427,6 +431,3 @@ def _param(value: Any) -> Any:
 
     return json.dumps(value)
 
-
-def with_data_change(action: Action, data_change: bool) -> Action:
-    return replace(action, dataChange=data_change)  # type: ignore[call-arg]  # file actions only: each has dataChange

@@ -16,10 +16,11 @@ from urllib.parse import unquote
 from delta_downgrade.errors import MalformedActionError  # noqa: F401 - re-exported
 from delta_downgrade.errors import NestingTooDeepError
 from delta_downgrade.protocol.json_nesting import check_nesting
+from delta_downgrade.protocol.json_values import JsonObject, JsonValue
 from delta_downgrade.protocol.protocol import Protocol
 
 
-def _clean_map(value: Any) -> dict[str, Any] | None:
+def _clean_map(value: object) -> JsonObject | None:
     """Maps come as dicts from JSON and as lists of (key, value) pairs from pyarrow."""
     if value is None:
         return None
@@ -37,12 +38,12 @@ def _clean_map(value: Any) -> dict[str, Any] | None:
 # a long). A long may be written as an integral JSON number (``1.0``): Jackson, which delta-spark
 # reads the log with, accepts that, so it is taken as the long it denotes.
 
-def _json_type(value: Any) -> str:
+def _json_type(value: object) -> str:
     return {dict: "an object", list: "an array", str: "a string", bool: "a boolean",
             int: "a number", float: "a number", type(None): "null"}.get(type(value), type(value).__name__)
 
 
-def _short(value: Any) -> str:
+def _short(value: object) -> str:
     text = json.dumps(value, default=str)
     return text if len(text) <= 60 else text[:57] + "..."
 
@@ -51,7 +52,7 @@ _LONG_MAX = (1 << 63) - 1
 _LONG_MIN = -_LONG_MAX - 1
 
 
-def _is_str(v: Any) -> bool:
+def _is_str(v: object) -> bool:
     return type(v) is str
 
 
@@ -60,41 +61,43 @@ def _is_str(v: Any) -> bool:
 _BAD_ESCAPE = re.compile(r"%(?![0-9A-Fa-f]{2})")
 
 
-def _is_path(v: Any) -> bool:
+def _is_path(v: object) -> bool:
     """A file action's ``path`` (PROTOCOL.md "Add File and Remove File": a URI, RFC 2396):
     a non-empty string whose escapes are well-formed."""
     return type(v) is str and v != "" and ("%" not in v or _BAD_ESCAPE.search(v) is None)
 
 
-def _is_long(v: Any) -> bool:
+def _is_long(v: object) -> bool:
     return type(v) is int and _LONG_MIN <= v <= _LONG_MAX
 
 
-def _is_size(v: Any) -> bool:
+def _is_size(v: object) -> bool:
     """A file's size in bytes: a long, never negative."""
     return type(v) is int and 0 <= v <= _LONG_MAX
 
 
-def _is_bool(v: Any) -> bool:
+def _is_bool(v: object) -> bool:
     return type(v) is bool
 
 
-def _is_obj(v: Any) -> bool:
+def _is_obj(v: object) -> bool:
     return isinstance(v, Mapping)
 
 
-def _is_str_list(v: Any) -> bool:
+def _is_str_list(v: object) -> bool:
     return type(v) is list and all(type(x) is str for x in v)
 
 
-def _is_str_map(v: Any) -> bool:  # map<string, string> (values may be null); after _clean_map
+def _is_str_map(v: object) -> bool:  # map<string, string> (values may be null); after _clean_map
+    if not isinstance(v, dict):  # _clean_map made it one
+        return False
     for k, x in v.items():
         if type(k) is not str or (x is not None and type(x) is not str):
             return False
     return True
 
 
-def _is_dv(v: Any) -> bool:
+def _is_dv(v: object) -> bool:
     """PROTOCOL.md "Deletion Vector Descriptor Schema"."""
     if not isinstance(v, Mapping):
         return False
@@ -105,7 +108,7 @@ def _is_dv(v: Any) -> bool:
     return True
 
 
-def _is_dv_storage_type(v: Any) -> bool:
+def _is_dv_storage_type(v: object) -> bool:
     """PROTOCOL.md "Deletion Vector Descriptor Schema": ``u`` (relative UUID path), ``i``
     (inline) or ``p`` (absolute path); no reader can find a DV of another kind."""
     return v in ("u", "i", "p")
@@ -115,7 +118,7 @@ _DV_FIELDS = {"storageType": _is_dv_storage_type, "pathOrInlineDv": _is_str, "of
               "sizeInBytes": _is_long, "cardinality": _is_long, "maxRowIndex": _is_long}
 
 
-def _integral(v: Any) -> Any:
+def _integral(v: object) -> object:
     """``1.0`` -> ``1`` (see above); anything else unchanged."""
     if type(v) is float and v.is_integer() and abs(v) <= _LONG_MAX:
         return int(v)
@@ -123,10 +126,10 @@ def _integral(v: Any) -> Any:
 
 
 # checks that are a test of the exact type (done inline in from_obj: it runs for every action)
-_EXACT: dict[Callable[[Any], bool] | None, type] = {_is_str: str, _is_long: int, _is_bool: bool}
-_EXACT_CHECK: dict[type, Callable[[Any], bool]] = {t: c for c, t in _EXACT.items() if c is not None}
+_EXACT: dict[Callable[[object], bool] | None, type] = {_is_str: str, _is_long: int, _is_bool: bool}
+_EXACT_CHECK: dict[type, Callable[[object], bool]] = {t: c for c, t in _EXACT.items() if c is not None}
 
-_TYPE_NAMES: dict[Callable[[Any], bool], str] = {_is_path: "a string", _is_size: "a long",
+_TYPE_NAMES: dict[Callable[[object], bool], str] = {_is_path: "a string", _is_size: "a long",
                _is_str: "a string", _is_long: "a long", _is_bool: "a boolean", _is_obj: "an object",
                _is_str_list: "an array of strings", _is_str_map: "a map of strings",
                _is_dv: "a deletion vector descriptor"}
@@ -142,13 +145,13 @@ class Action:
     KEY: ClassVar[str] = ""
     MAP_FIELDS: ClassVar[tuple[str, ...]] = ()
     #: field -> type check (see "field types" above); a field not named here is not checked.
-    FIELD_TYPES: ClassVar[dict[str, Callable[[Any], bool]]] = {}
+    FIELD_TYPES: ClassVar[dict[str, Callable[[object], bool]]] = {}
     #: fields without a default: they must be present and not null.
     _REQUIRED: ClassVar[frozenset[str]] = frozenset()
     _NAMES: ClassVar[frozenset[str]] = frozenset()
-    _SPEC: ClassVar[dict[str, tuple[type | None, Callable[[Any], bool] | None, bool]]] = {}
+    _SPEC: ClassVar[dict[str, tuple[type | None, Callable[[object], bool] | None, bool]]] = {}
 
-    def __init_subclass__(cls, **kw: Any) -> None:
+    def __init_subclass__(cls, **kw: object) -> None:
         super().__init_subclass__(**kw)
         cls._NAMES = frozenset()  # filled in by _finish() once the dataclass fields exist
 
@@ -164,13 +167,13 @@ class Action:
                      for name in cls._NAMES}
 
     @classmethod
-    def from_obj(cls: type[_A], obj: Mapping[str, Any]) -> _A:
+    def from_obj(cls: type[_A], obj: object) -> _A:
         if type(obj) is not dict and not isinstance(obj, Mapping):  # JSON gives a dict: the fast test first
             raise MalformedActionError(
                 f"malformed {cls.KEY} action: expected a JSON object, got {_json_type(obj)} {_short(obj)}")
         spec = cls._SPEC
         known: dict[str, Any] = {}
-        extra: dict[str, Any] = {}
+        extra: JsonObject = {}
         for key, value in obj.items():
             field_spec = spec.get(key)
             if field_spec is None:
@@ -192,13 +195,14 @@ class Action:
                 elif check is not None and not check(value):
                     value = cls._wrong_type(key, value, check)
             known[key] = value
+        known["extra"] = extra  # every action's dataclass has it, last (the base declares no field)
         try:
-            return cls(**known, extra=extra)  # type: ignore[call-arg]  # every action's dataclass has extra; the base declares none
+            return cls(**known)
         except TypeError as exc:  # a required field is missing
             raise MalformedActionError(f"malformed {cls.KEY} action: {exc}") from None
 
     @classmethod
-    def _wrong_type(cls, key: str, value: Any, check: Callable[[Any], bool]) -> Any:
+    def _wrong_type(cls, key: str, value: object, check: Callable[[object], bool]) -> object:
         """``value`` as the long it denotes (``1.0``), or raise."""
         if check in (_is_long, _is_size) and check(_integral(value)):
             return _integral(value)
@@ -212,16 +216,17 @@ class Action:
             f"malformed {cls.KEY} action: field {key!r} must be {_TYPE_NAMES.get(check, 'of another type')}, "
             f"got {_json_type(value)} {_short(value)}")
 
-    def to_obj(self) -> dict[str, Any]:
-        out: dict[str, Any] = {}
+    def to_obj(self) -> JsonObject:
+        out: JsonObject = {}
+        extra: JsonObject = {}
         for f in fields(self):
-            if f.name == "extra":
-                continue
             value = getattr(self, f.name)
+            if f.name == "extra":  # every action declares it, last (it has a default)
+                extra = value
+                continue
             if value is None:
                 continue
             out[f.name] = value.to_obj() if isinstance(value, DeletionVectorDescriptor) else value
-        extra: dict[str, Any] = self.extra  # type: ignore[attr-defined]  # every action declares it, last (it has a default)
         for key, value in extra.items():
             if value is not None:
                 out.setdefault(key, value)
@@ -261,8 +266,8 @@ class DeletionVectorDescriptor:
             raise ValueError(f"not a deletion vector descriptor: {dv!r}")
         return parsed
 
-    def to_obj(self) -> dict[str, Any]:
-        out = {"storageType": self.storageType, "pathOrInlineDv": self.pathOrInlineDv,
+    def to_obj(self) -> JsonObject:
+        out: JsonObject = {"storageType": self.storageType, "pathOrInlineDv": self.pathOrInlineDv,
                "sizeInBytes": self.sizeInBytes, "cardinality": self.cardinality}
         if self.offset is not None:
             out["offset"] = self.offset
@@ -285,7 +290,7 @@ class _FileActionMixin:
     """Shared behaviour of add, remove and cdc: path decoding and DV parsing."""
 
     path: str
-    deletionVector: Any
+    deletionVector: JsonObject | None
 
     @property
     def decoded_path(self) -> str:
@@ -311,11 +316,11 @@ class AddFile(Action, _FileActionMixin):
     dataChange: bool = True
     stats: str | None = None
     tags: dict[str, str] | None = None
-    deletionVector: dict[str, Any] | None = None
+    deletionVector: JsonObject | None = None
     baseRowId: int | None = None
     defaultRowCommitVersion: int | None = None
     clusteringProvider: str | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
+    extra: JsonObject = field(default_factory=dict)
 
     @property
     def num_records(self) -> int | None:
@@ -341,10 +346,10 @@ class RemoveFile(Action, _FileActionMixin):
     size: int | None = None
     stats: str | None = None
     tags: dict[str, str] | None = None
-    deletionVector: dict[str, Any] | None = None
+    deletionVector: JsonObject | None = None
     baseRowId: int | None = None
     defaultRowCommitVersion: int | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
+    extra: JsonObject = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -357,8 +362,8 @@ class AddCDCFile(Action, _FileActionMixin):
     size: int = 0
     dataChange: bool = False
     tags: dict[str, str] | None = None
-    deletionVector: dict[str, Any] | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
+    deletionVector: JsonObject | None = None
+    extra: JsonObject = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -370,14 +375,15 @@ class Metadata(Action):
     schemaString: str
     partitionColumns: list[str] = field(default_factory=list)
     configuration: dict[str, str] = field(default_factory=dict)
+    # the values of format.options are not checked (a JSON object): Any until they are
     format: dict[str, Any] = field(default_factory=lambda: {"provider": "parquet", "options": {}})
     name: str | None = None
     description: str | None = None
     createdTime: int | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
+    extra: JsonObject = field(default_factory=dict)
 
     @classmethod
-    def from_obj(cls, obj: Mapping[str, Any]) -> "Metadata":
+    def from_obj(cls, obj: object) -> "Metadata":
         md = super().from_obj(obj)
         assert isinstance(md, Metadata)
         if isinstance(md.schemaString, str):  # parsed later, by json and by Spark's parser
@@ -422,7 +428,7 @@ class ProtocolAction(Action):
     minWriterVersion: int
     readerFeatures: list[str] | None = None
     writerFeatures: list[str] | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
+    extra: JsonObject = field(default_factory=dict)
 
     @property
     def protocol(self) -> Protocol:
@@ -430,9 +436,11 @@ class ProtocolAction(Action):
 
     @classmethod
     def of(cls, protocol: Protocol) -> "ProtocolAction":
-        obj = protocol.to_action()
-        return cls(minReaderVersion=obj["minReaderVersion"], minWriterVersion=obj["minWriterVersion"],
-                   readerFeatures=obj.get("readerFeatures"), writerFeatures=obj.get("writerFeatures"))
+        reader, writer = protocol.reader_features, protocol.writer_features
+        # lists sorted, as in Protocol.to_action (deterministic commits)
+        return cls(minReaderVersion=protocol.min_reader_version, minWriterVersion=protocol.min_writer_version,
+                   readerFeatures=None if reader is None else sorted(reader),
+                   writerFeatures=None if writer is None else sorted(writer))
 
 
 @dataclass(frozen=True)
@@ -441,14 +449,14 @@ class CommitInfo(Action):
 
     timestamp: int | None = None
     operation: str | None = None
-    operationParameters: dict[str, Any] | None = None
+    operationParameters: JsonObject | None = None
     inCommitTimestamp: int | None = None
     engineInfo: str | None = None
     # Commit tags (delta-spark's ``DeltaCommitTag``), e.g. ``delta.rowTracking.preserved``
     # (PROTOCOL.md "Writer Requirements for Row Tracking"). Free-form like the rest of
     # commitInfo: not type-checked, written back as read.
     tags: dict[str, str] | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
+    extra: JsonObject = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -458,10 +466,10 @@ class DomainMetadata(Action):
     domain: str
     configuration: str = ""
     removed: bool = False
-    extra: dict[str, Any] = field(default_factory=dict)
+    extra: JsonObject = field(default_factory=dict)
 
     @classmethod
-    def from_obj(cls, obj: Mapping[str, Any]) -> "DomainMetadata":
+    def from_obj(cls, obj: object) -> "DomainMetadata":
         dm = super().from_obj(obj)
         assert isinstance(dm, DomainMetadata)
         if isinstance(dm.configuration, str) and dm.configuration:  # JSON, parsed by the system domains' readers
@@ -479,7 +487,7 @@ class Txn(Action):
     appId: str
     version: int
     lastUpdated: int | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
+    extra: JsonObject = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -489,7 +497,7 @@ class CheckpointMetadata(Action):
 
     version: int
     tags: dict[str, str] | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
+    extra: JsonObject = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -501,7 +509,7 @@ class Sidecar(Action):
     sizeInBytes: int
     modificationTime: int
     tags: dict[str, str] | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
+    extra: JsonObject = field(default_factory=dict)
 
 
 ACTION_TYPES: dict[str, type[Action]] = {
@@ -512,7 +520,7 @@ ACTION_TYPES: dict[str, type[Action]] = {
 
 # The JSON types of the fields PROTOCOL.md specifies ("Actions"). commitInfo is free-form
 # ("Commit Provenance Information": any valid JSON), except the in-commit timestamp, a long.
-_FILE_FIELDS: dict[str, Callable[[Any], bool]] = {
+_FILE_FIELDS: dict[str, Callable[[object], bool]] = {
     "path": _is_path, "partitionValues": _is_str_map, "size": _is_size, "modificationTime": _is_long,
     "dataChange": _is_bool, "stats": _is_str, "tags": _is_str_map, "deletionVector": _is_dv,
     "baseRowId": _is_long, "defaultRowCommitVersion": _is_long, "clusteringProvider": _is_str,
@@ -541,7 +549,7 @@ class UnknownAction:
     """An action this package does not know; kept verbatim."""
 
     key: str
-    body: Any
+    body: JsonValue
 
     def to_line(self) -> str:
         return json.dumps({self.key: self.body}, separators=(",", ":"), ensure_ascii=False)
@@ -550,7 +558,7 @@ class UnknownAction:
 AnyAction = Action | UnknownAction
 
 
-def parse_action(obj: Any) -> AnyAction | None:
+def parse_action(obj: object) -> AnyAction | None:
     """Parse one log line's object. Returns None for an empty object.
 
     Raises :class:`MalformedActionError` for a line that is not a JSON object (PROTOCOL.md

@@ -48,7 +48,7 @@ CLUSTERING_FEATURES = frozenset(CLUSTERING_DOMAINS)
 ColumnPath = tuple[str, ...]
 
 
-def _column_parts(entry: Any) -> ColumnPath | None:
+def _column_parts(entry: object) -> ColumnPath | None:
     """One entry of ``clusteringColumns`` as its name parts; None for a shape this is not."""
     if isinstance(entry, Mapping):
         entry = entry.get("physicalName")
@@ -116,7 +116,7 @@ def _physical_to_logical(schema: Mapping[str, Any], parts: ColumnPath) -> Column
     return tuple(out)
 
 
-def _renamed_entry(entry: Any, schema: Mapping[str, Any]) -> Any:
+def _renamed_entry(entry: object, schema: Mapping[str, Any]) -> object:
     """``entry`` naming the same column by its logical name parts, in the entry's own shape."""
     parts = _column_parts(entry)
     if parts is None:

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from delta_downgrade.errors import InvalidProtocolError
+from delta_downgrade.protocol.json_values import JsonObject
 from delta_downgrade.protocol.features import (
     CHECKPOINT_PROTECTION,
     TABLE_FEATURES_READER_VERSION,
@@ -144,10 +145,10 @@ class Protocol:
             lists[key] = None if value is None else frozenset(value)
         return cls(reader, writer, lists["readerFeatures"], lists["writerFeatures"])
 
-    def to_action(self) -> dict[str, Any]:
+    def to_action(self) -> JsonObject:
         """The JSON ``protocol`` action; lists sorted (deterministic commits), absent lists
         omitted."""
-        out: dict[str, Any] = {"minReaderVersion": self.min_reader_version,
+        out: JsonObject = {"minReaderVersion": self.min_reader_version,
                                "minWriterVersion": self.min_writer_version}
         if self.reader_features is not None:
             out["readerFeatures"] = sorted(self.reader_features)
@@ -428,9 +429,11 @@ class Protocol:
         return old_names - {target} == new_names - added
 
 
-def protocol_document(protocol: Protocol) -> dict[str, Any]:
+def protocol_document(protocol: Protocol) -> JsonObject:
     """The protocol as a JSON document with all four keys of the ``protocol`` action
-    (PROTOCOL.md "Protocol Evolution"); a feature list is null when the protocol has none."""
-    action = protocol.to_action()
-    return {"minReaderVersion": action["minReaderVersion"], "minWriterVersion": action["minWriterVersion"],
-            "readerFeatures": action.get("readerFeatures"), "writerFeatures": action.get("writerFeatures")}
+    (PROTOCOL.md "Protocol Evolution"), lists sorted as in the action; a feature list is null
+    when the protocol has none."""
+    reader, writer = protocol.reader_features, protocol.writer_features
+    return {"minReaderVersion": protocol.min_reader_version, "minWriterVersion": protocol.min_writer_version,
+            "readerFeatures": None if reader is None else sorted(reader),
+            "writerFeatures": None if writer is None else sorted(writer)}

@@ -7,6 +7,8 @@ import re
 from functools import cache
 from typing import TYPE_CHECKING, Any, Iterator
 
+from delta_downgrade.protocol.json_values import JsonObject, JsonValue
+
 if TYPE_CHECKING:
     # The schema helpers below the Arrow conversions are read by commands that never touch Arrow
     # (``inspect`` of a small table): pyarrow is imported by the conversions that use it.
@@ -95,7 +97,7 @@ def arrow_primitive_to_delta(t: pa.DataType) -> str | None:
     return None
 
 
-def arrow_type_to_delta(t: pa.DataType) -> Any:
+def arrow_type_to_delta(t: pa.DataType) -> JsonValue:
     import pyarrow as pa
 
     primitive = arrow_primitive_to_delta(t)
@@ -112,11 +114,11 @@ def arrow_type_to_delta(t: pa.DataType) -> Any:
     raise ValueError(f"no Delta type for Arrow type {t}")
 
 
-def arrow_field_to_delta(f: pa.Field[Any]) -> dict[str, Any]:
+def arrow_field_to_delta(f: pa.Field[Any]) -> JsonObject:
     return {"name": f.name, "type": arrow_type_to_delta(f.type), "nullable": f.nullable, "metadata": {}}
 
 
-def arrow_schema_to_delta(schema: pa.Schema) -> dict[str, Any]:
+def arrow_schema_to_delta(schema: pa.Schema) -> JsonObject:
     return {"type": "struct", "fields": [arrow_field_to_delta(f) for f in schema]}
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Mapping, cast
+from typing import Callable, Iterable, Mapping, TypeVar
 
 from delta_downgrade.errors import (
     BadDurationError, DeltaDowngradeError, InvalidTablePropertyError, RowTrackingPropertiesError,
@@ -100,9 +100,12 @@ def _policy(text: str, key: str) -> str:
     return value
 
 
+_V = TypeVar("_V")
+
+
 # Every property this package reads, with Delta's default and its parser: the one place a value
 # is interpreted, so that :meth:`TableConfig.validate` and the properties below cannot disagree.
-PROPERTIES: dict[str, tuple[str, Callable[[str, str], Any]]] = {
+PROPERTIES: dict[str, tuple[str, Callable[[str, str], object]]] = {
     LOG_RETENTION: ("interval 30 days", _interval),
     DELETED_FILE_RETENTION: ("interval 1 week", _interval),
     TRUNCATE_HISTORY_RETENTION: ("interval 24 hours", _interval),
@@ -122,7 +125,7 @@ class TableConfig:
 
     configuration: Mapping[str, str]
 
-    def _parse(self, key: str) -> tuple[Any, tuple[str, str] | None]:
+    def _parse(self, key: str) -> tuple[object, tuple[str, str] | None]:
         """``(value, None)``, or ``(None, (raw value, reason))`` when the parser refuses it."""
         default, parse = PROPERTIES[key]
         raw = self.configuration.get(key, default)
@@ -143,21 +146,23 @@ class TableConfig:
             f"or unset it, then rerun",
             params={"properties": {k: v for k, (v, _) in problems.items()}})
 
-    def _get(self, key: str) -> Any:
+    def _get(self, key: str, kind: type[_V]) -> _V:
         value, problem = self._parse(key)
         if problem is not None:
             raise self._error({key: problem}, "")
+        # Each key's parser in PROPERTIES returns one type: the one its property asks for.
+        if not isinstance(value, kind):
+            raise TypeError(f"the parser of {key} returned {type(value).__name__}, not {kind.__name__}")
         return value
 
-    # Each key's parser in PROPERTIES returns one type; these name it for the type checker.
     def _int(self, key: str) -> int:
-        return cast(int, self._get(key))
+        return self._get(key, int)
 
     def _bool(self, key: str) -> bool:
-        return cast(bool, self._get(key))
+        return self._get(key, bool)
 
     def _str(self, key: str) -> str:
-        return cast(str, self._get(key))
+        return self._get(key, str)
 
     def validate(self, keys: Iterable[str] | None = None) -> "TableConfig":
         """Parse every property in ``keys`` (all of :data:`PROPERTIES` by default) and raise one
@@ -185,7 +190,7 @@ class TableConfig:
     def _check_row_tracking_combination(self, written: str = "") -> None:
         # PROTOCOL.md "Row Tracking": rowTrackingSuspended "should not be enabled together with"
         # enableRowTracking; delta-spark refuses to write such a table (RowTracking.isSuspended).
-        if self._get(ENABLE_ROW_TRACKING) and self._get(ROW_TRACKING_SUSPENDED):
+        if self._bool(ENABLE_ROW_TRACKING) and self._bool(ROW_TRACKING_SUSPENDED):
             raise RowTrackingPropertiesError(
                 f"table properties {ENABLE_ROW_TRACKING} and {ROW_TRACKING_SUSPENDED} are both set "
                 f"to true, which no writer may leave it in.{written} Set one of them to false "

@@ -16,12 +16,12 @@ from __future__ import annotations
 import contextlib
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Callable, Iterator, Mapping, Sequence, TypeVar
 from urllib.parse import unquote
 
 from delta_downgrade.errors import DataFileNotFoundError
 from delta_downgrade.protocol.dv_paths import parent_and_name, table_relative_path
-from delta_downgrade.storage import FileStatus, open_storage
+from delta_downgrade.storage import FileStatus, Storage, open_storage
 
 if TYPE_CHECKING:  # pragma: no cover
     import pyarrow.parquet as pq
@@ -32,7 +32,7 @@ FOOTER_READERS = 16
 LIST_RATHER_THAN_STAT = 32
 
 
-def storage_options_of(storage: Any) -> Mapping[str, str] | None:
+def storage_options_of(storage: object) -> Mapping[str, str] | None:
     """The storage options a table's storage was opened with (credentials, endpoint), to open a
     file outside the table on the same account; None for a store that keeps none (local)."""
     # ObjectStoreStorage keeps them as ``_options`` (the Storage interface names no attribute for
@@ -47,11 +47,11 @@ def storage_options_of(storage: Any) -> Mapping[str, str] | None:
 class DataFiles:
     """The data files of one table, by their ``path`` in the log."""
 
-    def __init__(self, storage: Any, storage_options: Mapping[str, str] | None = None) -> None:
+    def __init__(self, storage: Storage, storage_options: Mapping[str, str] | None = None) -> None:
         self.storage = storage
         self.root: str = getattr(storage, "root", "") or ""
         self.storage_options = storage_options if storage_options is not None else storage_options_of(storage)
-        self._outside: dict[str, Any] = {}
+        self._outside: dict[str, Storage] = {}
         self._lock = threading.Lock()
 
     def relative(self, log_path: str) -> str | None:
@@ -63,7 +63,7 @@ class DataFiles:
         rel = self.relative(log_path)
         return self.storage.uri(rel) if rel is not None else unquote(log_path)
 
-    def _storage_and_path(self, log_path: str) -> tuple[Any, str]:
+    def _storage_and_path(self, log_path: str) -> tuple[Storage, str]:
         rel = self.relative(log_path)
         if rel is not None:
             return self.storage, rel
@@ -139,7 +139,7 @@ def missing_data_files_error(log_paths: Sequence[str], nothing_written: bool = F
         params={"missing": [unquote(p) for p in log_paths]})
 
 
-def read_footer(storage: Any, rel: str) -> "pq.FileMetaData":
+def read_footer(storage: Storage, rel: str) -> "pq.FileMetaData":
     """The parquet footer of ``rel`` through ``storage.open_input``."""
     import pyarrow.parquet as pq
 
@@ -147,7 +147,11 @@ def read_footer(storage: Any, rel: str) -> "pq.FileMetaData":
         return pq.read_metadata(fh)
 
 
-def concurrent_map(fn: Any, items: Sequence[Any]) -> Iterator[Any]:
+_T = TypeVar("_T")
+_R = TypeVar("_R")
+
+
+def concurrent_map(fn: Callable[[_T], _R], items: Sequence[_T]) -> Iterator[_R]:
     """``map(fn, items)``, up to :data:`FOOTER_READERS` at once, in order."""
     if len(items) <= 1:
         yield from (fn(i) for i in items)
@@ -156,7 +160,7 @@ def concurrent_map(fn: Any, items: Sequence[Any]) -> Iterator[Any]:
         yield from pool.map(fn, items)
 
 
-def written_parquet_files(storage: Any, rel_dir: str) -> list[FileStatus]:
+def written_parquet_files(storage: Storage, rel_dir: str) -> list[FileStatus]:
     """The data files Spark committed in ``rel_dir``: parquet files, not hidden (``.crc``
     checksums, ``_SUCCESS``, the committer's ``_temporary/`` are)."""
     out = []
@@ -167,7 +171,7 @@ def written_parquet_files(storage: Any, rel_dir: str) -> list[FileStatus]:
     return out
 
 
-def remove_tree(storage: Any, rel_dir: str) -> None:
+def remove_tree(storage: Storage, rel_dir: str) -> None:
     """Delete every file below ``rel_dir``, then its directories where the store has any
     (deepest first, only when empty): what an uncommitted Spark write left. Best effort: what
     stays is an orphan that VACUUM removes."""

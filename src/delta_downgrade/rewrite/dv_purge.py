@@ -98,7 +98,7 @@ from delta_downgrade.rewrite.stats import (
     StatsLeaf, footer_stats, spark_leaf_aggregates, spark_leaf_stats, stats_json, stats_leaves,
 )
 from delta_downgrade.rewrite.writer_requirements import ensure_files_can_be_rewritten
-from delta_downgrade.storage import typed_write_error
+from delta_downgrade.storage import Storage, typed_write_error
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import SparkSession
@@ -133,7 +133,7 @@ def _compression(metadata: Metadata) -> str:
     return {"uncompressed": "none"}.get(codec, codec)
 
 
-def _spark_new_files(spark: "SparkSession", storage: Any, groups: Sequence[PurgeGroup], read_schema: Any,
+def _spark_new_files(spark: "SparkSession", storage: Storage, groups: Sequence[PurgeGroup], read_schema: Any,
                      leaves: Sequence[StatsLeaf]) -> dict[str, list[NewFile]]:
     """Row counts, sizes, modification times and statistics of the written files, by one Spark
     aggregation grouped by ``_metadata.file_path`` (works on any file system and honours the
@@ -164,7 +164,7 @@ def _spark_new_files(spark: "SparkSession", storage: Any, groups: Sequence[Purge
     return out
 
 
-def _footer_new_files(storage: Any, groups: Sequence[PurgeGroup],
+def _footer_new_files(storage: Storage, groups: Sequence[PurgeGroup],
                       leaves: Sequence[StatsLeaf]) -> dict[str, list[NewFile]]:
     """The same from a listing of each output directory and the parquet footers, read through
     the storage (ranged reads on an object store; no Spark job)."""
@@ -187,7 +187,7 @@ def _count_input_rows(spark: "SparkSession", files: Sequence[PurgeFile], read_sc
     return int(df.count())
 
 
-def _cleanup(storage: Any, groups: Sequence[PurgeGroup]) -> None:
+def _cleanup(storage: Storage, groups: Sequence[PurgeGroup]) -> None:
     """Best effort: delete what an uncommitted batch wrote, through the storage (files, then
     the emptied directories where the store has directories)."""
     for g in groups:
@@ -229,8 +229,8 @@ class _Context:
     """What every batch of one purge shares."""
 
     run: "DropRun"
-    spark: Any
-    storage: Any
+    spark: "SparkSession | None"  # None: no batch writes a file (nothing for Spark to do)
+    storage: Storage
     reader: DvFileReader
     read_schema: Any
     write_schema: Any
@@ -241,6 +241,14 @@ class _Context:
     broadcast_max_rows: int
     parallel_jobs: int
     preserve: MaterializedColumns | None = None  # row tracking enabled: the stable-value columns
+
+    @property
+    def session(self) -> "SparkSession":
+        """The Spark session of a batch that writes files (purge_deletion_vectors starts one
+        whenever a batch does)."""
+        if self.spark is None:
+            raise AssertionError("a batch writes files, but no Spark session was started")
+        return self.spark
 
 
 @dataclass
@@ -288,7 +296,7 @@ def _rewrite_batch(ctx: _Context, batch: _Batch) -> _Batch:
             if dvs is None:
                 dvs = _load_dvs(ctx, batch, strategy)
             with ThreadPoolExecutor(max_workers=max(1, min(ctx.parallel_jobs, len(to_write)))) as pool:
-                futures = [pool.submit(write_group, ctx.spark, ctx.storage.uri(unquote(g.out_rel)), g, dvs,
+                futures = [pool.submit(write_group, ctx.session, ctx.storage.uri(unquote(g.out_rel)), g, dvs,
                                        strategy, ctx.read_schema, ctx.write_schema, ctx.codec, allow_packed,
                                        ctx.preserve)
                            for g in to_write]
@@ -297,7 +305,7 @@ def _rewrite_batch(ctx: _Context, batch: _Batch) -> _Batch:
             if ctx.use_footers:
                 batch.new_files = _footer_new_files(ctx.storage, to_write, ctx.leaves)
             else:
-                batch.new_files = _spark_new_files(ctx.spark, ctx.storage, to_write, ctx.read_schema, ctx.leaves)
+                batch.new_files = _spark_new_files(ctx.session, ctx.storage, to_write, ctx.read_schema, ctx.leaves)
             _verify_counts(ctx, batch)
             return batch
         except DvPurgeError:
@@ -337,7 +345,7 @@ def _verify_counts(ctx: _Context, batch: _Batch) -> None:
         expected = g.expected_rows
         if expected is None:
             inputs = [f for _i, f in g.rewritten]
-            physical = _count_input_rows(ctx.spark, inputs, ctx.read_schema)
+            physical = _count_input_rows(ctx.session, inputs, ctx.read_schema)
             expected = physical - sum(f.cardinality for f in inputs)
         if written != expected:
             raise DvPurgeError(

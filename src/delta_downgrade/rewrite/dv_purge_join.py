@@ -19,7 +19,8 @@ from delta_downgrade.rewrite.row_tracking import (
 from delta_downgrade.rewrite.spark_io import metadata_column, parquet_writer, quote_name
 
 if TYPE_CHECKING:  # pragma: no cover
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import Column, DataFrame, SparkSession
+    from pyspark.sql.types import StructType
 
 # Helper columns of the rewrite (dropped before writing); "_R" ones belong to the deleted side.
 _KEY = "__dv_purge_file_name"
@@ -34,7 +35,7 @@ _MASK_R = "__dv_purge_deleted_mask"
 _PAIR_R = "__dv_purge_deleted_key"
 
 
-def _file_name_key(metadata: Any) -> Any:
+def _file_name_key(metadata: "Column") -> "Column":
     """The decoded file name of ``_metadata.file_path`` (a URI string). ``url_decode`` would
     read a literal ``+`` as a space, so ``+`` is escaped first."""
     from pyspark.sql import functions as F
@@ -199,7 +200,7 @@ def _without_deleted(spark: "SparkSession", data: "DataFrame", group: PurgeGroup
     return left.join(pairs, cond, "left_anti")
 
 
-def _with_materialized_columns(read_schema: Any, preserve: MaterializedColumns) -> Any:
+def _with_materialized_columns(read_schema: "StructType", preserve: MaterializedColumns) -> "StructType":
     """``read_schema`` plus the two materialized row-tracking columns (long, nullable): a file
     without them reads them as null ("This column may be omitted if all its values are null")."""
     from pyspark.sql.types import LongType, StructField, StructType
@@ -209,7 +210,7 @@ def _with_materialized_columns(read_schema: Any, preserve: MaterializedColumns) 
                       + [StructField(n, LongType(), True) for n in preserve.names if n not in present])
 
 
-def _stable_columns(group: PurgeGroup, key: JoinKey, preserve: MaterializedColumns) -> list[Any]:
+def _stable_columns(group: PurgeGroup, key: JoinKey, preserve: MaterializedColumns) -> list["Column"]:
     """Each kept row's stable row ID and row commit version (rewrite/row_tracking.py), the old
     file's ``baseRowId`` / ``defaultRowCommitVersion`` found by the row's file key (the join's
     residue, or its file name), the row's index in the old file by ``_metadata.row_index``."""

@@ -20,7 +20,7 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence, TypeVar
 
 from delta_downgrade.errors import FileLayoutError
 from delta_downgrade.log.delta_log import DeltaLog
@@ -37,7 +37,10 @@ from delta_downgrade.storage import typed_write_errors
 
 if TYPE_CHECKING:  # pragma: no cover
     import pyarrow as pa
-    from pyspark.sql import SparkSession
+    import pyarrow.parquet as pq
+    from pyspark.sql import Column, DataFrame, SparkSession
+
+_T = TypeVar("_T")
 
 DEFAULT_WORKERS = 4
 
@@ -115,7 +118,7 @@ class Rewritten:
     size: int
     num_rows: int
     modification_time: int
-    footer: Any = None
+    footer: "pq.FileMetaData | None" = None
 
 
 class FileRewriter:
@@ -151,7 +154,7 @@ class FileRewriter:
         """Where Spark reads ``add``: its ``storage.uri`` (decoded, glob characters not escaped)."""
         return self.files.spark_location(add.path)
 
-    def footer_metadata(self, add: AddFile) -> Any:
+    def footer_metadata(self, add: AddFile) -> "pq.FileMetaData":
         """The parquet footer of ``add``, through the storage (no data read)."""
         return self.files.footer(add.path)
 
@@ -192,7 +195,7 @@ class FileRewriter:
             return self._write(add, plan, df.select(*selected), out_rel)
 
     @staticmethod
-    def _stable_column(df: Any, add: AddFile, source: str | None, kind: str) -> Any:
+    def _stable_column(df: "DataFrame", add: AddFile, source: str | None, kind: str) -> "Column":
         """The stable row ID or row commit version of each row of ``add`` (rewrite/row_tracking).
         ``_metadata.row_index`` is the row's physical index in the input file, which is what a
         default generated row ID adds to ``baseRowId``."""
@@ -204,7 +207,7 @@ class FileRewriter:
             return stable_row_id(materialized, constant(add.baseRowId), row_index)
         return stable_row_commit_version(materialized, constant(add.defaultRowCommitVersion))
 
-    def _write(self, add: AddFile, plan: FilePlan, df: Any, out_rel: str) -> Rewritten:
+    def _write(self, add: AddFile, plan: FilePlan, df: "DataFrame", out_rel: str) -> Rewritten:
         """Spark writes ``df`` as one file into ``out_rel``; the file is checked (one file, the
         planned row count) through the storage. Any failure removes what the write left."""
         try:
@@ -285,5 +288,5 @@ class FileRewriter:
                                  where=f"data file {add.path}", preserve=preserve)
 
 
-def in_batches(items: Sequence[Any], size: int) -> list[Sequence[Any]]:
+def in_batches(items: Sequence[_T], size: int) -> list[Sequence[_T]]:
     return [items[i:i + size] for i in range(0, len(items), max(1, size))]

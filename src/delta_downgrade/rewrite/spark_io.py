@@ -4,10 +4,10 @@ the hidden ``_metadata`` column of a file scan, and the Parquet writer they shar
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # pragma: no cover
-    from pyspark.sql import DataFrame, DataFrameWriter
+    from pyspark.sql import Column, DataFrame, DataFrameWriter
 
 _GLOB_CHARACTERS = "\\*?[]{}"
 
@@ -23,7 +23,7 @@ def quote_name(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
 
 
-def metadata_column(df: "DataFrame") -> Any:
+def metadata_column(df: "DataFrame") -> "Column":
     """The ``_metadata`` struct of a file scan (``file_path``, ``file_name``, ``file_size``,
     ``file_modification_time``, ``row_index``)."""
     from pyspark.sql import functions as F

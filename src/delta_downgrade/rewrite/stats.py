@@ -11,13 +11,16 @@ import decimal
 import json
 import math
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
 
 from delta_downgrade.protocol.actions import Metadata
 from delta_downgrade.protocol.json_nesting import check_nesting
 from delta_downgrade.rewrite.physical_schema import column_mapping_mode, physical_name
 from delta_downgrade.rewrite.spark_io import quote_name
 from delta_downgrade.rewrite.type_widening_rules import convert_bound
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pyspark.sql import Column, Row
 
 STATS_STRING_PREFIX = 32          # delta-spark's string prefix length for min/max
 DEFAULT_NUM_INDEXED_COLS = 32
@@ -36,7 +39,7 @@ def loads_exact(text: str) -> Any:
     return json.loads(text, parse_float=decimal.Decimal)
 
 
-def dumps_exact(value: Any, *, ascii_keys: bool = False) -> str:
+def dumps_exact(value: object, *, ascii_keys: bool = False) -> str:
     """Compact JSON that writes Decimals with their exact digits (the inverse of loads_exact).
     ``ascii_keys``: escape non-ASCII characters of object keys (never of values), as the DV purge
     has always written its stats; the other rewrites keep keys as they are."""
@@ -51,7 +54,7 @@ def dumps_exact(value: Any, *, ascii_keys: bool = False) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
-def _pop_path(d: Any, path: tuple[str, ...]) -> tuple[bool, Any]:
+def _pop_path(d: object, path: tuple[str, ...]) -> tuple[bool, object]:
     for key in path[:-1]:
         if not isinstance(d, dict) or key not in d:
             return False, None
@@ -61,7 +64,7 @@ def _pop_path(d: Any, path: tuple[str, ...]) -> tuple[bool, Any]:
     return False, None
 
 
-def _put_path(d: dict[str, Any], path: tuple[str, ...], value: Any) -> None:
+def _put_path(d: dict[str, Any], path: tuple[str, ...], value: object) -> None:
     for key in path[:-1]:
         d = d.setdefault(key, {})
     d[path[-1]] = value
@@ -109,12 +112,12 @@ def _split_column_list(text: str) -> list[tuple[str, ...]]:
     return out
 
 
-def _schema_leaves(metadata: Metadata) -> list[tuple[tuple[str, ...], tuple[str, ...], Any]]:
+def _schema_leaves(metadata: Metadata) -> list[tuple[tuple[str, ...], tuple[str, ...], object]]:
     """(logical path, physical path, type) of every leaf column in schema order, through structs
     only; partition columns never (PROTOCOL.md "Per-file Statistics")."""
     mode = column_mapping_mode(metadata.configuration, strip=False)
     partition = {c.lower() for c in metadata.partitionColumns or []}
-    leaves: list[tuple[tuple[str, ...], tuple[str, ...], Any]] = []
+    leaves: list[tuple[tuple[str, ...], tuple[str, ...], object]] = []
 
     def walk(fields: Iterable[Mapping[str, Any]], logical: tuple[str, ...],
              physical: tuple[str, ...]) -> None:
@@ -302,13 +305,13 @@ def footer_stats(footer: Any,
     return md.num_rows, out
 
 
-def spark_leaf_aggregates(leaves: Sequence[StatsLeaf]) -> list[Any]:
+def spark_leaf_aggregates(leaves: Sequence[StatsLeaf]) -> list["Column"]:
     """Spark aggregates of ``leaves`` over a scan with the physical schema, as ``stat_value``
     takes them: ``nulls<k>`` for leaf ``k`` and, for leaves with bounds, ``min<k>``/``max<k>``
     (timestamps as microseconds; a string min cut to the prefix, a longer string max left out)."""
     from pyspark.sql import functions as F
 
-    aggs: list[Any] = []
+    aggs: list["Column"] = []
     for k, leaf in enumerate(leaves):
         col = F.col(quote_name(leaf.path[0]))
         for part in leaf.path[1:]:
@@ -327,7 +330,7 @@ def spark_leaf_aggregates(leaves: Sequence[StatsLeaf]) -> list[Any]:
     return aggs
 
 
-def spark_leaf_stats(row: Any, leaves: Sequence[StatsLeaf]) -> dict[tuple[str, ...], LeafStats]:
+def spark_leaf_stats(row: "Row", leaves: Sequence[StatsLeaf]) -> dict[tuple[str, ...], LeafStats]:
     """Per-leaf (min, max, nulls) from a row of ``spark_leaf_aggregates``."""
     return {leaf.path: (row[f"min{k}"] if leaf.min_max else None, row[f"max{k}"] if leaf.min_max else None,
                         row[f"nulls{k}"]) for k, leaf in enumerate(leaves)}
@@ -414,7 +417,7 @@ def stats_for_rewrite(old: str | None, num_rows: int, widened: Sequence[tuple[tu
     return dumps_exact(ordered)
 
 
-def _has_path(d: Any, path: tuple[str, ...]) -> bool:
+def _has_path(d: object, path: tuple[str, ...]) -> bool:
     for key in path:
         if not isinstance(d, dict) or key not in d:
             return False

@@ -15,7 +15,7 @@ import os
 import tempfile
 from pathlib import Path
 from contextlib import contextmanager
-from typing import Any, BinaryIO, Callable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, BinaryIO, Callable, Iterator, Mapping
 
 from delta_downgrade.errors import (
     CommitFileExistsError, DeltaDowngradeError, StorageNotAtomicError, StorageUnreachableError,
@@ -25,6 +25,9 @@ from delta_downgrade.spark import active_session, connect_url, is_connect_sessio
 from delta_downgrade.storage.base import DirEntries, FileStatus, scheme_of
 from delta_downgrade.storage.temp_files import temp_name
 from delta_downgrade.storage.write_errors import typed_write_error
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pyspark.sql import SparkSession
 
 # Schemes whose FileSystem.create(overwrite=false) is atomic (reference: Delta's LogStore
 # implementations — HDFSLogStore, AzureLogStore via rename, GCSLogStore via preconditions).
@@ -210,14 +213,17 @@ class HadoopStorage:
                 f"{location}: reading {location.split('://', 1)[0]}:// tables needs Spark's Hadoop "
                 f"FileSystem ({exc})", table=location) from None
 
-    def __init__(self, root: str, spark: Any = None) -> None:
+    def __init__(self, root: str, spark: "SparkSession | None" = None) -> None:
         if spark is None:
             from delta_downgrade.spark import get_spark
 
             spark = get_spark()
         refuse_connect_session(root, "connect" if is_connect_session(spark) else "classic")
         self.root = root.rstrip("/")
-        self._jvm = spark._jvm
+        jvm = spark._jvm  # py4j's view of the driver JVM
+        if jvm is None:  # only a Connect session has none, refused above
+            raise RuntimeError("the Spark session has no JVM in this process")
+        self._jvm = jvm
         with self._java("opening the table's file system"):
             # A copy of the session's conf with bounded connection retries, and an instance of our
             # own (newInstance, not the cache), so that the session's jobs keep their settings.
@@ -282,7 +288,7 @@ class HadoopStorage:
     def list_names(self, rel_dir: str) -> set[str]:
         return {status.path.rsplit("/", 1)[-1] for status in self.list_dir(rel_dir)}
 
-    def walk_files(self, rel_dir: str = "") -> Any:
+    def walk_files(self, rel_dir: str = "") -> Iterator[FileStatus]:
         """Every file below ``rel_dir``, recursively (VACUUM's listing)."""
         with self._java(f"listing {rel_dir or '/'}"):
             base = self._path(rel_dir)

@@ -25,7 +25,7 @@ from collections import OrderedDict
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
-from typing import Any, BinaryIO, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, BinaryIO, Iterator, Mapping
 
 from delta_downgrade.errors import (
     CommitFileExistsError, DeltaDowngradeError, StorageAccessDeniedError, StorageError,
@@ -35,6 +35,10 @@ from delta_downgrade.errors import (
 from delta_downgrade.storage.base import DirEntries, FileStatus, scheme_of
 from delta_downgrade.storage.options import DEFAULT_METADATA_TIMEOUT, StoreOptions, parse_options, redact_text
 from delta_downgrade.storage.temp_files import temp_name
+
+if TYPE_CHECKING:  # pragma: no cover
+    from obstore import ObjectMeta
+    from obstore.store import LocalStore, ObjectStore
 
 #: URI scheme -> obstore store kind.
 STORE_KINDS: dict[str, str] = {
@@ -113,7 +117,7 @@ def _exceptions() -> Any:
     return obstore.exceptions
 
 
-def _ms(value: Any) -> int:
+def _ms(value: datetime | int) -> int:
     if isinstance(value, datetime):
         return int(value.timestamp() * 1000)
     return int(value)
@@ -127,8 +131,8 @@ class ObjectStoreStorage:
     lists_names_cheaply = False
     has_directories = False
 
-    def __init__(self, root: str, store: Any, *, options: Mapping[str, str] | None = None,
-                 kind: str = "s3", metadata_store: Any = None) -> None:
+    def __init__(self, root: str, store: ObjectStore, *, options: Mapping[str, str] | None = None,
+                 kind: str = "s3", metadata_store: ObjectStore | None = None) -> None:
         self.root = root.rstrip("/") if root.rstrip("/") else root
         self.kind = kind
         self._store = store
@@ -158,12 +162,13 @@ class ObjectStoreStorage:
                 f"{', '.join(sorted(s + '://' for s in STORE_KINDS))}); nothing was read or written",
                 table=location, params={"scheme": scheme})
         parsed = parse_options(kind, options, table=location)
-        metadata_store = None
+        store: ObjectStore
+        metadata_store: ObjectStore | None = None
         try:
             if kind == "local":
                 store = cls._local_store(location, parsed)
             else:
-                def make(client_options: Mapping[str, Any]) -> Any:
+                def make(client_options: Mapping[str, Any]) -> ObjectStore:
                     # obstore types each scheme's config as its own TypedDict; these dicts were
                     # built by its own parser for this location's scheme (options.py)
                     config: Any = parsed.config or None
@@ -182,7 +187,7 @@ class ObjectStoreStorage:
         return cls(location, store, options=options, kind=kind, metadata_store=metadata_store)
 
     @staticmethod
-    def _local_store(location: str, parsed: StoreOptions) -> Any:
+    def _local_store(location: str, parsed: StoreOptions) -> LocalStore:
         import obstore.store
 
         path = location
@@ -384,12 +389,12 @@ class ObjectStoreStorage:
                 for meta in batch:
                     yield FileStatus(meta["path"], meta["size"], _ms(meta["last_modified"]))
 
-    def _head(self, rel_path: str) -> dict[str, Any] | None:
+    def _head(self, rel_path: str) -> "ObjectMeta | None":
         import obstore
 
         with self._mapped(f"reading {rel_path}"):
             try:
-                return obstore.head(self._meta_store, rel_path)  # type: ignore[return-value]  # obstore's ObjectMeta is a TypedDict of these keys
+                return obstore.head(self._meta_store, rel_path)
             except FileNotFoundError:
                 return None
 

@@ -12,7 +12,7 @@ An implementation is a class with ``from_location(location, options) -> Storage`
 from __future__ import annotations
 
 import importlib
-from typing import Any, Mapping
+from typing import Mapping, Protocol
 
 from delta_downgrade.errors import BadStorageOptionError, UnsupportedStorageError
 from delta_downgrade.storage.base import Storage, scheme_of
@@ -56,7 +56,13 @@ SCHEMES: dict[str, str] = {
 DEFAULT_URI_STORAGE = HADOOP
 
 
-def load_implementation(dotted_path: str, location: str | None = None) -> Any:
+class StorageClass(Protocol):
+    """A storage implementation as the registry loads it: a class that opens a location."""
+
+    def from_location(self, location: str, options: Mapping[str, str] | None, /) -> Storage: ...
+
+
+def load_implementation(dotted_path: str, location: str | None = None) -> StorageClass:
     """The class named by ``module:Class``; :class:`UnsupportedStorageError` when there is none."""
     module_name, _, class_name = dotted_path.partition(":")
     try:
@@ -68,7 +74,7 @@ def load_implementation(dotted_path: str, location: str | None = None) -> Any:
 
 
 def implementation_for(location: str, implementation: str | None = None,
-                       options: Mapping[str, str] | None = None) -> Any:
+                       options: Mapping[str, str] | None = None) -> StorageClass:
     """The storage class for ``location``: ``implementation`` when given, else the one
     ``DELTA_DOWNGRADE_STORAGE`` names (in ``options``, else the environment), else its scheme's.
 

@@ -19,14 +19,14 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any, Mapping
+from typing import Mapping
 
 from delta_downgrade.app.render.result import emit_result, error_result
 from delta_downgrade.app.storage_options import redact_output
 from delta_downgrade.errors import EXIT_FAILURE, EXIT_OK, DeltaDowngradeError
 
 
-def finish(args: argparse.Namespace, result: dict[str, Any], *, document: Mapping[str, Any] | None = None,
+def finish(args: argparse.Namespace, result: Mapping[str, object], *, document: Mapping[str, object] | None = None,
            text: str | None = None, text_on_stdout: bool = False, code: int = EXIT_OK) -> int:
     """Print one command's outcome by the contract above and return its exit code.
 
@@ -61,7 +61,7 @@ def fail(command: str | None, exc: BaseException, *, table: str | None, feature:
     return code
 
 
-def emit_document(document: Mapping[str, Any], secrets: Mapping[str, str] | None) -> None:
+def emit_document(document: Mapping[str, object], secrets: Mapping[str, str] | None) -> None:
     """The one ``--json`` document on stdout, indented by two; secrets masked value by value
     after one JSON round trip (what ``default=str`` turns into text is masked too)."""
     plain = json.loads(json.dumps(document, default=str))

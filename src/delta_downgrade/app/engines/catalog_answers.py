@@ -18,12 +18,13 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Mapping
 
-from delta_downgrade.app.engines.sql_session import run_sql
+from delta_downgrade.app.engines.sql_session import SqlRow, SqlSession, run_sql
 from delta_downgrade.app.engines.sql_statements import describe_detail_statement, describe_history_statement
 from delta_downgrade.app.table_ref import TableRef
 from delta_downgrade.clock import to_utc_iso
 from delta_downgrade.errors import DeltaDowngradeError
 from delta_downgrade.protocol import CHECKPOINT_PROTECTION, Protocol, lookup_feature
+from delta_downgrade.protocol.json_values import JsonObject
 from delta_downgrade.protocol.table_config import TableConfig
 
 #: The table property that holds the Checkpoint Protection boundary (Checkpoint Protection RFC).
@@ -88,8 +89,12 @@ class HistoryEntry:
             return False
         return feature is None or str(self.parameters.get("featureName", "")).lower() == feature.lower()
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"version": self.version, "timestamp": to_utc_iso(self.timestamp_ms) if self.timestamp_ms is not None else None,
+    @property
+    def timestamp_iso(self) -> str | None:
+        return to_utc_iso(self.timestamp_ms) if self.timestamp_ms is not None else None
+
+    def to_dict(self) -> JsonObject:
+        return {"version": self.version, "timestamp": self.timestamp_iso,
                 "operation": self.operation, "operation_parameters": dict(self.parameters)}
 
 
@@ -108,7 +113,7 @@ def protocol_from_detail(min_reader: int, min_writer: int, features: tuple[str, 
     return Protocol(min_reader, min_writer, reader, writer)
 
 
-def _ms(value: Any) -> int | None:
+def _ms(value: object) -> int | None:
     """Epoch milliseconds of a timestamp column. PySpark gives a naive datetime in the driver's
     local time (it converts with the local zone), so a naive value is read as local time."""
     if value is None:
@@ -120,11 +125,11 @@ def _ms(value: Any) -> int | None:
     return None
 
 
-def _row(row: Any) -> dict[str, Any]:
-    return row.asDict() if hasattr(row, "asDict") else dict(row)
+def _row(row: SqlRow) -> dict[str, Any]:
+    return row.asDict()
 
 
-def read_detail(spark: Any, ref: TableRef) -> TableDetail:
+def read_detail(spark: SqlSession, ref: TableRef) -> TableDetail:
     """``DESCRIBE DETAIL`` of ``ref``, typed."""
     rows = run_sql(spark, describe_detail_statement(ref), ref.display)
     if len(rows) != 1:
@@ -145,7 +150,7 @@ def read_detail(spark: Any, ref: TableRef) -> TableDetail:
         created_at_ms=_ms(d.get("createdAt")), last_modified_ms=_ms(d.get("lastModified")))
 
 
-def read_history(spark: Any, ref: TableRef, limit: int | None = None) -> list[HistoryEntry]:
+def read_history(spark: SqlSession, ref: TableRef, limit: int | None = None) -> list[HistoryEntry]:
     """``DESCRIBE HISTORY`` of ``ref`` (the ``limit`` newest commits), newest first."""
     rows = run_sql(spark, describe_history_statement(ref, limit), ref.display)
     entries = []
@@ -156,7 +161,7 @@ def read_history(spark: Any, ref: TableRef, limit: int | None = None) -> list[Hi
     return sorted(entries, key=lambda e: e.version, reverse=True)
 
 
-def latest_version(spark: Any, ref: TableRef) -> int:
+def latest_version(spark: SqlSession, ref: TableRef) -> int:
     entries = read_history(spark, ref, limit=1)
     if not entries:
         raise DeltaDowngradeError("DESCRIBE HISTORY answered no commit", table=ref.display)

@@ -16,12 +16,14 @@ Statements are built in :mod:`.sql_statements`, run by :func:`.sql_session.run_s
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Mapping
 
 from delta_downgrade.app.engines.catalog_answers import (
-    TableDetail, latest_version, read_detail, read_history, truncate_after,
+    HistoryEntry, TableDetail, latest_version, read_detail, read_history, truncate_after,
 )
-from delta_downgrade.app.engines.sql_session import delta_sql_session, error_class_of, map_error, run_sql
+from delta_downgrade.app.engines.sql_session import (
+    SqlSession, delta_sql_session, error_class_of, map_error, run_sql,
+)
 from delta_downgrade.app.engines.sql_statements import drop_feature_statement, feature_name
 from delta_downgrade.app.table_ref import (
     TableRef, as_table_ref, is_path, parse_table_ref, quote_identifier, split_multipart,
@@ -73,10 +75,10 @@ def drop_feature_sql(table: str, feature: str, truncate_history: bool) -> str:
 class DeltaSqlEngine:
     name = "delta-sql"
 
-    def __init__(self, spark: Any = None) -> None:
+    def __init__(self, spark: SqlSession | None = None) -> None:
         self._spark = spark
 
-    def spark(self, ref: TableRef | None = None) -> Any:
+    def spark(self, ref: TableRef | None = None) -> SqlSession:
         if self._spark is None:
             self._spark = delta_sql_session(ref or TableRef("", path=""))
         return self._spark
@@ -92,7 +94,7 @@ class DeltaSqlEngine:
             return self._drop_catalog_table(spark, ref, name, statement, dry_run)
         return self._drop_path_table(spark, ref, name, statement, dry_run, storage_options)
 
-    def _drop_catalog_table(self, spark: Any, ref: TableRef, name: str, statement: str,
+    def _drop_catalog_table(self, spark: SqlSession, ref: TableRef, name: str, statement: str,
                             dry_run: bool) -> CatalogDropOutcome:
         from delta_downgrade.drop.run import (
             LOGGER, STATUS_ALREADY_ABSENT, STATUS_DROPPED, STATUS_PLANNED,
@@ -128,14 +130,14 @@ class DeltaSqlEngine:
                                   detail=after)
 
     @staticmethod
-    def _history_since(spark: Any, ref: TableRef, start_version: int, boundary: int | None) -> list[Any]:
+    def _history_since(spark: SqlSession, ref: TableRef, start_version: int, boundary: int | None) -> list[HistoryEntry]:
         """HISTORY back to the commit after ``start_version`` and to the boundary commit (its
         time gives ``truncate_after``), not the whole retained history."""
         latest = latest_version(spark, ref)
         oldest = min(start_version + 1, boundary if boundary is not None else start_version + 1)
         return read_history(spark, ref, limit=max(1, latest - oldest + 1))
 
-    def _with_retry_after(self, spark: Any, ref: TableRef, wait: RetentionWaitError) -> RetentionWaitError:
+    def _with_retry_after(self, spark: SqlSession, ref: TableRef, wait: RetentionWaitError) -> RetentionWaitError:
         """The runtime's wait, with when to retry where DETAIL and HISTORY tell it (the
         checkpointProtection boundary's commit time plus the truncate retention)."""
         if wait.retry_after is not None:
@@ -153,7 +155,7 @@ class DeltaSqlEngine:
         wait.retry_after = when
         return wait
 
-    def _drop_path_table(self, spark: Any, ref: TableRef, name: str, statement: str, dry_run: bool,
+    def _drop_path_table(self, spark: SqlSession, ref: TableRef, name: str, statement: str, dry_run: bool,
                          storage_options: Mapping[str, str] | None) -> DropOutcome:
         from delta_downgrade.log.delta_log import DeltaLog
         from delta_downgrade.drop.run import (

@@ -5,9 +5,10 @@ touches (each step's ``files`` / ``bytes`` are null), said in the report's notes
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Sequence
 
 from delta_downgrade.app.engines.catalog_answers import latest_version, read_detail
+from delta_downgrade.app.engines.sql_session import SqlSession
 from delta_downgrade.app.table_ref import TableRef
 from delta_downgrade.compat.catalogue import Client
 from delta_downgrade.operations.compat import TableCompat, compat_of_protocol
@@ -19,7 +20,7 @@ CATALOG_NOTES = (
 )
 
 
-def catalog_compat(spark: Any, ref: TableRef, clients: Sequence[Client]) -> TableCompat:
+def catalog_compat(spark: SqlSession, ref: TableRef, clients: Sequence[Client]) -> TableCompat:
     detail = read_detail(spark, ref)
     return compat_of_protocol(ref.display, latest_version(spark, ref), detail.protocol, None, clients,
                               lambda _feature: None, CATALOG_NOTES)

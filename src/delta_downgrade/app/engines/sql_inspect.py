@@ -10,9 +10,9 @@ protocol of each version) is named in ``unavailable`` by
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from delta_downgrade.app.engines.catalog_answers import HistoryEntry, TableDetail, read_detail, read_history
+from delta_downgrade.app.engines.sql_session import SqlSession
 from delta_downgrade.app.table_ref import TableRef
 from delta_downgrade.operations.inspect import FeatureReport
 from delta_downgrade.protocol import Protocol
@@ -43,5 +43,5 @@ class CatalogTableReport:
         return out
 
 
-def inspect_catalog_table(spark: Any, ref: TableRef) -> CatalogTableReport:
+def inspect_catalog_table(spark: SqlSession, ref: TableRef) -> CatalogTableReport:
     return CatalogTableReport(ref.display, read_detail(spark, ref), read_history(spark, ref))

@@ -13,13 +13,35 @@ to do next for the classes a catalog user meets first: a missing privilege, an u
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, Protocol, Sequence
 
 from delta_downgrade.app.table_ref import TableRef
 from delta_downgrade.errors import (
     DeltaDowngradeError, EngineUnavailableError, InsufficientPermissionsError, TableNotFoundError,
     TableOrViewNotFoundError, from_delta_error_class,
 )
+
+class SqlRow(Protocol):
+    """A result row: a Spark ``Row`` or a SQL warehouse's (:class:`.sql_warehouse.WarehouseRow`).
+    Its values are SQL values of any column type."""
+
+    def asDict(self) -> dict[str, Any]: ...  # noqa: N802 - Spark's Row spelling
+
+    def __getitem__(self, key: str, /) -> Any: ...
+
+
+class SqlResult(Protocol):
+    """What :meth:`SqlSession.sql` returns: a Spark ``DataFrame``, or a warehouse's result."""
+
+    def collect(self) -> Sequence[SqlRow]: ...
+
+
+class SqlSession(Protocol):
+    """What the delta-sql engine needs of a session: a Spark session (classic or Connect) or a
+    SQL warehouse's (:class:`.sql_warehouse.WarehouseSession`)."""
+
+    def sql(self, statement: str, /) -> SqlResult: ...
+
 
 _ERROR_CLASS = re.compile(r"\[([A-Z][A-Z0-9_]+)(?:\.[A-Z0-9_]+)?\]")
 
@@ -39,7 +61,7 @@ def _unavailable(ref: TableRef, why: str) -> EngineUnavailableError:
     return EngineUnavailableError(f"{_NO_DELTA}; {why}; {todo}", table=ref.display)
 
 
-def delta_sql_session(ref: TableRef) -> Any:
+def delta_sql_session(ref: TableRef) -> SqlSession:
     """The session to run Delta SQL on: the active one; off Databricks without one, a SQL
     warehouse when ``DELTA_DOWNGRADE_WAREHOUSE_ID`` is set (:mod:`.sql_warehouse`); or one
     :func:`get_spark` starts where it would have Delta (Databricks, or the Delta jars configured).
@@ -51,9 +73,10 @@ def delta_sql_session(ref: TableRef) -> Any:
     filter_pyspark_warnings()
     try:
         from pyspark.sql import SparkSession
-    except ImportError:
-        SparkSession = None  # type: ignore[assignment,misc]  # a laptop may reach a warehouse only
-    spark = SparkSession.getActiveSession() if SparkSession is not None else None
+    except ImportError:  # a laptop may reach a warehouse only
+        have_pyspark, spark = False, None
+    else:
+        have_pyspark, spark = True, SparkSession.getActiveSession()
     if spark is None and not on_databricks():
         # No cluster: a SQL warehouse, when DELTA_DOWNGRADE_WAREHOUSE_ID names one (sql_warehouse.py).
         from delta_downgrade.app.engines.sql_warehouse import warehouse_session
@@ -61,7 +84,7 @@ def delta_sql_session(ref: TableRef) -> Any:
         warehouse = warehouse_session()
         if warehouse is not None:
             return warehouse
-    if SparkSession is None:
+    if not have_pyspark:
         raise _unavailable(ref, "PySpark is not installed")
     if spark is None:
         if not on_databricks() and DELTA_EXTENSION not in local_conf().get("spark.sql.extensions", ""):
@@ -143,7 +166,7 @@ def map_error(exc: BaseException, table: str, feature: str | None) -> DeltaDowng
     return mapped
 
 
-def run_sql(spark: Any, statement: str, table: str, feature: str | None = None) -> list[Any]:
+def run_sql(spark: SqlSession, statement: str, table: str, feature: str | None = None) -> list[SqlRow]:
     """Run ``statement`` and collect its rows (a command's result is its rows, usually none);
     any runtime error is ours (:func:`map_error`)."""
     try:

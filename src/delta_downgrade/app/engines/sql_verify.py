@@ -18,10 +18,9 @@ refused for a name (exit 2), since nothing here could check it.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from delta_downgrade.app.engines.catalog_answers import HistoryEntry, read_detail, read_history
-from delta_downgrade.app.engines.sql_session import run_sql
+from delta_downgrade.app.engines.sql_session import SqlSession, run_sql
 from delta_downgrade.app.engines.sql_statements import read_statement
 from delta_downgrade.app.table_ref import TableRef
 from delta_downgrade.errors import (
@@ -30,6 +29,7 @@ from delta_downgrade.errors import (
 )
 from delta_downgrade.operations.verify import Check, Expectations, VerifyReport, version_and_boundary_checks
 from delta_downgrade.protocol import lookup_feature
+from delta_downgrade.protocol.json_values import JsonObject
 from delta_downgrade.protocol.support import Operation, unsupported_features
 
 #: Checks a path's verification makes that SQL cannot: file-level traces, checkpoint files.
@@ -40,14 +40,14 @@ CATALOG_VERIFY_UNAVAILABLE = ("feature_traces_removed", "protected_checkpoints_e
 class CatalogVerifyReport(VerifyReport):
     """A :class:`VerifyReport` made through SQL, with the DROP FEATURE commits HISTORY shows."""
 
-    drop_commits: list[dict[str, Any]] = field(default_factory=list)
+    drop_commits: list[JsonObject] = field(default_factory=list)
     unavailable: tuple[str, ...] = CATALOG_VERIFY_UNAVAILABLE
 
-    def extra_result_fields(self) -> dict[str, Any]:
+    def extra_result_fields(self) -> JsonObject:
         return {"drop_commits": self.drop_commits, "unavailable": list(self.unavailable)}
 
 
-def verify_catalog_table(spark: Any, ref: TableRef, expect: Expectations) -> CatalogVerifyReport:
+def verify_catalog_table(spark: SqlSession, ref: TableRef, expect: Expectations) -> CatalogVerifyReport:
     """Check every expectation through DETAIL, HISTORY and a read; bad input raises."""
     table = ref.display
     if expect.protected_checkpoints:

@@ -4,9 +4,10 @@ need the table's log files, which a catalog table does not expose)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from delta_downgrade.app.render.inspect import INSPECT_FORMAT_VERSION, iso_utc, protocol_lines
+from delta_downgrade.protocol.json_values import JsonObject
 from delta_downgrade.protocol.protocol import protocol_document
 from delta_downgrade.protocol.support import Operation, unsupported_features
 
@@ -20,13 +21,17 @@ UNAVAILABLE = ("checkpoints", "last_checkpoint", "checkpoint_protection.protecte
                "unknown_log_files", "protocol_history")
 
 
-def catalog_inspect_document(report: CatalogTableReport) -> dict[str, Any]:
+#: Where a catalog table's document comes from.
+SOURCE = "DESCRIBE DETAIL, DESCRIBE HISTORY"
+
+
+def catalog_inspect_document(report: CatalogTableReport) -> JsonObject:
     d, history, protocol = report.detail, report.history, report.protocol
     latest = history[0] if history else None
     return {
         "format_version": INSPECT_FORMAT_VERSION,
         "table": report.table,
-        "source": "DESCRIBE DETAIL, DESCRIBE HISTORY",
+        "source": SOURCE,
         "version": latest.version if latest else None,
         "latest_version": latest.version if latest else None,
         # The oldest commit DESCRIBE HISTORY still lists (the log's retained history).
@@ -53,17 +58,24 @@ def catalog_inspect_document(report: CatalogTableReport) -> dict[str, Any]:
 
 
 def render_catalog_text(report: CatalogTableReport) -> str:
-    doc = catalog_inspect_document(report)
-    p = doc["protocol"]
-    cp = doc["checkpoint_protection"]
-    lines = [f"table            {doc['table']} (through {doc['source']})",
-             f"version          {doc['version']} (history back to {doc['earliest_version']}) at {doc['timestamp']}",
-             *protocol_lines(p)]
-    lines.append(f"checkpoint protection  {'on' if cp['feature_present'] else 'off'}"
-                 + (f", boundary version {cp['boundary_version']}" if cp["boundary_version"] is not None else ""))
-    lines.append(f"droppable        {', '.join(doc['droppable_features']) or '(none)'}")
-    lines.append(f"files            {doc['files']['live_files']} live ({doc['files']['live_bytes']} bytes)")
-    for c in doc["drop_feature_commits"]:
-        lines.append(f"  v{c['version']} DROP FEATURE {c['operation_parameters']} at {c['timestamp']}")
-    lines.append(f"not shown through SQL: {', '.join(doc['unavailable'])}")
+    # The values of catalog_inspect_document, read from the report.
+    d, history = report.detail, report.history
+    latest = history[0] if history else None
+    version = latest.version if latest else None
+    earliest = history[-1].version if history else None
+    timestamp = iso_utc(latest.timestamp_ms) if latest else None
+    boundary = d.boundary_version
+    feature_present = boundary is not None or "checkpointProtection" in d.table_features
+    droppable = [f.name for f in report.features if f.removable]
+    lines = [f"table            {report.table} (through {SOURCE})",
+             f"version          {version} (history back to {earliest}) at {timestamp}",
+             *protocol_lines(report.protocol)]
+    lines.append(f"checkpoint protection  {'on' if feature_present else 'off'}"
+                 + (f", boundary version {boundary}" if boundary is not None else ""))
+    lines.append(f"droppable        {', '.join(droppable) or '(none)'}")
+    lines.append(f"files            {d.num_files} live ({d.size_in_bytes} bytes)")
+    for e in history:
+        if e.drops():
+            lines.append(f"  v{e.version} DROP FEATURE {dict(e.parameters)} at {e.timestamp_iso}")
+    lines.append(f"not shown through SQL: {', '.join(UNAVAILABLE)}")
     return "\n".join(lines)

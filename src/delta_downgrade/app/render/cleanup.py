@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from delta_downgrade.clock import to_utc_iso
 from delta_downgrade.log.format.file_names import classify
+from delta_downgrade.protocol.json_values import JsonObject
 
 if TYPE_CHECKING:
     from delta_downgrade.operations.cleanup import CleanupPlan, CleanupResult
 
 
-def plan_document(plan: CleanupPlan) -> dict[str, Any]:
+def plan_document(plan: CleanupPlan) -> JsonObject:
     """The plan as JSON: every decision and every path, with the deletions in rule (d)'s order."""
     return {
         "cutoff_ms": plan.cutoff_ms,
@@ -38,7 +39,7 @@ def plan_document(plan: CleanupPlan) -> dict[str, Any]:
     }
 
 
-def cleanup_document(table: str, result: CleanupResult, *, dry_run: bool) -> dict[str, Any]:
+def cleanup_document(table: str, result: CleanupResult, *, dry_run: bool) -> JsonObject:
     """``cleanup --json``: the table, whether it was a dry run, what was deleted and the plan."""
     return {"table": table, "dry_run": dry_run, "deleted": list(result.deleted),
             "written": list(result.written), "plan": plan_document(result.plan)}

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from delta_downgrade.app.render.result import protocol_fields
+from delta_downgrade.protocol.json_values import JsonObject
 
 if TYPE_CHECKING:
     from delta_downgrade.operations.compat import ClientCompat, FleetCompat, TableCompat
@@ -17,7 +18,7 @@ STATUS_BLOCKED = "blocked"
 
 # --- RESULT --------------------------------------------------------------------------------------
 
-def compat_result(report: TableCompat) -> dict[str, Any]:
+def compat_result(report: TableCompat) -> JsonObject:
     """One table's RESULT: ``compatible`` when no selected client is blocked from reading or
     writing (a verdict ``no`` or ``misreads``), else ``blocked`` with the client ids. A blocked
     client is a finding, not a failure: exit 0 either way."""
@@ -28,7 +29,7 @@ def compat_result(report: TableCompat) -> dict[str, Any]:
             "blocked_read": blocked_read, "blocked_write": blocked_write}
 
 
-def fleet_summary(fleet: FleetCompat) -> dict[str, Any]:
+def fleet_summary(fleet: FleetCompat) -> JsonObject:
     """The summary RESULT of ``compat --tables-file``: counts, the blocked tables per client, the
     tables that failed."""
     blocked = [t for t in fleet.tables if t.blocked_read or t.blocked_write]

@@ -219,10 +219,12 @@ def _table_section(ti: int, table: Mapping[str, Any], name: str, entries: Mappin
     summary = table.get("summary") or {}
     best = summary.get("best_drop")
     timeline = table.get("timeline")
-    drawn = isinstance(timeline, Mapping) and "latest_version" in timeline
+    # a timeline to draw; else None (no timeline, or the error that kept it from being read)
+    drawn_timeline = timeline if isinstance(timeline, Mapping) and "latest_version" in timeline else None
+    drawn = drawn_timeline is not None
     # time travel per client: each protocol span, and who cannot read its versions (by family)
     travel = []
-    for span in (timeline.get("spans") or ()) if drawn else ():  # type: ignore[union-attr]  # drawn: timeline is a mapping
+    for span in (drawn_timeline.get("spans") or ()) if drawn_timeline is not None else ():
         readers = set(span.get("readers") or ())
         travel.append({"from": span.get("from"), "to": span.get("to"), "readers": len(readers),
                        "judged": span.get("judged"),
@@ -233,7 +235,7 @@ def _table_section(ti: int, table: Mapping[str, Any], name: str, entries: Mappin
         "protocol": table.get("protocol") or {}, "summary": summary, "notes": table.get("notes") or (),
         "groups": list(groups.values()), "travel": travel,
         "best_drop": None if not best else {**best, "text": drops_text(best["drops"])},
-        "timeline": timeline_shapes(timeline, list(entries)) if drawn else None,  # type: ignore[arg-type]  # drawn: timeline is a mapping
+        "timeline": timeline_shapes(drawn_timeline, list(entries)) if drawn_timeline is not None else None,
         "timeline_error": timeline if isinstance(timeline, Mapping) and not drawn else None,
     }
 

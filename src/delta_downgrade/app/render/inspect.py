@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import json
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from delta_downgrade.protocol.protocol import protocol_document
+from delta_downgrade.protocol.json_values import JsonObject
+from delta_downgrade.protocol.protocol import Protocol, protocol_document
 
 if TYPE_CHECKING:
     from delta_downgrade.log.delta_log import ProtocolSpan
@@ -26,8 +27,8 @@ def iso_utc(epoch_ms: int | None) -> str | None:
     return datetime.fromtimestamp(epoch_ms / 1000, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")[:-4] + "Z"
 
 
-def _feature(f: FeatureReport) -> dict[str, Any]:
-    out: dict[str, Any] = {"name": f.name, "known": f.known, "kind": f.kind, "implicit": f.implicit,
+def _feature(f: FeatureReport) -> JsonObject:
+    out: JsonObject = {"name": f.name, "known": f.known, "kind": f.kind, "implicit": f.implicit,
                            "removable": f.removable,
                            "requires_history_protection": f.requires_history_protection}
     if f.traces is not None:
@@ -36,24 +37,24 @@ def _feature(f: FeatureReport) -> dict[str, Any]:
     return out
 
 
-def _checkpoint(r: CheckpointReport) -> dict[str, Any]:
+def _checkpoint(r: CheckpointReport) -> JsonObject:
     c = r.checkpoint
-    out: dict[str, Any] = {"version": c.version, "kind": c.kind, "parts": c.num_parts or 1,
+    out: JsonObject = {"version": c.version, "kind": c.kind, "parts": c.num_parts or 1,
                            "complete": c.complete, "files": list(c.paths), "size_bytes": c.size_bytes}
     if r.sidecars is not None:
         out["sidecars"] = r.sidecars
     return out
 
 
-def span_document(span: ProtocolSpan) -> dict[str, Any]:
+def span_document(span: ProtocolSpan) -> JsonObject:
     """One entry of the document's protocol history."""
     return {"start_version": span.start, "end_version": span.end,
             "protocol": protocol_document(span.protocol), "boundary_version": span.boundary_version}
 
 
-def inspect_document(report: TableReport) -> dict[str, Any]:
+def inspect_document(report: TableReport) -> JsonObject:
     """The ``inspect --json`` document, keys in their documented order."""
-    doc: dict[str, Any] = {
+    doc: JsonObject = {
         "format_version": INSPECT_FORMAT_VERSION,
         "table": report.table,
         "version": report.version,
@@ -97,25 +98,25 @@ def render_json(report: TableReport) -> str:
     return json.dumps(inspect_document(report), indent=2, sort_keys=False, default=str)
 
 
-def protocol_lines(p: dict[str, Any]) -> list[str]:
-    """The aligned protocol lines of ``inspect``'s text, from a :func:`protocol_document`."""
-    lines = [f"protocol         reader {p['minReaderVersion']}, writer {p['minWriterVersion']}"]
-    if p["readerFeatures"] is not None:
-        lines.append(f"  reader features  {', '.join(p['readerFeatures']) or '(none)'}")
-    if p["writerFeatures"] is not None:
-        lines.append(f"  writer features  {', '.join(p['writerFeatures']) or '(none)'}")
+def protocol_lines(protocol: Protocol) -> list[str]:
+    """The aligned protocol lines of ``inspect``'s text; feature lists sorted, as in
+    :func:`protocol_document`."""
+    lines = [f"protocol         reader {protocol.min_reader_version}, writer {protocol.min_writer_version}"]
+    if protocol.reader_features is not None:
+        lines.append(f"  reader features  {', '.join(sorted(protocol.reader_features)) or '(none)'}")
+    if protocol.writer_features is not None:
+        lines.append(f"  writer features  {', '.join(sorted(protocol.writer_features)) or '(none)'}")
     return lines
 
 
 def render_text(report: TableReport) -> str:
     """``inspect``: a readable, aligned rendering of the report."""
-    p = protocol_document(report.protocol)
     lines = [f"table            {report.table}",
              f"version          {report.version} (latest {report.latest_version}, "
              + (f"earliest retained {report.earliest_version}" if report.listed_from is None else
                 f"log listed from checkpoint {report.listed_from}")
              + f") at {iso_utc(report.timestamp_ms)}",
-             *protocol_lines(p)]
+             *protocol_lines(report.protocol)]
     implicit = sorted(report.protocol.implicit_features)
     if implicit:
         lines.append(f"  implied by legacy versions  {', '.join(implicit)}")
@@ -153,9 +154,9 @@ def render_text(report: TableReport) -> str:
         lines.append("")
         lines.append("protocol history")
         for span in report.protocol_history:
-            pr = protocol_document(span.protocol)
-            feats = sorted(set(pr["readerFeatures"] or []) | set(pr["writerFeatures"] or []))
-            lines.append(f"  v{span.start}..v{span.end}  ({pr['minReaderVersion']},"
-                         f"{pr['minWriterVersion']}) {', '.join(feats)}"
+            pr = span.protocol
+            feats = sorted((pr.reader_features or frozenset()) | (pr.writer_features or frozenset()))
+            lines.append(f"  v{span.start}..v{span.end}  ({pr.min_reader_version},"
+                         f"{pr.min_writer_version}) {', '.join(feats)}"
                          + (f"  boundary {span.boundary_version}" if span.boundary_version is not None else ""))
     return "\n".join(lines)

@@ -3,17 +3,18 @@
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Sequence
 
 from delta_downgrade.compat.catalogue import Client
 from delta_downgrade.operations.protocol_timeline import ProtocolTimeline
 from delta_downgrade.operations.version_access import client_versions, protocol_spans
+from delta_downgrade.protocol.json_values import JsonObject
 from delta_downgrade.protocol.protocol import protocol_document
 
 __all__ = ["timeline_json"]
 
 
-def timeline_json(timeline: ProtocolTimeline, clients: Sequence[Client] | None = None) -> dict[str, Any]:
+def timeline_json(timeline: ProtocolTimeline, clients: Sequence[Client] | None = None) -> JsonObject:
     """The timeline; with ``clients``, ``spans`` (each run of versions with one protocol) says
     which of them read those versions (time travel per client, operations.version_access)."""
     out = _timeline_json(timeline)
@@ -27,7 +28,7 @@ def timeline_json(timeline: ProtocolTimeline, clients: Sequence[Client] | None =
     return out
 
 
-def _timeline_json(timeline: ProtocolTimeline) -> dict[str, Any]:
+def _timeline_json(timeline: ProtocolTimeline) -> JsonObject:
     return {
         "earliest_version": timeline.earliest_version,
         "latest_version": timeline.latest_version,

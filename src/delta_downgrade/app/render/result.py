@@ -15,11 +15,13 @@ from typing import TYPE_CHECKING, Any, Mapping, TextIO
 
 from delta_downgrade.errors import DeltaDowngradeError, RetentionWaitError
 from delta_downgrade.protocol import Protocol
+from delta_downgrade.protocol.json_values import JsonObject
 
 if TYPE_CHECKING:  # the operations load pyarrow: the entry points import this module first
+    from delta_downgrade.app.engines.sql_inspect import CatalogTableReport
+    from delta_downgrade.drop.run import DropOutcome
     from delta_downgrade.operations.cleanup import CleanupResult
     from delta_downgrade.operations.drop_for_client import ClientDropOutcome
-    from delta_downgrade.drop.run import DropOutcome
     from delta_downgrade.operations.inspect import TableReport
     from delta_downgrade.operations.vacuum import VacuumResult
     from delta_downgrade.operations.verify import Check, VerifyReport
@@ -27,7 +29,7 @@ if TYPE_CHECKING:  # the operations load pyarrow: the entry points import this m
 RESULT_PREFIX = "RESULT "
 
 
-def protocol_fields(protocol: Protocol) -> dict[str, Any]:
+def protocol_fields(protocol: Protocol) -> JsonObject:
     """The protocol keys of a RESULT: versions and sorted feature lists (None when not listed)."""
     return {
         "min_reader_version": protocol.min_reader_version,
@@ -37,11 +39,11 @@ def protocol_fields(protocol: Protocol) -> dict[str, Any]:
     }
 
 
-def drop_result(outcome: DropOutcome) -> dict[str, Any]:
+def drop_result(outcome: DropOutcome) -> JsonObject:
     """The RESULT of one drop (``drop_feature_task``, ``truncate_task``, ``drop-feature``)."""
     from delta_downgrade.drop.run import STATUS_PLANNED  # loaded with the outcome
 
-    out: dict[str, Any] = {
+    out: JsonObject = {
         "table": outcome.table, "feature": outcome.feature, "status": outcome.status,
         **protocol_fields(outcome.protocol_after),
         "protocol_before": outcome.protocol_before.to_action(),
@@ -63,7 +65,7 @@ def drop_result(outcome: DropOutcome) -> dict[str, Any]:
     return out
 
 
-def client_drop_result(outcome: ClientDropOutcome) -> dict[str, Any]:
+def client_drop_result(outcome: ClientDropOutcome) -> JsonObject:
     """The RESULT of ``drop-feature --for CLIENT`` (``drop_feature_task --for_client``): the keys
     of :func:`drop_result` for the run as a whole, plus the client and the features. ``feature``
     keeps its type (one string): the features dropped, comma-joined in order (None when none);
@@ -74,7 +76,7 @@ def client_drop_result(outcome: ClientDropOutcome) -> dict[str, Any]:
     drops = outcome.drops
     last = drops[-1] if drops else None
     dropped = outcome.features_dropped
-    out: dict[str, Any] = {
+    out: JsonObject = {
         "table": outcome.table, "client": outcome.client.id,
         "feature": ",".join(dropped) if dropped else None,
         "features_dropped": dropped, "features_planned": list(outcome.features_planned),
@@ -97,11 +99,11 @@ def client_drop_result(outcome: ClientDropOutcome) -> dict[str, Any]:
     return out
 
 
-def check_result(check: Check) -> dict[str, Any]:
+def check_result(check: Check) -> JsonObject:
     return {"check": check.name, "ok": check.ok, "detail": check.detail}
 
 
-def verify_result(report: VerifyReport) -> dict[str, Any]:
+def verify_result(report: VerifyReport) -> JsonObject:
     """The RESULT of ``verify_task`` for one table: ``verified`` or ``failed``, with every check."""
     return {
         "table": report.table,
@@ -117,7 +119,7 @@ def verify_result(report: VerifyReport) -> dict[str, Any]:
     }
 
 
-def inspect_result(report: TableReport) -> dict[str, Any]:
+def inspect_result(report: TableReport) -> JsonObject:
     """The RESULT of ``inspect``: the version read, its protocol and checkpoint protection."""
     return {"table": report.table, "status": "inspected", "version": report.version,
             "latest_version": report.latest_version, **protocol_fields(report.protocol),
@@ -126,19 +128,19 @@ def inspect_result(report: TableReport) -> dict[str, Any]:
             "droppable_features": report.droppable_features}
 
 
-def catalog_inspect_result(report: Any) -> dict[str, Any]:
+def catalog_inspect_result(report: CatalogTableReport) -> JsonObject:
     """The RESULT of ``inspect`` on a catalog name (``DESCRIBE DETAIL``/``HISTORY``): the same
-    keys as :func:`inspect_result` where SQL gives them."""
-    from delta_downgrade.app.render.catalog_inspect import catalog_inspect_document
+    keys as :func:`inspect_result` where SQL gives them (the values of the ``inspect --json``
+    document, ``app/render/catalog_inspect.py``)."""
+    latest = report.history[0] if report.history else None
+    version = latest.version if latest else None
+    return {"table": report.table, "status": "inspected", "version": version,
+            "latest_version": version, **protocol_fields(report.protocol),
+            "boundary_version": report.detail.boundary_version,
+            "droppable_features": [f.name for f in report.features if f.removable]}
 
-    document = catalog_inspect_document(report)
-    return {"table": report.table, "status": "inspected", "version": document["version"],
-            "latest_version": document["latest_version"], **protocol_fields(report.protocol),
-            "boundary_version": document["checkpoint_protection"]["boundary_version"],
-            "droppable_features": document["droppable_features"]}
 
-
-def cleanup_result(table: str, result: CleanupResult, *, dry_run: bool) -> dict[str, Any]:
+def cleanup_result(table: str, result: CleanupResult, *, dry_run: bool) -> JsonObject:
     """The RESULT of ``cleanup``: ``planned`` (dry run), ``skipped`` (the Checkpoint Protection
     rules forbid it: not an error) or ``cleaned``; counts, not paths (a log may hold millions)."""
     plan = result.plan
@@ -150,7 +152,7 @@ def cleanup_result(table: str, result: CleanupResult, *, dry_run: bool) -> dict[
             "deleted_count": len(result.deleted)}
 
 
-def vacuum_result(result: VacuumResult) -> dict[str, Any]:
+def vacuum_result(result: VacuumResult) -> JsonObject:
     """The RESULT of ``vacuum``: ``planned`` (dry run), ``vacuumed``, or ``failed`` when a file
     could not be deleted (exit 1; the document lists them); counts, not paths."""
     status = "planned" if result.dry_run else "vacuumed" if result.ok else "failed"
@@ -160,7 +162,7 @@ def vacuum_result(result: VacuumResult) -> dict[str, Any]:
             "deleted_count": len(result.deleted), "failed_count": len(result.failed)}
 
 
-def error_result(table: str | None, feature: str | None, exc: BaseException) -> dict[str, Any]:
+def error_result(table: str | None, feature: str | None, exc: BaseException) -> JsonObject:
     """The RESULT of a table whose task failed: the error's class, message and parameters; a
     :class:`DeltaDowngradeError` that says when to retry (``retry_after``) is ``waiting``."""
     if isinstance(exc, DeltaDowngradeError):
@@ -175,11 +177,11 @@ def error_result(table: str | None, feature: str | None, exc: BaseException) -> 
             "message": f"{type(exc).__name__}: {exc}"}
 
 
-def format_result(result: dict[str, Any]) -> str:
+def format_result(result: Mapping[str, object]) -> str:
     return RESULT_PREFIX + json.dumps(result, sort_keys=True, default=str, separators=(",", ":"))
 
 
-def emit_result(result: dict[str, Any], stream: TextIO | None = None, *,
+def emit_result(result: Mapping[str, object], stream: TextIO | None = None, *,
                 secrets: Mapping[str, str] | None = None) -> None:
     """Print one RESULT line; the values of ``secrets`` (the storage options) are masked in it
     (an error's message may quote a store's answer)."""

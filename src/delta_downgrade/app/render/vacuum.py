@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from delta_downgrade.clock import to_utc_iso
+from delta_downgrade.protocol.json_values import JsonObject
 from delta_downgrade.protocol.table_config import HOUR_MS
 
 if TYPE_CHECKING:
     from delta_downgrade.operations.vacuum import VacuumResult
 
 
-def vacuum_document(result: VacuumResult) -> dict[str, Any]:
+def vacuum_document(result: VacuumResult) -> JsonObject:
     """``vacuum --json``: what was found, deleted and kept. Paths are table-relative."""
     return {
         "table": result.table, "operation": "VACUUM", "version": result.version,

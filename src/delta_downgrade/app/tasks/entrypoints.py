@@ -9,14 +9,15 @@ from __future__ import annotations
 
 import sys
 import traceback
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Sequence
 
 from delta_downgrade.app.render.result import drop_result, emit_result, verify_result
 from delta_downgrade.app.storage_options import redact_output
-from delta_downgrade.app.tasks.framework import TASK_VALUE_KEYS, Task, capped_list
+from delta_downgrade.app.tasks.framework import TASK_VALUE_KEYS, TableOutcome, Task, capped_list
 from delta_downgrade.app.tasks.settings import DropFeatureSettings, TaskSettings, TruncateSettings, VerifySettings
 from delta_downgrade.app.table_ref import parse_table_ref
 from delta_downgrade.app.tasks.task_values import task_values_for
+from delta_downgrade.protocol.json_values import JsonObject
 from delta_downgrade.errors import EXIT_FAILURE, EXIT_OK, BadSettingsError, DeltaDowngradeError
 
 if TYPE_CHECKING:
@@ -60,7 +61,7 @@ def _nothing_waits(settings: TruncateSettings) -> int:
 
 # --- verify -------------------------------------------------------------------------------------
 
-def _verify_one(settings: TaskSettings, table: str) -> tuple[dict[str, Any], int]:
+def _verify_one(settings: TaskSettings, table: str) -> TableOutcome:
     from delta_downgrade.operations.verify import Expectations, verify_table
 
     assert isinstance(settings, VerifySettings)
@@ -73,7 +74,7 @@ def _verify_one(settings: TaskSettings, table: str) -> tuple[dict[str, Any], int
         protected_checkpoints=tuple(settings.expect_protected_checkpoints or ()),
     )
     ref = parse_table_ref(table)
-    extra: dict[str, Any] = {}
+    extra: JsonObject = {}
     report: VerifyReport  # a catalog table's is a CatalogVerifyReport
     if ref.is_name:
         # A catalog table: DESCRIBE DETAIL / HISTORY and a read on the session, never its path.
@@ -93,7 +94,7 @@ def _verify_one(settings: TaskSettings, table: str) -> tuple[dict[str, Any], int
 
 
 def _verify_compat_report(settings: TaskSettings, tables: list[str],
-                          secrets: dict[str, str]) -> tuple[dict[str, Any], int]:
+                          secrets: dict[str, str]) -> TableOutcome:
     """``compat_report=DIR``: the client compatibility report of the tables verified (every
     catalogue client), written after the verification; its paths under ``compat_report`` in the
     summary and the task values. A report that cannot be written is ``compat_report_error`` and
@@ -135,7 +136,7 @@ def _engine_for(settings: TaskSettings, ref: TableRef) -> Engine:
     return select_engine(settings.engine, ref)
 
 
-def _drop_one(settings: TaskSettings, table: str) -> tuple[dict[str, Any], int]:
+def _drop_one(settings: TaskSettings, table: str) -> TableOutcome:
     assert isinstance(settings, DropFeatureSettings)
     if settings.for_client:
         return _drop_for_client_one(settings, table)
@@ -149,7 +150,7 @@ def _drop_one(settings: TaskSettings, table: str) -> tuple[dict[str, Any], int]:
     return _record_if_waiting(settings, table, drop_result(outcome)), EXIT_OK
 
 
-def _record_if_waiting(settings: DropFeatureSettings, table: str, result: dict[str, Any]) -> dict[str, Any]:
+def _record_if_waiting(settings: DropFeatureSettings, table: str, result: JsonObject) -> JsonObject:
     """A table left with ``checkpointProtection`` to truncate is recorded in ``waiting_dir`` for
     the daily truncate job (not on a dry run, which wrote nothing)."""
     if settings.waiting_dir and result.get("needs_truncate") and not settings.dry_run:
@@ -160,7 +161,7 @@ def _record_if_waiting(settings: DropFeatureSettings, table: str, result: dict[s
     return result
 
 
-def _drop_for_client_one(settings: DropFeatureSettings, table: str) -> tuple[dict[str, Any], int]:
+def _drop_for_client_one(settings: DropFeatureSettings, table: str) -> TableOutcome:
     """``--for_client``: the features that block the client, dropped in one run (RESULT keys of a
     drop, ``feature`` the comma-joined features dropped, plus ``client`` and ``features_dropped``)."""
     from delta_downgrade.app.engines import drop_for_client
@@ -182,7 +183,7 @@ def _drop_for_client_one(settings: DropFeatureSettings, table: str) -> tuple[dic
     return _record_if_waiting(settings, table, client_drop_result(outcome)), EXIT_OK
 
 
-def _truncate_one(settings: TaskSettings, table: str) -> tuple[dict[str, Any], int]:
+def _truncate_one(settings: TaskSettings, table: str) -> TableOutcome:
     assert isinstance(settings, TruncateSettings)
     ref = parse_table_ref(table)  # the one parse of this table's argument
     engine = _engine_for(settings, ref)

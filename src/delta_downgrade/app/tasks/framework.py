@@ -33,7 +33,8 @@ from delta_downgrade.app.storage_options import command_line_secrets, redact_out
 from delta_downgrade.app.tasks.settings import (
     STORAGE_OPTION_ITEM, TaskSettings, load_settings, parse_cli_args,
 )
-from delta_downgrade.app.tasks.task_values import task_values_for
+from delta_downgrade.app.tasks.task_values import TaskValues, task_values_for
+from delta_downgrade.protocol.json_values import JsonObject, JsonValue
 from delta_downgrade.errors import (
     EXIT_BAD_INPUT, EXIT_CONFLICT, EXIT_FAILURE, EXIT_OK, EXIT_WAIT, BadSettingsError, DeltaDowngradeError,
     RetentionWaitError,
@@ -48,17 +49,19 @@ TASK_VALUE_KEYS = ("table", "feature", "status", "min_reader_version", "min_writ
                    "reader_features", "writer_features", "boundary_version", "protected_checkpoints",
                    "needs_truncate", "truncate_after", "exit_code", "client", "features_dropped")
 
-TableHandler = Callable[[TaskSettings, str], tuple[dict[str, Any], int]]
+#: A table's RESULT and its exit code.
+TableOutcome = tuple[JsonObject, int]
+TableHandler = Callable[[TaskSettings, str], TableOutcome]
 #: Run after every table is handled: values to add to the fleet summary / the task values, and
 #: an exit code for them (a task's own output, e.g. verify's compat report).
-AfterTables = Callable[[TaskSettings, list[str], dict[str, str]], tuple[dict[str, Any], int]]
+AfterTables = Callable[[TaskSettings, list[str], dict[str, str]], TableOutcome]
 
 
 def worst(codes: Sequence[int]) -> int:
     return max(codes, key=_SEVERITY.index, default=EXIT_OK)
 
 
-def error_outcome(table: str | None, feature: str | None, exc: BaseException) -> tuple[dict[str, Any], int]:
+def error_outcome(table: str | None, feature: str | None, exc: BaseException) -> TableOutcome:
     code = exc.exit_code if isinstance(exc, DeltaDowngradeError) else EXIT_FAILURE
     return error_result(table, feature, exc), code
 
@@ -67,7 +70,7 @@ def error_outcome(table: str | None, feature: str | None, exc: BaseException) ->
 STATUS_WAITING = "waiting"
 
 
-def waiting_outcome(table: str, feature: str | None, exc: RetentionWaitError) -> tuple[dict[str, Any], int]:
+def waiting_outcome(table: str, feature: str | None, exc: RetentionWaitError) -> TableOutcome:
     """A wait in task mode: status ``waiting``, ``needs_truncate=true``, ``truncate_after`` (None
     when the engine could not say, e.g. Delta's own error through ``--engine=delta-sql``), the
     error class and message kept for the run page, and exit 0."""
@@ -181,7 +184,7 @@ def _run_tables(settings: TaskSettings, handler: TableHandler, tables: list[str]
     feature = (getattr(settings, "feature", None) or getattr(settings_cls, "FEATURE", None)
                or getattr(settings, "expect_absent_feature", None))
 
-    def one(table: str) -> tuple[dict[str, Any], int]:
+    def one(table: str) -> TableOutcome:
         try:
             return handler(settings, table)
         except RetentionWaitError as exc:
@@ -242,11 +245,11 @@ SUMMARY_LIST_ITEMS = 50
 SUMMARY_LIST_BYTES = 12 * 1024
 
 
-def capped_list(name: str, tables: list[str]) -> dict[str, Any]:
+def capped_list(name: str, tables: Sequence[JsonValue]) -> JsonObject:
     """``name``: the first tables of ``tables`` (at most :data:`SUMMARY_LIST_ITEMS`, within
     :data:`SUMMARY_LIST_BYTES`), ``<name>_count``: how many there are, ``<name>_truncated``:
     whether some were left out."""
-    shown: list[str] = []
+    shown: list[JsonValue] = []
     size = 2
     for table in tables[:SUMMARY_LIST_ITEMS]:
         size += len(json.dumps(table).encode("utf-8")) + 1
@@ -256,7 +259,7 @@ def capped_list(name: str, tables: list[str]) -> dict[str, Any]:
     return {name: shown, f"{name}_count": len(tables), f"{name}_truncated": len(shown) < len(tables)}
 
 
-def _set_values(values: MaskedTaskValues, items: Mapping[str, Any]) -> None:
+def _set_values(values: MaskedTaskValues, items: Mapping[str, JsonValue]) -> None:
     """Set each task value on its own, in order: one that cannot be set (over 48 KiB, refused by
     the store) is said on stderr and set as null instead, and never keeps the others (``status``,
     ``exit_code``, ``needs_truncate``, set first) from being set."""
@@ -275,10 +278,10 @@ class MaskedTaskValues:
     """Task values whose secrets (storage option values) are masked before they are set: the
     next task, the run's page and the local values file get the masked text."""
 
-    def __init__(self, values: Any, secrets: dict[str, str]) -> None:
+    def __init__(self, values: TaskValues, secrets: dict[str, str]) -> None:
         self.values, self.secrets = values, secrets
 
-    def set(self, key: str, value: Any) -> None:
+    def set(self, key: str, value: JsonValue) -> None:
         self.values.set(key, redact_output(value, self.secrets))
 
 

@@ -62,15 +62,20 @@ import os
 import re
 import sys
 from pathlib import Path
-from typing import Any, ClassVar, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, Mapping, Sequence
 
 from pydantic import Field, SecretStr, ValidationError, field_validator
-from pydantic_settings import BaseSettings, CliSettingsSource, SettingsConfigDict, TomlConfigSettingsSource
+from pydantic_settings import (
+    BaseSettings, CliSettingsSource, PydanticBaseSettingsSource, SettingsConfigDict, TomlConfigSettingsSource,
+)
 from pydantic_settings.exceptions import SettingsError
 
 from delta_downgrade.app.storage_options import parse_storage_option_items
 from delta_downgrade.errors import BadConfigError, BadInputError, BadSettingsError, BadStorageOptionError
 from delta_downgrade.app.tasks.task_values import check_key
+
+if TYPE_CHECKING:
+    from importlib.abc import Traversable
 
 ENV_PREFIX = "DELTA_DOWNGRADE_"
 
@@ -134,7 +139,7 @@ class _TaskTomlSource(TomlConfigSettingsSource):
         # Absolute, so that the built-in's `~` expansion cannot turn it into another file.
         super().__init__(settings_cls, toml_file=Path(path).absolute() if path else None)
 
-    def _read_file(self, file_path: Any) -> dict[str, Any]:
+    def _read_file(self, file_path: Path | Traversable) -> dict[str, Any]:
         path = self.path or str(file_path)  # the path as given, for the messages
         try:
             data = tomllib.loads(read_text_file(path, "config file"))
@@ -160,7 +165,7 @@ def _key(name: str) -> str:
     return name.replace("-", "_")
 
 
-def _toml_type(value: Any) -> str:
+def _toml_type(value: object) -> str:
     if isinstance(value, list):
         return "an array" + (" of tables ([[...]])" if value and all(isinstance(v, dict) for v in value) else "")
     return f"a {type(value).__name__} ({value!r})"
@@ -198,7 +203,7 @@ def read_text_file(path: str, what: str, *, max_bytes: int | None = None) -> str
                              f"{data[exc.start:exc.start + 1]!r}); save it as UTF-8") from exc
 
 
-def _split_list(value: Any) -> Any:
+def _split_list(value: object) -> object:
     """A list setting given as text: a JSON array, or items separated by commas."""
     if isinstance(value, str):
         text = value.strip()
@@ -233,12 +238,12 @@ class TaskSettings(BaseSettings):
 
     @field_validator("tables", mode="before")
     @classmethod
-    def _split_tables(cls, value: Any) -> Any:
+    def _split_tables(cls, value: object) -> object:
         return _split_list(value)
 
     @field_validator("storage_options", mode="before")
     @classmethod
-    def _storage_options(cls, value: Any) -> Any:
+    def _storage_options(cls, value: object) -> dict[str, SecretStr | str]:
         # A JSON object as text (the command line), a table (TOML), a dict (the environment's
         # JSON, decoded by pydantic-settings). No message here quotes a value: it may be a secret.
         if isinstance(value, str):
@@ -246,7 +251,7 @@ class TaskSettings(BaseSettings):
         if not isinstance(value, Mapping):
             raise ValueError(f"must be a table / JSON object of KEY = \"VALUE\" strings, not "
                              f"{type(value).__name__}")
-        out: dict[str, Any] = {}
+        out: dict[str, SecretStr | str] = {}
         for key, item in value.items():
             if isinstance(item, SecretStr):
                 out[str(key)] = item
@@ -282,9 +287,10 @@ class TaskSettings(BaseSettings):
         return value.replace("_", "-")
 
     @classmethod
-    def settings_customise_sources(cls, settings_cls: type[BaseSettings], init_settings: Any,
-                                   env_settings: Any, dotenv_settings: Any,
-                                   file_secret_settings: Any) -> tuple[Any, ...]:
+    def settings_customise_sources(cls, settings_cls: type[BaseSettings], init_settings: PydanticBaseSettingsSource,
+                                   env_settings: PydanticBaseSettingsSource, dotenv_settings: PydanticBaseSettingsSource,
+                                   file_secret_settings: PydanticBaseSettingsSource
+                                   ) -> tuple[PydanticBaseSettingsSource, ...]:
         # Highest precedence first: (the command line, which pydantic-settings puts before these
         # when load_settings passes its CliSettingsSource,) the environment, the file.
         return (init_settings, env_settings, _TaskTomlSource(settings_cls, cls._config_path, cls.TASK))
@@ -303,7 +309,7 @@ class TaskSettings(BaseSettings):
         return list(seen)
 
 
-def storage_options_from_json(text: str) -> dict[str, Any]:
+def storage_options_from_json(text: str) -> dict[str, object]:
     """A JSON object of storage options; ``ValueError`` saying where the text is wrong, never
     quoting it (it holds secrets)."""
     if not text.strip():
@@ -397,7 +403,7 @@ class VerifySettings(TaskSettings):
 
     @field_validator("expect_protected_checkpoints", mode="before")
     @classmethod
-    def _split_paths(cls, value: Any) -> Any:
+    def _split_paths(cls, value: object) -> object:
         return _split_list(value)  # same list syntax as --tables
 
 
@@ -528,6 +534,6 @@ def load_settings(cls: type[TaskSettings], argv: Sequence[str]) -> TaskSettings:
         cls._config_path = None
 
 
-def _where(loc: Sequence[Any]) -> str:
+def _where(loc: Sequence[str | int]) -> str:
     name = ".".join(str(p) for p in loc)
     return f"{ENV_PREFIX}{name.upper()}" if loc and loc[0] in RUNNER_ONLY else f"--{name}"

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from delta_downgrade.errors import BadTaskValueError, TaskValueTooLargeError
+from delta_downgrade.protocol.json_values import JsonObject, JsonValue
 
 MAX_VALUE_BYTES = 48 * 1024
 RUN_DIR_ENV = "DELTA_DOWNGRADE_RUN_DIR"
@@ -30,7 +31,7 @@ KEY_PATTERN = re.compile(r"[A-Za-z0-9_-]+")
 MAX_KEY_LENGTH = 100
 
 
-def check_key(key: Any, what: str = "task key") -> str:
+def check_key(key: object, what: str = "task key") -> str:
     """``key`` when it is a valid task key / task-value key, else :class:`BadTaskValueError`."""
     if not isinstance(key, str) or not KEY_PATTERN.fullmatch(key) or len(key) > MAX_KEY_LENGTH:
         raise BadTaskValueError(f"{what} {key!r} is invalid: use 1 to {MAX_KEY_LENGTH} characters "
@@ -38,7 +39,7 @@ def check_key(key: Any, what: str = "task key") -> str:
     return key
 
 
-def encode_value(key: str, value: Any) -> str:
+def encode_value(key: str, value: object) -> str:
     text = json.dumps(value, sort_keys=True, default=str)
     if len(text.encode("utf-8")) > MAX_VALUE_BYTES:
         raise TaskValueTooLargeError(
@@ -47,7 +48,7 @@ def encode_value(key: str, value: Any) -> str:
 
 
 class TaskValues(Protocol):
-    def set(self, key: str, value: Any) -> None: ...
+    def set(self, key: str, value: JsonValue) -> None: ...
 
 
 class LocalTaskValues:
@@ -56,7 +57,7 @@ class LocalTaskValues:
     def __init__(self, run_dir: str | os.PathLike[str], task_key: str) -> None:
         self.path = Path(run_dir) / "task_values" / f"{check_key(task_key)}.json"
 
-    def read_all(self) -> dict[str, Any]:
+    def read_all(self) -> JsonObject:
         try:
             # O_NOFOLLOW: a symlink planted at the values file is not ours to read.
             fd = os.open(self.path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
@@ -72,7 +73,7 @@ class LocalTaskValues:
             return {}
         return values if isinstance(values, dict) else {}
 
-    def set(self, key: str, value: Any) -> None:
+    def set(self, key: str, value: JsonValue) -> None:
         check_key(key, "task value key")
         encode_value(key, value)
         values = self.read_all()
@@ -134,14 +135,14 @@ class DatabricksTaskValues:
     def __init__(self, dbutils: Any = None) -> None:
         self._dbutils = dbutils if dbutils is not None else runtime_dbutils()
 
-    def set(self, key: str, value: Any) -> None:
+    def set(self, key: str, value: JsonValue) -> None:
         check_key(key, "task value key")
         encode_value(key, value)
         self._dbutils.jobs.taskValues.set(key=key, value=value)
 
 
 class NullTaskValues:
-    def set(self, key: str, value: Any) -> None:
+    def set(self, key: str, value: JsonValue) -> None:
         check_key(key, "task value key")
         encode_value(key, value)
 
@@ -155,5 +156,5 @@ def task_values_for(task_key: str, run_dir: str | None = None) -> TaskValues:
     return NullTaskValues()
 
 
-def read_task_values(run_dir: str | os.PathLike[str], task_key: str) -> dict[str, Any]:
+def read_task_values(run_dir: str | os.PathLike[str], task_key: str) -> JsonObject:
     return LocalTaskValues(run_dir, task_key).read_all()

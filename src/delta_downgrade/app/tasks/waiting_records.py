@@ -20,10 +20,10 @@ import hashlib
 import json
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
 
 from delta_downgrade.app.tasks.task_values import replace_file
 from delta_downgrade.errors import BadConfigError
+from delta_downgrade.protocol.json_values import JsonValue
 
 SUFFIX = ".waiting.json"
 
@@ -33,7 +33,7 @@ def _record_path(directory: str, table: str) -> Path:
     return Path(directory) / f"{digest}{SUFFIX}"
 
 
-def record_waiting(directory: str, table: str, truncate_after: Any = None) -> Path:
+def record_waiting(directory: str, table: str, truncate_after: JsonValue = None) -> Path:
     """Record ``table`` as waiting (again: the record is replaced with the newer
     ``truncate_after``). A directory that cannot be created or written is a
     :class:`BadConfigError` naming it: the drop is done, but nothing would ever finish it."""

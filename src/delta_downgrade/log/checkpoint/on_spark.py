@@ -52,7 +52,8 @@ import time
 import uuid
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from types import TracebackType
+from typing import TYPE_CHECKING, Literal
 
 import pyarrow as pa
 
@@ -254,7 +255,8 @@ class _SparkErrors:
     def __enter__(self) -> None:
         return None
 
-    def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> Literal[False]:
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> Literal[False]:
         if exc is None or not isinstance(exc, Exception) or type(exc).__module__.startswith("delta_downgrade"):
             return False
         typed = typed_write_error(exc, f"writing the checkpoint of version {self.version}", self.storage.root)

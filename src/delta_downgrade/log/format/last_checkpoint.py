@@ -32,8 +32,8 @@ def _parse(text: str) -> Any:
                       object_pairs_hook=_no_duplicates)
 
 
-def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
+def _no_duplicates(pairs: list[tuple[str, object]]) -> dict[str, object]:
+    out: dict[str, object] = {}
     for key, value in pairs:
         if key in out:  # "Duplicate keys are not allowed in the last checkpoint JSON"
             raise ValueError(f"duplicate key {key!r}")
@@ -47,7 +47,7 @@ def _encode(s: str) -> str:
     return '"' + quote(s, safe="-._~", encoding="utf-8") + '"'
 
 
-def _canonical_pairs(value: Any, path: str, out: list[tuple[str, str]]) -> None:
+def _canonical_pairs(value: object, path: str, out: list[tuple[str, str]]) -> None:
     if isinstance(value, dict):
         for key, item in value.items():
             _canonical_pairs(item, f"{path}+{_encode(key)}" if path else _encode(key), out)
@@ -70,7 +70,7 @@ def _canonical_pairs(value: Any, path: str, out: list[tuple[str, str]]) -> None:
         raise TypeError(f"not a JSON value: {value!r}")
 
 
-def canonical_json(info: Mapping[str, Any]) -> str:
+def canonical_json(info: Mapping[str, object]) -> str:
     """The canonical form of PROTOCOL.md "JSON checksum" (top-level ``checksum`` left out)."""
     pairs: list[tuple[str, str]] = []
     _canonical_pairs({k: v for k, v in info.items() if k != "checksum"}, "", pairs)
@@ -78,7 +78,7 @@ def canonical_json(info: Mapping[str, Any]) -> str:
     return ",".join(f"{path}={value}" for path, value in pairs)
 
 
-def checksum(info: Mapping[str, Any]) -> str:
+def checksum(info: Mapping[str, object]) -> str:
     """MD5 hex digest (32 lower-case characters) of :func:`canonical_json`."""
     import hashlib  # only where a checksum is checked or written (start-up time of every command)
 
@@ -131,7 +131,7 @@ def read_last_checkpoint(storage: Storage) -> dict[str, Any] | None:
     return parse_last_checkpoint(data)
 
 
-def serialize_last_checkpoint(info: Mapping[str, Any], *, with_checksum: bool = True) -> bytes:
+def serialize_last_checkpoint(info: Mapping[str, object], *, with_checksum: bool = True) -> bytes:
     """One JSON line; ``checksum`` recomputed (or dropped when ``with_checksum`` is False)."""
     body = {k: v for k, v in info.items() if k != "checksum" and v is not None}
     if with_checksum:
@@ -139,7 +139,7 @@ def serialize_last_checkpoint(info: Mapping[str, Any], *, with_checksum: bool = 
     return json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
 
 
-def write_last_checkpoint(storage: Storage, info: Mapping[str, Any], *,
+def write_last_checkpoint(storage: Storage, info: Mapping[str, object], *,
                           with_checksum: bool = True) -> bool:
     """Point ``_last_checkpoint`` at ``info["version"]`` unless it already names a newer version.
 

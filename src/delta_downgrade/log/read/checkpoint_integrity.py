@@ -32,7 +32,7 @@ from delta_downgrade.protocol.actions import parse_commit
 from delta_downgrade.storage import Storage
 
 
-def _recorded_count(value: Any) -> int | None:
+def _recorded_count(value: object) -> int | None:
     """A count as recorded (an int, or a string of one in tags); None when not usable."""
     if isinstance(value, bool):
         return None

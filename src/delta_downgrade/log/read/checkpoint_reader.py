@@ -280,7 +280,7 @@ class CheckpointReader:
         return [sidecar_rel_path(r["path"]) for r in self.rows(["sidecar"])["sidecar"]]
 
 
-def sidecar_rel_path(path: Any) -> str:
+def sidecar_rel_path(path: object) -> str:
     """The table-relative path of a sidecar: PROTOCOL.md "Sidecar File Information" makes its
     ``path`` a file name relative to ``_delta_log/_sidecars`` or an absolute path of a file
     there. Anything that would lead elsewhere (``../../x.parquet``, a sub-directory, another
