@@ -375,7 +375,7 @@ class Metadata(Action):
     schemaString: str
     partitionColumns: list[str] = field(default_factory=list)
     configuration: dict[str, str] = field(default_factory=dict)
-    # the values of format.options are not checked (a JSON object): Any until they are
+    # {provider: string, options: map<string, string>}, both checked in from_obj
     format: dict[str, Any] = field(default_factory=lambda: {"provider": "parquet", "options": {}})
     name: str | None = None
     description: str | None = None
@@ -399,6 +399,15 @@ class Metadata(Action):
         fmt = dict(md.format or {})
         if "options" in fmt:
             fmt["options"] = _clean_map(fmt["options"]) or {}
+            # PROTOCOL.md "Format Specification": options is a map<string, string>; a checkpoint
+            # stores it so, and a writer of one would fail later on any other value.
+            if not _is_str_map(fmt["options"]):
+                raise MalformedActionError(
+                    f"malformed metaData action: format.options must be a map of strings, got "
+                    f"{_short(fmt['options'])}")
+        if fmt.get("provider") is not None and type(fmt["provider"]) is not str:
+            raise MalformedActionError(
+                f"malformed metaData action: format.provider must be a string, got {_short(fmt['provider'])}")
         return replace(md, format=fmt, configuration=md.configuration or {},
                        partitionColumns=list(md.partitionColumns or []))
 

@@ -344,6 +344,10 @@ MALFORMED = [
     ('{"remove": {"path": "a", "deletionVector": {"storageType": 1}}}', "deletion vector"),
     ('{"txn": {"appId": "a", "version": true}}', "must be a long"),
     ('{"add": {"path": null, "size": 1}}', "'path' is null"),
+    ('{"metaData": {"id": "x", "schemaString": "{\\"type\\": \\"struct\\", \\"fields\\": []}", '
+     '"format": {"provider": "parquet", "options": {"a": 1}}}}', "format.options must be a map of strings"),
+    ('{"metaData": {"id": "x", "schemaString": "{\\"type\\": \\"struct\\", \\"fields\\": []}", '
+     '"format": {"provider": 7}}}', "format.provider must be a string"),
 ]
 
 
