@@ -76,7 +76,10 @@ print(json.dumps({"call_s": call_s, "call_cpu_s": call_cpu_s, "reader_features":
 # (the call reads and replays the log: there is no open to separate it from).
 OURS_CHECKPOINT = r"""
 import json, sys, time
-from delta_downgrade.log.checkpoint.on_driver import checkpoint_table
+try:
+    from delta_downgrade.log.checkpoint.on_driver import checkpoint_table
+except ImportError:  # a tree from before log/ was split into folders (run_all.py --src)
+    from delta_downgrade.log.checkpoints import checkpoint_table
 from delta_downgrade.log.delta_log import DeltaLog
 t, c = time.perf_counter(), time.process_time()
 result = checkpoint_table(DeltaLog(sys.argv[1]))

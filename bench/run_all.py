@@ -187,9 +187,21 @@ class Row:
     floor: str | None = None
 
 
+#: The module ``python -m`` runs as our CLI; main() sets it from --src (cli_module).
+CLI_MODULE = ["delta_downgrade.app.cli"]
+
+
+def cli_module(src: str) -> str:
+    """The CLI's module in the tree ``src``: ``delta_downgrade.app.cli``, or ``delta_downgrade.cli``
+    in a tree from before the package was split into layers (so that ``--src`` can measure it)."""
+    if os.path.isfile(os.path.join(src, "delta_downgrade", "app", "cli", "__main__.py")):
+        return "delta_downgrade.app.cli"
+    return "delta_downgrade.cli"
+
+
 def _cli(command: str, *options: str, after: tuple[str, ...] = ()) -> Callable[[str], list[str]]:
     """Our CLI as a user runs it: ``python -m delta_downgrade.app.cli COMMAND OPTIONS PATH AFTER``."""
-    return lambda path: [PY, "-m", "delta_downgrade.app.cli", command, *options, path, *after]
+    return lambda path: [PY, "-m", CLI_MODULE[0], command, *options, path, *after]
 
 
 def _program(source: str) -> Callable[[str], list[str]]:
@@ -570,6 +582,7 @@ def main(argv: list[str] | None = None) -> int:
     # A SIGTERM unwinds like Ctrl-C, so that run_child kills the child it is waiting for.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     CHILD_ENV["PYTHONPATH"] = os.path.abspath(args.src)
+    CLI_MODULE[0] = cli_module(os.path.abspath(args.src))
     jars = delta_jars()
     if jars and not CHILD_ENV.get("DELTA_DOWNGRADE_DELTA_JARS"):
         CHILD_ENV["DELTA_DOWNGRADE_DELTA_JARS"] = ",".join(jars)
