@@ -36,9 +36,9 @@ def _run(args: argparse.Namespace) -> int:
     if ref.is_name:
         return _run_catalog(args, ref)
     # a path is inspected from its log alone, never with Spark: pyarrow without numpy
-    from delta_downgrade.app.cli import lean_imports
+    from delta_downgrade.app.cli.lean_imports import pyarrow_without_numpy
 
-    lean_imports.pyarrow_without_numpy()
+    pyarrow_without_numpy()
     from delta_downgrade.app.render.inspect import inspect_document, render_text
     from delta_downgrade.app.render.result import inspect_result
     from delta_downgrade.operations.inspect import inspect_table
