@@ -1,6 +1,8 @@
 """The programs ``run_all.py`` times, each run as a whole fresh process (``python -c PROGRAM ...``
 or our CLI). Each prints one JSON line last: the in-process timings the rows need next to the
-whole-process wall time, and what the harness verifies.
+whole-process wall time, and what the harness verifies. A program that reports ``call_s`` (wall
+time around the call) reports ``call_cpu_s`` too: the process's CPU time over the same span (every
+thread), the measure that other jobs on the machine do not move.
 
 The delta-rs programs end with ``os._exit(0)``: delta-rs was seen to abort at interpreter
 teardown, which would fail a run that did its work.
@@ -16,10 +18,11 @@ path = sys.argv[1]
 t = time.perf_counter()
 dt = DeltaTable(path)
 open_s = time.perf_counter() - t
-t = time.perf_counter()
+t, c = time.perf_counter(), time.process_time()
 dt.create_checkpoint()
-checkpoint_s = time.perf_counter() - t
-sys.stdout.write(json.dumps({"open_s": open_s, "call_s": checkpoint_s, "version": dt.version()}) + "\n")
+checkpoint_s, checkpoint_cpu_s = time.perf_counter() - t, time.process_time() - c
+sys.stdout.write(json.dumps({"open_s": open_s, "call_s": checkpoint_s, "call_cpu_s": checkpoint_cpu_s,
+                             "version": dt.version()}) + "\n")
 sys.stdout.flush()
 os._exit(0)
 """
@@ -29,10 +32,10 @@ DELTA_RS_OPEN = r"""
 import json, os, sys, time
 from deltalake import DeltaTable
 path = sys.argv[1]
-t = time.perf_counter()
+t, c = time.perf_counter(), time.process_time()
 protocol = DeltaTable(path).protocol()
-call_s = time.perf_counter() - t
-sys.stdout.write(json.dumps({"call_s": call_s, "reader_features": protocol.reader_features or [],
+call_s, call_cpu_s = time.perf_counter() - t, time.process_time() - c
+sys.stdout.write(json.dumps({"call_s": call_s, "call_cpu_s": call_cpu_s, "reader_features": protocol.reader_features or [],
                              "writer_features": protocol.writer_features or []}) + "\n")
 sys.stdout.flush()
 os._exit(0)
@@ -49,10 +52,10 @@ path = sys.argv[1]
 t = time.perf_counter()
 dt = DeltaTable(path)
 open_s = time.perf_counter() - t
-t = time.perf_counter()
+t, c = time.perf_counter(), time.process_time()
 history = dt.history(dt.version())
-call_s = time.perf_counter() - t
-sys.stdout.write(json.dumps({"open_s": open_s, "call_s": call_s, "commits": len(history),
+call_s, call_cpu_s = time.perf_counter() - t, time.process_time() - c
+sys.stdout.write(json.dumps({"open_s": open_s, "call_s": call_s, "call_cpu_s": call_cpu_s, "commits": len(history),
                              "version": dt.version()}) + "\n")
 sys.stdout.flush()
 os._exit(0)
@@ -62,10 +65,10 @@ os._exit(0)
 OURS_PROTOCOL = r"""
 import json, sys, time
 from delta_downgrade.log.delta_log import DeltaLog
-t = time.perf_counter()
+t, c = time.perf_counter(), time.process_time()
 protocol = DeltaLog(sys.argv[1]).snapshot().protocol
-call_s = time.perf_counter() - t
-print(json.dumps({"call_s": call_s, "reader_features": sorted(protocol.reader_features or []),
+call_s, call_cpu_s = time.perf_counter() - t, time.process_time() - c
+print(json.dumps({"call_s": call_s, "call_cpu_s": call_cpu_s, "reader_features": sorted(protocol.reader_features or []),
                   "writer_features": sorted(protocol.writer_features or [])}))
 """
 
@@ -73,12 +76,15 @@ print(json.dumps({"call_s": call_s, "reader_features": sorted(protocol.reader_fe
 # (the call reads and replays the log: there is no open to separate it from).
 OURS_CHECKPOINT = r"""
 import json, sys, time
-from delta_downgrade.log.checkpoint.on_driver import checkpoint_table
+try:
+    from delta_downgrade.log.checkpoint.on_driver import checkpoint_table
+except ImportError:  # a tree from before log/ was split into folders (run_all.py --src)
+    from delta_downgrade.log.checkpoints import checkpoint_table
 from delta_downgrade.log.delta_log import DeltaLog
-t = time.perf_counter()
+t, c = time.perf_counter(), time.process_time()
 result = checkpoint_table(DeltaLog(sys.argv[1]))
-call_s = time.perf_counter() - t
-print(json.dumps({"call_s": call_s, "version": result.version, "num_add_files": result.num_add_files,
+call_s, call_cpu_s = time.perf_counter() - t, time.process_time() - c
+print(json.dumps({"call_s": call_s, "call_cpu_s": call_cpu_s, "version": result.version, "num_add_files": result.num_add_files,
                   "paths": list(result.paths)}))
 """
 
@@ -175,10 +181,10 @@ OURS_DROP_CALL = _WARM_TABLE + r"""
 import json, sys, time
 from delta_downgrade.operations.drop_feature import drop_feature
 drop_feature(warm_table(), "deletionVectors")
-t = time.perf_counter()
+t, c = time.perf_counter(), time.process_time()
 outcome = drop_feature(sys.argv[1], "deletionVectors")
-call_s = time.perf_counter() - t
-print(json.dumps({"call_s": call_s, "status": outcome.status}))
+call_s, call_cpu_s = time.perf_counter() - t, time.process_time() - c
+print(json.dumps({"call_s": call_s, "call_cpu_s": call_cpu_s, "status": outcome.status}))
 """
 
 # The interpreter's start: what every whole-process row pays before any import.

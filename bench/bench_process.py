@@ -11,6 +11,11 @@ table's state would report the harness's RSS as its floor (seen: 221 MiB on ever
 ``wait4`` reports the rusage of the child and of the descendants it reaped itself (Linux folds them
 in with ``RUSAGE_BOTH``): ``ru_maxrss`` is the largest of them, not a sum. A JVM that a PySpark
 child leaves unreaped is not in it; the Spark child reports its JVM itself.
+
+The same rusage gives the child's CPU time (user + system, all its threads and the descendants it
+reaped): unlike the wall time it does not grow when other jobs take the machine's cores, so on a
+shared machine it is the measure to compare. It counts the work of every thread: a baseline that
+spreads its work over both cores has a CPU time above its wall time.
 """
 
 from __future__ import annotations
@@ -33,7 +38,8 @@ pid = os.posix_spawn(argv[0], argv, os.environ)
 _, status, usage = os.wait4(pid, 0)
 wall = time.perf_counter() - start
 with open(report, "w") as fh:
-    fh.write("%r %d %d" % (wall, os.waitstatus_to_exitcode(status), usage.ru_maxrss))
+    fh.write("%r %d %d %r" % (wall, os.waitstatus_to_exitcode(status), usage.ru_maxrss,
+                              usage.ru_utime + usage.ru_stime))
 """
 
 
@@ -43,6 +49,7 @@ class ChildRun:
     wall_s: float
     exit_code: int
     maxrss_mib: float            # ru_maxrss of wait4 (KiB on Linux)
+    cpu_s: float                 # user + system CPU seconds of wait4 (every thread; reaped descendants)
     stdout: str
     stderr: str
     timed_out: bool = False
@@ -80,11 +87,12 @@ def run_child(argv: list[str], *, env: dict[str, str] | None = None, timeout_s: 
         err.seek(0)
         stdout = out.read().decode(errors="replace")
         stderr = err.read().decode(errors="replace")
-    if len(measured) == 3:
+    if len(measured) == 4:
         wall, exit_code, maxrss_mib = float(measured[0]), int(measured[1]), int(measured[2]) / 1024
+        cpu = float(measured[3])
     else:   # the launcher itself failed or was killed
-        wall, exit_code, maxrss_mib = float("nan"), proc.returncode or -1, float("nan")
-    run = ChildRun(argv, wall, exit_code, maxrss_mib, stdout, stderr, timed_out)
+        wall, exit_code, maxrss_mib, cpu = float("nan"), proc.returncode or -1, float("nan"), float("nan")
+    run = ChildRun(argv, wall, exit_code, maxrss_mib, cpu, stdout, stderr, timed_out)
     lines = stdout.strip().splitlines()
     if lines:
         try:

@@ -35,6 +35,10 @@ def _run(args: argparse.Namespace) -> int:
     ref = parse_table_ref(args.table)
     if ref.is_name:
         return _run_catalog(args, ref)
+    # a path is inspected from its log alone, never with Spark: pyarrow without numpy
+    from delta_downgrade.app.cli.lean_imports import pyarrow_without_numpy
+
+    pyarrow_without_numpy()
     from delta_downgrade.app.render.inspect import inspect_document, render_text
     from delta_downgrade.app.render.result import inspect_result
     from delta_downgrade.operations.inspect import inspect_table

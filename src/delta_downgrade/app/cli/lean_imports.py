@@ -12,6 +12,13 @@ converted exactly as before from then on.
 
 Installed by :func:`delta_downgrade.app.cli.main` only: a library import never changes how the
 embedding process imports modules.
+
+numpy likewise (:func:`pyarrow_without_numpy`), but only for a command that can never start Spark
+(``inspect`` of a path): pyarrow imports numpy when it loads, if numpy is installed (about 0.1 s
+of CPU, a third of its import), and this package never hands pyarrow a numpy object. Unlike
+pandas, numpy cannot be given back to pyarrow later (it sets up numpy's C API once, when it
+loads): a command that may start a Spark session (whose Arrow conversions go through numpy) keeps
+numpy, so the refusal is for the commands that read a log only.
 """
 
 from __future__ import annotations
@@ -90,6 +97,42 @@ class _NoPandas(importlib.abc.MetaPathFinder):
                 raise ImportError("pandas is not loaded by the delta-downgrade CLI")
             return None
         return None
+
+
+_NUMPY = "numpy"
+
+
+class _NoNumpyForPyarrow(importlib.abc.MetaPathFinder):
+    """Makes ``import numpy`` fail when pyarrow's own code asks for it (pyarrow then runs as where
+    numpy is not installed, which it supports); any other importer gets numpy."""
+
+    @staticmethod
+    def find_spec(fullname: str, path: Any = None, target: Any = None) -> Any:
+        if fullname != _NUMPY and not fullname.startswith(_NUMPY + "."):
+            return None
+        if _NUMPY in sys.modules:
+            return None
+        frame: FrameType | None = sys._getframe(1)
+        while frame is not None:
+            module = frame.f_globals.get("__name__") or ""
+            if frame.f_code.co_filename.startswith("<frozen importlib") or module == __name__:
+                frame = frame.f_back  # the import machinery
+                continue
+            # pyarrow's compiled modules have no frame: their import shows as pyarrow's package
+            # (or the wrapper module) importing them
+            if module == _PYARROW or module.startswith(_PYARROW + "."):
+                raise ImportError("numpy is not loaded for pyarrow by this delta-downgrade command")
+            return None
+        return None
+
+
+def pyarrow_without_numpy() -> None:
+    """For the rest of this process, pyarrow loads without numpy (see the module's doc): only for
+    a command that never starts Spark, called before pyarrow is imported (once it is, nothing
+    changes)."""
+    if _PYARROW in sys.modules or _NUMPY in sys.modules or _NoNumpyForPyarrow in sys.meta_path:
+        return
+    sys.meta_path.insert(0, _NoNumpyForPyarrow)
 
 
 def _shim() -> Any:
