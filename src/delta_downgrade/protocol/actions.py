@@ -196,10 +196,10 @@ class Action:
                     value = cls._wrong_type(key, value, check)
             known[key] = value
         known["extra"] = extra  # every action's dataclass has it, last (the base declares no field)
-        try:
-            return cls(**known)
-        except TypeError as exc:  # a required field is missing
-            raise MalformedActionError(f"malformed {cls.KEY} action: {exc}") from None
+        missing = sorted(cls._REQUIRED - known.keys())
+        if missing:  # named by the field, as PROTOCOL.md "Actions" names it
+            raise MalformedActionError(f"malformed {cls.KEY} action: field {missing[0]!r} is missing")
+        return cls(**known)
 
     @classmethod
     def _wrong_type(cls, key: str, value: object, check: Callable[[object], bool]) -> object:
