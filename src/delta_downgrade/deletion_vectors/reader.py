@@ -72,13 +72,24 @@ class DvFileReader:
     def location(self, dv: DeletionVectorDescriptor) -> str:
         """Where the DV lives, for messages: a table-relative path or the absolute URI."""
         if dv.storageType == STORAGE_UUID:
-            return dv_relative_path(dv) or dv.pathOrInlineDv
+            try:
+                return dv_relative_path(dv) or dv.pathOrInlineDv
+            except ValueError:  # a damaged descriptor: shown as written
+                return dv.pathOrInlineDv
         return dv.pathOrInlineDv
 
     def _file_of(self, dv: DeletionVectorDescriptor) -> tuple[Storage, str, str]:
         """(storage, path in it, cache key) of the DV file of a ``u``/``p`` descriptor."""
         if dv.storageType == STORAGE_UUID:
-            rel = dv_relative_path(dv)
+            try:
+                rel = dv_relative_path(dv)
+            except ValueError as exc:
+                # PROTOCOL.md "Deletion Vector Descriptor Schema": a 'u' DV is an optional prefix
+                # and a Z85-encoded UUID; anything else names no file - the log is damaged.
+                raise DeletionVectorError(
+                    f"the deletion vector {dv.pathOrInlineDv!r} (storage type 'u') names no file: {exc}. "
+                    f"The commit or checkpoint holding it is damaged; restore it from a backup "
+                    f"(nothing was written)") from None
             assert rel is not None
             return self.storage, rel, f"u:{rel}"
         if dv.storageType != STORAGE_PATH:
