@@ -148,6 +148,13 @@ class CorruptLogError(BadInputError):
     sqlstate = "XXKDS"
 
 
+class DuplicateColumnsError(CorruptLogError):
+    """Two fields of one struct of the table's schema have names equal ignoring case."""
+
+    error_class = "DELTA_DUPLICATE_COLUMNS_FOUND"
+    sqlstate = "42711"
+
+
 class CheckpointUnreadableError(CorruptLogError):
     """A checkpoint file cannot be read at all (truncated, not parquet); readers may fall back to
     an older checkpoint, as Spark does. A readable checkpoint that lacks actions is not this."""

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Mapping
 
 from delta_downgrade.errors import (
-    CheckpointProtectionNeedsTruncationError, DependentFeatureError, FeatureDropError,
+    CheckpointProtectionNeedsTruncationError, CorruptLogError, DependentFeatureError, FeatureDropError,
     FeatureIsDeltaPropertyError, FeatureNotPresentDidYouMeanError, FeatureNotPresentError,
     HistoryTruncationNotAllowedError,
     InvalidProtocolDowngradeError, NonRemovableFeatureError, UnsupportedClientFeatureError,
@@ -15,6 +15,7 @@ from delta_downgrade.errors import (
 from delta_downgrade.log.snapshot import Snapshot
 from delta_downgrade.protocol import CHECKPOINT_PROTECTION, Protocol, TableFeature, lookup_feature
 from delta_downgrade.protocol.features import get_feature, is_delta_table_property
+from delta_downgrade.protocol.schema_shape import check_schema_shape
 from delta_downgrade.protocol.table_config import TableConfig
 
 NEXT_STEP_NOT_PRESENT = "Nothing to do: the table does not use it (run `delta-downgrade inspect` to see its features)."
@@ -132,6 +133,14 @@ def validate_plan(snapshot: Snapshot, spec: TableFeature, *, planned_updates: Ma
     from delta_downgrade.log.checkpoint.on_driver import check_checkpoint_writable
 
     protocol = snapshot.protocol
+    # The drop writes this metadata forward (a rewrite reads every file with it): it must be one
+    # every reader can take, or the run would fail after its first write.
+    try:
+        check_schema_shape(snapshot.metadata.schema, snapshot.metadata.partitionColumns)
+    except CorruptLogError as exc:
+        raise exc.amended(f"{exc.message}. The table's metadata is damaged; nothing was written. Repair "
+                          f"its schemaString / partitionColumns (a writer that reads it, or a restore of the "
+                          f"commit that set it) and run the drop again")
     TableConfig(snapshot.metadata.configuration).validate()
     planned = snapshot.metadata.with_configuration(dict(planned_updates)) if planned_updates else snapshot.metadata
     TableConfig(planned.configuration).validate()
