@@ -98,17 +98,35 @@ class _Counts:
         return total
 
 
-#: The fields every action of a checkpoint must have (PROTOCOL.md "Checkpoint Schema" and the
-#: actions' sections: the required fields). A file whose struct lacks one - a name changed by a
-#: damaged footer, a writer that left it out - cannot give the actions it claims to hold.
+def _is_string(t: pa.DataType) -> bool:
+    return pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t)
+
+
+def _is_list(t: pa.DataType) -> bool:
+    return pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_list_view(t)
+
+
+_STRING = ("a string", _is_string)
+_LONG = ("an integer", pa.types.is_integer)
+_BOOLEAN = ("a boolean", pa.types.is_boolean)
+_MAP = ("a map", pa.types.is_map)
+_STRUCT = ("a struct", pa.types.is_struct)
+_ARRAY = ("an array", _is_list)
+
+#: The fields every action of a checkpoint must have, with their types (PROTOCOL.md "Checkpoint
+#: Schema" and the actions' sections: the required fields). A file whose struct lacks one - a
+#: name changed by a damaged footer, a writer that left it out - or holds it with another type
+#: (a size as text) cannot give the actions it claims to hold. Integers of any width pass (a
+#: protocol version is an int, a size a long); a column of nulls only has no value to misread.
 REQUIRED_FIELDS = {
-    "add": ("path", "partitionValues", "size", "modificationTime", "dataChange"),
-    "remove": ("path",),
-    "metaData": ("id", "format", "schemaString", "partitionColumns"),
-    "protocol": ("minReaderVersion", "minWriterVersion"),
-    "txn": ("appId", "version"),
-    "domainMetadata": ("domain", "configuration", "removed"),
-    "sidecar": ("path", "sizeInBytes"),
+    "add": (("path", _STRING), ("partitionValues", _MAP), ("size", _LONG), ("modificationTime", _LONG),
+            ("dataChange", _BOOLEAN)),
+    "remove": (("path", _STRING),),
+    "metaData": (("id", _STRING), ("format", _STRUCT), ("schemaString", _STRING), ("partitionColumns", _ARRAY)),
+    "protocol": (("minReaderVersion", _LONG), ("minWriterVersion", _LONG)),
+    "txn": (("appId", _STRING), ("version", _LONG)),
+    "domainMetadata": (("domain", _STRING), ("configuration", _STRING), ("removed", _BOOLEAN)),
+    "sidecar": (("path", _STRING), ("sizeInBytes", _LONG)),
 }
 
 
@@ -118,11 +136,17 @@ def _check_schema(schema: pa.Schema, rel_path: str, name: str) -> None:
         if index < 0:
             continue
         typ = schema.field(index).type
-        missing = [f for f in required if not pa.types.is_struct(typ) or typ.get_field_index(f) < 0]
-        if missing:
-            raise CheckpointUnreadableError(
-                f"{name}: the {action} column of {rel_path} has no field {missing[0]!r}, which every "
-                f"{action} action has: the file is damaged or was not written as a checkpoint")
+        for field, (kind, is_kind) in required:
+            at = typ.get_field_index(field) if pa.types.is_struct(typ) else -1
+            if at < 0:
+                raise CheckpointUnreadableError(
+                    f"{name}: the {action} column of {rel_path} has no field {field!r}, which every "
+                    f"{action} action has: the file is damaged or was not written as a checkpoint")
+            found = typ.field(at).type
+            if not (is_kind(found) or pa.types.is_null(found)):
+                raise CheckpointUnreadableError(
+                    f"{name}: {action}.{field} in {rel_path} is {found}, where every {action} action "
+                    f"holds {kind}: the file is damaged or was not written as a checkpoint")
 
 
 def _adds_from_statistics(meta: pq.FileMetaData) -> int | None:
