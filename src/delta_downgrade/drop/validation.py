@@ -140,7 +140,7 @@ def validate_plan(snapshot: Snapshot, spec: TableFeature, *, planned_updates: Ma
     except CorruptLogError as exc:
         raise exc.amended(f"{exc.message}. The table's metadata is damaged; nothing was written. Repair "
                           f"its schemaString / partitionColumns (a writer that reads it, or a restore of the "
-                          f"commit that set it) and run the drop again")
+                          f"commit that set it) and run the drop again") from exc
     TableConfig(snapshot.metadata.configuration).validate()
     planned = snapshot.metadata.with_configuration(dict(planned_updates)) if planned_updates else snapshot.metadata
     TableConfig(planned.configuration).validate()

@@ -99,11 +99,11 @@ class _Counts:
 
 
 def _is_string(t: pa.DataType) -> bool:
-    return pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t)
+    return bool(pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t))
 
 
 def _is_list(t: pa.DataType) -> bool:
-    return pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_list_view(t)
+    return bool(pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_list_view(t))
 
 
 _STRING = ("a string", _is_string)
