@@ -122,8 +122,7 @@ def test_catalog_name_outputs_are_pinned():
 
 def test_fleet_outputs_are_pinned(golden_table):
     paths = [golden_table(n) for n in ("dv_basic_no_checkpoint", "cm_name_renamed_column",
-                                       "legacy_1_1_delta_0_1_0", "v2_checkpoint_dbr_identity",
-                                       "bad_no_protocol")]
+                                       "legacy_1_1_delta_0_1_0", "v2_checkpoint_dbr_identity")]
     tables_dir = str(Path(paths[0]).parent)
     paths.append(f"{tables_dir}/missing")
     catalogue = packaged_catalogue()
