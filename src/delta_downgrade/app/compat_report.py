@@ -18,9 +18,12 @@ import os
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 from delta_downgrade.errors import DeltaDowngradeError, ReportDirectoryError
+
+if TYPE_CHECKING:
+    from delta_downgrade.operations.compat import ClientJson, FleetCompatJson, TableCompatJson
 
 __all__ = ["CompatReportPaths", "JSON_NAME", "HTML_NAME", "fleet_document_of", "prepare_report_directory",
            "with_timelines", "write_compat_report"]
@@ -89,9 +92,9 @@ def prepare_report_directory(directory: str) -> Path:
     return target
 
 
-def fleet_document_of(table_document: Mapping[str, Any], clients: list[dict[str, Any]]) -> dict[str, Any]:
+def fleet_document_of(table_document: TableCompatJson, clients: list[ClientJson]) -> FleetCompatJson:
     """The fleet document of one table's compat document (a report of one table)."""
-    return {"tables": [dict(table_document)], "errors": [], "clients": clients}
+    return {"tables": [table_document], "errors": [], "clients": clients}
 
 
 def write_compat_report(document: Mapping[str, Any], directory: str, *,

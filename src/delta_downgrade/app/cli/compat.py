@@ -24,7 +24,7 @@ from delta_downgrade.app.cli.storage_option import add_storage_option_argument
 
 if TYPE_CHECKING:
     from delta_downgrade.compat.catalogue import Client
-    from delta_downgrade.operations.compat import TableCompat
+    from delta_downgrade.operations.compat import FleetCompatJson, TableCompat
 
 Command = Callable[[argparse.Namespace], int]
 
@@ -182,7 +182,7 @@ def _run_fleet(args: argparse.Namespace, catalogue, clients) -> int:
     return finish(args, summary, document=fleet.to_json() if args.json else None, code=code)
 
 
-def _write_report(args: argparse.Namespace, document: dict) -> dict[str, str]:
+def _write_report(args: argparse.Namespace, document: FleetCompatJson) -> dict[str, str]:
     """``--report DIR``: compat.json and compat.html; their paths (on stderr for the person, and
     in the RESULT / --json document under ``compat_report``)."""
     import sys
