@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, Literal, NotRequired, TypedDict
+from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
 from delta_downgrade.compat.catalogue import Catalogue, Client, ReadSide, Unknown, WriteSide
 from delta_downgrade.compat.verdict import Access, ClientVerdict, UnblockPlan, Verdict, client_verdict
@@ -27,7 +27,10 @@ from delta_downgrade.protocol.json_values import JsonObject
 from delta_downgrade.protocol.protocol import Protocol, ProtocolJson, protocol_json
 
 if TYPE_CHECKING:
+    from typing import NotRequired  # Python 3.11; annotations only (postponed)
+
     from delta_downgrade.features.base import RewriteFootprint, TraceContext
+    from delta_downgrade.operations.version_access import VersionsJson
     from delta_downgrade.log.snapshot import Snapshot
 
 __all__ = ["catalogue_entry_json", "ClientCompat", "FleetCompat", "TableCompat", "TableError", "fleet_compat",
@@ -144,7 +147,7 @@ class TableCompatJson(TypedDict):
     summary: SummaryJson
     notes: NotRequired[list[str]]
     #: ``compat TABLE --versions --json`` (operations/version_access.py ``versions_json``)
-    versions: NotRequired[JsonObject]
+    versions: NotRequired[VersionsJson]
 
 
 class FleetCompatJson(TypedDict):

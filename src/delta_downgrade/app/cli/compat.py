@@ -25,6 +25,7 @@ from delta_downgrade.app.cli.storage_option import add_storage_option_argument
 if TYPE_CHECKING:
     from delta_downgrade.compat.catalogue import Client
     from delta_downgrade.operations.compat import FleetCompatJson, TableCompat
+    from delta_downgrade.operations.version_access import VersionsJson
 
 Command = Callable[[argparse.Namespace], int]
 
@@ -116,7 +117,7 @@ def _check_versions_target(args: argparse.Namespace) -> None:
                             "catalog name: pass the table's storage path", table=ref.display)
 
 
-def _versions(args: argparse.Namespace, clients: tuple) -> dict:
+def _versions(args: argparse.Namespace, clients: tuple[Client, ...]) -> VersionsJson:
     """``--versions``: each client's readable retained versions (a path's log; a catalog name is
     refused: its history is not read through SQL)."""
     from delta_downgrade.app.table_ref import parse_table_ref

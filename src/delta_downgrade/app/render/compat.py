@@ -5,7 +5,7 @@ documents are :meth:`TableCompat.to_json` / :meth:`FleetCompat.to_json` (README 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from delta_downgrade.app.render.result import protocol_fields
 from delta_downgrade.protocol.json_values import JsonObject
@@ -23,6 +23,7 @@ if TYPE_CHECKING:
         TableCompatJson,
         UnblockJson,
     )
+    from delta_downgrade.operations.version_access import VersionsJson
     from delta_downgrade.protocol.protocol import ProtocolJson
 
 STATUS_COMPATIBLE = "compatible"
@@ -308,7 +309,7 @@ def _ranges(ranges: list[list[int]]) -> str:
     return ", ".join(_span(a, b) for a, b in ranges) or "none"
 
 
-def render_versions(doc: dict[str, Any]) -> str:
+def render_versions(doc: VersionsJson) -> str:
     """``--versions``: the protocol spans of the retained history, then per client the versions
     it reads and why not the others."""
     spans = doc["spans"]

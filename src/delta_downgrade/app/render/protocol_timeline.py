@@ -3,12 +3,15 @@
 
 from __future__ import annotations
 
-from typing import NotRequired, Sequence, TypedDict, final
+from typing import TYPE_CHECKING, Sequence, TypedDict, final
 
 from delta_downgrade.compat.catalogue import Client
 from delta_downgrade.operations.protocol_timeline import ProtocolTimeline
 from delta_downgrade.operations.version_access import client_versions, protocol_spans
 from delta_downgrade.protocol.protocol import ProtocolJson, protocol_json
+
+if TYPE_CHECKING:
+    from typing import NotRequired  # Python 3.11; annotations only (postponed)
 
 __all__ = ["TimelineErrorJson", "TimelineJson", "timeline_json"]
 
