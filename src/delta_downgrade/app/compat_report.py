@@ -18,7 +18,7 @@ import os
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Mapping
+from typing import TYPE_CHECKING, Mapping, cast
 
 from delta_downgrade.errors import DeltaDowngradeError, ReportDirectoryError
 
@@ -42,9 +42,10 @@ class CompatReportPaths:
     html: str
 
 
-def with_timelines(document: FleetCompatJson, *,
+def with_timelines(document: FleetCompatJson | CompatReportJson, *,
                    storage_options: Mapping[str, str] | None = None) -> CompatReportJson:
-    """``document`` (a fleet document) with ``"timeline"`` added to each table."""
+    """``document`` (a fleet document) with ``"timeline"`` added to each table that has none
+    (a table that has one keeps it)."""
     from delta_downgrade.app.render.protocol_timeline import timeline_json
     from delta_downgrade.app.table_ref import parse_table_ref
     from delta_downgrade.operations.protocol_timeline import protocol_timeline
@@ -52,6 +53,9 @@ def with_timelines(document: FleetCompatJson, *,
     clients = _catalogue_clients(document)
     tables: list[ReportTableJson] = []
     for table in document["tables"]:
+        if "timeline" in table:  # already a table of a report: its timeline stays
+            tables.append(cast("ReportTableJson", dict(table)))
+            continue
         entry: ReportTableJson = {**table, "timeline": None}
         ref = parse_table_ref(table["table"])
         if not ref.is_name:  # a catalog name is reached through Delta SQL: its log is not read
@@ -66,7 +70,7 @@ def with_timelines(document: FleetCompatJson, *,
     return {"tables": tables, "errors": document["errors"], "clients": document["clients"]}
 
 
-def _catalogue_clients(document: FleetCompatJson) -> list[Client]:
+def _catalogue_clients(document: FleetCompatJson | CompatReportJson) -> list[Client]:
     """The catalogue entries of the document's clients (the packaged catalogue's ids)."""
     from delta_downgrade.compat.catalogue import packaged_catalogue
 
@@ -95,7 +99,7 @@ def fleet_document_of(table_document: TableCompatJson, clients: list[ClientJson]
     return {"tables": [table_document], "errors": [], "clients": clients}
 
 
-def write_compat_report(document: FleetCompatJson, directory: str, *,
+def write_compat_report(document: FleetCompatJson | CompatReportJson, directory: str, *,
                         storage_options: Mapping[str, str] | None = None) -> CompatReportPaths:
     """Write ``directory``/compat.json and compat.html for the fleet ``document`` (timelines added
     where missing); the two paths. ``directory`` is created when missing; one that cannot be
