@@ -18,9 +18,14 @@ import os
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Mapping, cast
 
 from delta_downgrade.errors import DeltaDowngradeError, ReportDirectoryError
+
+if TYPE_CHECKING:
+    from delta_downgrade.app.render.compat_html import CompatReportJson, ReportTableJson
+    from delta_downgrade.compat.catalogue import Client
+    from delta_downgrade.operations.compat import ClientJson, FleetCompatJson, TableCompatJson
 
 __all__ = ["CompatReportPaths", "JSON_NAME", "HTML_NAME", "fleet_document_of", "prepare_report_directory",
            "with_timelines", "write_compat_report"]
@@ -37,41 +42,41 @@ class CompatReportPaths:
     html: str
 
 
-def with_timelines(document: Mapping[str, Any], *,
-                   storage_options: Mapping[str, str] | None = None) -> dict[str, Any]:
-    """``document`` (a fleet document) with ``"timeline"`` added to each table."""
+def with_timelines(document: FleetCompatJson | CompatReportJson, *,
+                   storage_options: Mapping[str, str] | None = None) -> CompatReportJson:
+    """``document`` (a fleet document) with ``"timeline"`` added to each table that has none
+    (a table that has one keeps it)."""
     from delta_downgrade.app.render.protocol_timeline import timeline_json
     from delta_downgrade.app.table_ref import parse_table_ref
     from delta_downgrade.operations.protocol_timeline import protocol_timeline
 
     clients = _catalogue_clients(document)
-    tables = []
-    for table in document.get("tables") or ():
-        entry = dict(table)
-        if "timeline" not in entry:
-            ref = parse_table_ref(str(table.get("table")))
-            if ref.is_name:
-                entry["timeline"] = None  # reached through Delta SQL: this package does not read its log
-            else:
-                try:
-                    entry["timeline"] = timeline_json(
-                        protocol_timeline(ref.path or str(table["table"]), storage_options=storage_options),
-                        clients)
-                except DeltaDowngradeError as exc:
-                    entry["timeline"] = {"error_class": exc.error_class, "message": str(exc)}
-                except OSError as exc:  # the log could be listed for the verdicts, not read now
-                    entry["timeline"] = {"error_class": type(exc).__name__, "message": str(exc)}
+    tables: list[ReportTableJson] = []
+    for table in document["tables"]:
+        if "timeline" in table:  # already a table of a report: its timeline stays
+            tables.append(cast("ReportTableJson", dict(table)))
+            continue
+        entry: ReportTableJson = {**table, "timeline": None}
+        ref = parse_table_ref(table["table"])
+        if not ref.is_name:  # a catalog name is reached through Delta SQL: its log is not read
+            try:
+                entry["timeline"] = timeline_json(
+                    protocol_timeline(ref.path or table["table"], storage_options=storage_options), clients)
+            except DeltaDowngradeError as exc:
+                entry["timeline"] = {"error_class": exc.error_class, "message": str(exc)}
+            except OSError as exc:  # the log could be listed for the verdicts, not read now
+                entry["timeline"] = {"error_class": type(exc).__name__, "message": str(exc)}
         tables.append(entry)
-    return {**document, "tables": tables}
+    return {"tables": tables, "errors": document["errors"], "clients": document["clients"]}
 
 
-def _catalogue_clients(document: Mapping[str, Any]) -> list:
+def _catalogue_clients(document: FleetCompatJson | CompatReportJson) -> list[Client]:
     """The catalogue entries of the document's clients (the packaged catalogue's ids)."""
     from delta_downgrade.compat.catalogue import packaged_catalogue
 
     catalogue = packaged_catalogue()
     by_id = {c.id: c for c in catalogue.clients}
-    return [by_id[str(c.get("client"))] for c in document.get("clients") or () if str(c.get("client")) in by_id]
+    return [by_id[c["client"]] for c in document["clients"] if c["client"] in by_id]
 
 
 def prepare_report_directory(directory: str) -> Path:
@@ -89,12 +94,12 @@ def prepare_report_directory(directory: str) -> Path:
     return target
 
 
-def fleet_document_of(table_document: Mapping[str, Any], clients: list[dict[str, Any]]) -> dict[str, Any]:
+def fleet_document_of(table_document: TableCompatJson, clients: list[ClientJson]) -> FleetCompatJson:
     """The fleet document of one table's compat document (a report of one table)."""
-    return {"tables": [dict(table_document)], "errors": [], "clients": clients}
+    return {"tables": [table_document], "errors": [], "clients": clients}
 
 
-def write_compat_report(document: Mapping[str, Any], directory: str, *,
+def write_compat_report(document: FleetCompatJson | CompatReportJson, directory: str, *,
                         storage_options: Mapping[str, str] | None = None) -> CompatReportPaths:
     """Write ``directory``/compat.json and compat.html for the fleet ``document`` (timelines added
     where missing); the two paths. ``directory`` is created when missing; one that cannot be

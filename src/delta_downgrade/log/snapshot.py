@@ -329,10 +329,12 @@ class Snapshot:
         if self._given:
             return self._arrow_with_given_commits()
         base = self._base
-        known = base._derived_arrow() if base is not None else None
+        if base is None:
+            return None
+        known = base._derived_arrow()
         if known is None:
             return None
-        base._arrow = known  # type: ignore[union-attr]  # known came from base: it is set
+        base._arrow = known
         txns = {t.appId: t for t in known.txns}
         domains = {d.domain: d for d in known.domains}
         try:

@@ -18,23 +18,163 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
-from delta_downgrade.compat.catalogue import Catalogue, Client
+from delta_downgrade.compat.catalogue import Catalogue, Client, ReadSide, Unknown, WriteSide
 from delta_downgrade.compat.verdict import Access, ClientVerdict, UnblockPlan, Verdict, client_verdict
 from delta_downgrade.errors import DeltaDowngradeError, naming_table
-from delta_downgrade.protocol.protocol import Protocol, protocol_document
+from delta_downgrade.protocol.json_values import JsonObject
+from delta_downgrade.protocol.protocol import Protocol, ProtocolJson, protocol_json
 
 if TYPE_CHECKING:
+    from typing import NotRequired  # Python 3.11; annotations only (postponed)
+
     from delta_downgrade.features.base import RewriteFootprint, TraceContext
+    from delta_downgrade.operations.version_access import VersionsJson
     from delta_downgrade.log.snapshot import Snapshot
 
 __all__ = ["catalogue_entry_json", "ClientCompat", "FleetCompat", "TableCompat", "TableError", "fleet_compat",
-           "resolve_clients", "table_compat", "table_summary", "compat_of_protocol"]
+           "resolve_clients", "table_compat", "table_summary", "compat_of_protocol",
+           "AccessJson", "CatalogueEntryJson", "ClientCompatJson", "ClientJson", "FleetCompatJson",
+           "SummaryJson", "TableCompatJson", "UnblockJson", "StepJson"]
 
 FootprintOf = Callable[[str], "RewriteFootprint | None"]
 """Feature name -> its rewrite footprint on the table; None when the table's files are not
 reachable (a catalog name described through SQL)."""
+
+
+# --- the documents' shapes (README "compat"; their pydantic models: app/schemas/compat.py) ---------
+# TypedDicts, not models: the JSON is built and read as plain dictionaries (a command prints
+# without loading the schemas), and the type checker holds every key to its type.
+
+class BlockerJson(TypedDict):
+    kind: str
+    feature: str | None
+    reason: str
+
+
+class AccessJson(TypedDict):
+    verdict: str
+    blockers: list[BlockerJson]
+    notes: list[str]
+
+
+class RewriteJson(TypedDict):
+    needed: bool
+    files: int | None
+    bytes: int | None
+    exact: bool
+
+
+class StepJson(TypedDict):
+    feature: str
+    required_by: str | None
+    checkpoint_protection: bool
+    rewrite: RewriteJson
+
+
+class UndroppableJson(TypedDict):
+    feature: str
+    reason: str
+
+
+class UnblockJson(TypedDict):
+    possible: bool
+    steps: list[StepJson]
+    undroppable: list[UndroppableJson]
+    protocol_after: ProtocolJson | None
+    read_after: AccessJson | None
+    write_after: AccessJson | None
+    truncate_history_before_write: bool
+    notes: list[str]
+
+
+class SourceJson(TypedDict):
+    url: str
+    states: str
+
+
+class ClientJson(TypedDict):
+    client: str
+    name: str
+    family: str
+    versions: str
+
+
+class ClientCompatJson(ClientJson):
+    read: AccessJson
+    write: AccessJson
+    unblock: UnblockJson | None
+    sources: list[SourceJson]
+
+
+class BlockedJson(TypedDict):
+    read: list[str]
+    write: list[str]
+
+
+#: How many verdicts of one side are yes, blocked, unknown, n/a.
+VerdictCountsJson = TypedDict("VerdictCountsJson", {"yes": int, "blocked": int, "unknown": int, "n/a": int})
+
+
+class BlockingFeatureJson(TypedDict):
+    feature: str
+    blocks_read: int
+    blocks_write: int
+
+
+class BestDropJson(TypedDict):
+    features: list[str]
+    drops: list[str]
+    then_readable_by: list[str]
+    then_writable_by: list[str]
+
+
+class SummaryJson(TypedDict):
+    clients: int
+    read: VerdictCountsJson
+    write: VerdictCountsJson
+    blocking_features: list[BlockingFeatureJson]
+    best_drop: BestDropJson | None
+
+
+class TableCompatJson(TypedDict):
+    table: str
+    version: int
+    protocol: ProtocolJson
+    clients: list[ClientCompatJson]
+    blocked: BlockedJson
+    summary: SummaryJson
+    notes: NotRequired[list[str]]
+    #: ``compat TABLE --versions --json`` (operations/version_access.py ``versions_json``)
+    versions: NotRequired[VersionsJson]
+
+
+class FleetCompatJson(TypedDict):
+    tables: list[TableCompatJson]
+    errors: list[JsonObject]
+    clients: list[ClientJson]
+
+
+class CatalogueSideJson(TypedDict):
+    max_version: int | Unknown
+    versions: list[int] | None
+    features: list[str] | Unknown | None
+    sources: list[SourceJson]
+
+
+ReleasesJson = TypedDict("ReleasesJson", {"from": str | None, "before": str | None})
+
+
+class CatalogueEntryJson(ClientJson):
+    aliases: list[str]
+    product: str
+    releases: ReleasesJson | None
+    path: str | None
+    tested_here: str | None
+    verified: bool
+    read: CatalogueSideJson | None
+    write: CatalogueSideJson | None
 
 
 # --- the typed outcome ---------------------------------------------------------------------------
@@ -59,7 +199,7 @@ class ClientCompat:
         """Cannot write this table (a client that writes no Delta table at all is ``n/a``)."""
         return self.verdict.write.verdict in (Verdict.NO, Verdict.MISREADS)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> ClientCompatJson:
         c, v = self.client, self.verdict
         return {
             "client": c.id, "name": c.name, "family": c.family, "versions": c.versions,
@@ -68,7 +208,7 @@ class ClientCompat:
             "sources": client_sources(c),
         }
 
-    def _unblock_json(self, plan: UnblockPlan) -> dict[str, Any]:
+    def _unblock_json(self, plan: UnblockPlan) -> UnblockJson:
         v = self.verdict
         return {
             "possible": plan.possible,
@@ -77,7 +217,7 @@ class ClientCompat:
                        "rewrite": footprint_json(s.may_rewrite_data, self.footprints.get(s.feature))}
                       for s in plan.steps],
             "undroppable": [{"feature": u.feature, "reason": u.reason} for u in plan.undroppable],
-            "protocol_after": protocol_document(plan.protocol_after) if plan.protocol_after is not None else None,
+            "protocol_after": protocol_json(plan.protocol_after) if plan.protocol_after is not None else None,
             "read_after": access_json(v.read_after) if v.read_after is not None else None,
             "write_after": access_json(v.write_after) if v.write_after is not None else None,
             "truncate_history_before_write": v.truncate_history_for_write,
@@ -105,15 +245,15 @@ class TableCompat:
         return [c.client.id for c in self.clients if c.blocked_write]
 
     @cached_property
-    def summary(self) -> dict[str, Any]:
+    def summary(self) -> SummaryJson:
         """How many clients read / write the table, the features that block them, and the one
         drop (with the dependents it needs dropped first) that unblocks the most clients:
         :func:`table_summary`."""
         return table_summary(self)
 
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "table": self.table, "version": self.version, "protocol": protocol_document(self.protocol),
+    def to_json(self) -> TableCompatJson:
+        out: TableCompatJson = {
+            "table": self.table, "version": self.version, "protocol": protocol_json(self.protocol),
             "clients": [c.to_json() for c in self.clients],
             "blocked": {"read": self.blocked_read, "write": self.blocked_write},
             "summary": self.summary,
@@ -134,7 +274,7 @@ class TableError:
     def exit_code(self) -> int:
         return self.error.exit_code
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         """The table and its error as every error RESULT states one (error class, SQLSTATE,
         message)."""
         return {"table": self.table, **self.error.to_dict()}
@@ -146,7 +286,7 @@ class FleetCompat:
     errors: tuple[TableError, ...]
     clients: tuple[Client, ...]
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> FleetCompatJson:
         return {"tables": [t.to_json() for t in self.tables],
                 "errors": [e.to_json() for e in self.errors],
                 "clients": [client_json(c) for c in self.clients]}
@@ -154,13 +294,13 @@ class FleetCompat:
 
 # --- JSON pieces (the document's shape, README "compat") -----------------------------------------
 
-def access_json(access: Access) -> dict[str, Any]:
+def access_json(access: Access) -> AccessJson:
     return {"verdict": access.verdict.value,
             "blockers": [{"kind": b.kind, "feature": b.feature, "reason": b.reason} for b in access.blockers],
             "notes": list(access.notes)}
 
 
-def footprint_json(may_rewrite: bool, footprint: RewriteFootprint | None) -> dict[str, Any]:
+def footprint_json(may_rewrite: bool, footprint: RewriteFootprint | None) -> RewriteJson:
     """``needed``: the drop rewrites data files on this table; ``files`` / ``bytes``: the live
     files it touches; ``exact`` False: an upper bound (the rewrite decides per file from its
     footer). Unknown (a catalog name: the files are not reachable): ``needed`` says whether the
@@ -173,14 +313,14 @@ def footprint_json(may_rewrite: bool, footprint: RewriteFootprint | None) -> dic
             "exact": footprint.exact}
 
 
-def client_json(client: Client) -> dict[str, Any]:
+def client_json(client: Client) -> ClientJson:
     return {"client": client.id, "name": client.name, "family": client.family, "versions": client.versions}
 
 
-def catalogue_entry_json(client: Client) -> dict[str, Any]:
+def catalogue_entry_json(client: Client) -> CatalogueEntryJson:
     """One entry of ``compat --list-clients --json``: what names it (id, aliases, product and
     release range, read path), what it accepts, and the sources of each side."""
-    def side(s: Any) -> dict[str, Any] | None:
+    def side(s: ReadSide | WriteSide | None) -> CatalogueSideJson | None:
         if s is None:
             return None
         return {"max_version": s.max_version, "versions": s.versions, "features": s.features,
@@ -194,9 +334,9 @@ def catalogue_entry_json(client: Client) -> dict[str, Any]:
             "read": side(client.read), "write": side(client.write)}
 
 
-def client_sources(client: Client) -> list[dict[str, str]]:
+def client_sources(client: Client) -> list[SourceJson]:
     """The read side's sources, then the write side's, each once."""
-    out: list[dict[str, str]] = []
+    out: list[SourceJson] = []
     seen: set[tuple[str, str]] = set()
     for side in (client.read, client.write):
         for source in (side.sources if side is not None else ()):
@@ -214,16 +354,17 @@ _BLOCKING = (Verdict.NO, Verdict.MISREADS)
 _PAIRED = 6
 
 
-def _counts(accesses: Iterable[Access]) -> dict[str, int]:
-    out = {"yes": 0, "blocked": 0, "unknown": 0, "n/a": 0}
+def _counts(accesses: Iterable[Access]) -> VerdictCountsJson:
+    out: VerdictCountsJson = {"yes": 0, "blocked": 0, "unknown": 0, "n/a": 0}
     for a in accesses:
-        key = ("blocked" if a.verdict in _BLOCKING else "yes" if a.verdict is Verdict.YES
+        key: Literal["yes", "blocked", "unknown", "n/a"] = (
+               "blocked" if a.verdict in _BLOCKING else "yes" if a.verdict is Verdict.YES
                else "n/a" if a.verdict is Verdict.NOT_APPLICABLE else "unknown")
         out[key] += 1
     return out
 
 
-def table_summary(report: TableCompat) -> dict[str, Any]:
+def table_summary(report: TableCompat) -> SummaryJson:
     """The summary of one table (``summary`` in its ``compat --json`` document):
 
     - ``clients``; ``read`` / ``write``: how many verdicts are yes, blocked (no or misreads),
@@ -249,7 +390,7 @@ def table_summary(report: TableCompat) -> dict[str, Any]:
     ranked = sorted(blocks.items(), key=lambda kv: (-kv[1]["read"], -kv[1]["write"], kv[0]))
     blocked = [c for c in report.clients if c.blocked_read or c.blocked_write]
 
-    def unblocked_by(features: tuple[str, ...]) -> dict[str, Any] | None:
+    def unblocked_by(features: tuple[str, ...]) -> BestDropJson | None:
         plan = unblock_plan(report.protocol, features)
         if not plan.possible or plan.protocol_after is None:
             return None
@@ -267,7 +408,7 @@ def table_summary(report: TableCompat) -> dict[str, Any]:
         return {"features": list(features), "drops": dropped, "then_readable_by": now_read,
                 "then_writable_by": now_write}
 
-    def best_of(candidates: Iterable[tuple[str, ...]]) -> dict[str, Any] | None:
+    def best_of(candidates: Iterable[tuple[str, ...]]) -> BestDropJson | None:
         found = [r for r in map(unblocked_by, candidates) if r is not None]
         return max(found, key=lambda r: (len(r["then_readable_by"]), len(r["then_writable_by"]),
                                          -len(r["drops"])), default=None)

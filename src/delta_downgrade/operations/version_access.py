@@ -20,12 +20,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict
 
 from delta_downgrade.compat.catalogue import Client
 from delta_downgrade.compat.verdict import Verdict, read_verdict
 from delta_downgrade.operations.protocol_timeline import ProtocolTimeline
-from delta_downgrade.protocol.protocol import Protocol, protocol_document
+from delta_downgrade.protocol.protocol import Protocol, ProtocolJson, protocol_json
 
 __all__ = ["ClientVersions", "ProtocolSpan", "client_versions", "protocol_spans", "versions_json"]
 
@@ -92,7 +92,30 @@ def client_versions(timeline: ProtocolTimeline, clients: Iterable[Client],
     return out
 
 
-def versions_json(timeline: ProtocolTimeline, per_client: list[ClientVersions]) -> dict[str, Any]:
+#: A run of retained versions with one protocol.
+SpanJson = TypedDict("SpanJson", {"from": int, "to": int, "protocol": ProtocolJson})
+#: A client's read verdict on a run of versions, and the features to blame.
+SpanVerdictJson = TypedDict("SpanVerdictJson", {"from": int, "to": int, "verdict": str, "features": list[str]})
+
+
+class ClientVersionsJson(TypedDict):
+    client: str
+    readable: list[list[int]]
+    spans: list[SpanVerdictJson]
+
+
+class VersionsJson(TypedDict):
+    """:func:`versions_json` (its pydantic model: app/schemas/compat.py ``Versions``)."""
+
+    earliest_version: int
+    latest_version: int
+    judged_from: int
+    boundary_version: int | None
+    spans: list[SpanJson]
+    clients: list[ClientVersionsJson]
+
+
+def versions_json(timeline: ProtocolTimeline, per_client: list[ClientVersions]) -> VersionsJson:
     """``versions`` of ``compat TABLE --versions --json``: the spans, then per client the
     readable ranges and each span's verdict."""
     spans = protocol_spans(timeline)
@@ -101,7 +124,7 @@ def versions_json(timeline: ProtocolTimeline, per_client: list[ClientVersions]) 
         "latest_version": timeline.latest_version,
         "judged_from": timeline.drawn_from,
         "boundary_version": timeline.boundary_version,
-        "spans": [{"from": s.first, "to": s.last, "protocol": protocol_document(s.protocol)} for s in spans],
+        "spans": [{"from": s.first, "to": s.last, "protocol": protocol_json(s.protocol)} for s in spans],
         "clients": [
             {"client": cv.client.id,
              "readable": [list(r) for r in cv.readable],

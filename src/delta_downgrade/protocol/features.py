@@ -16,12 +16,16 @@ through these functions rather than indexing :data:`FEATURES` directly.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from enum import Enum
 from types import MappingProxyType
+from typing import TYPE_CHECKING, TypedDict
+
+if TYPE_CHECKING:
+    from typing import Unpack  # Python 3.11; annotations only (postponed)
 
 __all__ = [
     "CHECKPOINT_PROTECTION",
@@ -133,24 +137,50 @@ def _feature_problems(f: TableFeature) -> list[str]:
     return out
 
 
-def _w(name: str, writer: int = TABLE_FEATURES_WRITER_VERSION, **kw: object) -> TableFeature:
+class _Flags(TypedDict, total=False):
+    """TableFeature's boolean keyword fields, as the catalogue below passes them."""
+
+    removable: bool
+    requires_history_protection: bool
+    package_reads: bool
+    package_writes: bool
+    in_spec: bool
+    known_to_delta_spark: bool
+
+
+def _feature(name: str, kind: FeatureKind, reader: int, writer: int, *, required_features: Iterable[str],
+             properties: Iterable[str], flags: _Flags) -> TableFeature:
+    """A feature of the catalogue below: legacy iff its writer version is below 7; the required
+    features and properties stored in the immutable shapes TableFeature declares."""
+    return TableFeature(name, kind, reader, writer, is_legacy=writer < TABLE_FEATURES_WRITER_VERSION,
+                        required_features=frozenset(required_features), properties=tuple(properties), **flags)
+
+
+def _w(name: str, writer: int = TABLE_FEATURES_WRITER_VERSION, *, required_features: Iterable[str] = (),
+       properties: Iterable[str] = (), **flags: Unpack[_Flags]) -> TableFeature:
     """A writer-only feature; legacy iff its writer version is below 7."""
-    return TableFeature(name, FeatureKind.WRITER, 1, writer,
-                        is_legacy=writer < TABLE_FEATURES_WRITER_VERSION, **kw)  # type: ignore[arg-type]  # kw: TableFeature's keyword fields, checked when it is built
+    return _feature(name, FeatureKind.WRITER, 1, writer, required_features=required_features,
+                    properties=properties, flags=flags)
 
 
-def _rw(name: str, reader: int = TABLE_FEATURES_READER_VERSION,
-        writer: int = TABLE_FEATURES_WRITER_VERSION, **kw: object) -> TableFeature:
+def _rw(name: str, reader: int = TABLE_FEATURES_READER_VERSION, writer: int = TABLE_FEATURES_WRITER_VERSION, *,
+        required_features: Iterable[str] = (), properties: Iterable[str] = (),
+        **flags: Unpack[_Flags]) -> TableFeature:
     """A reader-writer feature; legacy iff its writer version is below 7. Spark's default
     ``requiresHistoryProtection`` for reader-writer features is true ([DS])."""
-    kw.setdefault("requires_history_protection", True)
-    return TableFeature(name, FeatureKind.READER_WRITER, reader, writer,
-                        is_legacy=writer < TABLE_FEATURES_WRITER_VERSION, **kw)  # type: ignore[arg-type]  # kw: TableFeature's keyword fields, checked when it is built
+    flags.setdefault("requires_history_protection", True)
+    return _feature(name, FeatureKind.READER_WRITER, reader, writer, required_features=required_features,
+                    properties=properties, flags=flags)
 
 
 # Features whose commits may live outside ``_delta_log`` or whose log is governed by a catalog or a
 # redirect: this package can neither read nor write such tables' logs faithfully.
-_UNSUPPORTED = {"package_reads": False, "package_writes": False}
+class _Unsupported(TypedDict):
+    package_reads: bool
+    package_writes: bool
+
+
+_UNSUPPORTED: _Unsupported = {"package_reads": False, "package_writes": False}
 
 _TYPE_WIDENING_PROPS = ("delta.enableTypeWidening",)
 _ICT_PROPS = ("delta.enableInCommitTimestamps", "delta.inCommitTimestampEnablementVersion",

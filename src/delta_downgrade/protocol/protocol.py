@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict
 
 from delta_downgrade.errors import InvalidProtocolError
 from delta_downgrade.protocol.json_values import JsonObject
@@ -34,7 +34,7 @@ from delta_downgrade.protocol.features import (
     lookup_feature,
 )
 
-__all__ = ["Protocol", "protocol_document", "required_closure"]
+__all__ = ["Protocol", "ProtocolJson", "protocol_document", "protocol_json", "required_closure"]
 
 _MAX_READER = TABLE_FEATURES_READER_VERSION
 _MAX_WRITER = TABLE_FEATURES_WRITER_VERSION
@@ -429,7 +429,16 @@ class Protocol:
         return old_names - {target} == new_names - added
 
 
-def protocol_document(protocol: Protocol) -> JsonObject:
+class ProtocolJson(TypedDict):
+    """:func:`protocol_json`: the four keys of the ``protocol`` action, typed."""
+
+    minReaderVersion: int
+    minWriterVersion: int
+    readerFeatures: list[str] | None
+    writerFeatures: list[str] | None
+
+
+def protocol_json(protocol: Protocol) -> ProtocolJson:
     """The protocol as a JSON document with all four keys of the ``protocol`` action
     (PROTOCOL.md "Protocol Evolution"), lists sorted as in the action; a feature list is null
     when the protocol has none."""
@@ -437,3 +446,10 @@ def protocol_document(protocol: Protocol) -> JsonObject:
     return {"minReaderVersion": protocol.min_reader_version, "minWriterVersion": protocol.min_writer_version,
             "readerFeatures": None if reader is None else sorted(reader),
             "writerFeatures": None if writer is None else sorted(writer)}
+
+
+def protocol_document(protocol: Protocol) -> JsonObject:
+    """:func:`protocol_json` as a value of a JSON document built as a :data:`JsonObject`."""
+    doc = protocol_json(protocol)
+    return {"minReaderVersion": doc["minReaderVersion"], "minWriterVersion": doc["minWriterVersion"],
+            "readerFeatures": doc["readerFeatures"], "writerFeatures": doc["writerFeatures"]}

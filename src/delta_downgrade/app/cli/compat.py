@@ -24,7 +24,8 @@ from delta_downgrade.app.cli.storage_option import add_storage_option_argument
 
 if TYPE_CHECKING:
     from delta_downgrade.compat.catalogue import Client
-    from delta_downgrade.operations.compat import TableCompat
+    from delta_downgrade.operations.compat import FleetCompatJson, TableCompat
+    from delta_downgrade.operations.version_access import VersionsJson
 
 Command = Callable[[argparse.Namespace], int]
 
@@ -116,7 +117,7 @@ def _check_versions_target(args: argparse.Namespace) -> None:
                             "catalog name: pass the table's storage path", table=ref.display)
 
 
-def _versions(args: argparse.Namespace, clients: tuple) -> dict:
+def _versions(args: argparse.Namespace, clients: tuple[Client, ...]) -> VersionsJson:
     """``--versions``: each client's readable retained versions (a path's log; a catalog name is
     refused: its history is not read through SQL)."""
     from delta_downgrade.app.table_ref import parse_table_ref
@@ -182,7 +183,7 @@ def _run_fleet(args: argparse.Namespace, catalogue, clients) -> int:
     return finish(args, summary, document=fleet.to_json() if args.json else None, code=code)
 
 
-def _write_report(args: argparse.Namespace, document: dict) -> dict[str, str]:
+def _write_report(args: argparse.Namespace, document: FleetCompatJson) -> dict[str, str]:
     """``--report DIR``: compat.json and compat.html; their paths (on stderr for the person, and
     in the RESULT / --json document under ``compat_report``)."""
     import sys

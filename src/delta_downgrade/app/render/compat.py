@@ -4,13 +4,27 @@ documents are :meth:`TableCompat.to_json` / :meth:`FleetCompat.to_json` (README 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from delta_downgrade.app.render.result import protocol_fields
 from delta_downgrade.protocol.json_values import JsonObject
 
 if TYPE_CHECKING:
-    from delta_downgrade.operations.compat import ClientCompat, FleetCompat, TableCompat
+    from delta_downgrade.operations.compat import (
+        AccessJson,
+        CatalogueEntryJson,
+        CatalogueSideJson,
+        ClientCompat,
+        ClientCompatJson,
+        FleetCompat,
+        StepJson,
+        TableCompat,
+        TableCompatJson,
+        UnblockJson,
+    )
+    from delta_downgrade.operations.version_access import VersionsJson
+    from delta_downgrade.protocol.protocol import ProtocolJson
 
 STATUS_COMPATIBLE = "compatible"
 STATUS_BLOCKED = "blocked"
@@ -59,20 +73,21 @@ def human_bytes(n: int) -> str:
     raise AssertionError("unreachable")
 
 
-def _protocol_text(p: dict[str, Any]) -> str:
+def _protocol_text(p: ProtocolJson) -> str:
     out = f"{p['minReaderVersion']},{p['minWriterVersion']}"
-    if p.get("readerFeatures") is not None:
-        out += " reader[" + ", ".join(p["readerFeatures"]) + "]"
-    if p.get("writerFeatures") is not None:
-        out += " writer[" + ", ".join(p["writerFeatures"]) + "]"
+    reader, writer = p["readerFeatures"], p["writerFeatures"]
+    if reader is not None:
+        out += " reader[" + ", ".join(reader) + "]"
+    if writer is not None:
+        out += " writer[" + ", ".join(writer) + "]"
     return out
 
 
-def _step_text(step: dict[str, Any]) -> str:
+def _step_text(step: StepJson) -> str:
     r = step["rewrite"]
     text = step["feature"]
     if r["needed"]:
-        if r["files"] is None:
+        if r["files"] is None or r["bytes"] is None:
             text += " (rewrites data files; counting them needs the log, which a catalog name does not reach)"
         else:
             bound = "" if r["exact"] else "up to "
@@ -80,7 +95,7 @@ def _step_text(step: dict[str, Any]) -> str:
     return text
 
 
-def plan_text(unblock: dict[str, Any] | None) -> str:
+def plan_text(unblock: UnblockJson | None) -> str:
     """'drop deletionVectors (rewrites 12 file(s), 3.4 MB), then columnMapping; truncate-history
     before this client may write', or why no plan exists."""
     if unblock is None:
@@ -92,7 +107,7 @@ def plan_text(unblock: dict[str, Any] | None) -> str:
         parts.append("drop " + ", then ".join(_step_text(s) for s in unblock["steps"]))
     if unblock["truncate_history_before_write"]:
         parts.append("truncate-history before this client may write")
-    after = [(side, unblock[f"{side}_after"]) for side in ("read", "write")]
+    after = [("read", unblock["read_after"]), ("write", unblock["write_after"])]
     still = [f"{side} {a['verdict']}" for side, a in after if a is not None and a["verdict"] not in ("yes", "n/a")]
     if still and not unblock["truncate_history_before_write"]:
         parts.append("afterwards still " + ", ".join(still))
@@ -100,14 +115,14 @@ def plan_text(unblock: dict[str, Any] | None) -> str:
     return "; ".join(parts)
 
 
-def _blocked_by(access: dict[str, Any]) -> str:
+def _blocked_by(access: AccessJson) -> str:
     """The features to blame, then the reasons of blockers no feature owns (a protocol version)."""
-    features = sorted({b["feature"] for b in access["blockers"] if b["feature"]})
+    features = sorted({f for b in access["blockers"] if (f := b["feature"])})
     reasons = sorted({b["reason"] for b in access["blockers"] if not b["feature"]})
     return ", ".join([*features, *reasons])
 
 
-def _client_line(doc: dict[str, Any], width: int) -> str:
+def _client_line(doc: ClientCompatJson, width: int) -> str:
     read, write = doc["read"], doc["write"]
     line = f"  {doc['client']:<{width}}  read {read['verdict']:<8} write {write['verdict']:<8}"
     blocked = _blocked_by(read) or _blocked_by(write)
@@ -134,12 +149,10 @@ def drops_text(drops: list[str]) -> str:
                           for d in drops)
 
 
-def summary_lines(doc: dict[str, Any], indent: str = "  ") -> list[str]:
+def summary_lines(doc: TableCompatJson, indent: str = "  ") -> list[str]:
     """The summary of one table's document: who can read / write it, what blocks them, and the
     one drop that unblocks the most."""
-    s = doc.get("summary")
-    if not s:
-        return []
+    s = doc["summary"]
     r, w = s["read"], s["write"]
     writers = s["clients"] - w["n/a"]
     line = (f"{indent}read by {r['yes']} of {s['clients']} clients ({r['blocked']} blocked"
@@ -174,7 +187,7 @@ def render_text(report: TableCompat, *, detail: bool = False, details: bool = Fa
     verdicts, plan and sources with ``detail`` (``--client``)."""
     doc = report.to_json()
     lines = [f"{doc['table']} at version {doc['version']}: protocol {_protocol_text(doc['protocol'])}"]
-    lines.extend(f"  note: {n}" for n in doc.get("notes", ()))
+    lines.extend(f"  note: {n}" for n in doc.get("notes", []))
     lines.extend(summary_lines(doc))
     if detail:
         for c in report.clients:
@@ -190,7 +203,7 @@ def render_text(report: TableCompat, *, detail: bool = False, details: bool = Fa
     return "\n".join(lines)
 
 
-def _access_lines(label: str, access: dict[str, Any], indent: str) -> list[str]:
+def _access_lines(label: str, access: AccessJson, indent: str) -> list[str]:
     out = [f"{indent}{label}: {access['verdict']}"]
     out.extend(f"{indent}  - {b['reason']}" for b in access["blockers"])
     out.extend(f"{indent}  note: {n}" for n in access["notes"])
@@ -212,8 +225,7 @@ def _client_detail(client: ClientCompat) -> list[str]:
         lines.extend(f"    cannot drop {u['feature']}: {u['reason']}" for u in unblock["undroppable"])
         if unblock["protocol_after"] is not None:
             lines.append(f"    protocol after: {_protocol_text(unblock['protocol_after'])}")
-        for side in ("read", "write"):
-            after = unblock[f"{side}_after"]
+        for side, after in (("read", unblock["read_after"]), ("write", unblock["write_after"])):
             if after is not None:
                 lines += _access_lines(f"{side} after", after, "    ")
         if unblock["truncate_history_before_write"]:
@@ -259,13 +271,13 @@ def render_fleet_text(fleet: FleetCompat, *, detail: bool = False, details: bool
 
 # --- the catalogue -------------------------------------------------------------------------------
 
-def _max(side: dict[str, Any] | None) -> str:
+def _max(side: CatalogueSideJson | None) -> str:
     if side is None:
         return "-"
     return str(side["max_version"]) + (f" {side['versions']}" if side["versions"] else "")
 
 
-def render_client_list(entries: list[dict[str, Any]]) -> str:
+def render_client_list(entries: Sequence[CatalogueEntryJson]) -> str:
     """``compat --list-clients``: one line per entry (id, how to name it with a version, read
     path, the highest reader / writer versions it accepts), its sources below it."""
     lines = []
@@ -297,7 +309,7 @@ def _ranges(ranges: list[list[int]]) -> str:
     return ", ".join(_span(a, b) for a, b in ranges) or "none"
 
 
-def render_versions(doc: dict[str, Any]) -> str:
+def render_versions(doc: VersionsJson) -> str:
     """``--versions``: the protocol spans of the retained history, then per client the versions
     it reads and why not the others."""
     spans = doc["spans"]

@@ -29,13 +29,36 @@ escaped by the engine, none by hand.
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Any, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence, TypedDict
 
 from jinja2 import Environment, PackageLoader, StrictUndefined
 
 from delta_downgrade.app.render.compat import drops_text, plan_text
+from delta_downgrade.app.render.protocol_timeline import TimelineErrorJson, TimelineJson
+from delta_downgrade.operations.compat import ClientJson, TableCompatJson
+from delta_downgrade.protocol.json_values import JsonObject
 
-__all__ = ["VERDICT_STYLE", "render_compat_html", "report_context", "timeline_svg"]
+if TYPE_CHECKING:
+    from delta_downgrade.operations.compat import ClientCompatJson
+    from delta_downgrade.protocol.protocol import ProtocolJson
+
+__all__ = ["CompatReportJson", "ReportTableJson", "VERDICT_STYLE", "render_compat_html", "report_context",
+           "timeline_svg"]
+
+
+class ReportTableJson(TableCompatJson):
+    """A table of ``compat.json``: its compat document and its timeline (null: a catalog name,
+    whose log this package does not read)."""
+
+    timeline: TimelineJson | TimelineErrorJson | None
+
+
+class CompatReportJson(TypedDict):
+    """``compat.json`` (its pydantic model: app/schemas/compat.py ``CompatReportDocument``)."""
+
+    tables: list[ReportTableJson]
+    errors: list[JsonObject]
+    clients: list[ClientJson]
 
 #: verdict -> (symbol, css class, words). Okabe-Ito colours in the CSS; the symbol carries the
 #: verdict without colour.
@@ -66,11 +89,11 @@ def _verdict(value: str | None) -> dict[str, str]:
     return {"symbol": symbol, "css": css, "words": words, "value": value or "unknown"}
 
 
-def render_compat_html(document: Mapping[str, Any], *, title: str = "Delta client compatibility") -> str:
+def render_compat_html(document: CompatReportJson, *, title: str = "Delta client compatibility") -> str:
     return _environment().get_template("compat_report.html.j2").render(**report_context(document, title=title))
 
 
-def timeline_svg(timeline: Mapping[str, Any]) -> str:
+def timeline_svg(timeline: TimelineJson) -> str:
     """One table's timeline picture, alone (the page draws it inside the table's section)."""
     return _environment().get_template("timeline.svg.j2").render(t=timeline_shapes(timeline))
 
@@ -93,20 +116,21 @@ def _short(path: str, prefix: str, limit: int = 44) -> str:
     return name if len(name) <= limit else "\u2026" + name[-(limit - 1):]
 
 
-def _label(client: Mapping[str, Any]) -> str:
+def _label(client: ClientJson) -> str:
     """The client's column label under its family: the id without the family's name."""
-    cid, family = str(client.get("client")), str(client.get("family"))
+    cid, family = client["client"], client["family"]
     for prefix in (f"{family}-", "dbr-"):
         if cid.startswith(prefix) and len(cid) > len(prefix):
             return cid[len(prefix):]
     return cid
 
 
-def _families(clients: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    order: dict[str, list[Mapping[str, Any]]] = {}
+def _families(clients: Sequence[ClientJson]) -> dict[str, list[ClientJson]]:
+    """The clients by family, families in the order they first appear."""
+    order: dict[str, list[ClientJson]] = {}
     for c in clients:
-        order.setdefault(str(c.get("family")), []).append(c)
-    return [{"family": f, "clients": members} for f, members in order.items()]
+        order.setdefault(c["family"], []).append(c)
+    return order
 
 
 def _by_family(ids: Iterable[str], family_of: Mapping[str, str], label_of: Mapping[str, str]) -> list[dict[str, Any]]:
@@ -116,25 +140,25 @@ def _by_family(ids: Iterable[str], family_of: Mapping[str, str], label_of: Mappi
     return [{"family": f, "labels": labels} for f, labels in grouped.items()]
 
 
-def _carried(protocol: Mapping[str, Any]) -> frozenset[str]:
+def _carried(protocol: ProtocolJson) -> frozenset[str]:
     """The features a protocol document has, listed or implied by legacy versions."""
     from delta_downgrade.protocol.protocol import Protocol
 
     try:
         return Protocol.from_action({k: v for k, v in protocol.items() if v is not None}).features
     except Exception:  # an invalid protocol the verdicts already flag: its listed names
-        return frozenset([*(protocol.get("readerFeatures") or ()), *(protocol.get("writerFeatures") or ())])
+        return frozenset([*(protocol["readerFeatures"] or ()), *(protocol["writerFeatures"] or ())])
 
 
-def report_context(document: Mapping[str, Any], *, title: str = "Delta client compatibility") -> dict[str, Any]:
-    tables: Sequence[Mapping[str, Any]] = document.get("tables") or ()
-    errors: Sequence[Mapping[str, Any]] = document.get("errors") or ()
-    clients: Sequence[Mapping[str, Any]] = document.get("clients") or ()
+def report_context(document: CompatReportJson, *, title: str = "Delta client compatibility") -> dict[str, Any]:
+    """What the page's template draws (the view: Jinja2 reads it by name)."""
+    tables, errors, clients = document["tables"], document["errors"], document["clients"]
+    by_family = _families(clients)
     # the matrix's columns: clients grouped by family (families in the order they first appear)
-    ids = [str(c.get("client")) for fam in _families(clients) for c in fam["clients"]]
-    family_of = {str(c.get("client")): str(c.get("family")) for c in clients}
-    label_of = {str(c.get("client")): _label(c) for c in clients}
-    prefix = _common_prefix([str(t.get("table")) for t in tables])
+    ids = [c["client"] for members in by_family.values() for c in members]
+    family_of = {c["client"]: c["family"] for c in clients}
+    label_of = {c["client"]: _label(c) for c in clients}
+    prefix = _common_prefix([t["table"] for t in tables])
 
     cannot_read = {cid: 0 for cid in ids}
     cannot_write = {cid: 0 for cid in ids}
@@ -143,40 +167,39 @@ def report_context(document: Mapping[str, Any], *, title: str = "Delta client co
     tables_with_feature: dict[str, list[int]] = {}
     rows, sections = [], []
     for ti, table in enumerate(tables):
-        entries = {str(e.get("client")): e for e in table.get("clients") or ()}
+        entries = {e["client"]: e for e in table["clients"]}
         cells: list[dict[str, Any] | None] = []
         for cid in ids:
             e = entries.get(cid)
             if e is None:
                 cells.append(None)
                 continue
-            read, write = (e.get("read") or {}), (e.get("write") or {})
-            rv, wv = read.get("verdict"), write.get("verdict")
+            read, write = e["read"], e["write"]
+            rv, wv = read["verdict"], write["verdict"]
             cannot_read[cid] += rv in _BLOCKING
             cannot_write[cid] += wv in _BLOCKING
             unknown[cid] += "unknown" in (rv, wv)
             for side, access in (("read", read), ("write", write)):
-                if access.get("verdict") in _BLOCKING:
-                    for b in access.get("blockers") or ():
-                        if b.get("feature"):
-                            blocked_by_feature.setdefault(b["feature"], {"read": set(), "write": set()})[side].add(cid)
+                if access["verdict"] in _BLOCKING:
+                    for b in access["blockers"]:
+                        if feature := b["feature"]:
+                            blocked_by_feature.setdefault(feature, {"read": set(), "write": set()})[side].add(cid)
             cells.append({"read": _verdict(rv), "write": _verdict(wv), "client": cid,
                           "css": _CELL_CODE[_verdict(rv)["css"]] + _CELL_CODE[_verdict(wv)["css"]]})
-        for feature in _carried(table.get("protocol") or {}):
-            tables_with_feature.setdefault(feature, []).append(ti)
-        name = _short(str(table.get("table")), prefix)
-        rows.append({"index": ti, "path": table.get("table"), "name": name, "cells": cells})
+        for carried in _carried(table["protocol"]):
+            tables_with_feature.setdefault(carried, []).append(ti)
+        name = _short(table["table"], prefix)
+        rows.append({"index": ti, "path": table["table"], "name": name, "cells": cells})
         sections.append(_table_section(ti, table, name, entries, family_of, label_of))
 
-    families = []
-    for fam in _families(clients):
-        families.append({"family": fam["family"], "clients": [
-            {"id": c.get("client"), "label": label_of[str(c.get("client"))], "name": c.get("name"),
-             "versions": c.get("versions"), "cannot_read": cannot_read[str(c.get("client"))],
-             "cannot_write": cannot_write[str(c.get("client"))], "unknown": unknown[str(c.get("client"))]}
-            for c in fam["clients"]]})
-    columns = [{"id": c["id"], "label": c["label"], "name": c["name"], "versions": c["versions"], "first": i == 0}
-               for fam in families for i, c in enumerate(fam["clients"])]
+    families = [{"family": family, "clients": [
+        {"id": c["client"], "label": label_of[c["client"]], "name": c["name"],
+         "versions": c["versions"], "cannot_read": cannot_read[c["client"]],
+         "cannot_write": cannot_write[c["client"]], "unknown": unknown[c["client"]]}
+        for c in members]} for family, members in by_family.items()]
+    columns = [{"id": c["client"], "label": label_of[c["client"]], "name": c["name"], "versions": c["versions"],
+                "first": i == 0}
+               for members in by_family.values() for i, c in enumerate(members)]
     features: list[dict[str, Any]] = []
     for feature, sides in blocked_by_feature.items():
         carrying = tables_with_feature.get(feature, [])
@@ -189,7 +212,7 @@ def report_context(document: Mapping[str, Any], *, title: str = "Delta client co
             "tables": [{"index": i, "name": rows[i]["name"], "path": rows[i]["path"]} for i in carrying],
         })
     features.sort(key=lambda f: (-f["clients"], -len(f["tables"]), f["feature"]))
-    blocked_tables = sum(1 for t in tables if (t.get("blocked") or {}).get("read") or (t.get("blocked") or {}).get("write"))
+    blocked_tables = sum(1 for t in tables if t["blocked"]["read"] or t["blocked"]["write"])
     return {
         "title": title, "tables": rows, "sections": sections, "columns": columns, "errors": errors, "families": families,
         "features": features, "prefix": prefix, "client_count": len(clients), "table_count": len(tables),
@@ -198,45 +221,49 @@ def report_context(document: Mapping[str, Any], *, title: str = "Delta client co
     }
 
 
-def _table_section(ti: int, table: Mapping[str, Any], name: str, entries: Mapping[str, Mapping[str, Any]],
+def _table_section(ti: int, table: ReportTableJson, name: str, entries: Mapping[str, ClientCompatJson],
                    family_of: Mapping[str, str], label_of: Mapping[str, str]) -> dict[str, Any]:
     """One table's collapsed section: its summary line, the blocked clients grouped by what blocks
     them and the plan (one row per distinct plan, not per client), the timeline."""
     groups: dict[tuple[str, ...], dict[str, Any]] = {}
     for cid, e in entries.items():
-        read, write = (e.get("read") or {}), (e.get("write") or {})
-        if read.get("verdict") not in _BLOCKING and write.get("verdict") not in _BLOCKING:
+        read, write = e["read"], e["write"]
+        if read["verdict"] not in _BLOCKING and write["verdict"] not in _BLOCKING:
             continue
-        reasons = list(dict.fromkeys(str(b.get("reason")) for side in (read, write)
-                                     for b in side.get("blockers") or ()))
-        plan = plan_text(e.get("unblock")) or "no plan"
-        key = (str(read.get("verdict")), str(write.get("verdict")), plan, *reasons)
-        group = groups.setdefault(key, {"read": _verdict(read.get("verdict")), "write": _verdict(write.get("verdict")),
+        reasons = list(dict.fromkeys(b["reason"] for side in (read, write) for b in side["blockers"]))
+        plan = plan_text(e["unblock"]) or "no plan"
+        key = (read["verdict"], write["verdict"], plan, *reasons)
+        group = groups.setdefault(key, {"read": _verdict(read["verdict"]), "write": _verdict(write["verdict"]),
                                         "reasons": reasons, "plan": plan, "ids": []})
         group["ids"].append(cid)
     for g in groups.values():
         g["clients"] = _by_family(g["ids"], family_of, label_of)
-    summary = table.get("summary") or {}
-    best = summary.get("best_drop")
-    timeline = table.get("timeline")
+    summary = table["summary"]
+    best = summary["best_drop"]
+    timeline = table["timeline"]
     # a timeline to draw; else None (no timeline, or the error that kept it from being read)
-    drawn_timeline = timeline if isinstance(timeline, Mapping) and "latest_version" in timeline else None
-    drawn = drawn_timeline is not None
+    drawn_timeline: TimelineJson | None = None
+    timeline_error: TimelineErrorJson | None = None
+    if timeline is not None:
+        if "latest_version" in timeline:
+            drawn_timeline = timeline
+        else:
+            timeline_error = timeline
     # time travel per client: each protocol span, and who cannot read its versions (by family)
     travel = []
     for span in (drawn_timeline.get("spans") or ()) if drawn_timeline is not None else ():
-        readers = set(span.get("readers") or ())
-        travel.append({"from": span.get("from"), "to": span.get("to"), "readers": len(readers),
-                       "judged": span.get("judged"),
-                       "protocol": span.get("protocol") or {},
+        readers = set(span["readers"])
+        travel.append({"from": span["from"], "to": span["to"], "readers": len(readers),
+                       "judged": span["judged"],
+                       "protocol": span["protocol"],
                        "not": _by_family([c for c in entries if c not in readers], family_of, label_of)})
     return {
-        "index": ti, "path": table.get("table"), "name": name, "version": table.get("version"),
-        "protocol": table.get("protocol") or {}, "summary": summary, "notes": table.get("notes") or (),
+        "index": ti, "path": table["table"], "name": name, "version": table["version"],
+        "protocol": table["protocol"], "summary": summary, "notes": table.get("notes") or (),
         "groups": list(groups.values()), "travel": travel,
         "best_drop": None if not best else {**best, "text": drops_text(best["drops"])},
         "timeline": timeline_shapes(drawn_timeline, list(entries)) if drawn_timeline is not None else None,
-        "timeline_error": timeline if isinstance(timeline, Mapping) and not drawn else None,
+        "timeline_error": timeline_error,
     }
 
 
@@ -252,7 +279,7 @@ _BAND_FILLS = ("#e8f1f8", "#f6efe2")
 _CHAR_W = 6.5
 
 
-def timeline_shapes(timeline: Mapping[str, Any], clients: Sequence[str] = ()) -> dict[str, Any]:
+def timeline_shapes(timeline: TimelineJson, clients: Sequence[str] = ()) -> dict[str, Any]:
     """The timeline's geometry: versions left to right on the commit line; protocol bands behind
     it (each span of one protocol, with how many clients read its versions); checkpoints as
     squares (multi-part: a double square; V2: a diamond), filled when Checkpoint Protection rule
@@ -260,7 +287,7 @@ def timeline_shapes(timeline: Mapping[str, Any], clients: Sequence[str] = ()) ->
     the features added (+) and removed (-); the boundary as a dashed line; a break mark when older
     history is not drawn. Every mark carries its details as a tooltip (a band's: the clients of
     ``clients`` that cannot read its versions)."""
-    first, last = int(timeline["drawn_from"]), int(timeline["latest_version"])
+    first, last = timeline["drawn_from"], timeline["latest_version"]
     span = max(last - first, 1)
     width = _W - _LEFT - _RIGHT
     step = width / span if last > first else width
@@ -283,68 +310,67 @@ def timeline_shapes(timeline: Mapping[str, Any], clients: Sequence[str] = ()) ->
 
     bands = []
     for i, s in enumerate(timeline.get("spans") or ()):
-        x0 = max(_LEFT - 6, x(int(s["from"])) - step / 2) if last > first else _LEFT - 6
-        x1 = min(_W - _RIGHT + 6, x(int(s["to"])) + step / 2) if last > first else _W - _RIGHT + 6
-        proto = s.get("protocol") or {}
-        features = sorted({*(proto.get("readerFeatures") or ()), *(proto.get("writerFeatures") or ())})
-        readers = s.get("readers")
-        label = f"{proto.get('minReaderVersion')},{proto.get('minWriterVersion')}"
+        x0 = max(_LEFT - 6, x(s["from"]) - step / 2) if last > first else _LEFT - 6
+        x1 = min(_W - _RIGHT + 6, x(s["to"]) + step / 2) if last > first else _W - _RIGHT + 6
+        proto = s["protocol"]
+        features = sorted({*(proto["readerFeatures"] or ()), *(proto["writerFeatures"] or ())})
+        readers = s["readers"]
+        label = f"{proto['minReaderVersion']},{proto['minWriterVersion']}"
         bands.append({
             "x": round(x0, 1), "w": round(max(x1 - x0, 2), 1), "fill": _BAND_FILLS[i % 2],
             "label": label, "wide": x1 - x0 >= 90,
             # a narrow band's label grows leftwards from its right edge, one line lower
             "text_x": round(x0 + 4 if x1 - x0 >= 90 else x1 - 2, 1),
             "text_y": 15 if x1 - x0 >= 90 else 27, "anchor": "start" if x1 - x0 >= 90 else "end",
-            "readers": None if readers is None else len(readers), "judged": s.get("judged"),
+            "readers": len(readers), "judged": s["judged"],
             "title": (f"v{s['from']}-{s['to']}: protocol {label}" + (f" [{', '.join(features)}]" if features else "")
-                      + ("" if readers is None else f"; read by {len(readers)} of {s.get('judged')} clients"
+                      + (f"; read by {len(readers)} of {s['judged']} clients"
                          + (f"; not by: {', '.join(c for c in (clients or ()) if c not in readers)}"
                             if clients and len(readers) < len(clients) else ""))),
         })
     checkpoints = []
-    for c in timeline.get("checkpoints") or ():
-        kind = c.get("kind")
+    for c in timeline["checkpoints"]:
+        kind = c["kind"]
         what = (f"checkpoint v{c['version']}: {kind}"
-                + (f", {c.get('parts')} part(s)" if kind == "multipart" else "")
-                + (f", {c.get('sidecars')} sidecar(s)" if c.get("sidecars") is not None else "")
-                + (", protected (Checkpoint Protection rule a)" if c.get("protected") else "")
-                + (", at the boundary" if c.get("at_boundary") else "")
-                + ("" if c.get("complete", True) else ", INCOMPLETE: a part is missing"))
-        checkpoints.append({"x": x(int(c["version"])), "kind": kind, "protected": bool(c.get("protected")),
-                            "at_boundary": bool(c.get("at_boundary")), "complete": c.get("complete", True),
-                            "title": what})
-    drops = list(timeline.get("drop_feature_commits") or ())
-    drop_marks = [{"x": x(int(d["version"])),
-                   "title": f"v{d['version']}: DROP FEATURE {d.get('feature') or '?'}"
-                            + (" (truncate history)" if d.get("truncate_history") else "")} for d in drops]
-    drop_labels = [{**place(x(int(d["version"])), f"drop {d.get('feature') or '?'}"), "y": _LINE_Y - 26 - 11 * (i % 2)}
+                + (f", {c['parts']} part(s)" if kind == "multipart" else "")
+                + (f", {c['sidecars']} sidecar(s)" if c["sidecars"] is not None else "")
+                + (", protected (Checkpoint Protection rule a)" if c["protected"] else "")
+                + (", at the boundary" if c["at_boundary"] else "")
+                + ("" if c["complete"] else ", INCOMPLETE: a part is missing"))
+        checkpoints.append({"x": x(c["version"]), "kind": kind, "protected": c["protected"],
+                            "at_boundary": c["at_boundary"], "complete": c["complete"], "title": what})
+    drops = timeline["drop_feature_commits"]
+    drop_marks = [{"x": x(d["version"]),
+                   "title": f"v{d['version']}: DROP FEATURE {d['feature'] or '?'}"
+                            + (" (truncate history)" if d["truncate_history"] else "")} for d in drops]
+    drop_labels = [{**place(x(d["version"]), f"drop {d['feature'] or '?'}"), "y": _LINE_Y - 26 - 11 * (i % 2)}
                    for i, d in enumerate(drops[-MAX_LABELS:])]
-    changes = list(timeline.get("protocol_changes") or ())
-    ticks = [x(int(c["version"])) for c in changes]
+    changes = timeline["protocol_changes"]
+    ticks = [x(c["version"]) for c in changes]
     change_labels = []
-    for i, c in enumerate(changes[-MAX_LABELS:]):
-        proto = c.get("protocol") or {}
-        delta = " ".join([*(f"+{a}" for a in c.get("added") or ()), *(f"\u2212{r}" for r in c.get("removed") or ())])
-        text = f"v{c['version']}: {proto.get('minReaderVersion')}/{proto.get('minWriterVersion')} {delta}".strip()
-        change_labels.append({**place(x(int(c["version"])), text), "y": _LINE_Y + 26 + 13 * (i % 2)})
-    boundary = timeline.get("boundary_version")
+    for i, change in enumerate(changes[-MAX_LABELS:]):
+        proto = change["protocol"]
+        delta = " ".join([*(f"+{a}" for a in change["added"]), *(f"\u2212{r}" for r in change["removed"])])
+        text = f"v{change['version']}: {proto['minReaderVersion']}/{proto['minWriterVersion']} {delta}".strip()
+        change_labels.append({**place(x(change["version"]), text), "y": _LINE_Y + 26 + 13 * (i % 2)})
+    boundary = timeline["boundary_version"]
     boundary_mark = None
-    if boundary is not None and first <= int(boundary) <= last:
-        bx = x(int(boundary))
+    if boundary is not None and first <= boundary <= last:
+        bx = x(boundary)
         boundary_label = place(bx, f"boundary v{boundary}"
-                               + (" (checkpointProtection)" if timeline.get("checkpoint_protection") else ""))
+                               + (" (checkpointProtection)" if timeline["checkpoint_protection"] else ""))
         boundary_mark = {**boundary_label, "x": bx,
                          "text_x": bx + (-4 if boundary_label["anchor"] == "end" else 4)}
-    initial = timeline.get("initial_protocol") or {}
+    initial = timeline["initial_protocol"]
     height = _LINE_Y + 58
     return {
         "width": _W, "height": height, "line_y": _LINE_Y, "first": first, "last": last,
         "x_first": x(first), "x_last": x(last), "bands": bands, "checkpoints": checkpoints,
         "drop_marks": drop_marks, "drop_labels": drop_labels, "ticks": ticks, "change_labels": change_labels,
         "boundary": boundary_mark,
-        "older": ({"earliest": timeline.get("earliest_version"), "to": first - 1,
-                   "checkpoints": timeline.get("checkpoints_not_drawn") or 0}
-                  if timeline.get("older_history_not_drawn") else None),
+        "older": ({"earliest": timeline["earliest_version"], "to": first - 1,
+                   "checkpoints": timeline["checkpoints_not_drawn"]}
+                  if timeline["older_history_not_drawn"] else None),
         "no_change": None if changes else (f"no protocol change since v{first} (reader "
-                                           f"{initial.get('minReaderVersion')}, writer {initial.get('minWriterVersion')})"),
+                                           f"{initial['minReaderVersion']}, writer {initial['minWriterVersion']})"),
     }

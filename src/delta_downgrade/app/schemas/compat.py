@@ -265,7 +265,8 @@ class ProtocolChange(Document):
 class DropFeatureCommit(Document):
     version: int
     feature: str | None
-    truncate_history: bool
+    truncate_history: bool | None = Field(description="null: the commit's operationParameters do not say "
+                                                       "(no truncateHistory, or not a boolean)")
 
 
 class TimelineCheckpoint(Document):

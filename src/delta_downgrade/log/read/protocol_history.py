@@ -58,7 +58,10 @@ def _file_reader(storage: Storage) -> tuple[Callable[[FileStatus], bytes], bool]
         return (lambda status: storage.read_bytes(status.path)), False
 
     def read(status: FileStatus) -> bytes:
-        fd = os.open(local_file(status.path), os.O_RDONLY)  # type: ignore[arg-type]  # the log directory is local (checked above), so is each file in it
+        path = local_file(status.path)
+        if path is None:  # not reached: the log directory is local (checked above), so is each file in it
+            return storage.read_bytes(status.path)
+        fd = os.open(path, os.O_RDONLY)
         try:
             data = os.read(fd, max(status.size, 0) + 1)
             if status.size > 0 and len(data) == status.size:

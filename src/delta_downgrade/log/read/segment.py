@@ -152,10 +152,11 @@ def with_checkpoint_fallback(storage: Storage, table: str, segment: LogSegment,
             f"checkpoint {segment.checkpoint.paths[0]}" + (
                 f" ({len(segment.checkpoint.paths)} parts)" if len(segment.checkpoint.paths) > 1 else ""),
             table)
-        if protocol is None and found.get("protocol"):
-            protocol = found["protocol"][-1]  # type: ignore[assignment]  # the reader returns the actions of each key asked
-        if metadata is None and found.get("metaData"):
-            metadata = found["metaData"][-1]  # type: ignore[assignment]  # the reader returns the actions of each key asked
+        # the reader returns the actions of each key asked: the last of each, narrowed to its type
+        if protocol is None:
+            protocol = next((a for a in reversed(found.get("protocol", [])) if isinstance(a, ProtocolAction)), None)
+        if metadata is None:
+            metadata = next((a for a in reversed(found.get("metaData", [])) if isinstance(a, Metadata)), None)
     if protocol is None:
         where = (f"checkpoint {segment.checkpoint.version} and the commits after it"
                  if segment.checkpoint else f"commits 0..{segment.version}")
