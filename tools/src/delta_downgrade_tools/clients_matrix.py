@@ -99,6 +99,15 @@ KNOWN_BEHAVIOURS: dict[tuple[str, str], tuple[str, str]] = {
         "own rather than its protocol error; writes arrived in 2.4 (Delta 2.4.0 release notes: "
         "'Support for all write operations on tables with Deletion Vectors enabled'); the "
         "catalogue's delta-spark-2.3 entry says it writes no such table"),
+    # Any table ("*") with the clustering writer feature
+    ("delta-spark 3.1.0", "*"): (
+        "A clustered table is currently in preview and is disabled by default",
+        "its protocol check knows the clustering writer feature, then its writer refuses a "
+        "clustered table with an UnsupportedOperationException of its own rather than its protocol "
+        "error: liquid clustering is a preview in 3.1, behind "
+        "spark.databricks.delta.clusteredTable.enableClusteringTablePreview (Delta's 'Use liquid "
+        "clustering' documentation, Limitations; 3.2 dropped the flag); the catalogue's "
+        "delta-spark-3.1 entry says it writes no clustered table"),
     # Any table ("*") whose schema records a type change these releases do not support
     **{(prefix, "*"): (
         shows, "it supports typeWidening-preview with Delta 3.2's type changes only (byte to "
