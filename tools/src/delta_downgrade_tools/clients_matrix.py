@@ -627,6 +627,51 @@ def own_drop_cells(case: Case, reference: Runner, spec: ClientSpec, runner: Runn
     return cells
 
 
+#: Tables made for the own-drop part alone, each from a golden table: (golden table, the SQL the
+#: current delta-spark runs on a copy, ``{t}`` the table). Every golden and corpus table with a
+#: feature delta-spark 3.1 or 3.2 can drop itself holds no second feature this package drops, so
+#: the part never asked them for a drop they perform: their releases' RemovableFeature classes
+#: are v2Checkpoint (3.1), and v2Checkpoint, typeWidening-preview and inCommitTimestamp-preview
+#: (3.2); deletionVectors, columnMapping and checkConstraints they refuse
+#: (DELTA_FEATURE_DROP_NONREMOVABLE_FEATURE). Deletion vectors enabled (and one written) give
+#: this package a feature to drop first: the client then drops the golden table's own feature on
+#: the table this package dropped deletionVectors from and truncated.
+OWN_DROP_TABLES: dict[str, tuple[str, tuple[str, ...]]] = {
+    "v2_checkpoint_json_sidecars+deletionVectors": ("v2_checkpoint_json_sidecars", (
+        "ALTER TABLE {t} SET TBLPROPERTIES ('delta.enableDeletionVectors' = 'true')",
+        # a file with ids 4 and 8: a deletion vector, not a rewrite
+        "DELETE FROM {t} WHERE id = 4")),
+    "type_widening_preview_nested+deletionVectors": ("type_widening_preview_nested", (
+        # one row per data file: a DELETE would remove a whole file, no deletion vector
+        "ALTER TABLE {t} SET TBLPROPERTIES ('delta.enableDeletionVectors' = 'true')",)),
+}
+
+#: The feature this package drops from an `OWN_DROP_TABLES` table before the client's own drop.
+OWN_DROP_PACKAGE_DROPS = "deletionVectors"
+
+
+def own_drop_tables(workdir: Path, table_names: Callable[[str], bool] = lambda name: True) -> list[tuple[str, Path]]:
+    """(name, path) of the `OWN_DROP_TABLES` chosen by ``table_names``, built under ``workdir``
+    by the current delta-spark (the package's own session); none without the golden tables."""
+    root = golden_dir()
+    out = []
+    for name, (golden, statements) in OWN_DROP_TABLES.items():
+        if not table_names(name) or not (root / golden / "_delta_log").is_dir():
+            continue
+        out.append((name, build_own_drop_table(root / golden, statements, workdir / name)))
+    return out
+
+
+def build_own_drop_table(source: Path, statements: Iterable[str], dest: Path) -> Path:
+    from delta_downgrade.spark import get_spark
+
+    copy_table(source, dest)
+    spark = get_spark()
+    for statement in statements:
+        spark.sql(statement.format(t=f"delta.`{dest}`")).collect()
+    return dest
+
+
 def run_verify_task(path: Path, boundary: int | None, protected: Iterable[str],
                     absent: str | None = None) -> tuple[int, str]:
     """The package's ``verify_task`` (the job's entry point) on ``path``, expecting the boundary,
@@ -1093,10 +1138,15 @@ def run_matrix(scope: str, workdir: Path, log_dir: Path | None = None,
             if rfc_parts else []
         if scope != "all":
             cases = [c for c in cases if (c[0], c[2]) in SAMPLE_CASES]
+        own_drop_only: set[str] = set()
+        if "own-drop" in parts and scope == "all" and feature_names(OWN_DROP_PACKAGE_DROPS):
+            for name, path in own_drop_tables(workdir / "own-drop-sources", table_names):
+                cases.append((name, path, OWN_DROP_PACKAGE_DROPS))
+                own_drop_only.add(name)
         prepared: list[tuple[Case, Path | None]] = []
         for i, (name, path, feature) in enumerate(cases):
             progress(f"[{i + 1}/{len(cases)}] {name} drop {feature}")
-            case = prepare_case(name, path, feature, workdir, control="rfc" in parts)
+            case = prepare_case(name, path, feature, workdir, control="rfc" in parts and name not in own_drop_only)
             if case.refusal and not case.states:
                 refused = [Cell("rfc", "delta-downgrade", "-", name, feature, "dropped", "drop",
                                 "dropped or refused", f"refused: {case.refusal}", True)]
@@ -1111,9 +1161,9 @@ def run_matrix(scope: str, workdir: Path, log_dir: Path | None = None,
             for j, (case, control) in enumerate(prepared):
                 progress(f"{spec.name} [{j + 1}/{len(prepared)}] {case.table} drop {case.feature}")
                 more: list[Cell] = []
-                if "rfc" in parts:
+                if "rfc" in parts and case.table not in own_drop_only:
                     more += rfc_reader_cells(case, reference, {spec: runner})
-                if parts & {"rfc", "rfc-writer"}:
+                if parts & {"rfc", "rfc-writer"} and case.table not in own_drop_only:
                     more += rfc_writer_cells(case, reference, spec, runner, workdir)
                 if "own-drop" in parts:
                     more += own_drop_cells(case, reference, spec, runner, workdir)
