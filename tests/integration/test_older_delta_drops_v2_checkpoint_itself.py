@@ -49,7 +49,7 @@ def reference(delta_spark):
 @pytest.mark.classic_spark("older Delta clients run classic Spark of their own")
 def test_delta_spark_3_1_drops_v2_checkpoint_itself_after_the_package_dropped_deletion_vectors(
         golden_root, tmp_path, reference):
-    [(name, source)] = matrix.own_drop_tables(tmp_path / "sources", lambda n: n == TABLE)
+    [(name, source)] = matrix.own_drop_tables(tmp_path / "sources", reference, lambda n: n == TABLE)
     built = DeltaLog(str(source)).snapshot(check_read=False)
     assert {"v2Checkpoint", "deletionVectors"} <= built.protocol.features
     assert any(a.deletionVector is not None for a in built.state().files.values()), \

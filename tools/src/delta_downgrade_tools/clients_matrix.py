@@ -627,8 +627,8 @@ def own_drop_cells(case: Case, reference: Runner, spec: ClientSpec, runner: Runn
     return cells
 
 
-#: Tables made for the own-drop part alone, each from a golden table: (golden table, the SQL the
-#: current delta-spark runs on a copy, ``{t}`` the table). Every golden and corpus table with a
+#: Tables made for the own-drop part alone, each from a golden or corpus table: (that table, the
+#: SQL the current delta-spark runs on a copy, ``{t}`` the table). Every golden and corpus table with a
 #: feature delta-spark 3.1 or 3.2 can drop itself holds no second feature this package drops, so
 #: the part never asked them for a drop they perform: their releases' RemovableFeature classes
 #: are v2Checkpoint (3.1), and v2Checkpoint, typeWidening-preview and inCommitTimestamp-preview
@@ -641,8 +641,12 @@ OWN_DROP_TABLES: dict[str, tuple[str, tuple[str, ...]]] = {
         "ALTER TABLE {t} SET TBLPROPERTIES ('delta.enableDeletionVectors' = 'true')",
         # a file with ids 4 and 8: a deletion vector, not a rewrite
         "DELETE FROM {t} WHERE id = 4")),
+    # Its schema records int to long changes (Delta 4.0's): delta-spark 3.2 and 3.3 refuse to
+    # operate on it at all (a known behaviour); their own drop is asked on the corpus's table
     "type_widening_preview_nested+deletionVectors": ("type_widening_preview_nested", (
         # one row per data file: a DELETE would remove a whole file, no deletion vector
+        "ALTER TABLE {t} SET TBLPROPERTIES ('delta.enableDeletionVectors' = 'true')",)),
+    "corpus-type_widening_preview+deletionVectors": ("corpus-type_widening_preview", (
         "ALTER TABLE {t} SET TBLPROPERTIES ('delta.enableDeletionVectors' = 'true')",)),
 }
 
@@ -650,26 +654,23 @@ OWN_DROP_TABLES: dict[str, tuple[str, tuple[str, ...]]] = {
 OWN_DROP_PACKAGE_DROPS = "deletionVectors"
 
 
-def own_drop_tables(workdir: Path, table_names: Callable[[str], bool] = lambda name: True) -> list[tuple[str, Path]]:
+def own_drop_tables(workdir: Path, current_spark: Runner,
+                    table_names: Callable[[str], bool] = lambda name: True) -> list[tuple[str, Path]]:
     """(name, path) of the `OWN_DROP_TABLES` chosen by ``table_names``, built under ``workdir``
-    by the current delta-spark (the package's own session); none without the golden tables."""
-    root = golden_dir()
+    by ``current_spark`` (the current delta-spark as a client: its SQL on a copy of the golden or
+    corpus table); none for a table that is not here."""
+    sources = {n: p for n, p in tables()} if any(table_names(n) for n in OWN_DROP_TABLES) else {}
     out = []
-    for name, (golden, statements) in OWN_DROP_TABLES.items():
-        if not table_names(name) or not (root / golden / "_delta_log").is_dir():
+    for name, (base, statements) in OWN_DROP_TABLES.items():
+        if not table_names(name) or base not in sources:
             continue
-        out.append((name, build_own_drop_table(root / golden, statements, workdir / name)))
+        dest = copy_table(sources[base], workdir / name)
+        answer = current_spark.run([{"op": "sql", "path": str(dest), "statements": list(statements)}])[0]
+        if not answer.get("ok"):
+            raise RuntimeError(f"the current delta-spark could not make {name}: "
+                               f"{answer.get('error_class')}: {answer.get('error')}")
+        out.append((name, dest))
     return out
-
-
-def build_own_drop_table(source: Path, statements: Iterable[str], dest: Path) -> Path:
-    from delta_downgrade.spark import get_spark
-
-    copy_table(source, dest)
-    spark = get_spark()
-    for statement in statements:
-        spark.sql(statement.format(t=f"delta.`{dest}`")).collect()
-    return dest
 
 
 def run_verify_task(path: Path, boundary: int | None, protected: Iterable[str],
@@ -880,7 +881,12 @@ def render_markdown(all_cells: list[Cell], meta: dict[str, Any]) -> str:
              ">= 3.0 drops another feature with its own `ALTER TABLE ... DROP FEATURE` (a reader-writer "
              "feature in Delta's two steps, the log backdated past the retention period between them): "
              "it refuses with a Delta error class of its own, or the feature is gone and the client, "
-             "the current delta-spark and this package's `verify_task` read the table as before.", "",
+             "the current delta-spark and this package's `verify_task` read the table as before. "
+             "A table named `<table>+deletionVectors` is made for this part alone "
+             "(`clients_matrix.OWN_DROP_TABLES`: a golden or corpus table, deletion vectors enabled by the "
+             "current delta-spark): no golden or corpus table holds, next to a feature delta-spark "
+             "3.1 or 3.2 can drop itself (v2Checkpoint; typeWidening-preview), a second one this "
+             "package drops first.", "",
              *_own_drop_lines(cells),
              "",
              "## Summary (ok / cells)", "",
@@ -982,7 +988,11 @@ in the matrix).</p>
 <p>On a table this package dropped a feature from (after truncate-history), a delta-spark &gt;= 3.0
 drops another feature with its own <code>ALTER TABLE ... DROP FEATURE</code>: it refuses with a Delta
 error class of its own, or the feature is gone and the client, the current delta-spark and this
-package's <code>verify_task</code> read the table as before.</p>
+package's <code>verify_task</code> read the table as before. A table named
+<code>&lt;table&gt;+deletionVectors</code> is made for this part alone
+(<code>clients_matrix.OWN_DROP_TABLES</code>: a golden or corpus table, deletion vectors enabled by the current
+delta-spark): no golden or corpus table holds, next to a feature delta-spark 3.1 or 3.2 can drop
+itself (v2Checkpoint; typeWidening-preview), a second one this package drops first.</p>
 <table><tr><th>client</th><th>table</th><th>package dropped, then the client's own drop</th><th>what happened</th><th>ok</th></tr>
 {own_rows}</table>
 <h2>Summary</h2>
@@ -1140,7 +1150,7 @@ def run_matrix(scope: str, workdir: Path, log_dir: Path | None = None,
             cases = [c for c in cases if (c[0], c[2]) in SAMPLE_CASES]
         own_drop_only: set[str] = set()
         if "own-drop" in parts and scope == "all" and feature_names(OWN_DROP_PACKAGE_DROPS):
-            for name, path in own_drop_tables(workdir / "own-drop-sources", table_names):
+            for name, path in own_drop_tables(workdir / "own-drop-sources", reference, table_names):
                 cases.append((name, path, OWN_DROP_PACKAGE_DROPS))
                 own_drop_only.add(name)
         prepared: list[tuple[Case, Path | None]] = []
