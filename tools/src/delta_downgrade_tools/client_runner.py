@@ -20,6 +20,9 @@ stdin ends. Requests:
 - ``{"op": "drop_feature", "path": P, "feature": F, "truncate": bool, "backdate_days": N}``
   (spark): ``ALTER TABLE delta.`P` DROP FEATURE F [TRUNCATE HISTORY]``, the log's files first
   moved N days back when N is given (the retention period before TRUNCATE HISTORY passed)
+- ``{"op": "sql", "path": P, "statements": [S, ...]}`` (spark): each statement run in turn,
+  ``{t}`` in it standing for ``delta.`P``` (the clients matrix makes a test table with the
+  current delta-spark this way)
 - ``{"op": "version"}``: the client's library versions
 
 A failure is ``{"ok": false, "error_class": ..., "error": first lines of the message}``: the Delta
@@ -83,6 +86,21 @@ def answer_rows(columns, rows):
     return {"ok": True, "columns": list(columns), "rows": out}
 
 
+def _cause(throwable):
+    try:
+        return throwable.getCause()
+    except Exception:  # noqa: BLE001 - a dead gateway: no cause to follow
+        return None
+
+
+def _error_class(throwable):
+    get = getattr(throwable, "getErrorClass", None) or getattr(throwable, "getCondition", None)
+    try:
+        return get() if get is not None else None
+    except Exception:  # noqa: BLE001 - a throwable without an error class
+        return None
+
+
 def error_answer(exc: BaseException) -> dict:
     text = str(exc)
     java = getattr(exc, "java_exception", None)
@@ -101,6 +119,20 @@ def error_answer(exc: BaseException) -> dict:
                 cls = None
         if cls:
             break
+    if not cls and java is not None:
+        # A Delta refusal raised in a job's thread (an OPTIMIZE-style rewrite, a DROP FEATURE's
+        # pre-downgrade step) reaches the caller wrapped ("Exception thrown in awaitResult"):
+        # the first Delta error class down the cause chain is the client's answer
+        cause, seen = _cause(java), 0
+        while cause is not None and seen < 10 and not cls:
+            found = _error_class(cause)
+            if found and found.startswith("DELTA_"):
+                cls = found
+                try:
+                    text += "\nCaused by: " + str(cause.toString())
+                except Exception:  # noqa: BLE001 - the class is the answer; the text a courtesy
+                    pass
+            cause, seen = _cause(cause), seen + 1
     if not cls:
         found = _CLASS.search(text)
         cls = found.group(1) if found else None
@@ -257,6 +289,12 @@ class SparkClient:
             backdate_log(req["path"], float(req["backdate_days"]))
         self._log(req["path"])
         self.spark.sql(statement).collect()
+        return {"ok": True}
+
+    def sql(self, req):
+        self._log(req["path"])
+        for statement in req["statements"]:
+            self.spark.sql(statement.format(t=f"delta.`{req['path']}`")).collect()
         return {"ok": True}
 
     def close(self) -> None:

@@ -99,6 +99,15 @@ KNOWN_BEHAVIOURS: dict[tuple[str, str], tuple[str, str]] = {
         "own rather than its protocol error; writes arrived in 2.4 (Delta 2.4.0 release notes: "
         "'Support for all write operations on tables with Deletion Vectors enabled'); the "
         "catalogue's delta-spark-2.3 entry says it writes no such table"),
+    # Any table ("*") with the clustering writer feature
+    ("delta-spark 3.1.0", "*"): (
+        "A clustered table is currently in preview and is disabled by default",
+        "its protocol check knows the clustering writer feature, then its writer refuses a "
+        "clustered table with an UnsupportedOperationException of its own rather than its protocol "
+        "error: liquid clustering is a preview in 3.1, behind "
+        "spark.databricks.delta.clusteredTable.enableClusteringTablePreview (Delta's 'Use liquid "
+        "clustering' documentation, Limitations; 3.2 dropped the flag); the catalogue's "
+        "delta-spark-3.1 entry says it writes no clustered table"),
     # Any table ("*") whose schema records a type change these releases do not support
     **{(prefix, "*"): (
         shows, "it supports typeWidening-preview with Delta 3.2's type changes only (byte to "
@@ -618,6 +627,52 @@ def own_drop_cells(case: Case, reference: Runner, spec: ClientSpec, runner: Runn
     return cells
 
 
+#: Tables made for the own-drop part alone, each from a golden or corpus table: (that table, the
+#: SQL the current delta-spark runs on a copy, ``{t}`` the table). Every golden and corpus table with a
+#: feature delta-spark 3.1 or 3.2 can drop itself holds no second feature this package drops, so
+#: the part never asked them for a drop they perform: their releases' RemovableFeature classes
+#: are v2Checkpoint (3.1), and v2Checkpoint, typeWidening-preview and inCommitTimestamp-preview
+#: (3.2); deletionVectors, columnMapping and checkConstraints they refuse
+#: (DELTA_FEATURE_DROP_NONREMOVABLE_FEATURE). Deletion vectors enabled (and one written) give
+#: this package a feature to drop first: the client then drops the golden table's own feature on
+#: the table this package dropped deletionVectors from and truncated.
+OWN_DROP_TABLES: dict[str, tuple[str, tuple[str, ...]]] = {
+    "v2_checkpoint_json_sidecars+deletionVectors": ("v2_checkpoint_json_sidecars", (
+        "ALTER TABLE {t} SET TBLPROPERTIES ('delta.enableDeletionVectors' = 'true')",
+        # a file with ids 4 and 8: a deletion vector, not a rewrite
+        "DELETE FROM {t} WHERE id = 4")),
+    # Its schema records int to long changes (Delta 4.0's): delta-spark 3.2 and 3.3 refuse to
+    # operate on it at all (a known behaviour); their own drop is asked on the corpus's table
+    "type_widening_preview_nested+deletionVectors": ("type_widening_preview_nested", (
+        # one row per data file: a DELETE would remove a whole file, no deletion vector
+        "ALTER TABLE {t} SET TBLPROPERTIES ('delta.enableDeletionVectors' = 'true')",)),
+    "corpus-type_widening_preview+deletionVectors": ("corpus-type_widening_preview", (
+        "ALTER TABLE {t} SET TBLPROPERTIES ('delta.enableDeletionVectors' = 'true')",)),
+}
+
+#: The feature this package drops from an `OWN_DROP_TABLES` table before the client's own drop.
+OWN_DROP_PACKAGE_DROPS = "deletionVectors"
+
+
+def own_drop_tables(workdir: Path, current_spark: Runner,
+                    table_names: Callable[[str], bool] = lambda name: True) -> list[tuple[str, Path]]:
+    """(name, path) of the `OWN_DROP_TABLES` chosen by ``table_names``, built under ``workdir``
+    by ``current_spark`` (the current delta-spark as a client: its SQL on a copy of the golden or
+    corpus table); none for a table that is not here."""
+    sources = {n: p for n, p in tables()} if any(table_names(n) for n in OWN_DROP_TABLES) else {}
+    out = []
+    for name, (base, statements) in OWN_DROP_TABLES.items():
+        if not table_names(name) or base not in sources:
+            continue
+        dest = copy_table(sources[base], workdir / name)
+        answer = current_spark.run([{"op": "sql", "path": str(dest), "statements": list(statements)}])[0]
+        if not answer.get("ok"):
+            raise RuntimeError(f"the current delta-spark could not make {name}: "
+                               f"{answer.get('error_class')}: {answer.get('error')}")
+        out.append((name, dest))
+    return out
+
+
 def run_verify_task(path: Path, boundary: int | None, protected: Iterable[str],
                     absent: str | None = None) -> tuple[int, str]:
     """The package's ``verify_task`` (the job's entry point) on ``path``, expecting the boundary,
@@ -826,7 +881,12 @@ def render_markdown(all_cells: list[Cell], meta: dict[str, Any]) -> str:
              ">= 3.0 drops another feature with its own `ALTER TABLE ... DROP FEATURE` (a reader-writer "
              "feature in Delta's two steps, the log backdated past the retention period between them): "
              "it refuses with a Delta error class of its own, or the feature is gone and the client, "
-             "the current delta-spark and this package's `verify_task` read the table as before.", "",
+             "the current delta-spark and this package's `verify_task` read the table as before. "
+             "A table named `<table>+deletionVectors` is made for this part alone "
+             "(`clients_matrix.OWN_DROP_TABLES`: a golden or corpus table, deletion vectors enabled by the "
+             "current delta-spark): no golden or corpus table holds, next to a feature delta-spark "
+             "3.1 or 3.2 can drop itself (v2Checkpoint; typeWidening-preview), a second one this "
+             "package drops first.", "",
              *_own_drop_lines(cells),
              "",
              "## Summary (ok / cells)", "",
@@ -928,7 +988,11 @@ in the matrix).</p>
 <p>On a table this package dropped a feature from (after truncate-history), a delta-spark &gt;= 3.0
 drops another feature with its own <code>ALTER TABLE ... DROP FEATURE</code>: it refuses with a Delta
 error class of its own, or the feature is gone and the client, the current delta-spark and this
-package's <code>verify_task</code> read the table as before.</p>
+package's <code>verify_task</code> read the table as before. A table named
+<code>&lt;table&gt;+deletionVectors</code> is made for this part alone
+(<code>clients_matrix.OWN_DROP_TABLES</code>: a golden or corpus table, deletion vectors enabled by the current
+delta-spark): no golden or corpus table holds, next to a feature delta-spark 3.1 or 3.2 can drop
+itself (v2Checkpoint; typeWidening-preview), a second one this package drops first.</p>
 <table><tr><th>client</th><th>table</th><th>package dropped, then the client's own drop</th><th>what happened</th><th>ok</th></tr>
 {own_rows}</table>
 <h2>Summary</h2>
@@ -1084,10 +1148,15 @@ def run_matrix(scope: str, workdir: Path, log_dir: Path | None = None,
             if rfc_parts else []
         if scope != "all":
             cases = [c for c in cases if (c[0], c[2]) in SAMPLE_CASES]
+        own_drop_only: set[str] = set()
+        if "own-drop" in parts and scope == "all" and feature_names(OWN_DROP_PACKAGE_DROPS):
+            for name, path in own_drop_tables(workdir / "own-drop-sources", reference, table_names):
+                cases.append((name, path, OWN_DROP_PACKAGE_DROPS))
+                own_drop_only.add(name)
         prepared: list[tuple[Case, Path | None]] = []
         for i, (name, path, feature) in enumerate(cases):
             progress(f"[{i + 1}/{len(cases)}] {name} drop {feature}")
-            case = prepare_case(name, path, feature, workdir, control="rfc" in parts)
+            case = prepare_case(name, path, feature, workdir, control="rfc" in parts and name not in own_drop_only)
             if case.refusal and not case.states:
                 refused = [Cell("rfc", "delta-downgrade", "-", name, feature, "dropped", "drop",
                                 "dropped or refused", f"refused: {case.refusal}", True)]
@@ -1102,9 +1171,9 @@ def run_matrix(scope: str, workdir: Path, log_dir: Path | None = None,
             for j, (case, control) in enumerate(prepared):
                 progress(f"{spec.name} [{j + 1}/{len(prepared)}] {case.table} drop {case.feature}")
                 more: list[Cell] = []
-                if "rfc" in parts:
+                if "rfc" in parts and case.table not in own_drop_only:
                     more += rfc_reader_cells(case, reference, {spec: runner})
-                if parts & {"rfc", "rfc-writer"}:
+                if parts & {"rfc", "rfc-writer"} and case.table not in own_drop_only:
                     more += rfc_writer_cells(case, reference, spec, runner, workdir)
                 if "own-drop" in parts:
                     more += own_drop_cells(case, reference, spec, runner, workdir)
@@ -1146,6 +1215,18 @@ def catalogue_part(all_tables, python_clients, spark_clients, process, workdir: 
                 return answer
         return None
 
+    # The "original" state a client reads is a copy without Hadoop's hidden .crc files
+    # (`copy_table`), as every other state is: a golden table whose commit was rewritten after
+    # Spark wrote it keeps a stale one, and delta-spark < 4.0's log replay, reading through
+    # Hadoop's checksummed local file system, fails on it (ChecksumException) - a property of the
+    # test copy, not of the table's protocol.
+    originals: dict[str, Path] = {}
+
+    def original(name: str, path: Path) -> Path:
+        if name not in originals:
+            originals[name] = copy_table(path, workdir / f"{name}--original")
+        return originals[name]
+
     clients = [*python_clients, *spark_clients]
     # Every drop-feature --for first (the package's own Spark, when a drop rewrites data, is
     # then stopped before the clients' JVMs start)
@@ -1169,12 +1250,13 @@ def catalogue_part(all_tables, python_clients, spark_clients, process, workdir: 
         for t, (name, path) in enumerate(all_tables):
             progress(f"catalogue {spec.name} [{t + 1}/{len(all_tables)}] {name}")
             more: list[Cell] = []
+            source = original(name, path)
             if spec.is_spark:
                 assert spark_ref is not None
-                reference_answer = spark_ref.run(read_requests(path, [None]))[0]
+                reference_answer = spark_ref.run(read_requests(source, [None]))[0]
             else:
-                reference_answer = python_reference(path)
-            more += catalogue_cells(spec, runner, name, path, "original", reference_answer, workdir)
+                reference_answer = python_reference(source)
+            more += catalogue_cells(spec, runner, name, source, "original", reference_answer, workdir)
             features = plans[(spec.name, name)]
             if features:
                 after = dropped_cache[(name, features)]
