@@ -27,11 +27,11 @@ from pathlib import Path
 import pytest
 
 from delta_downgrade_tools import clients_matrix as matrix
+from tests.older_client_support import client_process
 from delta_downgrade_tools.older_clients import (
     CURRENT_SPARK,
     PYTHON_CLIENTS,
     PYTHON_REFERENCES,
-    ClientProcess,
     SessionRunner,
     client,
 )
@@ -39,13 +39,6 @@ from delta_downgrade_tools.older_clients import (
 pytestmark = pytest.mark.golden
 
 SAMPLE_TABLE, SAMPLE_FEATURE = matrix.SAMPLE_CASES[0]
-
-
-def _process(spec) -> ClientProcess:
-    why = spec.missing()
-    if why:
-        pytest.fail(f"{spec.name} is not installed: {why}", pytrace=False)
-    return ClientProcess(spec)
 
 
 def _failed(cells: list[matrix.Cell]) -> str:
@@ -60,7 +53,7 @@ def reference(delta_spark):
     if time.timezone == 0 and time.daylight == 0:
         yield SessionRunner(delta_spark)
         return
-    process = _process(CURRENT_SPARK)
+    process = client_process(CURRENT_SPARK)
     yield process
     process.close()
 
@@ -75,7 +68,7 @@ def test_older_delta_reads_and_writes_as_the_rfc_promises(name, golden_root, tmp
     assert case.refusal is None, case.refusal
     assert set(case.states) == {"dropped", "truncated", "control"}
     control = case.states.pop("control")
-    process = _process(spec)
+    process = client_process(spec)
     try:
         cells = matrix.rfc_reader_cells(case, reference, {spec: process})
         cells += matrix.rfc_writer_cells(case, reference, spec, process, tmp_path)
@@ -103,7 +96,7 @@ def test_older_delta_reads_and_writes_as_the_rfc_promises(name, golden_root, tmp
 
 @pytest.fixture(scope="module")
 def python_references():
-    processes = [_process(s) for s in PYTHON_CLIENTS if s.name in PYTHON_REFERENCES]
+    processes = [client_process(s) for s in PYTHON_CLIENTS if s.name in PYTHON_REFERENCES]
     yield processes
     for p in processes:
         p.close()
@@ -120,7 +113,7 @@ def _python_reference(processes, path: Path) -> dict | None:
 @pytest.mark.parametrize("name", [s.name for s in PYTHON_CLIENTS])
 def test_python_client_does_what_the_catalogue_says(name, golden_root, tmp_path, python_references):
     spec = client(name)
-    process = _process(spec)
+    process = client_process(spec)
     cells: list[matrix.Cell] = []
     try:
         for table, path in matrix.golden_tables():

@@ -12,36 +12,22 @@ with DELTA_FEATURE_DROP_NONREMOVABLE_FEATURE: the full matrix records it.)"""
 
 from __future__ import annotations
 
-import time
 
 import pytest
 
 from delta_downgrade.log.delta_log import DeltaLog
 from delta_downgrade_tools import clients_matrix as matrix
-from delta_downgrade_tools.older_clients import CURRENT_SPARK, ClientProcess, SessionRunner, client
+from delta_downgrade_tools.older_clients import client
+from tests.older_client_support import cached_reference, client_process
 
 pytestmark = pytest.mark.golden
 
 TABLE, PACKAGE_DROPS, CLIENT_DROPS, CLIENT = "dv_cm_name_checkpoint", "deletionVectors", "columnMapping", "delta-spark 3.3.2"
 
 
-def _process(spec) -> ClientProcess:
-    why = spec.missing()
-    if why:
-        pytest.fail(f"{spec.name} is not installed: {why}", pytrace=False)
-    return ClientProcess(spec)
-
-
 @pytest.fixture
 def reference(delta_spark):
-    """The current delta-spark: the test session's when this process runs in UTC as the clients
-    do, else a process of its own."""
-    if time.timezone == 0 and time.daylight == 0:
-        yield matrix.CachedReads(SessionRunner(delta_spark))
-        return
-    process = _process(CURRENT_SPARK)
-    yield matrix.CachedReads(process)
-    process.close()
+    yield from cached_reference(delta_spark)
 
 
 @pytest.mark.classic_spark("older Delta clients run classic Spark of their own")
@@ -52,7 +38,7 @@ def test_older_delta_drops_another_feature_itself_after_the_package_drop(golden_
     truncated = case.states["truncated"]
     features = DeltaLog(str(truncated)).snapshot(check_read=False).protocol.features
     assert CLIENT_DROPS in features and PACKAGE_DROPS not in features and "checkpointProtection" not in features
-    process = _process(spec)
+    process = client_process(spec)
     try:
         cells = matrix.own_drop_cells(case, reference, spec, process, tmp_path)
     finally:

@@ -14,36 +14,22 @@ absent and reads the data files the current delta-spark reads."""
 
 from __future__ import annotations
 
-import time
 
 import pytest
 
 from delta_downgrade.log.delta_log import DeltaLog
 from delta_downgrade_tools import clients_matrix as matrix
-from delta_downgrade_tools.older_clients import CURRENT_SPARK, ClientProcess, SessionRunner, client
+from delta_downgrade_tools.older_clients import client
+from tests.older_client_support import cached_reference, client_process
 
 pytestmark = pytest.mark.golden
 
 TABLE, CLIENT_DROPS, CLIENT = "v2_checkpoint_json_sidecars+deletionVectors", "v2Checkpoint", "delta-spark 3.1.0"
 
 
-def _process(spec) -> ClientProcess:
-    why = spec.missing()
-    if why:
-        pytest.fail(f"{spec.name} is not installed: {why}", pytrace=False)
-    return ClientProcess(spec)
-
-
 @pytest.fixture
 def reference(delta_spark):
-    """The current delta-spark: the test session's when this process runs in UTC as the clients
-    do, else a process of its own."""
-    if time.timezone == 0 and time.daylight == 0:
-        yield matrix.CachedReads(SessionRunner(delta_spark))
-        return
-    process = _process(CURRENT_SPARK)
-    yield matrix.CachedReads(process)
-    process.close()
+    yield from cached_reference(delta_spark)
 
 
 @pytest.mark.classic_spark("older Delta clients run classic Spark of their own")
@@ -61,7 +47,7 @@ def test_delta_spark_3_1_drops_v2_checkpoint_itself_after_the_package_dropped_de
     assert CLIENT_DROPS in features and "deletionVectors" not in features and "checkpointProtection" not in features
 
     spec = client(CLIENT)
-    process = _process(spec)
+    process = client_process(spec)
     try:
         cells = matrix.own_drop_cells(case, reference, spec, process, tmp_path)
     finally:
