@@ -237,17 +237,11 @@ class DvFileReader:
         what = f"data file {data_file}" if data_file else "a data file"
         if dv.storageType == STORAGE_INLINE:
             return f"{what} (inline DV, {dv.sizeInBytes} bytes)"
-        try:
-            loc = self.location(dv)
-        except ValueError:
-            loc = dv.pathOrInlineDv
+        loc = self.location(dv)
         return f"{what} (DV file {loc}, offset {dv.offset if dv.offset is not None else 1})"
 
     def _params(self, dv: DeletionVectorDescriptor, data_file: str | None) -> JsonObject:
-        try:
-            loc = self.location(dv) if dv.storageType != STORAGE_INLINE else "<inline>"
-        except ValueError:
-            loc = dv.pathOrInlineDv
+        loc = self.location(dv) if dv.storageType != STORAGE_INLINE else "<inline>"
         return {"dataFile": data_file or "", "deletionVector": loc, "storageType": dv.storageType,
                 "offset": dv.offset, "sizeInBytes": dv.sizeInBytes, "cardinality": dv.cardinality}
 

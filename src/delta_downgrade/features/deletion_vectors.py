@@ -52,8 +52,9 @@ def _require_dv_files(snapshot: Snapshot) -> None:
 
 def _require_data_files(snapshot: Snapshot) -> None:
     """Every live file that carries a DV exists: the purge reads each one whole, and one that is
-    gone would fail the purge after the drop's first commit (the property's UNSET). One status
-    call per file, concurrently; the purge reads far more of each file than that."""
+    gone would fail the purge after the drop's first commit (the property's UNSET). A status call
+    per file, or one listing of a directory holding many of them (``DataFiles.missing``); the purge
+    reads far more of each file than that."""
     from delta_downgrade.rewrite.data_files import DataFiles
 
     DataFiles(snapshot.storage).require_present(live_paths_with_deletion_vectors(snapshot.arrow_state()))
