@@ -74,28 +74,39 @@ class _AfterImport(importlib.abc.MetaPathFinder):
         return None
 
 
+def _under(module: str, package: str) -> bool:
+    """``module`` is ``package`` or one of its submodules."""
+    return module == package or module.startswith(package + ".")
+
+
+def _importer(looking_through: str | None = None) -> str | None:
+    """The module whose code runs the import being resolved: the first frame outside the import
+    machinery, this module and (when given) the package ``looking_through``; None when none is."""
+    frame: FrameType | None = sys._getframe(1)
+    while frame is not None:
+        module = frame.f_globals.get("__name__") or ""
+        if frame.f_code.co_filename.startswith("<frozen importlib") or module == __name__ \
+                or (looking_through is not None and _under(module, looking_through)):
+            frame = frame.f_back
+            continue
+        return str(module)
+    return None
+
+
 class _NoPandas(importlib.abc.MetaPathFinder):
     """Makes ``import pandas`` fail when this package's code set it off (through pyarrow: the
     package itself never imports pandas); any other importer gets pandas."""
 
     @staticmethod
     def find_spec(fullname: str, path: Any = None, target: Any = None) -> Any:
-        if fullname != _PANDAS and not fullname.startswith(_PANDAS + "."):
-            return None
-        if _PANDAS in sys.modules:
+        if not _under(fullname, _PANDAS) or _PANDAS in sys.modules:
             return None
         if _Refuse.always:
             raise ImportError("pandas is not loaded by the delta-downgrade CLI")
-        frame: FrameType | None = sys._getframe(1)
-        while frame is not None:
-            module = frame.f_globals.get("__name__") or ""
-            if frame.f_code.co_filename.startswith("<frozen importlib") or module == __name__ \
-                    or module == _PYARROW or module.startswith(_PYARROW + "."):
-                frame = frame.f_back  # the import machinery, pyarrow's Python wrappers
-                continue
-            if module == _PACKAGE or module.startswith(_PACKAGE + "."):
-                raise ImportError("pandas is not loaded by the delta-downgrade CLI")
-            return None
+        # pyarrow's Python wrappers are looked through: who set them off decides
+        importer = _importer(looking_through=_PYARROW)
+        if importer is not None and _under(importer, _PACKAGE):
+            raise ImportError("pandas is not loaded by the delta-downgrade CLI")
         return None
 
 
@@ -108,21 +119,13 @@ class _NoNumpyForPyarrow(importlib.abc.MetaPathFinder):
 
     @staticmethod
     def find_spec(fullname: str, path: Any = None, target: Any = None) -> Any:
-        if fullname != _NUMPY and not fullname.startswith(_NUMPY + "."):
+        if not _under(fullname, _NUMPY) or _NUMPY in sys.modules:
             return None
-        if _NUMPY in sys.modules:
-            return None
-        frame: FrameType | None = sys._getframe(1)
-        while frame is not None:
-            module = frame.f_globals.get("__name__") or ""
-            if frame.f_code.co_filename.startswith("<frozen importlib") or module == __name__:
-                frame = frame.f_back  # the import machinery
-                continue
-            # pyarrow's compiled modules have no frame: their import shows as pyarrow's package
-            # (or the wrapper module) importing them
-            if module == _PYARROW or module.startswith(_PYARROW + "."):
-                raise ImportError("numpy is not loaded for pyarrow by this delta-downgrade command")
-            return None
+        # pyarrow's compiled modules have no frame: their import shows as pyarrow's package (or
+        # the wrapper module) importing them
+        importer = _importer()
+        if importer is not None and _under(importer, _PYARROW):
+            raise ImportError("numpy is not loaded for pyarrow by this delta-downgrade command")
         return None
 
 
