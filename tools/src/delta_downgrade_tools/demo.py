@@ -88,13 +88,18 @@ DELTALAKE_018_DIR = Path(os.environ.get("DELTA_DOWNGRADE_DELTALAKE_018", REPO / 
 #: sample table blocks too (it refuses vacuumProtocolCheck).
 FALLBACK_CLIENT = "deltalake==1.6.6"
 
+#: Ends with ``os._exit``: deltalake 1.6.6 with pyarrow aborts at interpreter teardown now and then
+#: ("terminate called without an active exception", after a successful read, on tables this
+#: package never touched), which would turn a good read into a failed one.
 _READ_WITH_DELTALAKE = """
-import json, sys
+import json, os, sys
 import deltalake
 table = deltalake.DeltaTable(sys.argv[1])
 rows = table.to_pyarrow_table().to_pylist()
-print(json.dumps({"version": deltalake.__version__,
-                  "rows": sorted([r["id"], r["category"], r["amount"]] for r in rows)}))
+sys.stdout.write(json.dumps({"version": deltalake.__version__,
+                             "rows": sorted([r["id"], r["category"], r["amount"]] for r in rows)}) + "\\n")
+sys.stdout.flush()
+os._exit(0)
 """
 
 
