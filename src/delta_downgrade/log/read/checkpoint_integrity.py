@@ -8,7 +8,8 @@ refuses a table whose sidecar has another size), ``_last_checkpoint`` may record
 one, the number of its actions (``size``), a V2 checkpoint's ``checkpointMetadata`` may carry
 tags with the same counts (this package writes ``numOfAddFiles``), and the version's ``.crc``
 file records its number of live files (``numFiles``), the ``add`` actions of its checkpoint. :func:`verify_checkpoint`
-checks each of those that is recorded and raises :class:`CheckpointUnreadableError` on the first
+checks each of those that is recorded (and that a UUID-named checkpoint holds its one
+``checkpointMetadata`` action) and raises :class:`CheckpointUnreadableError` on the first
 mismatch; :class:`~delta_downgrade.log.delta_log.DeltaLog` then falls back to an older checkpoint
 and the commits after it, or refuses the table.
 
@@ -183,7 +184,15 @@ def verify_checkpoint(storage: Storage, checkpoint: CheckpointInstance,
     if checkpoint.kind != "multipart":  # multi-part checkpoints never have sidecars
         found = CheckpointReader(storage, checkpoint).rows(["sidecar", "checkpointMetadata"])
         sidecars = found.get("sidecar", [])
-        for row in found.get("checkpointMetadata", []):
+        metadata_rows = found.get("checkpointMetadata", [])
+        if checkpoint.kind == "v2" and len(metadata_rows) != 1:
+            # PROTOCOL.md "V2 Spec Checkpoints": a UUID-named checkpoint is always V2 spec, and a
+            # V2 spec checkpoint holds exactly one checkpointMetadata action; without it (or with
+            # two) the file is not the checkpoint its writer wrote, so it is not trusted.
+            raise CheckpointUnreadableError(
+                f"{name} holds {len(metadata_rows)} checkpointMetadata action(s) where a V2 checkpoint "
+                f"holds exactly one: the file is damaged or was not written as a checkpoint")
+        for row in metadata_rows:
             tags.update(row.get("tags") or {})
     for status in checkpoint.files:
         if status.path.endswith(".json"):
