@@ -160,6 +160,23 @@ class CheckpointUnreadableError(CorruptLogError):
     an older checkpoint, as Spark does. A readable checkpoint that lacks actions is not this."""
 
 
+class MissingCommitInfoError(CorruptLogError):
+    """In-commit timestamps are enabled, yet a commit has no ``commitInfo`` action
+    (PROTOCOL.md "In-Commit Timestamps": every commit then starts with one carrying
+    ``inCommitTimestamp``)."""
+
+    error_class = "DELTA_MISSING_COMMIT_INFO"
+    sqlstate = "KD004"
+
+
+class MissingCommitTimestampError(CorruptLogError):
+    """In-commit timestamps are enabled, yet a commit's ``commitInfo`` has no
+    ``inCommitTimestamp``."""
+
+    error_class = "DELTA_MISSING_COMMIT_TIMESTAMP"
+    sqlstate = "KD004"
+
+
 class VersionsNotContiguousError(CorruptLogError):
     error_class = "DELTA_VERSIONS_NOT_CONTIGUOUS"
     sqlstate = "KD00C"

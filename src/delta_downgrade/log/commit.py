@@ -28,6 +28,7 @@ from delta_downgrade.log.row_ids import (
     PRESERVED_TAG, ROW_TRACKING_DOMAIN, assign_fresh_row_ids, needs_fresh_row_ids, row_tracking_of,
 )
 from delta_downgrade.log.read.segment import LoadedFile, read_commit_actions
+from delta_downgrade.log.snapshot import required_in_commit_timestamp
 from delta_downgrade.protocol import Protocol
 from delta_downgrade.protocol.features import writable_under
 from delta_downgrade.protocol.support import Operation, ensure_supported
@@ -182,8 +183,10 @@ def read_winning_commits(log: DeltaLog, after_version: int) -> list[WinningCommi
         version += 1
 
 
-def _ict_of(log: DeltaLog, version: int) -> int | None:
-    """The in-commit timestamp of ``version``, read from its commit file by name."""
+def _ict_of(log: DeltaLog, version: int, *, required: bool = False) -> int | None:
+    """The in-commit timestamp of ``version``, read from its commit file by name; ``required``
+    (in-commit timestamps were enabled at ``version``): a commit file there without one is
+    refused (:func:`required_in_commit_timestamp`) rather than taken as "no previous timestamp"."""
     if version < 0:
         return None
     path = commit_path(version)
@@ -194,11 +197,11 @@ def _ict_of(log: DeltaLog, version: int) -> int | None:
     except OSError as exc:
         raise CorruptLogError(f"cannot read {path}: {exc.strerror or exc}; restore the file from a "
                               f"backup (nothing was written)", table=log.table) from exc
-    for action in read_commit_actions(LoadedFile(log.table, data), FileStatus(path, len(data), 0),
-                                      ("commitInfo",)):
-        if isinstance(action, CommitInfo):
-            return action.inCommitTimestamp
-    return None
+    info = next((a for a in read_commit_actions(LoadedFile(log.table, data), FileStatus(path, len(data), 0),
+                                                 ("commitInfo",)) if isinstance(a, CommitInfo)), None)
+    if required:
+        return required_in_commit_timestamp(log.table, version, info)
+    return info.inCommitTimestamp if info is not None else None
 
 
 # Backoff after a lost race (full jitter): a retry sleeps a random time up to
@@ -265,7 +268,8 @@ class AttemptBase:
             base.snapshot = log.refresh(Refresh.NEW_COMMITS).snapshot(read_version, check_read=False)
             base.protocol, base.metadata = base.snapshot.protocol, base.snapshot.metadata
             if _ict_enabled_after(base.metadata, pending):  # only then is the previous commit's ICT needed
-                base.previous_ict = _ict_of(log, read_version)
+                enabled_there = TableConfig(base.metadata.configuration).in_commit_timestamps_enabled
+                base.previous_ict = _ict_of(log, read_version, required=enabled_there)
         return base
 
     def row_tracking_domain(self, log: DeltaLog) -> DomainMetadata | None:

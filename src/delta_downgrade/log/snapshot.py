@@ -13,11 +13,12 @@ from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
 from delta_downgrade.protocol.actions import (AddCDCFile, AddFile, AnyAction, CommitInfo, DomainMetadata,
                                               Metadata, ProtocolAction, RemoveFile, Txn)
-from delta_downgrade.errors import DeltaDowngradeError
+from delta_downgrade.errors import DeltaDowngradeError, MissingCommitInfoError, MissingCommitTimestampError
 from delta_downgrade.log.replay.choice import python_replay_fits, replay_state
 from delta_downgrade.log.replay.reconcile import TableState
 from delta_downgrade.log.read.segment import LogSegment, iter_commit_actions, read_commit_actions, with_checkpoint_fallback
 from delta_downgrade.protocol import Protocol
+from delta_downgrade.protocol.table_config import TableConfig
 from delta_downgrade.storage import FileStatus, Storage
 
 if TYPE_CHECKING:
@@ -207,6 +208,23 @@ class Snapshot:
                     if isinstance(action, CommitInfo):
                         return action
         return None
+
+    def in_commit_timestamp(self) -> int | None:
+        """This version's in-commit timestamp when the table has them enabled here; None when it
+        has not, or when the commit file is gone (a version a checkpoint stands for). A commit
+        that is there without one is refused as delta-spark refuses it (PROTOCOL.md "In-Commit
+        Timestamps": with the feature enabled, every commit's commitInfo carries it): the next
+        commit's timestamp must be greater, and nothing else says by how much."""
+        if not TableConfig(self.metadata.configuration).in_commit_timestamps_enabled:
+            return None
+        if not self._has_commit_file(self.version):
+            return None
+        return required_in_commit_timestamp(self.table, self.version, self.commit_info())
+
+    def _has_commit_file(self, version: int) -> bool:
+        if self._given and self._base is not None:
+            return version > self._base.version or self._base._has_commit_file(version)
+        return any(status.path.endswith(f"{version:020d}.json") for status in self.segment.commits)
 
     def timestamp_ms(self) -> int:
         """In-commit timestamp when the commit has one, else the commit file's modification time."""
@@ -418,3 +436,22 @@ class Snapshot:
             version = int(status.path.rsplit("/", 1)[-1].split(".", 1)[0])
             yield version, read_commit_actions(self.storage, status)
 
+
+def required_in_commit_timestamp(table: str, version: int, info: CommitInfo | None) -> int:
+    """The ``inCommitTimestamp`` of commit ``version`` of a table with in-commit timestamps
+    enabled there (``info``: the commit's commitInfo, None when it has none), else the error
+    delta-spark raises for that commit."""
+    feature = "inCommitTimestamp"
+    if info is None:
+        raise MissingCommitInfoError(
+            f"This table has the feature {feature} enabled which requires the presence of the CommitInfo "
+            f"action in every commit. However, the CommitInfo action is missing from commit version "
+            f"{version}. The log is damaged: restore that commit file from a backup (nothing was written)",
+            table=table, params={"featureName": feature, "version": str(version)})
+    if info.inCommitTimestamp is None:
+        raise MissingCommitTimestampError(
+            f"This table has the feature {feature} enabled which requires the presence of inCommitTimestamp "
+            f"in the CommitInfo action. However, this field has not been set in commit version {version}. "
+            f"The log is damaged: restore that commit file from a backup (nothing was written)",
+            table=table, params={"featureName": feature, "version": str(version)})
+    return int(info.inCommitTimestamp)
