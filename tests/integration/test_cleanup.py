@@ -25,7 +25,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from delta_downgrade.protocol.actions import AnyAction, CommitInfo, Metadata, ProtocolAction, Sidecar, serialize_commit
+from delta_downgrade.protocol.actions import AnyAction, CheckpointMetadata, CommitInfo, Metadata, ProtocolAction, Sidecar, serialize_commit
 from delta_downgrade.app.cli import main as cli_main
 from delta_downgrade.clock import ManualClock
 from delta_downgrade.errors import UnsupportedFeaturesError
@@ -398,7 +398,8 @@ def test_sidecars(tmp_path):
     manifests = {}
     for version, sidecar in ((6, names["a"]), (8, names["b"])):
         snap = b.log.refresh().snapshot(version)
-        actions = [ProtocolAction.of(snap.protocol), snap.metadata,
+        # a V2 spec checkpoint holds exactly one checkpointMetadata (PROTOCOL.md "V2 Spec Checkpoints")
+        actions = [CheckpointMetadata(version=version), ProtocolAction.of(snap.protocol), snap.metadata,
                    Sidecar(path=sidecar, sizeInBytes=len(sidecar_bytes), modificationTime=OLD_MS)]
         manifests[version] = v2_checkpoint_path(version, str(uuid.uuid4()))
         st.write_atomic(manifests[version], serialize_commit(actions))
