@@ -122,8 +122,7 @@ def validate_plan(snapshot: Snapshot, spec: TableFeature, *, planned_updates: Ma
     finish is refused with nothing written — and ``--dry-run`` runs the very same checks.
 
     - every table property the drop reads (retentions, checkpoint policy and interval, in-commit
-      timestamps), now and after the pre-downgrade's ``planned_updates``; with in-commit
-      timestamps staying on, the latest commit's own timestamp;
+      timestamps), now and after the pre-downgrade's ``planned_updates``;
     - the checkpoints the plan writes (the barriers and the one at the boundary of the
       Checkpoint Protection RFC; the TRUNCATE HISTORY path's checkpoint): rule (b), the
       checkpoint gate, and a checkpoint policy that says which kind (classic, or V2 under
@@ -147,10 +146,6 @@ def validate_plan(snapshot: Snapshot, spec: TableFeature, *, planned_updates: Ma
     TableConfig(planned.configuration).validate()
     if "rowTracking" in protocol.features:  # PROTOCOL.md "Row Tracking": every commit assigns IDs
         TableConfig(snapshot.metadata.configuration).validate_row_tracking()
-    if TableConfig(planned.configuration).in_commit_timestamps_enabled:
-        # PROTOCOL.md "In-Commit Timestamps": the drop's first commit must carry a timestamp
-        # greater than the latest commit's, so the latest commit must state its own.
-        snapshot.in_commit_timestamp()
 
     if spec.name == CHECKPOINT_PROTECTION:
         # Checkpoint Protection RFC: its checkpoint (only when none exists at or after the

@@ -446,12 +446,12 @@ def required_in_commit_timestamp(table: str, version: int, info: CommitInfo | No
         raise MissingCommitInfoError(
             f"This table has the feature {feature} enabled which requires the presence of the CommitInfo "
             f"action in every commit. However, the CommitInfo action is missing from commit version "
-            f"{version}. The log is damaged: restore that commit file from a backup (nothing was written)",
+            f"{version}. The log is damaged: restore that commit file from a backup, then run again",
             table=table, params={"featureName": feature, "version": str(version)})
     if info.inCommitTimestamp is None:
         raise MissingCommitTimestampError(
             f"This table has the feature {feature} enabled which requires the presence of inCommitTimestamp "
             f"in the CommitInfo action. However, this field has not been set in commit version {version}. "
-            f"The log is damaged: restore that commit file from a backup (nothing was written)",
+            f"The log is damaged: restore that commit file from a backup, then run again",
             table=table, params={"featureName": feature, "version": str(version)})
     return int(info.inCommitTimestamp)

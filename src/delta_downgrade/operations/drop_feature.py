@@ -101,8 +101,13 @@ def _prepare(log: DeltaLog, feature: str, *, truncate_history: bool, clock: Cloc
     # Everything the plan needs is checked before its first write, the same way for a dry run.
     _ensure_writable(start, spec.name)
     engine = validate_engine(checkpoint_engine, location)
-    validate_plan(start, spec, planned_updates=behaviour.property_updates(start),
-                  truncate_history=truncate_history)
+    planned_updates = behaviour.property_updates(start)
+    validate_plan(start, spec, planned_updates=planned_updates, truncate_history=truncate_history)
+    planned = start.metadata.with_configuration(dict(planned_updates)) if planned_updates else start.metadata
+    if TableConfig(planned.configuration).in_commit_timestamps_enabled:
+        # PROTOCOL.md "In-Commit Timestamps": the drop's first commit must carry a timestamp
+        # greater than the latest commit's, so the latest commit must state its own.
+        start.in_commit_timestamp()
     behaviour.preflight(_planning_run(log, spec.name, clock, start), start)
     return _Drop(log, name, spec, behaviour, before, truncate_history, clock, engine, start)
 
