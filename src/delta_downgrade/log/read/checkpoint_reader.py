@@ -10,10 +10,9 @@ from __future__ import annotations
 import logging
 import re
 from contextlib import contextmanager
-from typing import Any, Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, Sequence
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from delta_downgrade.protocol.actions import ACTION_TYPES, Action, parse_commit
 from delta_downgrade.errors import CheckpointUnreadableError, CorruptLogError
@@ -21,6 +20,9 @@ from delta_downgrade.log.format.checkpoint_schema import STATS_PARSED
 from delta_downgrade.log.format.file_names import LOG_DIR
 from delta_downgrade.log.read.listing import CheckpointInstance
 from delta_downgrade.storage import Storage
+
+if TYPE_CHECKING:
+    import pyarrow.parquet as pq
 
 _log = logging.getLogger(__name__)
 
@@ -71,6 +73,10 @@ def open_checkpoint_parquet(source: Any) -> pq.ParquetFile:
     after 2262 overflow, and such a file must stay readable (delta-rs reads it). The pages'
     CRCs are checked where the writer recorded them: a damaged page is an unreadable checkpoint
     (an older one is used), never a silently different action."""
+    # imported here: a replay of a log without checkpoints never loads the Parquet module (and
+    # the filesystem modules it brings, ~15 ms of a small table's inspect)
+    import pyarrow.parquet as pq
+
     return pq.ParquetFile(source, coerce_int96_timestamp_unit="us", page_checksum_verification=True)
 
 
