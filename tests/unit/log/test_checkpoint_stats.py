@@ -102,6 +102,7 @@ def test_a_failing_stats_recovery_leaves_the_checkpoint_readable(tmp_path, caplo
     import pyarrow as pa
     import pyarrow.parquet as pq
 
+    import delta_downgrade.log.format.stats_json as stats_json_module
     import delta_downgrade.log.read.checkpoint_reader as checkpoint_reader
 
     parsed_type = pa.struct([("numRecords", pa.int64())])
@@ -115,7 +116,8 @@ def test_a_failing_stats_recovery_leaves_the_checkpoint_readable(tmp_path, caplo
     def broken(*_args, **_kwargs):
         raise pa.ArrowInvalid("injected")
 
-    monkeypatch.setattr(checkpoint_reader, "fill_missing_stats", broken)
+    # the reader imports the conversion when it needs it (Arrow compute only then)
+    monkeypatch.setattr(stats_json_module, "fill_missing_stats", broken)
     with caplog.at_level("WARNING"):
         table = checkpoint_reader.read_checkpoint_columns(str(path), ["add"], path.name)
     assert table.column("add").to_pylist() == [{"path": "a.parquet", "stats": None}]

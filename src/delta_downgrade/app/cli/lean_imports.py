@@ -23,7 +23,6 @@ numpy, so the refusal is for the commands that read a log only.
 
 from __future__ import annotations
 
-import importlib.abc
 import sys
 from types import FrameType, ModuleType
 from typing import Any, Callable
@@ -33,7 +32,12 @@ _PYARROW = "pyarrow"
 _PACKAGE = __name__.split(".", 1)[0]
 
 
-class _Then(importlib.abc.Loader):
+# The finders and the loader below are plain classes, not subclasses of importlib.abc's: the import
+# system only calls their methods (find_spec; create_module, exec_module), and importing
+# importlib.abc loads importlib.resources with it - about 7 ms of every CLI process.
+
+
+class _Then:
     """A module's own loader, and ``then(module)`` once the module has run."""
 
     def __init__(self, loader: Any, then: Callable[[ModuleType], None]) -> None:
@@ -53,7 +57,7 @@ class _Then(importlib.abc.Loader):
         return getattr(self._loader, name)
 
 
-class _AfterImport(importlib.abc.MetaPathFinder):
+class _AfterImport:
     """Runs ``then(module)`` right after the top-level module ``name`` is imported (once)."""
 
     def __init__(self, name: str, then: Callable[[ModuleType], None]) -> None:
@@ -93,7 +97,7 @@ def _importer(looking_through: str | None = None) -> str | None:
     return None
 
 
-class _NoPandas(importlib.abc.MetaPathFinder):
+class _NoPandas:
     """Makes ``import pandas`` fail when this package's code set it off (through pyarrow: the
     package itself never imports pandas); any other importer gets pandas."""
 
@@ -113,7 +117,7 @@ class _NoPandas(importlib.abc.MetaPathFinder):
 _NUMPY = "numpy"
 
 
-class _NoNumpyForPyarrow(importlib.abc.MetaPathFinder):
+class _NoNumpyForPyarrow:
     """Makes ``import numpy`` fail when pyarrow's own code asks for it (pyarrow then runs as where
     numpy is not installed, which it supports); any other importer gets numpy."""
 

@@ -17,6 +17,9 @@ from __future__ import annotations
 
 import pyarrow as pa
 
+#: The field of ``add`` holding the typed statistics (PROTOCOL.md "Checkpoint Schema").
+STATS_PARSED = "stats_parsed"
+
 STRING = pa.string()
 LONG = pa.int64()
 INT = pa.int32()

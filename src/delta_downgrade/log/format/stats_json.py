@@ -24,9 +24,9 @@ import json
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from delta_downgrade.log.format.checkpoint_schema import STATS_PARSED as STATS_PARSED  # re-exported
+
 _STR = pa.string()
-#: The field of ``add`` holding the typed statistics (PROTOCOL.md "Checkpoint Schema").
-STATS_PARSED = "stats_parsed"
 
 # JSON string escapes: backslash first, so the later escapes are not escaped again.
 _ESCAPES = (("\\", "\\\\"), ('"', '\\"'), ("\n", "\\n"), ("\r", "\\r"), ("\t", "\\t"),
