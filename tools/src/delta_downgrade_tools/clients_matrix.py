@@ -34,6 +34,7 @@ import json
 import os
 import shutil
 import stat
+import subprocess
 import sys
 import tempfile
 import time
@@ -1136,16 +1137,29 @@ def stop_package_spark() -> None:
     from delta_downgrade.spark import active_session
 
     session = active_session()
-    if session is None:
+    if session is not None:
+        session.stop()
+    if "pyspark" not in sys.modules:
         return
-    session.stop()
     from pyspark import SparkContext
 
     gateway = getattr(SparkContext, "_gateway", None)
-    if gateway is not None:
-        gateway.shutdown()
-        SparkContext._gateway = None
-        SparkContext._jvm = None
+    if gateway is None:
+        return
+    gateway.shutdown()
+    SparkContext._gateway = None
+    SparkContext._jvm = None
+    # Closing the gateway's connections leaves its JVM running: pyspark's gateway server exits
+    # when its standard input reaches end of file (its parent gone), so close that pipe.
+    proc = getattr(gateway, "proc", None)
+    if proc is not None and proc.poll() is None:
+        if proc.stdin is not None:
+            proc.stdin.close()
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
 
 
 def run_matrix(scope: str, workdir: Path, log_dir: Path | None = None,
