@@ -34,6 +34,7 @@ import json
 import os
 import shutil
 import stat
+import subprocess
 import sys
 import tempfile
 import time
@@ -459,9 +460,22 @@ def package_files(path: Path) -> tuple[int, list[str]]:
     return snapshot.version, sorted(unquote(a.path) for a in snapshot.state().files.values())
 
 
-def rfc_writer_cells(case: Case, reference: Runner, spec: ClientSpec, runner: Runner, workdir: Path) -> list[Cell]:
+@dataclass
+class ReadBack:
+    """A table a writer appended to, checkpointed and cleaned up after truncate-history: the
+    current delta-spark must read it as the writer does, and this package the same files."""
+
+    case: Case
+    spec: ClientSpec
+    path: Path
+
+
+def rfc_writer_cells(case: Case, reference: Runner, spec: ClientSpec, runner: Runner, workdir: Path,
+                     read_back: list[ReadBack] | None = None) -> list[Cell]:
     """Appends while checkpointProtection is present (refused by a client that does not know it,
-    kept safe by one that does) and after truncate-history."""
+    kept safe by one that does) and after truncate-history. ``read_back``: the reads after the
+    writes are left there for `read_back_cells` (asked of the reference for many tables at once,
+    when one JVM at a time runs), else asked now."""
     cells: list[Cell] = []
 
     def cell(state: str, action: str, expected: str, answer: dict[str, Any], ok: bool, problem: str = "") -> None:
@@ -502,16 +516,35 @@ def rfc_writer_cells(case: Case, reference: Runner, spec: ClientSpec, runner: Ru
                 ok, problem = True, "known: " + known
             cell("truncated", action, expected, answer, ok, problem)
         if write_expected == "yes" and all(a.get("ok") for a in answers):
-            ref = reference.run(read_requests(path, [None]))[0]
-            mine = runner.run(read_requests(path, [None]))[0]
-            version, files = package_files(path)
-            ok = ref.get("ok") is True and same_rows(ref, mine)
-            cell("truncated", "read after its writes", "yes", mine, ok,
-                 "" if ok else "the current delta-spark reads other rows than the writer")
-            files_ref = reference.run([{"op": "files", "path": str(path)}])[0]
-            same_files = files_ref.get("ok") and files_ref.get("files") == files
-            cell("truncated", "package reads the same files", "yes", files_ref, bool(same_files),
-                 "" if same_files else f"package: v{version} {files[:5]}..., delta-spark: {str(files_ref)[:300]}")
+            pending = ReadBack(case, spec, path)
+            if read_back is None:
+                cells.extend(read_back_cells([pending], reference, runner))
+            else:
+                read_back.append(pending)
+    return cells
+
+
+def read_back_cells(pending: list[ReadBack], reference: Runner, runner: Runner) -> list[Cell]:
+    """The reads after a writer's writes (`rfc_writer_cells`), for every table of ``pending`` (one
+    writer's): the writer's reads first, then the reference's, so that with one JVM at a time
+    each starts once."""
+    if not pending:
+        return []
+    mine = runner.run([r for p in pending for r in read_requests(p.path, [None])])
+    refs = reference.run([r for p in pending for r in read_requests(p.path, [None])])
+    files_refs = reference.run([{"op": "files", "path": str(p.path)} for p in pending])
+    cells: list[Cell] = []
+    for p, answer, ref, files_ref in zip(pending, mine, refs, files_refs):
+        same = ref.get("ok") is True and same_rows(ref, answer)
+        version, files = package_files(p.path)
+        same_files = bool(files_ref.get("ok") and files_ref.get("files") == files)
+        for action, observed_as, ok, problem in (
+                ("read after its writes", observed(answer), same,
+                 "" if same else "the current delta-spark reads other rows than the writer"),
+                ("package reads the same files", observed(files_ref), same_files,
+                 "" if same_files else f"package: v{version} {files[:5]}..., delta-spark: {str(files_ref)[:300]}")):
+            cells.append(Cell("rfc-writer", p.spec.name, p.spec.catalogue_id, p.case.table, p.case.feature,
+                              "truncated", action, "yes", observed_as, ok, problem))
     return cells
 
 
@@ -1104,16 +1137,29 @@ def stop_package_spark() -> None:
     from delta_downgrade.spark import active_session
 
     session = active_session()
-    if session is None:
+    if session is not None:
+        session.stop()
+    if "pyspark" not in sys.modules:
         return
-    session.stop()
     from pyspark import SparkContext
 
     gateway = getattr(SparkContext, "_gateway", None)
-    if gateway is not None:
-        gateway.shutdown()
-        SparkContext._gateway = None
-        SparkContext._jvm = None
+    if gateway is None:
+        return
+    gateway.shutdown()
+    SparkContext._gateway = None
+    SparkContext._jvm = None
+    # Closing the gateway's connections leaves its JVM running: pyspark's gateway server exits
+    # when its standard input reaches end of file (its parent gone), so close that pipe.
+    proc = getattr(gateway, "proc", None)
+    if proc is not None and proc.poll() is None:
+        if proc.stdin is not None:
+            proc.stdin.close()
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
 
 
 def run_matrix(scope: str, workdir: Path, log_dir: Path | None = None,
@@ -1164,8 +1210,14 @@ def run_matrix(scope: str, workdir: Path, log_dir: Path | None = None,
                 sink(refused)
                 continue
             prepared.append((case, case.states.pop("control", None)))
+        read_back: list[ReadBack] | None = None
         if jvms is not None:
             stop_package_spark()
+            if "rfc" in parts and spark_clients:
+                # One JVM at a time: the reference reads every state of every case now, in one
+                # start, rather than once per case between the client's reads (`CachedReads`).
+                reference.run(reference_reads([c for c, _ in prepared if c.table not in own_drop_only]))
+            read_back = []
         for spec in spark_clients:
             runner = pool(spec)
             for j, (case, control) in enumerate(prepared):
@@ -1174,7 +1226,7 @@ def run_matrix(scope: str, workdir: Path, log_dir: Path | None = None,
                 if "rfc" in parts and case.table not in own_drop_only:
                     more += rfc_reader_cells(case, reference, {spec: runner})
                 if parts & {"rfc", "rfc-writer"} and case.table not in own_drop_only:
-                    more += rfc_writer_cells(case, reference, spec, runner, workdir)
+                    more += rfc_writer_cells(case, reference, spec, runner, workdir, read_back)
                 if "own-drop" in parts:
                     more += own_drop_cells(case, reference, spec, runner, workdir)
                 if control is not None and "rfc" in parts:
@@ -1183,6 +1235,9 @@ def run_matrix(scope: str, workdir: Path, log_dir: Path | None = None,
                     for c in rfc_reader_cells(ctl, reference, {spec: runner}, reference_path=case.states["dropped"]):
                         c.part = "control"
                         more.append(c)
+                if read_back is not None and (len(read_back) >= READ_BACK_BATCH or j == len(prepared) - 1):
+                    more += read_back_cells(read_back, reference, runner)
+                    read_back.clear()
                 cells += more
                 sink(more)
         if "catalogue" in parts:
@@ -1191,6 +1246,19 @@ def run_matrix(scope: str, workdir: Path, log_dir: Path | None = None,
     finally:
         pool.close()
     return cells
+
+
+#: With one JVM at a time, the writers' tables read back (`read_back_cells`) after this many cases
+#: at once: two JVM starts per batch rather than per case; a run stopped early loses at most the
+#: read-back of a batch.
+READ_BACK_BATCH = 6
+
+
+def reference_reads(cases: Iterable[Case]) -> list[dict[str, Any]]:
+    """The reference's reads of `rfc_reader_cells` for these cases: every state (the control's
+    reference is the dropped state), the latest version and every commit."""
+    return [r for case in cases for path in case.states.values()
+            for r in read_requests(path, [None, *commit_versions(path)])]
 
 
 #: The parts of the matrix a run can choose (`run_matrix`).
