@@ -14,27 +14,14 @@ from pathlib import Path
 import pytest
 
 from delta_downgrade.log.format.file_names import LOG_DIR
+from tests.hand_made_logs import DV_PROTOCOL, write_log
 from tests.import_probe import cli_imports
 
 HEAVY = ("pandas", "pyarrow", "numpy", "pyspark", "py4j", "pydantic", "pydantic_settings", "deltalake", "yaml")
 
 def _dv_table(root: Path, commits: int = 3) -> str:
     """A table with deletionVectors in its protocol and no deletion vector: a fast drop."""
-    (root / LOG_DIR).mkdir(parents=True)
-    schema = json.dumps({"type": "struct", "fields": [{"name": "id", "type": "long", "nullable": True,
-                                                       "metadata": {}}]})
-    first = [{"protocol": {"minReaderVersion": 3, "minWriterVersion": 7, "readerFeatures": ["deletionVectors"],
-                           "writerFeatures": ["deletionVectors"]}},
-             {"metaData": {"id": "t", "format": {"provider": "parquet", "options": {}}, "schemaString": schema,
-                           "partitionColumns": [], "configuration": {"delta.enableDeletionVectors": "true"},
-                           "createdTime": 0}}]
-    for v in range(commits):
-        add = {"add": {"path": f"f{v}.parquet", "partitionValues": {}, "size": 10 + v, "modificationTime": v,
-                       "dataChange": True}}
-        info = {"commitInfo": {"timestamp": v, "operation": "WRITE"}}
-        lines = [info, *(first if v == 0 else []), add]
-        (root / LOG_DIR / f"{v:020d}.json").write_text("\n".join(json.dumps(x) for x in lines) + "\n")
-    return str(root)
+    return write_log(root, commits, protocol=DV_PROTOCOL, configuration={"delta.enableDeletionVectors": "true"})
 
 
 def test_fast_drop_imports_pyarrow_for_its_checkpoints_and_nothing_else_heavy(tmp_path):

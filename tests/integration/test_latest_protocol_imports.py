@@ -13,6 +13,7 @@ from pathlib import Path
 from delta_downgrade.log.checkpoint.on_driver import checkpoint_table
 from delta_downgrade.log.delta_log import DeltaLog
 from delta_downgrade.log.format.file_names import LOG_DIR
+from tests.hand_made_logs import DV_PROTOCOL, write_log
 
 PROBE = """
 import json, sys
@@ -25,25 +26,14 @@ print(json.dumps({"writer_features": sorted(protocol.writer_features or []),
 
 
 def _checkpointed_table(root: Path) -> str:
-    """Three commits, a checkpoint of the second (with a null protocol/metaData on most rows), a
-    commit after it."""
-    (root / LOG_DIR).mkdir(parents=True)
-    schema = json.dumps({"type": "struct", "fields": [{"name": "id", "type": "long", "nullable": True,
-                                                       "metadata": {}}]})
-    first = [{"protocol": {"minReaderVersion": 3, "minWriterVersion": 7, "readerFeatures": ["deletionVectors"],
-                           "writerFeatures": ["deletionVectors"]}},
-             {"metaData": {"id": "t", "format": {"provider": "parquet", "options": {}}, "schemaString": schema,
-                           "partitionColumns": [], "configuration": {"delta.enableDeletionVectors": "true"},
-                           "createdTime": 0}}]
-    for v in range(4):
-        adds = [{"add": {"path": f"f{v}-{i}.parquet", "partitionValues": {}, "size": 10 + i, "modificationTime": v,
-                         "dataChange": True}} for i in range(20)]
-        info = {"commitInfo": {"timestamp": v, "operation": "WRITE"}}
-        lines = [info, *(first if v == 0 else []), *adds]
-        (root / LOG_DIR / f"{v:020d}.json").write_text("\n".join(json.dumps(x) for x in lines) + "\n")
-        if v == 2:
+    """Four commits of 20 adds, a checkpoint of the third (with a null protocol/metaData on most
+    rows), a commit after it."""
+    def checkpoint_the_third(version: int) -> None:
+        if version == 2:
             checkpoint_table(DeltaLog(str(root)), 2)
-    return str(root)
+
+    return write_log(root, 4, protocol=DV_PROTOCOL, configuration={"delta.enableDeletionVectors": "true"},
+                     adds_per_commit=20, after_commit=checkpoint_the_third)
 
 
 def test_latest_protocol_of_a_checkpointed_table_leaves_out_arrow_compute(tmp_path):

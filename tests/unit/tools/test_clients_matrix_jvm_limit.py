@@ -4,34 +4,11 @@ reference's reads asked once however many clients are compared with them."""
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Any
-
 import pytest
 
 from delta_downgrade_tools.clients_matrix import ClientPool, CachedReads, spark_release
 from delta_downgrade_tools.older_clients import CURRENT_SPARK, PYTHON_CLIENTS, SPARK_CLIENTS, client
-
-
-class StartedOnFirstRequest:
-    """A client process as `ClientProcess` keeps it: ``proc`` None until its first request,
-    None again once closed; records its starts and the requests it answered."""
-
-    def __init__(self, spec, log_dir: Path | None) -> None:
-        self.spec = spec
-        self.proc: Any = None
-        self.starts = 0
-        self.requests: list[dict[str, Any]] = []
-
-    def run(self, requests):
-        if self.proc is None:
-            self.proc = object()
-            self.starts += 1
-        self.requests += requests
-        return [{"ok": True, "rows": [], "columns": [], "n": len(self.requests)} for _ in requests]
-
-    def close(self) -> None:
-        self.proc = None
+from tests.unit.tools.client_process_doubles import StartedOnFirstRequest
 
 
 def test_at_most_two_jvms_run_at_once_the_least_recently_used_closed_first():

@@ -6,44 +6,25 @@ every case (each start costs tens of seconds); the cells are those of a run with
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from delta_downgrade_tools import clients_matrix as matrix
 from delta_downgrade_tools.older_clients import CURRENT_SPARK, client
+from tests.unit.tools.client_process_doubles import StartedOnFirstRequest
 
 #: Golden tables whose drop (and truncate-history) this package does on the log alone: no Spark
 TABLES = ("vacuum_protocol_check", "domain_metadata_user_domains")
 
 
-class Answers:
-    """A client process as `ClientProcess` keeps it (``proc`` None until its first request, None
-    again once closed) that reads one row, appends, checkpoints and cleans up; records its
-    starts and requests. ``files``: the package's own list, as the reference answers it."""
+class Answers(StartedOnFirstRequest):
+    """A client process that reads one row, appends, checkpoints and cleans up. ``files``: the
+    package's own list, as the reference answers it."""
 
-    def __init__(self, spec, log_dir: Path | None) -> None:
-        self.spec = spec
-        self.proc: Any = None
-        self.starts = 0
-        self.requests: list[dict[str, Any]] = []
-
-    def run(self, requests):
-        requests = list(requests)
-        if self.proc is None:
-            self.proc = object()
-            self.starts += 1
-        self.requests += requests
-        out = []
-        for r in requests:
-            if r["op"] == "files":
-                out.append({"ok": True, "files": matrix.package_files(Path(r["path"]))[1]})
-            else:
-                out.append({"ok": True, "columns": ["id"], "rows": [[1]]})
-        return out
-
-    def close(self) -> None:
-        self.proc = None
+    def answer(self, request):
+        if request["op"] == "files":
+            return {"ok": True, "files": matrix.package_files(Path(request["path"]))[1]}
+        return {"ok": True, "columns": ["id"], "rows": [[1]]}
 
 
 def _run(monkeypatch, tmp_path, jvms):
