@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from delta_downgrade_tools import clients_matrix
 from delta_downgrade_tools.clients_matrix import ClientPool, catalogue_part
 from delta_downgrade_tools.older_clients import client
 
@@ -42,7 +43,10 @@ class Recording:
         self.proc = None
 
 
-def test_every_client_reads_a_copy_without_hidden_checksums_the_original_state_too(tmp_path):
+def test_every_client_reads_a_copy_without_hidden_checksums_the_original_state_too(tmp_path, monkeypatch):
+    # with a JVM limit the part stops the package's own Spark (and its JVM): here that would be
+    # the Spark session of the test process, which later tests and its teardown still use
+    monkeypatch.setattr(clients_matrix, "stop_package_spark", lambda: None)
     source = _table(tmp_path / "golden" / "t")
     pool = ClientPool(jvms=2, start=Recording)
     cells = catalogue_part([("t", source)], [], [client("delta-spark 3.1.0")], pool, tmp_path / "work",
