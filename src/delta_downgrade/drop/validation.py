@@ -4,7 +4,7 @@ validation error can never leave anything behind."""
 
 from __future__ import annotations
 
-from typing import Mapping
+from typing import Mapping, NamedTuple
 
 from delta_downgrade.errors import (
     CheckpointProtectionNeedsTruncationError, CorruptLogError, DependentFeatureError, FeatureDropError,
@@ -14,6 +14,7 @@ from delta_downgrade.errors import (
 )
 from delta_downgrade.log.snapshot import Snapshot
 from delta_downgrade.protocol import CHECKPOINT_PROTECTION, Protocol, TableFeature, lookup_feature
+from delta_downgrade.protocol.actions import Metadata
 from delta_downgrade.protocol.features import get_feature, is_delta_table_property
 from delta_downgrade.protocol.schema_shape import check_schema_shape
 from delta_downgrade.protocol.table_config import TableConfig
@@ -115,10 +116,18 @@ def validate_drop(protocol: Protocol, raw_name: str, *, truncate_history: bool) 
     return spec
 
 
+class ValidatedPlan(NamedTuple):
+    """What a validated drop ends with: its protocol, and the metadata after the pre-downgrade's
+    property updates (the one its commits carry forward)."""
+
+    protocol: Protocol
+    metadata: Metadata
+
+
 def validate_plan(snapshot: Snapshot, spec: TableFeature, *, planned_updates: Mapping[str, str | None],
-                  truncate_history: bool) -> Protocol:
+                  truncate_history: bool) -> ValidatedPlan:
     """Everything a drop will need later, checked before its first write; returns the protocol
-    the drop ends with. A check that could fail half-way belongs here, so that a plan that cannot
+    the drop ends with and the metadata after ``planned_updates``. A check that could fail half-way belongs here, so that a plan that cannot
     finish is refused with nothing written — and ``--dry-run`` runs the very same checks.
 
     - every table property the drop reads (retentions, checkpoint policy and interval, in-commit
@@ -163,4 +172,4 @@ def validate_plan(snapshot: Snapshot, spec: TableFeature, *, planned_updates: Ma
         raise InvalidProtocolDowngradeError(
             f"refusing the protocol transition {protocol} -> {after} for dropping {spec.name}; "
             f"nothing was written", feature=spec.name)
-    return after
+    return ValidatedPlan(after, planned)

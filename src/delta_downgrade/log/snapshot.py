@@ -202,11 +202,11 @@ class Snapshot:
                 return self._base.commit_info(version)
             given = self._given[version - self._base.version - 1] if version <= self.version else ()
             return next((a for a in given if isinstance(a, CommitInfo)), None)
-        for status in self.segment.commits:
-            if status.path.endswith(f"{version:020d}.json"):
-                for action in read_commit_actions(self.storage, status, ("commitInfo",)):
-                    if isinstance(action, CommitInfo):
-                        return action
+        status = self._commit_file(version)
+        if status is not None:
+            for action in read_commit_actions(self.storage, status, ("commitInfo",)):
+                if isinstance(action, CommitInfo):
+                    return action
         return None
 
     def in_commit_timestamp(self) -> int | None:
@@ -224,7 +224,13 @@ class Snapshot:
     def _has_commit_file(self, version: int) -> bool:
         if self._given and self._base is not None:
             return version > self._base.version or self._base._has_commit_file(version)
-        return any(status.path.endswith(f"{version:020d}.json") for status in self.segment.commits)
+        return self._commit_file(version) is not None
+
+    def _commit_file(self, version: int) -> FileStatus | None:
+        """The listed commit file of ``version`` in this snapshot's segment; None when the
+        segment has none (a version a checkpoint stands for, or one given by value)."""
+        name = f"{version:020d}.json"
+        return next((status for status in self.segment.commits if status.path.endswith(name)), None)
 
     def timestamp_ms(self) -> int:
         """In-commit timestamp when the commit has one, else the commit file's modification time."""
@@ -235,9 +241,9 @@ class Snapshot:
             # A commit given by value has no file: its commitInfo's time, else (a plan's commit,
             # which has none) the time of the table it was derived from.
             return int(info.timestamp) if info is not None and info.timestamp is not None else self._base.timestamp_ms()
-        for status in self.segment.commits:
-            if status.path.endswith(f"{self.version:020d}.json"):
-                return status.modification_time_ms
+        status = self._commit_file(self.version)
+        if status is not None:
+            return status.modification_time_ms
         if self.segment.checkpoint is not None:
             return self.segment.checkpoint.modification_time_ms
         return 0

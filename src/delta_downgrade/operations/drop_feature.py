@@ -102,9 +102,8 @@ def _prepare(log: DeltaLog, feature: str, *, truncate_history: bool, clock: Cloc
     _ensure_writable(start, spec.name)
     engine = validate_engine(checkpoint_engine, location)
     planned_updates = behaviour.property_updates(start)
-    validate_plan(start, spec, planned_updates=planned_updates, truncate_history=truncate_history)
-    planned = start.metadata.with_configuration(dict(planned_updates)) if planned_updates else start.metadata
-    if TableConfig(planned.configuration).in_commit_timestamps_enabled:
+    plan = validate_plan(start, spec, planned_updates=planned_updates, truncate_history=truncate_history)
+    if TableConfig(plan.metadata.configuration).in_commit_timestamps_enabled:
         # PROTOCOL.md "In-Commit Timestamps": the drop's first commit must carry a timestamp
         # greater than the latest commit's, so the latest commit must state its own.
         start.in_commit_timestamp()
