@@ -30,6 +30,7 @@ from delta_downgrade.errors import (
     ClientCannotBeUnblockedError, ClientDropIncompleteError, DeltaDowngradeError, naming_table,
 )
 from delta_downgrade.log.delta_log import DeltaLog
+from delta_downgrade.log.snapshot import Snapshot
 from delta_downgrade.operations.drop_feature import drop_feature, plan_drop
 from delta_downgrade.drop.committer import Committer, LogCommitter
 from delta_downgrade.drop.plan import DropPlan
@@ -43,6 +44,7 @@ __all__ = ["ClientDropOutcome", "STATUS_ALREADY_COMPATIBLE", "drop_for_client", 
 STATUS_ALREADY_COMPATIBLE = "already_compatible"
 
 _BLOCKED = (Verdict.NO, Verdict.MISREADS)
+_DELETION_VECTORS = "deletionVectors"
 
 
 @dataclass
@@ -199,7 +201,40 @@ def plan_for_client(location: str, client: Client, *, clock: Clock = SYSTEM_CLOC
         if after is None:
             break
         current = client_verdict(client, after.protocol, after.schema)
+    _refuse_undeclared_deletion_vectors(log, snapshot, client)
     return _ClientPlan(verdict, features, plans, notes)
+
+
+def _refuse_undeclared_deletion_vectors(log: DeltaLog, snapshot: Snapshot, client: Client) -> None:
+    """Live files that carry deletion vectors under a protocol without ``deletionVectors`` (a
+    writer broke PROTOCOL.md "Deletion Vectors": a file action may name one only when the table
+    supports the feature). The verdict, taken on the protocol, would say that a client without
+    deletion vectors reads the table, and it would return the rows they delete. Checked on the
+    file state only for such a client and a table without the feature: with it, the verdict
+    judges the client and the feature's drop purges the vectors; without it, no drop can (the
+    deletionVectors drop refuses an absent feature), so the run is refused before its first
+    write."""
+    from delta_downgrade.features.base import TraceContext
+
+    if _DELETION_VECTORS in snapshot.protocol.features:
+        return
+    supported = client.read_features()
+    if supported is not None and _DELETION_VECTORS in supported:
+        return
+    files, rows = TraceContext(snapshot).deletion_vector_counts()
+    if not files:
+        return
+    feature = _DELETION_VECTORS
+    raise ClientCannotBeUnblockedError(
+        f"cannot make {log.table} usable by {client.id} ({client.name}): {files} live file(s) carry deletion "
+        f"vectors ({rows} deleted rows), but the protocol {snapshot.protocol} does not list the {feature} "
+        f"feature, which PROTOCOL.md \"Deletion Vectors\" requires of a table whose files name one; "
+        f"{client.id} does not apply deletion vectors and would return the deleted rows. Nothing was "
+        f"written. Declare the feature with a Delta writer (ALTER TABLE ... SET TBLPROPERTIES "
+        f"('delta.feature.{feature}' = 'supported')), then run `drop-feature {log.table} --for {client.id}` "
+        f"again: its drop of {feature} purges the vectors", table=log.table,
+        params={"client": client.id, "reasons": [f"{files} live file(s) carry deletion vectors without the "
+                                                 f"{feature} feature"]})
 
 
 @naming_table("location")
