@@ -127,8 +127,9 @@ class ValidatedPlan(NamedTuple):
 def validate_plan(snapshot: Snapshot, spec: TableFeature, *, planned_updates: Mapping[str, str | None],
                   truncate_history: bool) -> ValidatedPlan:
     """Everything a drop will need later, checked before its first write; returns the protocol
-    the drop ends with and the metadata after ``planned_updates``. A check that could fail half-way belongs here, so that a plan that cannot
-    finish is refused with nothing written — and ``--dry-run`` runs the very same checks.
+    the drop ends with and the metadata after ``planned_updates``. A check that could fail
+    half-way belongs here, so that a plan that cannot finish is refused with nothing written —
+    and ``--dry-run`` runs the very same checks.
 
     - every table property the drop reads (retentions, checkpoint policy and interval, in-commit
       timestamps), now and after the pre-downgrade's ``planned_updates``;

@@ -225,11 +225,12 @@ def _refuse_undeclared_deletion_vectors(log: DeltaLog, snapshot: Snapshot, clien
     if not files:
         return
     feature = _DELETION_VECTORS
+    applies = "does not apply" if supported is not None else "is not known to apply"
     raise ClientCannotBeUnblockedError(
         f"cannot make {log.table} usable by {client.id} ({client.name}): {files} live file(s) carry deletion "
         f"vectors ({rows} deleted rows), but the protocol {snapshot.protocol} does not list the {feature} "
         f"feature, which PROTOCOL.md \"Deletion Vectors\" requires of a table whose files name one; "
-        f"{client.id} does not apply deletion vectors and would return the deleted rows. Nothing was "
+        f"{client.id} {applies} deletion vectors, and without them returns the deleted rows. Nothing was "
         f"written. Declare the feature with a Delta writer (ALTER TABLE ... SET TBLPROPERTIES "
         f"('delta.feature.{feature}' = 'supported')), then run `drop-feature {log.table} --for {client.id}` "
         f"again: its drop of {feature} purges the vectors", table=log.table,
