@@ -416,12 +416,17 @@ def read_requests(path: Path, versions: Iterable[int | None]) -> list[dict[str, 
     return [{"op": "read", "path": str(path), "version": v, "via": "spark"} for v in versions]
 
 
+def versions_read(path: Path) -> list[int | None]:
+    """The versions the RFC part reads a table state at: the latest (None), then every commit."""
+    return [None, *commit_versions(path)]
+
+
 def rfc_reader_cells(case: Case, reference: Runner, clients: dict[ClientSpec, Runner],
                      reference_path: Path | None = None) -> list[Cell]:
     """``reference_path``: read the reference's rows there (the control: the intact table)."""
     cells: list[Cell] = []
     for state, path in case.states.items():
-        versions: list[int | None] = [None, *commit_versions(path)]
+        versions = versions_read(path)
         ref_answers = reference.run(read_requests(reference_path or path, versions))
         for spec, runner in clients.items():
             read_expected, _ = verdicts(spec.catalogue_id, path)
@@ -530,8 +535,9 @@ def read_back_cells(pending: list[ReadBack], reference: Runner, runner: Runner) 
     each starts once."""
     if not pending:
         return []
-    mine = runner.run([r for p in pending for r in read_requests(p.path, [None])])
-    refs = reference.run([r for p in pending for r in read_requests(p.path, [None])])
+    latest = [r for p in pending for r in read_requests(p.path, [None])]
+    mine = runner.run(latest)
+    refs = reference.run(latest)
     files_refs = reference.run([{"op": "files", "path": str(p.path)} for p in pending])
     cells: list[Cell] = []
     for p, answer, ref, files_ref in zip(pending, mine, refs, files_refs):
@@ -1258,7 +1264,7 @@ def reference_reads(cases: Iterable[Case]) -> list[dict[str, Any]]:
     """The reference's reads of `rfc_reader_cells` for these cases: every state (the control's
     reference is the dropped state), the latest version and every commit."""
     return [r for case in cases for path in case.states.values()
-            for r in read_requests(path, [None, *commit_versions(path)])]
+            for r in read_requests(path, versions_read(path))]
 
 
 #: The parts of the matrix a run can choose (`run_matrix`).
