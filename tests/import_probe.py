@@ -35,3 +35,34 @@ def cli_imports(argv: list[str], heavy: tuple[str, ...]) -> dict:
                           capture_output=True, text=True, env=env, timeout=300)
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+NUMPY_PROBE = """
+import json, sys
+from delta_downgrade.app.cli import main
+code = main(json.loads(sys.argv[1]))
+numpy = sys.modules.get("numpy")
+pyarrow_with_numpy = False
+if numpy is not None and "pyarrow" in sys.modules:
+    import pyarrow
+    try:  # pyarrow converts a numpy scalar only when it was loaded with numpy
+        pyarrow.array([numpy.int64(1)])
+        pyarrow_with_numpy = True
+    except (pyarrow.ArrowInvalid, pyarrow.ArrowTypeError):
+        pass
+print(json.dumps({"code": code, "pyarrow": "pyarrow" in sys.modules, "numpy": numpy is not None,
+                  "pyarrow_with_numpy": pyarrow_with_numpy, "pyspark": "pyspark.sql" in sys.modules}))
+"""
+
+
+def cli_pyarrow_numpy(argv: list[str], env: dict[str, str] | None = None,
+                      timeout: float = 600) -> tuple[dict, subprocess.CompletedProcess[str]]:
+    """``delta-downgrade ARGV`` in a fresh interpreter (``env`` added to this one's): ``{"code",
+    "pyarrow", "numpy", "pyarrow_with_numpy", "pyspark"}`` (whether the process loaded pyarrow,
+    numpy and pyspark, and whether its pyarrow converts numpy values), and the process itself
+    (its stdout ends with that document's line)."""
+    full_env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p), **(env or {})}
+    done = subprocess.run([sys.executable, "-c", NUMPY_PROBE, json.dumps(argv)], capture_output=True,
+                          text=True, env=full_env, timeout=timeout)
+    assert done.returncode == 0, done.stderr[-4000:]
+    return json.loads(done.stdout.strip().splitlines()[-1]), done

@@ -1,7 +1,7 @@
 """``inspect`` of a path reads the log only and never starts Spark: its process loads pyarrow
 (for a checkpoint) without numpy, which pyarrow would otherwise import when it loads
 (``app/cli/lean_imports.py``), and its report is the one a process with numpy makes. A command
-that may start Spark keeps numpy (test_command_imports.py: the fast drop)."""
+that works on a path goes without it too, Spark rewrites included (test_rewrites_without_numpy.py)."""
 
 from __future__ import annotations
 

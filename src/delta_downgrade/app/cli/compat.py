@@ -79,9 +79,13 @@ def _run(args: argparse.Namespace) -> int:
         prepare_report_directory(args.report)  # exit 2 before any table is looked at
     if args.tables_file is not None:
         return _run_fleet(args, catalogue, clients)
+    from delta_downgrade.app.cli.lean_imports import pyarrow_without_numpy
     from delta_downgrade.app.cli.output import finish
     from delta_downgrade.app.render.compat import compat_result, render_text
+    from delta_downgrade.app.table_ref import parse_table_ref
 
+    if not parse_table_ref(args.table).is_name:  # a path's log is read without Spark
+        pyarrow_without_numpy()
     report = _compat_of(args, clients)(args.table)
     result = compat_result(report)
     versions = _versions(args, clients) if args.versions else None

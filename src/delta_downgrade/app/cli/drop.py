@@ -22,6 +22,8 @@ def _drop(args: argparse.Namespace) -> int:
         return _drop_for_client(args, client)
     ref = parse_table_ref(args.table)  # the one parse: the engine and the drop take the ref
     engine = select_engine(args.engine, ref)
+    if engine.name == "native":
+        _pyarrow_without_numpy()
     # Its steps are logged; main prints them (unless --quiet) as "  {step}" lines on stderr.
     outcome = engine.drop_feature(ref, args.feature, truncate_history=args.truncate_history,
                                   dry_run=args.dry_run, storage_options=args.storage_options)
@@ -46,9 +48,21 @@ def _drop_for_client(args: argparse.Namespace, client: str | None) -> int:
         raise BadInputError("--for drops each feature on the fast path (checkpoint protection); "
                             "--truncate-history waits between its phases and is not available with it: "
                             "run truncate-history after the retention instead", table=args.table)
+    if args.engine != "delta-sql":  # the native engine (drop_for_client refuses a catalog name)
+        _pyarrow_without_numpy()
     outcome = drop_for_client(args.engine, args.table, client, dry_run=args.dry_run,
                               storage_options=args.storage_options)
     return finish(args, client_drop_result(outcome), text=render_client_summary(outcome))
+
+
+def _pyarrow_without_numpy() -> None:
+    """The native engine loads pyarrow without numpy (``lean_imports``), also where a drop
+    rewrites data files with Spark: the package hands Spark Arrow tables (Arrow IPC, classic and
+    Connect alike) and reads back rows, never a numpy array, so nothing of pyarrow's numpy side
+    is used. The delta-sql engine keeps numpy: its session is the user's SQL, not ours."""
+    from delta_downgrade.app.cli.lean_imports import pyarrow_without_numpy
+
+    pyarrow_without_numpy()
 
 
 def _output_flags(p: argparse.ArgumentParser) -> None:

@@ -13,12 +13,17 @@ converted exactly as before from then on.
 Installed by :func:`delta_downgrade.app.cli.main` only: a library import never changes how the
 embedding process imports modules.
 
-numpy likewise (:func:`pyarrow_without_numpy`), but only for a command that can never start Spark
-(``inspect`` of a path): pyarrow imports numpy when it loads, if numpy is installed (about 0.1 s
-of CPU, a third of its import), and this package never hands pyarrow a numpy object. Unlike
-pandas, numpy cannot be given back to pyarrow later (it sets up numpy's C API once, when it
-loads): a command that may start a Spark session (whose Arrow conversions go through numpy) keeps
-numpy, so the refusal is for the commands that read a log only.
+numpy likewise (:func:`pyarrow_without_numpy`), for the commands that work on a table's path (the
+native engine: ``inspect``, ``compat``, ``drop-feature``, ``truncate-history``, ``cleanup``,
+``vacuum``): pyarrow imports numpy when it loads, if numpy is installed (about 0.15 s of CPU, more
+than half of ``import pyarrow.parquet``), and this package never hands pyarrow a numpy object.
+Unlike pandas, numpy cannot be given back to pyarrow later (it sets up numpy's C API once, when it
+loads), so only the commands whose every use of pyarrow is the package's own go without it. That
+includes the rewrites that start a Spark session (deletion vectors, column mapping, type widening)
+and the Spark checkpoint engine: they give Spark Arrow tables (sent as Arrow IPC, classic and
+Connect alike) and read back rows, and pyspark's own numpy and pandas still load for pyspark, as
+numpy does for anything but pyarrow. A catalog name keeps numpy: its Spark session runs Delta's
+SQL, whatever that converts.
 """
 
 from __future__ import annotations
@@ -135,8 +140,8 @@ class _NoNumpyForPyarrow:
 
 def pyarrow_without_numpy() -> None:
     """For the rest of this process, pyarrow loads without numpy (see the module's doc): only for
-    a command that never starts Spark, called before pyarrow is imported (once it is, nothing
-    changes)."""
+    a command whose every use of pyarrow is this package's own, called before pyarrow is imported
+    (once it is, nothing changes)."""
     if _PYARROW in sys.modules or _NUMPY in sys.modules or _NoNumpyForPyarrow in sys.meta_path:
         return
     sys.meta_path.insert(0, _NoNumpyForPyarrow)
