@@ -94,3 +94,17 @@ def test_inspect_of_a_table_with_a_commit_of_many_brackets_imports_nothing_heavy
     assert result["code"] == 0, result["out"]
     assert result["heavy"] == []
     assert json.loads(result["out"])["files"]["live_files"] == 303
+
+
+@pytest.mark.parametrize("argv", [["compat", "--json"], ["cleanup", "--dry-run", "--json"],
+                                  ["vacuum", "--dry-run", "--json"], ["truncate-history", "--dry-run"],
+                                  ["inspect", "--json"]], ids=lambda argv: argv[0])
+def test_the_commands_on_a_path_read_its_checkpoints_with_pyarrow_without_numpy(tmp_path, argv):
+    """After a fast drop the log has checkpoints, which every command on the path reads with
+    pyarrow: none of them loads numpy for it (``app/cli/lean_imports.py``)."""
+    path = _dv_table(tmp_path / "t")
+    dropped = cli_imports(["drop-feature", path, "deletionVectors"], HEAVY)
+    assert dropped["code"] == 0 and '"status":"dropped"' in dropped["out"], dropped["out"]
+    result = cli_imports([*argv, path], HEAVY)
+    assert result["code"] in (0, 3), result["out"]  # truncate-history waits for the retention: 3
+    assert "pyarrow" in result["heavy"] and "numpy" not in result["heavy"]
