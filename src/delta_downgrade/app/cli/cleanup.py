@@ -32,7 +32,7 @@ def register(sub: argparse._SubParsersAction, commands: dict[str, Command]) -> N
 def _run(args: argparse.Namespace) -> int:
     from delta_downgrade.app.cli.lean_imports import pyarrow_without_numpy
 
-    pyarrow_without_numpy()  # first: a path's log, read without Spark (app/cli/lean_imports.py)
+    pyarrow_without_numpy()  # first: a path, whose every use of pyarrow is ours (app/cli/lean_imports.py)
     from delta_downgrade.app.cli.output import finish
     from delta_downgrade.app.render.cleanup import cleanup_document, render_text
     from delta_downgrade.app.render.result import cleanup_result

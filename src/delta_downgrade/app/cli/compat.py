@@ -84,7 +84,7 @@ def _run(args: argparse.Namespace) -> int:
     from delta_downgrade.app.render.compat import compat_result, render_text
     from delta_downgrade.app.table_ref import parse_table_ref
 
-    if not parse_table_ref(args.table).is_name:  # a path's log is read without Spark
+    if not parse_table_ref(args.table).is_name:  # a path: every use of pyarrow is ours (lean_imports)
         pyarrow_without_numpy()
     report = _compat_of(args, clients)(args.table)
     result = compat_result(report)
