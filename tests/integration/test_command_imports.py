@@ -1,7 +1,8 @@
 """Which heavy modules each command imports, in a fresh interpreter per command (the process
 start is the point): pandas never (pyarrow would load it for its pandas shim: the CLI answers
 pyarrow's probe with "no pandas", see ``app/cli/lean_imports.py``), no engine, no settings
-library, and pyarrow only where the command writes or reads Parquet."""
+library, and pyarrow only where the command writes or reads Parquet - without ``pyarrow.compute``,
+whose import builds a wrapper for each of Arrow's kernels (``delta_downgrade/arrow_compute.py``)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,9 @@ from tests.hand_made_logs import DV_PROTOCOL, write_log
 from tests.import_probe import cli_imports
 
 HEAVY = ("pandas", "pyarrow", "numpy", "pyspark", "py4j", "pydantic", "pydantic_settings", "deltalake", "yaml")
+#: Loaded by pyarrow's own kernel methods (``Array.cast``, ``Table.filter``, ...) and by
+#: ``from_arrays(mask=...)``; the package calls the kernels through ``arrow_compute`` instead.
+COMPUTE = "pyarrow.compute"
 
 def _dv_table(root: Path, commits: int = 3) -> str:
     """A table with deletionVectors in its protocol and no deletion vector: a fast drop."""
@@ -26,13 +30,14 @@ def _dv_table(root: Path, commits: int = 3) -> str:
 
 def test_fast_drop_imports_pyarrow_for_its_checkpoints_and_nothing_else_heavy(tmp_path):
     path = _dv_table(tmp_path / "t")
-    result = cli_imports(["drop-feature", path, "deletionVectors"], HEAVY)
+    result = cli_imports(["drop-feature", path, "deletionVectors"], (*HEAVY, COMPUTE))
     assert result["code"] == 0, result["out"]
     assert '"status":"dropped"' in result["out"]
     # pyarrow writes the checkpoints, without numpy (the native engine on a path:
-    # test_rewrites_without_numpy.py); pandas, the engines, the settings library and YAML are
-    # never loaded
+    # test_rewrites_without_numpy.py) and without pyarrow.compute's wrappers; pandas, the
+    # engines, the settings library and YAML are never loaded
     assert result["heavy"] == ["pyarrow"]
+    assert COMPUTE not in result["modules"]
 
 
 def test_fast_drop_of_a_log_with_rewritten_files_leaves_out_arrows_query_engine(tmp_path):
@@ -44,8 +49,8 @@ def test_fast_drop_of_a_log_with_rewritten_files_leaves_out_arrows_query_engine(
     remove = {"remove": {"path": "f1.parquet", "deletionTimestamp": 4, "dataChange": True}}
     add = {"add": {"path": "f1.parquet", "partitionValues": {}, "size": 99, "modificationTime": 4, "dataChange": True}}
     (log / f"{4:020d}.json").write_text("\n".join(json.dumps(x) for x in (remove, add)) + "\n")
-    engine = ("pyarrow.acero", "pyarrow.dataset", "pandas")
-    with_arrow = ("pyarrow.compute", "pyarrow.json", "pyarrow.parquet")
+    engine = ("pyarrow.acero", "pyarrow.dataset", "pandas", COMPUTE)
+    with_arrow = ("pyarrow.json", "pyarrow.parquet")
     result = cli_imports(["drop-feature", path, "deletionVectors"], engine + with_arrow)
     assert result["code"] == 0 and '"status":"dropped"' in result["out"], result["out"]
     assert result["modules"] == sorted(with_arrow)
@@ -101,10 +106,12 @@ def test_inspect_of_a_table_with_a_commit_of_many_brackets_imports_nothing_heavy
                                   ["inspect", "--json"]], ids=lambda argv: argv[0])
 def test_the_commands_on_a_path_read_its_checkpoints_with_pyarrow_without_numpy(tmp_path, argv):
     """After a fast drop the log has checkpoints, which every command on the path reads with
-    pyarrow: none of them loads numpy for it (``app/cli/lean_imports.py``)."""
+    pyarrow: none of them loads numpy for it (``app/cli/lean_imports.py``), nor
+    ``pyarrow.compute``."""
     path = _dv_table(tmp_path / "t")
     dropped = cli_imports(["drop-feature", path, "deletionVectors"], HEAVY)
     assert dropped["code"] == 0 and '"status":"dropped"' in dropped["out"], dropped["out"]
-    result = cli_imports([*argv, path], HEAVY)
+    result = cli_imports([*argv, path], (*HEAVY, COMPUTE))
     assert result["code"] in (0, 3), result["out"]  # truncate-history waits for the retention: 3
     assert "pyarrow" in result["heavy"] and "numpy" not in result["heavy"]
+    assert COMPUTE not in result["modules"]

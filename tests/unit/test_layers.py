@@ -19,7 +19,8 @@ PACKAGE = PACKAGE_DIR.name
 
 # Lowest first. A module belongs to the first entry whose name is its own or a parent package.
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
-    ("core", ("delta_downgrade", "delta_downgrade.errors", "delta_downgrade.clock", "delta_downgrade.spark")),
+    ("core", ("delta_downgrade", "delta_downgrade.errors", "delta_downgrade.clock", "delta_downgrade.spark",
+              "delta_downgrade.arrow_compute")),
     ("protocol", ("delta_downgrade.protocol",)),
     ("storage", ("delta_downgrade.storage",)),
     ("deletion_vectors", ("delta_downgrade.deletion_vectors",)),

@@ -33,7 +33,7 @@ from collections.abc import Iterable, Iterator
 from itertools import pairwise
 
 import pyarrow as pa
-import pyarrow.compute as pc
+from delta_downgrade import arrow_compute as ac
 from pyroaring import BitMap, BitMap64
 
 from delta_downgrade.errors import DeletionVectorFormatError  # noqa: F401 - re-exported
@@ -178,7 +178,7 @@ def parse_roaring32(data: bytes | memoryview, pos: int = 0) -> tuple[list[tuple[
         chunk = values.slice(offset, card)
         if chunk[0].as_py() >> 16 != key or chunk[-1].as_py() >> 16 != key:
             raise DeletionVectorFormatError(f"container {key} does not hold the {card} values its header says")
-        containers.append((key, pc.cast(pc.bit_wise_and(chunk, pa.scalar(0xFFFF, pa.uint32())), pa.uint16())))
+        containers.append((key, ac.cast(ac.bit_wise_and(chunk, pa.scalar(0xFFFF, pa.uint32())), pa.uint16())))
         offset += card
     return containers, end
 
@@ -231,10 +231,10 @@ def _runs_of_sorted(values: pa.Array) -> tuple[pa.Array, pa.Array]:
     if n == 0:
         empty = pa.array([], pa.int64())
         return empty, empty
-    signed = pc.cast(values, pa.int64())
-    gaps = pc.not_equal(pc.subtract(signed.slice(1), signed.slice(0, n - 1)), 1)
-    starts = pa.concat_arrays([signed.slice(0, 1), pc.filter(signed.slice(1), gaps)])
-    ends = pa.concat_arrays([pc.filter(signed.slice(0, n - 1), gaps), signed.slice(n - 1)])
+    signed = ac.cast(values, pa.int64())
+    gaps = ac.not_equal(ac.subtract(signed.slice(1), signed.slice(0, n - 1)), 1)
+    starts = pa.concat_arrays([signed.slice(0, 1), ac.filter(signed.slice(1), gaps)])
+    ends = pa.concat_arrays([ac.filter(signed.slice(0, n - 1), gaps), signed.slice(n - 1)])
     return starts, ends
 
 
@@ -292,11 +292,11 @@ def _sorted_unique(values: pa.Array) -> pa.Array:
     """Sorted distinct values of an Arrow array: a sort and an adjacent-duplicate filter (cheaper
     than hashing), skipped when the values are already strictly ascending."""
     n = len(values)
-    if n < 2 or pc.all(pc.less(values.slice(0, n - 1), values.slice(1))).as_py():
+    if n < 2 or ac.all(ac.less(values.slice(0, n - 1), values.slice(1))).as_py():
         return values
-    values = pc.take(values, pc.sort_indices(values))
-    fresh = pc.not_equal(values.slice(1), values.slice(0, n - 1))
-    return pa.concat_arrays([values.slice(0, 1), pc.filter(values.slice(1), fresh)])
+    values = ac.take(values, ac.sort_indices(values))
+    fresh = ac.not_equal(values.slice(1), values.slice(0, n - 1))
+    return pa.concat_arrays([values.slice(0, 1), ac.filter(values.slice(1), fresh)])
 
 
 def sorted_row_indexes(row_indexes: Iterable[int] | pa.Array | pa.ChunkedArray) -> pa.UInt64Array:
@@ -315,7 +315,7 @@ def sorted_row_indexes(row_indexes: Iterable[int] | pa.Array | pa.ChunkedArray) 
         raise ValueError(f"row indexes must lie in [0, 2^63); got {first}..{last}")
     if values is None:
         return pa.array(as_list, pa.uint64())
-    return pc.cast(values, pa.uint64())
+    return ac.cast(values, pa.uint64())
 
 
 def serialize_bitmap(row_indexes: Iterable[int] | pa.Array, *, use_runs: bool = True) -> bytes:

@@ -120,6 +120,9 @@ class _NoPandas:
 
 
 _NUMPY = "numpy"
+#: The package's module that imports pyarrow's compiled kernels module (``pyarrow._compute``)
+#: itself, where pyarrow's own ``pyarrow.compute`` would.
+_KERNELS = f"{_PACKAGE}.arrow_compute"
 
 
 class _NoNumpyForPyarrow:
@@ -131,9 +134,9 @@ class _NoNumpyForPyarrow:
         if not _under(fullname, _NUMPY) or _NUMPY in sys.modules:
             return None
         # pyarrow's compiled modules have no frame: their import shows as pyarrow's package (or
-        # the wrapper module) importing them
+        # the wrapper module, or the package's own gateway to the kernels) importing them
         importer = _importer()
-        if importer is not None and _under(importer, _PYARROW):
+        if importer is not None and (_under(importer, _PYARROW) or importer == _KERNELS):
             raise ImportError("numpy is not loaded for pyarrow by this delta-downgrade command")
         return None
 

@@ -37,7 +37,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterable, Iterator, Literal, Sequence
 
 import pyarrow as pa
-import pyarrow.compute as pc
+from delta_downgrade import arrow_compute as ac
 import pyarrow.parquet as pq
 
 from delta_downgrade.log.format.arrow_columns import chunked_field
@@ -391,7 +391,7 @@ def file_action_column(values: pa.StructArray | pa.ChunkedArray | None, typ: pa.
     if not isinstance(values, pa.ChunkedArray):
         raise TypeError(f"{what} must be a pyarrow StructArray or ChunkedArray, got {type(values).__name__}")
     if values.type != typ:
-        values = values.cast(typ)
+        values = ac.cast(values, typ)
     if values.null_count:
         raise ValueError(f"{what} must not hold null rows")
     data_change = typ.get_field_index("dataChange")
@@ -400,7 +400,7 @@ def file_action_column(values: pa.StructArray | pa.ChunkedArray | None, typ: pa.
         if len(chunk) == 0:
             continue
         children = [chunk.field(i) for i in range(typ.num_fields)]
-        if children[data_change].null_count or pc.any(children[data_change]).as_py():
+        if children[data_change].null_count or ac.any(children[data_change]).as_py():
             children[data_change] = pa.repeat(pa.scalar(False, _BOOL), len(chunk))
             chunk = pa.StructArray.from_arrays(children, fields=list(typ))
         chunks.append(chunk)
@@ -468,8 +468,8 @@ def write_checkpoint_arrow(storage: Storage, version: int, protocol: ProtocolAct
         remove_ids = spark_partition_ids(chunked_field(remove_col, "path"), num_parts)
         parts = []
         for i in range(num_parts):
-            part_adds = add_col.filter(pc.equal(add_ids, i))
-            part_removes = remove_col.filter(pc.equal(remove_ids, i))
+            part_adds = ac.filter(add_col, ac.equal(add_ids, i))
+            part_removes = ac.filter(remove_col, ac.equal(remove_ids, i))
             rows = len(part_adds) + len(part_removes)
             if i == home:
                 rows += 2 + len(txns) + len(live)

@@ -33,7 +33,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
 import pyarrow as pa
-import pyarrow.compute as pc
+from delta_downgrade import arrow_compute as ac
 
 from delta_downgrade.log.format.arrow_columns import chunked_field
 from delta_downgrade.log.format.checkpoint_schema import ADD_TYPE, CHECKPOINT_SCHEMA, REMOVE_TYPE, with_add_type
@@ -183,9 +183,9 @@ def _write_multipart_one_pass(storage: Storage, state: "ArrowState", cutoff_ms: 
                     if len(col) == 0:
                         continue
                     ids = spark_partition_ids(chunked_field(col, "path"), num_parts)
-                    order = pc.sort_indices(ids)
-                    counts = pc.value_counts(ids)
-                    placed = col.take(order)
+                    order = ac.sort_indices(ids)
+                    counts = ac.value_counts(ids)
+                    placed = ac.take(col, order)
                     start = 0
                     for i, n in sorted(zip(counts.field(0).to_pylist(), counts.field(1).to_pylist())):
                         for table in struct_tables(column, placed.slice(start, n)):

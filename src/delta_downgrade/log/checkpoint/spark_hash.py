@@ -16,7 +16,7 @@ import sys
 from typing import Sequence
 
 import pyarrow as pa
-import pyarrow.compute as pc
+from delta_downgrade import arrow_compute as ac
 
 _STR = pa.string()
 _LONG = pa.int64()
@@ -71,13 +71,13 @@ def _u32(value: int) -> pa.Scalar:
 
 
 def _rotl(x: pa.Array, r: int) -> pa.Array:
-    return pc.bit_wise_or(pc.shift_left(x, _u32(r)), pc.shift_right(x, _u32(32 - r)))
+    return ac.bit_wise_or(ac.shift_left(x, _u32(r)), ac.shift_right(x, _u32(32 - r)))
 
 
 def _mix(h: pa.Array, k: pa.Array) -> pa.Array:
-    k = pc.multiply(_rotl(pc.multiply(k, _u32(0xCC9E2D51)), 15), _u32(0x1B873593))
-    h = _rotl(pc.bit_wise_xor(h, k), 13)
-    return pc.add(pc.multiply(h, _u32(5)), _u32(0xE6546B64))
+    k = ac.multiply(_rotl(ac.multiply(k, _u32(0xCC9E2D51)), 15), _u32(0x1B873593))
+    h = _rotl(ac.bit_wise_xor(h, k), 13)
+    return ac.add(ac.multiply(h, _u32(5)), _u32(0xE6546B64))
 
 
 def _reinterpret(fixed: pa.Array, typ: pa.DataType) -> pa.Array:
@@ -100,35 +100,35 @@ def spark_murmur3_hashes(values: Sequence[str]) -> list[int]:
 def _murmur3_arrow(strings: pa.Array) -> pa.Array:
     """The vectorised hash of a non-null string array, as an int32 array (little-endian hosts)."""
     n = len(strings)
-    data = strings.cast(pa.binary())
+    data = ac.cast(strings, pa.binary())
     if data.null_count:
         raise ValueError("file action paths must not be null")
-    lengths = pc.binary_length(data).cast(_U32)
-    words = pc.divide(lengths, _u32(4))  # integer division on unsigned ints
+    lengths = ac.cast(ac.binary_length(data), _U32)
+    words = ac.divide(lengths, _u32(4))  # integer division on unsigned ints
     h = pa.array([_SPARK_HASH_SEED] * n, _U32)
     zero_word, zero_byte = pa.scalar(b"\0\0\0\0", pa.binary()), pa.scalar(b"\0", pa.binary())
-    for j in range(int(pc.max(words).as_py()) + 1):
-        full = pc.greater(words, _u32(j))
-        if pc.any(full).as_py():
-            word = pc.if_else(full, pc.binary_slice(data, 4 * j, 4 * j + 4), zero_word)
-            h = pc.if_else(full, _mix(h, _reinterpret(word.cast(pa.binary(4)), _U32)), h)
+    for j in range(int(ac.max(words).as_py()) + 1):
+        full = ac.greater(words, _u32(j))
+        if ac.any(full).as_py():
+            word = ac.if_else(full, ac.binary_slice(data, 4 * j, 4 * j + 4), zero_word)
+            h = ac.if_else(full, _mix(h, _reinterpret(ac.cast(word, pa.binary(4)), _U32)), h)
         # rows whose trailing bytes start at word j: mix each byte, sign-extended, on its own
-        ends_here = pc.equal(words, _u32(j))
-        remaining = pc.subtract(lengths, _u32(4 * j))
+        ends_here = ac.equal(words, _u32(j))
+        remaining = ac.subtract(lengths, _u32(4 * j))
         for t in range(3):
-            sel = pc.and_(ends_here, pc.greater(remaining, _u32(t)))
-            if not pc.any(sel).as_py():
+            sel = ac.and_(ends_here, ac.greater(remaining, _u32(t)))
+            if not ac.any(sel).as_py():
                 break
-            byte = pc.if_else(sel, pc.binary_slice(data, 4 * j + t, 4 * j + t + 1), zero_byte)
-            signed = _reinterpret(byte.cast(pa.binary(1)), pa.int8()).cast(pa.int32())
-            h = pc.if_else(sel, _mix(h, signed.cast(_U32, safe=False)), h)
-    h = pc.bit_wise_xor(h, lengths)
-    h = pc.bit_wise_xor(h, pc.shift_right(h, _u32(16)))
-    h = pc.multiply(h, _u32(0x85EBCA6B))
-    h = pc.bit_wise_xor(h, pc.shift_right(h, _u32(13)))
-    h = pc.multiply(h, _u32(0xC2B2AE35))
-    h = pc.bit_wise_xor(h, pc.shift_right(h, _u32(16)))
-    return h.cast(pa.int32(), safe=False)
+            byte = ac.if_else(sel, ac.binary_slice(data, 4 * j + t, 4 * j + t + 1), zero_byte)
+            signed = ac.cast(_reinterpret(ac.cast(byte, pa.binary(1)), pa.int8()), pa.int32())
+            h = ac.if_else(sel, _mix(h, ac.cast(signed, _U32, safe=False)), h)
+    h = ac.bit_wise_xor(h, lengths)
+    h = ac.bit_wise_xor(h, ac.shift_right(h, _u32(16)))
+    h = ac.multiply(h, _u32(0x85EBCA6B))
+    h = ac.bit_wise_xor(h, ac.shift_right(h, _u32(13)))
+    h = ac.multiply(h, _u32(0xC2B2AE35))
+    h = ac.bit_wise_xor(h, ac.shift_right(h, _u32(16)))
+    return ac.cast(h, pa.int32(), safe=False)
 
 
 def spark_partitions_of(paths: Sequence[str], num_parts: int) -> list[int]:
@@ -144,7 +144,7 @@ def spark_partition_ids(paths: pa.Array | pa.ChunkedArray, num_parts: int) -> pa
         return pa.array([], _LONG)
     if sys.byteorder != "little":
         return pa.array(spark_partitions_of(paths.to_pylist(), num_parts), _LONG)
-    h = _murmur3_arrow(paths).cast(_LONG)
-    rem = pc.subtract(h, pc.multiply(pc.divide(h, num_parts), num_parts))  # truncating division
-    return pc.if_else(pc.less(rem, 0), pc.add(rem, num_parts), rem)  # pmod
+    h = ac.cast(_murmur3_arrow(paths), _LONG)
+    rem = ac.subtract(h, ac.multiply(ac.divide(h, num_parts), num_parts))  # truncating division
+    return ac.if_else(ac.less(rem, 0), ac.add(rem, num_parts), rem)  # pmod
 

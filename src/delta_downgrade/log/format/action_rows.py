@@ -13,7 +13,7 @@ from dataclasses import fields
 from typing import Any, Callable, Sequence
 
 import pyarrow as pa
-import pyarrow.compute as pc
+from delta_downgrade import arrow_compute as ac
 
 from delta_downgrade.protocol.actions import AddFile, RemoveFile
 
@@ -78,16 +78,16 @@ def rows_lacking(rows: pa.StructArray, name: str, required: Sequence[str]) -> pa
     storage_index = dv.type.get_field_index("storageType")
     if storage_index < 0:
         return None
-    present = pc.and_(dv.is_valid(), dv.field(storage_index).is_valid())
+    present = ac.and_(ac.is_valid(dv), ac.is_valid(dv.field(storage_index)))
     lacking = None
     for field_name in required:
         i = dv.type.get_field_index(field_name)
-        missing = pc.invert(present) if i < 0 else dv.field(i).is_null()
-        lacking = missing if lacking is None else pc.or_(lacking, missing)
+        missing = ac.invert(present) if i < 0 else ac.is_null(dv.field(i))
+        lacking = missing if lacking is None else ac.or_(lacking, missing)
     if lacking is None:
         return None
-    bad = pc.and_(present, lacking)
-    return bad if pc.any(bad).as_py() else None
+    bad = ac.and_(present, lacking)
+    return bad if ac.any(bad).as_py() else None
 
 
 def _dict_or_none(pairs: Any) -> dict[str, Any] | None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Callable, Mapping, Sequence
 
 import pyarrow as pa
-import pyarrow.compute as pc
+from delta_downgrade import arrow_compute as ac
 
 from delta_downgrade.log.format.checkpoint_schema import ADD_TYPE, DV_TYPE
 
@@ -27,8 +27,8 @@ def arange(start: int, stop: int, step: int = 1) -> pa.Array:
     n = max(0, -(-(stop - start) // step))
     if n == 0:
         return pa.array([], _LONG)
-    ones = pc.cumulative_sum(pa.repeat(pa.scalar(step, _LONG), n))
-    return pc.add(ones, pa.scalar(start - step, _LONG))
+    ones = ac.cumulative_sum(pa.repeat(pa.scalar(step, _LONG), n))
+    return ac.add(ones, pa.scalar(start - step, _LONG))
 
 
 def falses(n: int) -> pa.Array:
@@ -36,7 +36,7 @@ def falses(n: int) -> pa.Array:
 
 
 def any_true(mask: pa.Array | pa.ChunkedArray | None) -> bool:
-    return mask is not None and len(mask) > 0 and bool(pc.any(mask).as_py())
+    return mask is not None and len(mask) > 0 and bool(ac.any(mask).as_py())
 
 
 def or_masks(a: pa.Array | None, b: pa.Array | None) -> pa.Array | None:
@@ -44,7 +44,7 @@ def or_masks(a: pa.Array | None, b: pa.Array | None) -> pa.Array | None:
         return b
     if b is None:
         return a
-    return pc.or_(a, b)
+    return ac.or_(a, b)
 
 
 def struct_field(s: pa.StructArray, name: str) -> pa.Array | None:
@@ -61,7 +61,7 @@ def chunked_field(column: pa.ChunkedArray, name: str) -> pa.ChunkedArray:
 
 def empty_maps(n: int, mask: pa.Array | None = None) -> pa.Array:
     offsets = pa.repeat(pa.scalar(0, _INT), n + 1)
-    return pa.MapArray.from_arrays(offsets, _EMPTY_STR, _EMPTY_STR, type=_MAP, mask=mask)
+    return ac.with_nulls(pa.MapArray.from_arrays(offsets, _EMPTY_STR, _EMPTY_STR, type=_MAP), mask)
 
 
 def struct_to_map(s: pa.StructArray, explicit: Mapping[int, Sequence[str]] | None = None) -> pa.Array:
@@ -72,8 +72,8 @@ def struct_to_map(s: pa.StructArray, explicit: Mapping[int, Sequence[str]] | Non
     typed other than string."""
     n = len(s)
     names = [s.type.field(i).name for i in range(s.type.num_fields)]
-    valid = s.is_valid() if s.null_count else None
-    mask = pc.invert(valid) if valid is not None else None
+    valid = ac.is_valid(s) if s.null_count else None
+    mask = ac.invert(valid) if valid is not None else None
     width = len(names)
     if width == 0 or n == 0:
         return empty_maps(n, mask)
@@ -82,44 +82,43 @@ def struct_to_map(s: pa.StructArray, explicit: Mapping[int, Sequence[str]] | Non
     sparse = any(c.null_count for c in children)
     sizes = None
     if sparse:  # entries per row: its non-null fields, and its explicit nulls
-        sizes = children[0].is_valid().cast(_LONG)
+        sizes = ac.cast(ac.is_valid(children[0]), _LONG)
         for c in children[1:]:
-            sizes = pc.add(sizes, c.is_valid().cast(_LONG))
+            sizes = ac.add(sizes, ac.cast(ac.is_valid(c), _LONG))
         if explicit:
             rows = sorted(explicit)
-            more = pc.add(sizes.take(pa.array(rows, _LONG)), pa.array([len(explicit[r]) for r in rows], _LONG))
-            sizes = pc.replace_with_mask(sizes, row_mask(rows, n), more)
+            more = ac.add(ac.take(sizes, pa.array(rows, _LONG)), pa.array([len(explicit[r]) for r in rows], _LONG))
+            sizes = ac.replace_with_mask(sizes, row_mask(rows, n), more)
     if valid is not None:
-        rank = pc.subtract(pc.cumulative_sum(valid.cast(_LONG)), pa.scalar(1, _LONG))
-        taken = pc.indices_nonzero(valid)
-        children = [c.take(taken) for c in children]
-        sizes = pc.if_else(valid, sizes if sizes is not None else pa.scalar(width, _LONG),
+        rank = ac.subtract(ac.cumulative_sum(ac.cast(valid, _LONG)), pa.scalar(1, _LONG))
+        taken = ac.indices_nonzero(valid)
+        children = [ac.take(c, taken) for c in children]
+        sizes = ac.if_else(valid, sizes if sizes is not None else pa.scalar(width, _LONG),
                            pa.scalar(0, _LONG))
     count = len(children[0])
     if sizes is None:
-        offsets = arange(0, (n + 1) * width, width).cast(_INT)
+        offsets = ac.cast(arange(0, (n + 1) * width, width), _INT)
     else:
-        offsets = pa.concat_arrays([pa.array([0], _LONG), pc.cumulative_sum(sizes)]).cast(_INT)
+        offsets = ac.cast(pa.concat_arrays([pa.array([0], _LONG), ac.cumulative_sum(sizes)]), _INT)
     if width == 1:
         keys = pa.repeat(pa.scalar(names[0], _STR), count)
         items = children[0]
     else:
         p = arange(0, count * width)
-        row = pc.divide(p, pa.scalar(width, _LONG))
-        col = pc.subtract(p, pc.multiply(row, pa.scalar(width, _LONG)))
-        keys = pa.array(names, _STR).take(col)
-        items = pa.concat_arrays(children).take(
-            pc.add(pc.multiply(col, pa.scalar(count, _LONG)), row))
+        row = ac.divide(p, pa.scalar(width, _LONG))
+        col = ac.subtract(p, ac.multiply(row, pa.scalar(width, _LONG)))
+        keys = ac.take(pa.array(names, _STR), col)
+        items = ac.take(pa.concat_arrays(children), ac.add(ac.multiply(col, pa.scalar(count, _LONG)), row))
     if sparse:
-        present = items.is_valid()
+        present = ac.is_valid(items)
         if explicit:
             rows = sorted(explicit)
-            at = rows if valid is None else rank.take(pa.array(rows, _LONG)).to_pylist()
+            at = rows if valid is None else ac.take(rank, pa.array(rows, _LONG)).to_pylist()
             index = {name: j for j, name in enumerate(names)}
             entries = [a * width + index[k] for r, a in zip(rows, at) for k in explicit[r]]
-            present = pc.or_(present, row_mask(entries, len(items)))
-        keys, items = keys.filter(present), items.filter(present)
-    return pa.MapArray.from_arrays(offsets, keys, items, type=_MAP, mask=mask)
+            present = ac.or_(present, row_mask(entries, len(items)))
+        keys, items = ac.filter(keys, present), ac.filter(items, present)
+    return ac.with_nulls(pa.MapArray.from_arrays(offsets, keys, items, type=_MAP), mask)
 
 
 def dv_column(dv: pa.Array | None, n: int) -> pa.Array:
@@ -132,15 +131,15 @@ def dv_column(dv: pa.Array | None, n: int) -> pa.Array:
     storage_type = struct_field(dv, "storageType")
     if storage_type is None:
         return pa.nulls(n, DV_TYPE)
-    present = pc.and_(dv.is_valid(), storage_type.is_valid())
+    present = ac.and_(ac.is_valid(dv), ac.is_valid(storage_type))
     if not any_true(present):
         return pa.nulls(n, DV_TYPE)
     children = []
     for f in DV_TYPE:
         child = struct_field(dv, f.name)
-        children.append(pa.nulls(n, f.type) if child is None else child.cast(f.type))
-    mask = None if pc.all(present).as_py() else pc.invert(present)
-    return pa.StructArray.from_arrays(children, fields=list(DV_TYPE), mask=mask)
+        children.append(pa.nulls(n, f.type) if child is None else ac.cast(child, f.type))
+    mask = None if ac.all(present).as_py() else ac.invert(present)
+    return ac.with_nulls(pa.StructArray.from_arrays(children, fields=list(DV_TYPE)), mask)
 
 
 def file_actions(s: pa.StructArray, typ: pa.StructType,
@@ -162,7 +161,7 @@ def file_actions(s: pa.StructArray, typ: pa.StructType,
             zero = is_add and f.name in ("size", "modificationTime")  # AddFile's defaults
             children.append(pa.repeat(pa.scalar(0, _LONG), n) if zero else pa.nulls(n, f.type))
         else:
-            children.append(child.cast(f.type))
+            children.append(ac.cast(child, f.type))
     return pa.StructArray.from_arrays(children, fields=list(typ))
 
 
@@ -171,4 +170,4 @@ def row_mask(rows: Sequence[int], n: int) -> pa.Array:
     hit = bytearray(n)
     for r in rows:
         hit[r] = 1
-    return pa.array(memoryview(hit), pa.uint8()).cast(_BOOL)
+    return ac.cast(pa.array(memoryview(hit), pa.uint8()), _BOOL)

@@ -12,6 +12,8 @@ from typing import Any, Callable, Mapping, Sequence
 
 import pyarrow as pa
 
+from delta_downgrade import arrow_compute as ac
+
 from delta_downgrade.log.format.checkpoint_schema import (
     ADD_TYPE, BOOL, CHECKPOINT_METADATA_TYPE, CHECKPOINT_SCHEMA, DOMAIN_TYPE, DV_TYPE, FORMAT_TYPE, INT,
     LONG, METADATA_TYPE, PROTOCOL_TYPE, REMOVE_TYPE, SIDECAR_TYPE, STRING, STRING_LIST, STRING_MAP,
@@ -48,8 +50,8 @@ def map_array(values: Sequence[Mapping[str, str | None] | None]) -> pa.Array:
             pos += len(value)
         offsets[i + 1] = pos
     mask = pa.array([v is None for v in values], BOOL) if nulls else None
-    return pa.MapArray.from_arrays(pa.array(offsets, INT), pa.array(keys, STRING),
-                                   pa.array(items, STRING), type=STRING_MAP, mask=mask)
+    return ac.with_nulls(pa.MapArray.from_arrays(pa.array(offsets, INT), pa.array(keys, STRING),
+                                                 pa.array(items, STRING), type=STRING_MAP), mask)
 
 
 def str_list_array(values: Sequence[Sequence[str] | None]) -> pa.Array:
@@ -80,7 +82,7 @@ def dv_array(values: Sequence[Any]) -> pa.Array:
     for i, f in enumerate(DV_TYPE):
         columns.append(pa.array([None if r is None else r[i] for r in rows], f.type))
     mask = pa.array([r is None for r in rows], BOOL)
-    return pa.StructArray.from_arrays(columns, fields=list(DV_TYPE), mask=mask)
+    return ac.with_nulls(pa.StructArray.from_arrays(columns, fields=list(DV_TYPE)), mask)
 
 
 def _column(values: list[Any], typ: pa.DataType) -> pa.Array:

@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 
 import pyarrow as pa
-import pyarrow.compute as pc
+from delta_downgrade import arrow_compute as ac
 
 from delta_downgrade.log.format.checkpoint_schema import STATS_PARSED as STATS_PARSED  # re-exported
 
@@ -36,13 +36,13 @@ _ESCAPES = (("\\", "\\\\"), ('"', '\\"'), ("\n", "\\n"), ("\r", "\\r"), ("\t", "
 def _json_string(values: pa.Array) -> pa.Array:
     """Strings as JSON string literals; null where a control character would need a
     ``\\u`` escape (left out rather than spelled differently from the original)."""
-    out = values.cast(_STR)
-    special = pc.match_substring_regex(out, '["\\\\\\x00-\\x1f]')
-    if special.null_count < len(special) and pc.any(special).as_py():  # most bounds need no escape
+    out = ac.cast(values, _STR)
+    special = ac.match_substring_regex(out, '["\\\\\\x00-\\x1f]')
+    if special.null_count < len(special) and ac.any(special).as_py():  # most bounds need no escape
         for raw, escaped in _ESCAPES:
-            out = pc.replace_substring(out, raw, escaped)
-        out = pc.if_else(pc.match_substring_regex(out, "[\\x00-\\x1f]"), pa.scalar(None, _STR), out)
-    return pc.binary_join_element_wise('"', out, '"', "")
+            out = ac.replace_substring(out, raw, escaped)
+        out = ac.if_else(ac.match_substring_regex(out, "[\\x00-\\x1f]"), pa.scalar(None, _STR), out)
+    return ac.binary_join_element_wise('"', out, '"', "")
 
 
 def _timestamp(values: pa.Array, instant: bool) -> pa.Array:
@@ -50,11 +50,11 @@ def _timestamp(values: pa.Array, instant: bool) -> pa.Array:
     typ = values.type
     # the UTC wall time (a zone-less cast keeps the stored instant), cut to milliseconds; Arrow
     # spells it "yyyy-MM-dd HH:mm:ss.SSS" (a cast: several times faster than strftime)
-    ms = values.cast(pa.timestamp(typ.unit)).cast(pa.timestamp("ms"), safe=False)
-    text = pc.replace_substring(ms.cast(_STR), " ", "T", max_replacements=1)
+    ms = ac.cast(ac.cast(values, pa.timestamp(typ.unit)), pa.timestamp("ms"), safe=False)
+    text = ac.replace_substring(ac.cast(ms, _STR), " ", "T", max_replacements=1)
     if instant or typ.tz is not None:
-        text = pc.binary_join_element_wise(text, "Z", "")
-    return pc.binary_join_element_wise('"', text, '"', "")
+        text = ac.binary_join_element_wise(text, "Z", "")
+    return ac.binary_join_element_wise('"', text, '"', "")
 
 
 def _value_json(values: pa.Array, path: str, instants: frozenset[str]) -> pa.Array | None:
@@ -64,14 +64,14 @@ def _value_json(values: pa.Array, path: str, instants: frozenset[str]) -> pa.Arr
     if pa.types.is_struct(typ):
         return _object_json(values, path, instants)
     if pa.types.is_integer(typ) or pa.types.is_decimal(typ) or pa.types.is_boolean(typ):
-        return values.cast(_STR)
+        return ac.cast(values, _STR)
     if pa.types.is_floating(typ):
-        finite = pc.is_finite(values)
-        return pc.if_else(finite, values.cast(_STR), pa.scalar(None, _STR))
+        finite = ac.is_finite(values)
+        return ac.if_else(finite, ac.cast(values, _STR), pa.scalar(None, _STR))
     if pa.types.is_string(typ) or pa.types.is_large_string(typ):
         return _json_string(values)
     if pa.types.is_date(typ):
-        return pc.binary_join_element_wise('"', values.cast(pa.date32()).cast(_STR), '"', "")
+        return ac.binary_join_element_wise('"', ac.cast(ac.cast(values, pa.date32()), _STR), '"', "")
     if pa.types.is_timestamp(typ):
         return _timestamp(values, path in instants)
     return None  # binary, lists, maps, ...: no bound in the JSON
@@ -86,19 +86,19 @@ def _object_json(s: pa.StructArray, path: str, instants: frozenset[str]) -> pa.A
         child = s.field(i)  # StructArray.field ignores the parent's validity: masked below
         value = _value_json(child, f"{path}.{name}" if path else name, instants)
         if value is not None:
-            fragments.append(pc.binary_join_element_wise(json.dumps(name) + ":", value, ""))
+            fragments.append(ac.binary_join_element_wise(json.dumps(name) + ":", value, ""))
     n = len(s)
     if not fragments:
         return pa.nulls(n, _STR)
     # A leading "" that is never null: pyarrow returns an empty array (not one of n) when every
     # input of a row-set is null under "skip"; the comma it brings is cut off after.
-    body = pc.binary_join_element_wise("", *fragments, ",", null_handling="skip")
-    body = pc.utf8_slice_codeunits(body, 1)
+    body = ac.binary_join_element_wise("", *fragments, ",", null_handling="skip")
+    body = ac.utf8_slice_codeunits(body, 1)
     # all fields null: the object says nothing, leave it out
-    body = pc.if_else(pc.equal(body, ""), pa.scalar(None, _STR), body)
-    text = pc.binary_join_element_wise("{", body, "}", "")
+    body = ac.if_else(ac.equal(body, ""), pa.scalar(None, _STR), body)
+    text = ac.binary_join_element_wise("{", body, "}", "")
     if s.null_count:
-        text = pc.if_else(s.is_valid(), text, pa.scalar(None, _STR))
+        text = ac.if_else(ac.is_valid(s), text, pa.scalar(None, _STR))
     return text
 
 
@@ -110,7 +110,7 @@ def stats_json(parsed: pa.StructArray, instants: frozenset[str] = frozenset()) -
         return pa.array([], _STR)
     out = _object_json(parsed, "", instants)
     if out.null_count != parsed.null_count:  # a non-null struct with nothing in it is "{}"
-        out = pc.if_else(pc.and_(parsed.is_valid(), out.is_null()), pa.scalar("{}", _STR), out)
+        out = ac.if_else(ac.and_(ac.is_valid(parsed), ac.is_null(out)), pa.scalar("{}", _STR), out)
     return out
 
 
@@ -122,10 +122,10 @@ def fill_missing_stats(stats: pa.Array | None, parsed: pa.StructArray, valid: pa
     n = len(parsed)
     if stats is None:
         stats = pa.nulls(n, _STR)
-    need = pc.and_(pc.and_(valid, stats.is_null()), parsed.is_valid())
-    count = pc.sum(need.cast(pa.int64())).as_py() or 0
+    need = ac.and_(ac.and_(valid, ac.is_null(stats)), ac.is_valid(parsed))
+    count = ac.sum(ac.cast(need, pa.int64())).as_py() or 0
     if count == 0:
         return stats
-    rows = parsed.filter(need)
+    rows = ac.filter(parsed, need)
     filled = stats_json(rows, instants)
-    return pc.replace_with_mask(stats.cast(_STR), need, filled)
+    return ac.replace_with_mask(ac.cast(stats, _STR), need, filled)

@@ -27,7 +27,7 @@ import logging
 from typing import Any, Mapping
 
 import pyarrow as pa
-import pyarrow.compute as pc
+from delta_downgrade import arrow_compute as ac
 import pyarrow.json as pajson
 
 from delta_downgrade.log.format.stats_json import STATS_PARSED
@@ -127,8 +127,8 @@ def _parse_chunk(stats: pa.Array, typ: pa.StructType) -> pa.StructArray:
     """``stats`` (JSON strings, nulls for none) parsed as ``typ``, null where ``stats`` is."""
     n = len(stats)
     # one object per line; a fresh array's value buffer is exactly the newline-joined text
-    lines = pc.binary_join_element_wise(pc.fill_null(stats, "{}"), "\n", "")
-    data = lines.buffers()[2].slice(0, int(pc.sum(pc.binary_length(lines)).as_py() or 0))
+    lines = ac.binary_join_element_wise(ac.fill_null(stats, "{}"), "\n", "")
+    data = lines.buffers()[2].slice(0, int(ac.sum(ac.binary_length(lines)).as_py() or 0))
     try:  # pyarrow.json's parser recurses: a deep stats string must never reach it
         check_nesting(memoryview(data))
     except ValueError as exc:
@@ -139,10 +139,10 @@ def _parse_chunk(stats: pa.Array, typ: pa.StructType) -> pa.StructArray:
                                                                unexpected_field_behavior="ignore"))
     if table.num_rows != n:  # a stats string spanning lines: not the one-object-per-row we wrote
         raise pa.ArrowInvalid(f"{table.num_rows} stats objects parsed for {n} files")
-    parsed = pa.StructArray.from_arrays([table.column(f.name).combine_chunks() for f in typ],
-                                        fields=[pa.field(f.name, _as_read(f.type)) for f in typ],
-                                        mask=stats.is_null() if stats.null_count else None)
-    return parsed.cast(typ)
+    parsed = ac.with_nulls(pa.StructArray.from_arrays([table.column(f.name).combine_chunks() for f in typ],
+                                                      fields=[pa.field(f.name, _as_read(f.type)) for f in typ]),
+                           ac.is_null(stats) if stats.null_count else None)
+    return ac.cast(parsed, typ)
 
 
 def _present(column: pa.ChunkedArray, typ: pa.DataType) -> pa.DataType | None:
@@ -164,8 +164,8 @@ def _select(s: pa.StructArray, typ: pa.StructType) -> pa.StructArray:
     for f in typ:
         child = s.field(s.type.get_field_index(f.name))
         children.append(_select(child, f.type) if pa.types.is_struct(f.type) else child)
-    return pa.StructArray.from_arrays(children, fields=list(typ),
-                                      mask=s.is_null() if s.null_count else None)
+    return ac.with_nulls(pa.StructArray.from_arrays(children, fields=list(typ)),
+                         ac.is_null(s) if s.null_count else None)
 
 
 def stats_parsed(stats: pa.ChunkedArray, metadata: Metadata) -> pa.ChunkedArray | None:
@@ -189,14 +189,14 @@ def _partition_value(values: pa.Array, typ: pa.DataType) -> pa.Array:
     an empty string is null for every type but string."""
     if pa.types.is_string(typ):
         return values
-    values = pc.if_else(pc.equal(values, ""), pa.scalar(None, _STR), values)
+    values = ac.if_else(ac.equal(values, ""), pa.scalar(None, _STR), values)
     if pa.types.is_timestamp(typ) and typ.tz is not None:
         # "{year}-{month}-{day} {hour}:{minute}:{second}" (UTC) or ISO-8601 with a zone
         try:
-            return values.cast(typ)
+            return ac.cast(values, typ)
         except pa.ArrowInvalid:
-            return values.cast(pa.timestamp(typ.unit)).cast(typ)
-    return values.cast(typ)
+            return ac.cast(ac.cast(values, pa.timestamp(typ.unit)), typ)
+    return ac.cast(values, typ)
 
 
 def partition_values_parsed(partition_values: pa.ChunkedArray, metadata: Metadata) -> pa.ChunkedArray | None:
@@ -219,7 +219,7 @@ def partition_values_parsed(partition_values: pa.ChunkedArray, metadata: Metadat
     chunks = []
     try:
         for chunk in partition_values.chunks:
-            children = [_partition_value(pc.map_lookup(chunk, f.name, "first"), f.type) for f in fields]
+            children = [_partition_value(ac.map_lookup(chunk, f.name, "first"), f.type) for f in fields]
             chunks.append(pa.StructArray.from_arrays(children, fields=fields))
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
         _log.warning("partitionValues_parsed not written: a partition value does not cast (%s)", exc)

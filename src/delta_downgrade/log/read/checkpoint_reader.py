@@ -208,17 +208,18 @@ def _with_stats_from_parsed(pf: pq.ParquetFile, table: pa.Table, groups: list[in
     if not pa.types.is_struct(parsed.type):  # not the shape PROTOCOL.md gives it: nothing to recover
         return table
     # Arrow compute (and its import) only for the rare checkpoint without JSON stats
+    from delta_downgrade import arrow_compute as ac
     from delta_downgrade.log.format.stats_json import fill_missing_stats
 
-    filled = fill_missing_stats(stats, parsed, add.is_valid(), _instant_leaves(pf))
+    filled = fill_missing_stats(stats, parsed, ac.is_valid(add), _instant_leaves(pf))
     if stats_index >= 0:
         children = [filled if i == stats_index else add.field(i) for i in range(add.type.num_fields)]
         fields = list(add.type)
     else:
         children = [add.field(i) for i in range(add.type.num_fields)] + [filled]
         fields = list(add.type) + [pa.field("stats", pa.string())]
-    mask = add.is_null() if add.null_count else None
-    new_add = pa.StructArray.from_arrays(children, fields=fields, mask=mask)
+    mask = ac.is_null(add) if add.null_count else None
+    new_add = ac.with_nulls(pa.StructArray.from_arrays(children, fields=fields), mask)
     return table.set_column(table.column_names.index("add"), "add", new_add)
 
 
@@ -246,9 +247,9 @@ def _valid_rows(column: pa.ChunkedArray) -> list[Any]:
         bits = format(int.from_bytes(bitmap, "little"), "b")[::-1]
         bits = bits[chunk.offset:chunk.offset + len(chunk)]
         if bits.count("01") + bits.startswith("1") > _FEW_RUNS:
-            import pyarrow.compute as pc
+            from delta_downgrade import arrow_compute as ac
 
-            out += chunk.filter(pc.is_valid(chunk)).to_pylist()
+            out += ac.filter(chunk, ac.is_valid(chunk)).to_pylist()
             continue
         for run in _SET_BITS.finditer(bits):
             out += chunk.slice(run.start(), run.end() - run.start()).to_pylist()

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any, Iterator, Sequence
 
 import pyarrow as pa
-import pyarrow.compute as pc
+from delta_downgrade import arrow_compute as ac
 
 from delta_downgrade.errors import CheckpointUnreadableError, CorruptLogError
 from delta_downgrade.log.format.action_rows import DV_REQUIRED, is_exact_checkpoint_type, rows_lacking
@@ -39,7 +39,7 @@ def _parquet_file_actions(s: pa.StructArray, typ: pa.StructType, source: str) ->
             return empty_maps(n) if is_add and name == "partitionValues" else pa.nulls(n, _MAP)
         if pa.types.is_null(child.type):
             return pa.nulls(n, _MAP)
-        return child.cast(_MAP)
+        return ac.cast(child, _MAP)
 
     return file_actions(s, typ, maps)
 
@@ -61,7 +61,7 @@ def _valid_rows(column: pa.ChunkedArray) -> pa.StructArray | None:
     if pa.types.is_null(column.type) or column.null_count == len(column):
         return None
     if column.null_count:
-        column = column.filter(pc.is_valid(column))
+        column = ac.filter(column, ac.is_valid(column))
     return column.combine_chunks()
 
 

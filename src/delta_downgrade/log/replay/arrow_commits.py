@@ -39,7 +39,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Iterator, Sequence, TypeVar
 
 import pyarrow as pa
-import pyarrow.compute as pc
+from delta_downgrade import arrow_compute as ac
 import pyarrow.json as pj
 
 from delta_downgrade.log.format.action_rows import FIELDS
@@ -373,12 +373,12 @@ def _values_to_refuse(raw: pa.StructArray) -> pa.Array | None:
     out = None
     path = struct_field(raw, "path")
     if path is not None and pa.types.is_string(path.type):
-        out = pc.fill_null(pc.equal(path, pa.scalar("", _STR)), False)
-        if any_true(pc.match_substring(path, "%")):
-            out = pc.or_(out, pc.fill_null(pc.match_substring_regex(path, _BAD_ESCAPE_RE2), False))
+        out = ac.fill_null(ac.equal(path, pa.scalar("", _STR)), False)
+        if any_true(ac.match_substring(path, "%")):
+            out = ac.or_(out, ac.fill_null(ac.match_substring_regex(path, _BAD_ESCAPE_RE2), False))
     size = struct_field(raw, "size")
     if size is not None and pa.types.is_int64(size.type):
-        out = or_masks(out, pc.fill_null(pc.less(size, pa.scalar(0, _LONG)), False))
+        out = or_masks(out, ac.fill_null(ac.less(size, pa.scalar(0, _LONG)), False))
     return out if any_true(out) else None
 
 
@@ -396,16 +396,16 @@ def _map_rows_to_check(child: pa.Array | None) -> tuple[pa.Array | None, pa.Arra
     for i in range(child.type.num_fields):
         sub = child.field(i)
         if pa.types.is_string(sub.type):
-            soft = or_masks(soft, sub.is_null() if sub.null_count else None)
+            soft = or_masks(soft, ac.is_null(sub) if sub.null_count else None)
         elif pa.types.is_null(sub.type):
             soft = pa.repeat(pa.scalar(True, _BOOL), n)
         else:
-            hard = or_masks(hard, sub.is_valid() if sub.null_count else pa.repeat(pa.scalar(True, _BOOL), n))
-            soft = or_masks(soft, sub.is_null() if sub.null_count else None)
+            hard = or_masks(hard, ac.is_valid(sub) if sub.null_count else pa.repeat(pa.scalar(True, _BOOL), n))
+            soft = or_masks(soft, ac.is_null(sub) if sub.null_count else None)
     if child.null_count:
-        present = child.is_valid()
-        hard = pc.and_(hard, present) if hard is not None else None
-        soft = pc.and_(soft, present) if soft is not None else None
+        present = ac.is_valid(child)
+        hard = ac.and_(hard, present) if hard is not None else None
+        soft = ac.and_(soft, present) if soft is not None else None
     return hard, soft
 _STRING = rb'"(?:[^"\\]|\\.)*"'
 _OBJECT = re.compile(rb'\{(?:[^"{}]|' + _STRING + rb')*\}')
@@ -487,16 +487,16 @@ def _view_rows_to_redo(kind: str, raw: pa.StructArray, keep: pa.Array) -> pa.Arr
             continue
         if kind == "remove" and name == "tags" or not pa.types.is_struct(child.type) \
                 or child.type.num_fields > 1:  # more than one key: their order is the line's
-            redo = or_masks(redo, child.is_valid())
+            redo = or_masks(redo, ac.is_valid(child))
     dv = struct_field(raw, "deletionVector")
     if dv is not None and not pa.types.is_null(dv.type):
-        redo = or_masks(redo, dv.is_valid())  # the line's object is the action's deletionVector
+        redo = or_masks(redo, ac.is_valid(dv))  # the line's object is the action's deletionVector
     data_change = struct_field(raw, "dataChange")
     if data_change is not None and data_change.null_count:
-        redo = or_masks(redo, data_change.is_null())  # absent (true) or null?
+        redo = or_masks(redo, ac.is_null(data_change))  # absent (true) or null?
     if redo is None:
         return None
-    redo = pc.and_(redo, keep)
+    redo = ac.and_(redo, keep)
     return redo if any_true(redo) else None
 
 
@@ -576,11 +576,11 @@ class _ChunkReader:
             memory_pool=MEMORY_POOL)
         n = table.num_rows
         marker = table.column(MARKER).combine_chunks()
-        is_marker = marker.is_valid()
-        marker_rows = pc.indices_nonzero(is_marker).to_pylist()
-        if marker.filter(is_marker).to_pylist() != list(range(lo, hi)) or marker_rows[0] != 0:
+        is_marker = ac.is_valid(marker)
+        marker_rows = ac.indices_nonzero(is_marker).to_pylist()
+        if ac.filter(marker, is_marker).to_pylist() != list(range(lo, hi)) or marker_rows[0] != 0:
             raise _Irregular("marker rows do not match the commits")
-        commit_of_row = pc.fill_null_forward(marker)
+        commit_of_row = ac.fill_null_forward(marker)
 
         def line_of(r: int) -> bytes:
             """The line of row ``r`` (rows are the non-blank lines, after each marker)."""
@@ -597,37 +597,37 @@ class _ChunkReader:
         count = None
         for name in table.column_names:
             if name != MARKER:
-                v = table.column(name).is_valid().combine_chunks()
+                v = ac.is_valid(table.column(name)).combine_chunks()
                 valid[name] = v
-                count = v.cast(_INT) if count is None else pc.add(count, v.cast(_INT))
+                count = ac.cast(v, _INT) if count is None else ac.add(count, ac.cast(v, _INT))
         redo: set[int] = set()  # rows to parse again, in Python
         single = None
-        if count is not None and pc.max(count).as_py() > 1:
+        if count is not None and ac.max(count).as_py() > 1:
             wanted = None
             for name in ("add", "remove", "txn", "domainMetadata", "protocol", "metaData") + (
                     _OTHER_ACTIONS if view else ()):
                 wanted = or_masks(wanted, valid.get(name))
             if wanted is not None:
-                multi = pc.and_(pc.greater(count, pa.scalar(1, _INT)), wanted)
-                redo.update(pc.indices_nonzero(multi).to_pylist())
-                single = pc.invert(multi)
+                multi = ac.and_(ac.greater(count, pa.scalar(1, _INT)), wanted)
+                redo.update(ac.indices_nonzero(multi).to_pylist())
+                single = ac.invert(multi)
         meta_rows: set[int] = set()
         for name in ("protocol", "metaData"):  # few: always read by the Python parser
             if name in valid:
-                meta_rows.update(pc.indices_nonzero(valid[name]).to_pylist())
+                meta_rows.update(ac.indices_nonzero(valid[name]).to_pylist())
         redo |= meta_rows
         checked = len(redo)
         if view:  # the actions the Arrow path does not read, where the Python parser may refuse one
             for name in _OTHER_ACTIONS:
                 if name in valid and any_true(valid[name]) and not (
                         name == "commitInfo" and _commit_info_is_sure(table.column(name).type)):
-                    redo.update(pc.indices_nonzero(valid[name]).to_pylist())
+                    redo.update(ac.indices_nonzero(valid[name]).to_pylist())
         checked = len(redo) - checked
 
         def mask_of(kind: str) -> pa.Array | None:
             if kind not in valid:
                 return None
-            mask = valid[kind] if single is None else pc.and_(valid[kind], single)
+            mask = valid[kind] if single is None else ac.and_(valid[kind], single)
             if not any_true(mask):
                 return None
             _check_types(kind, table.column(kind).type, view)
@@ -652,17 +652,17 @@ class _ChunkReader:
             for name in names:
                 c = struct_field(raw, name)
                 if c is not None and c.null_count:
-                    bad = or_masks(bad, c.is_null())
+                    bad = or_masks(bad, ac.is_null(c))
             if view:
                 bad = or_masks(bad, _values_to_refuse(raw))
-            bad = pc.and_(bad, mask) if bad is not None else None
+            bad = ac.and_(bad, mask) if bad is not None else None
             explicit: dict[str, dict[int, list[str]]] = {}
             if soft is not None:
-                soft = pc.and_(soft, mask)
-                soft = pc.and_(soft, pc.invert(bad)) if bad is not None else soft
+                soft = ac.and_(soft, mask)
+                soft = ac.and_(soft, ac.invert(bad)) if bad is not None else soft
                 if any_true(soft):  # absent keys or null values? the line tells
                     unsure = []
-                    for r in pc.indices_nonzero(soft).to_pylist():
+                    for r in ac.indices_nonzero(soft).to_pylist():
                         nulls = _null_keys(line_of(r), objects)
                         if nulls is None:
                             unsure.append(r)
@@ -673,26 +673,26 @@ class _ChunkReader:
             keep = mask
             if any_true(bad):
                 assert bad is not None
-                keep = pc.and_(mask, pc.invert(bad))
+                keep = ac.and_(mask, ac.invert(bad))
             if view:
                 bad = or_masks(bad, _view_rows_to_redo(kind, raw, keep))
-                keep = pc.and_(mask, pc.invert(bad)) if bad is not None else mask
+                keep = ac.and_(mask, ac.invert(bad)) if bad is not None else mask
             if any_true(bad):
                 assert bad is not None
-                redo.update(pc.indices_nonzero(bad).to_pylist())
+                redo.update(ac.indices_nonzero(bad).to_pylist())
             file_rows[kind] = (raw, keep, explicit)
 
         for kind in ("txn", "domainMetadata"):
             mask = mask_of(kind)
             if mask is None:
                 continue
-            rows = pc.indices_nonzero(mask)
-            values = table.column(kind).take(rows).to_pylist()
+            rows = ac.indices_nonzero(mask)
+            values = ac.take(table.column(kind), rows).to_pylist()
             required = ("appId", "version") if kind == "txn" else ("domain", "configuration", "removed")
             # with ``view``, a field the action does not know would go to ``extra``: the line tells
             every = view and any(f.name not in (Txn if kind == "txn" else DomainMetadata)._NAMES
                                  for f in table.column(kind).type)
-            for r, c, value in zip(rows.to_pylist(), commit_of_row.take(rows).to_pylist(), values):
+            for r, c, value in zip(rows.to_pylist(), ac.take(commit_of_row, rows).to_pylist(), values):
                 if every or any(value.get(k) is None for k in required):
                     redo.add(r)
                 elif kind == "txn":
@@ -704,7 +704,7 @@ class _ChunkReader:
         if redo:
             redo_rows = sorted(redo)
             out.python_lines += len(redo) - len(meta_rows) - checked
-            ids = commit_of_row.take(pa.array(redo_rows, _LONG)).to_pylist()
+            ids = ac.take(commit_of_row, pa.array(redo_rows, _LONG)).to_pylist()
             # the commit being read, its protocol/metaData and its file actions
             current = -1
             meta: list[ProtocolAction | Metadata] = []
@@ -749,8 +749,8 @@ class _ChunkReader:
                         out.add(kind, actions.slice(start, stop - start), ranks.slice(start, stop - start),
                                 rows_of)
                     continue
-                rows = pc.indices_nonzero(keep)
-                parts, positions = [actions.take(rows)], [rows]
+                rows = ac.indices_nonzero(keep)
+                parts, positions = [ac.take(actions, rows)], [rows]
                 sources = [provenance(json_source, rows)] if json_source is not None else []
             else:
                 parts, positions, sources = [], [], []
@@ -760,29 +760,29 @@ class _ChunkReader:
                 if view:
                     objects_source = out.source(ObjectRows([a for _, a in extras]))
                     sources.append(provenance(objects_source, arange(0, len(extras))))
-            where = pa.concat_arrays([p.cast(_LONG) for p in positions])
-            order = pc.sort_indices(where)
-            out.add(kind, pa.concat_arrays(parts).take(order), ranks.take(where.take(order)),
-                    pa.concat_arrays(sources).take(order) if view else None)
+            where = pa.concat_arrays([ac.cast(p, _LONG) for p in positions])
+            order = ac.sort_indices(where)
+            out.add(kind, ac.take(pa.concat_arrays(parts), order), ac.take(ranks, ac.take(where, order)),
+                    ac.take(pa.concat_arrays(sources), order) if view else None)
         return out
 
 
 def _runs(mask: pa.Array) -> list[tuple[int, int]] | None:
     """The runs of true values of ``mask`` as ``(start, stop)``; None when there are so many
     that slices would cost more than a copy."""
-    rows = pc.indices_nonzero(mask)
+    rows = ac.indices_nonzero(mask)
     k = len(rows)
     if k == 0:
         return []
     first, last = rows[0].as_py(), rows[k - 1].as_py()
     if last - first + 1 == k:
         return [(first, last + 1)]
-    breaks = pc.indices_nonzero(pc.not_equal(pc.subtract(rows.slice(1), rows.slice(0, k - 1)),
+    breaks = ac.indices_nonzero(ac.not_equal(ac.subtract(rows.slice(1), rows.slice(0, k - 1)),
                                              pa.scalar(1, pa.uint64())))
     if len(breaks) + 1 > max(64, k // 256):
         return None
-    ends = rows.take(breaks).to_pylist()
-    starts = rows.take(pc.add(breaks, pa.scalar(1, pa.uint64()))).to_pylist()
+    ends = ac.take(rows, breaks).to_pylist()
+    starts = ac.take(rows, ac.add(breaks, pa.scalar(1, pa.uint64()))).to_pylist()
     return list(zip([first] + starts, [e + 1 for e in ends] + [last + 1]))
 
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Sequence
 
 import pyarrow as pa
-import pyarrow.compute as pc
+from delta_downgrade import arrow_compute as ac
 
 from delta_downgrade.log.format.action_rows import checkpoint_file_actions, json_file_actions
 from delta_downgrade.log.format.arrow_columns import arange
@@ -66,14 +66,14 @@ def take_rows(array: pa.Array, rows: list[int]) -> pa.Array:
     files of a chunk of commits that nothing reconciled away)."""
     if len(rows) == len(array) and rows == list(range(len(array))):
         return array
-    return array.take(pa.array(rows, _LONG))
+    return ac.take(array, pa.array(rows, _LONG))
 _SOURCE_IDS = itertools.count()
 ROW_BITS = 32
 
 
 def provenance(source_id: int, rows: pa.Array) -> pa.Array:
     """Row ``r`` of source ``source_id`` as one int64: ``source_id << 32 | r``."""
-    return pc.add(rows.cast(_LONG), pa.scalar(source_id << ROW_BITS, _LONG))
+    return ac.add(ac.cast(rows, _LONG), pa.scalar(source_id << ROW_BITS, _LONG))
 
 
 @dataclass
@@ -145,5 +145,5 @@ def repeated_rank(value: int, n: int) -> pa.Array:
 
 def commit_ranks(commit_of_row: pa.Array, kind: str) -> pa.Array:
     """:func:`~delta_downgrade.log.replay.reconcile.commit_rank` of every row's commit."""
-    return pc.add(pc.multiply(commit_of_row, pa.scalar(RANKS_PER_COMMIT, _LONG)),
+    return ac.add(ac.multiply(commit_of_row, pa.scalar(RANKS_PER_COMMIT, _LONG)),
                   pa.scalar(RANK_OFFSET[kind], _LONG))

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterator, Sequence
 
 import pyarrow as pa
-import pyarrow.compute as pc
+from delta_downgrade import arrow_compute as ac
 
 from delta_downgrade.log.replay.arrow_checkpoint import checkpoint_pieces, checkpoint_size_bytes, iter_checkpoint_pieces
 from delta_downgrade.log.format.arrow_columns import arange
@@ -188,13 +188,13 @@ def _dv_ids(dv: pa.StructArray, missing_path: str = "") -> pa.Array:
     if dv.null_count == len(dv):
         return pa.nulls(len(dv), _STR)
     offset = dv.field("offset")
-    suffix = pc.binary_join_element_wise(pa.scalar("@", _STR), offset.cast(_STR), "")
+    suffix = ac.binary_join_element_wise(pa.scalar("@", _STR), ac.cast(offset, _STR), "")
     path = dv.field("pathOrInlineDv")
     if missing_path and path.null_count:
-        path = pc.fill_null(path, missing_path)
-    ids = pc.binary_join_element_wise(dv.field("storageType"), path, suffix, "",
+        path = ac.fill_null(path, missing_path)
+    ids = ac.binary_join_element_wise(dv.field("storageType"), path, suffix, "",
                                       null_handling="replace", null_replacement="")
-    return pc.if_else(dv.is_valid(), ids, pa.scalar(None, _STR))
+    return ac.if_else(ac.is_valid(dv), ids, pa.scalar(None, _STR))
 
 
 @dataclass
@@ -213,7 +213,7 @@ class _Reconciled:
 
 def _position(order: pa.Array, total: int) -> pa.Array:
     """The position part of ``rank * total + position``."""
-    return pc.subtract(order, pc.multiply(pc.divide(order, pa.scalar(total, _LONG)), pa.scalar(total, _LONG)))
+    return ac.subtract(order, ac.multiply(ac.divide(order, pa.scalar(total, _LONG)), pa.scalar(total, _LONG)))
 
 
 def _runs_of(index: pa.Array) -> list[tuple[int, int]] | None:
@@ -225,12 +225,12 @@ def _runs_of(index: pa.Array) -> list[tuple[int, int]] | None:
     first, last = index[0].as_py(), index[k - 1].as_py()
     if last - first + 1 == k:
         return [(first, last + 1)]
-    breaks = pc.indices_nonzero(pc.not_equal(pc.subtract(index.slice(1), index.slice(0, k - 1)),
+    breaks = ac.indices_nonzero(ac.not_equal(ac.subtract(index.slice(1), index.slice(0, k - 1)),
                                              pa.scalar(1, index.type)))
     if len(breaks) + 1 > max(64, k // 256):
         return None
-    ends = index.take(breaks).to_pylist()
-    starts = index.take(pc.add(breaks, pa.scalar(1, breaks.type))).to_pylist()
+    ends = ac.take(index, breaks).to_pylist()
+    starts = ac.take(index, ac.add(breaks, pa.scalar(1, breaks.type))).to_pylist()
     return list(zip([first] + starts, [e + 1 for e in ends] + [last + 1]))
 
 
@@ -240,7 +240,7 @@ def _taken(column: pa.ChunkedArray, index: pa.Array) -> pa.ChunkedArray:
     rewritten ones), so that the kept actions - their statistics most of all - are not copied."""
     runs = _runs_of(index)
     if runs is None:
-        return column.take(index)
+        return ac.take(column, index)
     return pa.chunked_array([chunk for start, stop in runs for chunk in column.slice(start, stop - start).chunks
                              if len(chunk)], column.type)
 
@@ -259,19 +259,19 @@ def _reconcile_few_repeats(adds: pa.ChunkedArray, removes: pa.ChunkedArray, path
     live when its rank is not below the remove's. None when there are more than
     :data:`FEW_REPEATS` of them (the group-by is then cheaper). Spares the group-by and the
     import of Arrow's query engine it needs, a fixed cost of tens of milliseconds."""
-    counts = pc.value_counts(paths)
-    repeated = counts.field("values").filter(pc.greater(counts.field("counts"), pa.scalar(1, _LONG)))
+    counts = ac.value_counts(paths)
+    repeated = ac.filter(counts.field("values"), ac.greater(counts.field("counts"), pa.scalar(1, _LONG)))
     total = len(paths)
     n_adds = len(adds)
     if len(repeated) == 0:
         return _Reconciled(adds, removes)
-    involved = pc.is_in(paths, value_set=repeated)
-    rows = pc.indices_nonzero(involved)
+    involved = ac.is_in(paths, value_set=repeated)
+    rows = ac.indices_nonzero(involved)
     if len(rows) > FEW_REPEATS:
         return None
     best: dict[tuple[str, str | None], list[int]] = {}  # key -> [add order, remove order] (-1: none)
-    for row, path, dv_id, rank in zip(rows.to_pylist(), paths.take(rows).to_pylist(),
-                                      dv_ids.take(rows).to_pylist(), ranks.take(rows).to_pylist()):
+    for row, path, dv_id, rank in zip(rows.to_pylist(), ac.take(paths, rows).to_pylist(),
+                                      ac.take(dv_ids, rows).to_pylist(), ac.take(ranks, rows).to_pylist()):
         kind = 0 if row < n_adds else 1
         mine = best.setdefault((path, dv_id), [-1, -1])
         order = rank * total + row
@@ -285,9 +285,9 @@ def _reconcile_few_repeats(adds: pa.ChunkedArray, removes: pa.ChunkedArray, path
             kept.append(add_order % total)
         if remove_order >= 0 and remove_rank > add_rank:
             kept.append(remove_order % total)
-    keep = pc.or_(pc.invert(involved), pc.is_in(arange(0, total), value_set=pa.array(kept, _LONG)))
-    add_index = pc.indices_nonzero(keep.slice(0, n_adds))
-    remove_index = pc.indices_nonzero(keep.slice(n_adds))
+    keep = ac.or_(ac.invert(involved), ac.is_in(arange(0, total), value_set=pa.array(kept, _LONG)))
+    add_index = ac.indices_nonzero(keep.slice(0, n_adds))
+    remove_index = ac.indices_nonzero(keep.slice(n_adds))
     return _Reconciled(adds if len(add_index) == n_adds else _taken(adds, add_index),
                        removes if len(remove_index) == len(removes) else _taken(removes, remove_index))
 
@@ -304,7 +304,7 @@ def _reconcile(pieces: Pieces, view: bool = False) -> _Reconciled:
     escaped = _may_hold(path_chunks, b"%")
     no_dvs = all(c.field("deletionVector").null_count == len(c) for c in chunks)
     if total == 0 or no_dvs and not escaped and \
-            len(pc.unique(pa.chunked_array(path_chunks, _STR), memory_pool=MEMORY_POOL)) == total:
+            len(ac.unique(pa.chunked_array(path_chunks, _STR), memory_pool=MEMORY_POOL)) == total:
         # every logical file appears once: nothing to reconcile
         if view:
             return _Reconciled(files=list(range(n_adds)), tombstones=list(range(n_adds, total)))
@@ -319,58 +319,58 @@ def _reconcile(pieces: Pieces, view: bool = False) -> _Reconciled:
         few = _reconcile_few_repeats(adds, removes, paths, dv_ids, ranks)
         if few is not None:
             return few
-    order = pc.add(pc.multiply(ranks, pa.scalar(total, _LONG)), arange(0, total))
-    is_add = pc.less(arange(0, total), pa.scalar(n_adds, _LONG))
+    order = ac.add(ac.multiply(ranks, pa.scalar(total, _LONG)), arange(0, total))
+    is_add = ac.less(arange(0, total), pa.scalar(n_adds, _LONG))
     nothing = pa.scalar(None, _LONG)
     # per logical file: the highest rank of its adds and of its removes, the last of each
     groups = pa.table({
         "p": paths, "d": dv_ids,
-        "ar": pc.if_else(is_add, ranks, nothing), "rr": pc.if_else(is_add, nothing, ranks),
-        "ao": pc.if_else(is_add, order, nothing), "ro": pc.if_else(is_add, nothing, order),
+        "ar": ac.if_else(is_add, ranks, nothing), "rr": ac.if_else(is_add, nothing, ranks),
+        "ao": ac.if_else(is_add, order, nothing), "ro": ac.if_else(is_add, nothing, order),
     }).group_by(["p", "d"], use_threads=False).aggregate(
         [("ar", "max"), ("rr", "max"), ("ao", "max"), ("ro", "max")]
         + ([("ao", "count"), ("ro", "count")] if view else []))
-    add_rank = pc.fill_null(groups.column("ar_max"), -1).combine_chunks()
-    remove_rank = pc.fill_null(groups.column("rr_max"), -1).combine_chunks()
+    add_rank = ac.fill_null(groups.column("ar_max"), -1).combine_chunks()
+    remove_rank = ac.fill_null(groups.column("rr_max"), -1).combine_chunks()
     if not view:
         # live: an add that no remove of a higher rank follows (a checkpoint's removes never
         # cancel its adds); a tombstone of a file that is live is not written
-        live = pc.and_(pc.is_valid(groups.column("ar_max")), pc.greater_equal(add_rank, remove_rank))
-        dead = pc.and_(pc.is_valid(groups.column("rr_max")), pc.greater(remove_rank, add_rank))
-        add_index = _position(groups.column("ao_max").combine_chunks().filter(live), total)
-        remove_index = pc.subtract(_position(groups.column("ro_max").combine_chunks().filter(dead), total),
+        live = ac.and_(ac.is_valid(groups.column("ar_max")), ac.greater_equal(add_rank, remove_rank))
+        dead = ac.and_(ac.is_valid(groups.column("rr_max")), ac.greater(remove_rank, add_rank))
+        add_index = _position(ac.filter(groups.column("ao_max").combine_chunks(), live), total)
+        remove_index = ac.subtract(_position(ac.filter(groups.column("ro_max").combine_chunks(), dead), total),
                                    pa.scalar(n_adds, _LONG))
-        add_index = add_index.take(pc.sort_indices(add_index))
-        remove_index = remove_index.take(pc.sort_indices(remove_index))
+        add_index = ac.take(add_index, ac.sort_indices(add_index))
+        remove_index = ac.take(remove_index, ac.sort_indices(remove_index))
         return _Reconciled(adds if len(add_index) == n_adds else _taken(adds, add_index),
                            removes if len(remove_index) == n_removes else _taken(removes, remove_index))
     # the Python view: every action of a kind that no action of the other kind with a higher
     # rank cancels; the last of them is the value, the first the place
-    if pc.max(groups.column("ao_count")).as_py() <= 1 and pc.max(groups.column("ro_count")).as_py() <= 1:
+    if ac.max(groups.column("ao_count")).as_py() <= 1 and ac.max(groups.column("ro_count")).as_py() <= 1:
         # at most one action of each kind per logical file: each is its own value and place
-        files = pc.and_(pc.is_valid(groups.column("ar_max")), pc.greater_equal(add_rank, remove_rank))
-        tombstones = pc.and_(pc.is_valid(groups.column("rr_max")), pc.greater_equal(remove_rank, add_rank))
+        files = ac.and_(ac.is_valid(groups.column("ar_max")), ac.greater_equal(add_rank, remove_rank))
+        tombstones = ac.and_(ac.is_valid(groups.column("rr_max")), ac.greater_equal(remove_rank, add_rank))
         out = []
         for column, mask in (("ao_max", files), ("ro_max", tombstones)):
-            order_of = groups.column(column).combine_chunks().filter(mask)
-            out.append(_position(order_of.take(pc.sort_indices(order_of)), total).to_pylist())
+            order_of = ac.filter(groups.column(column).combine_chunks(), mask)
+            out.append(_position(ac.take(order_of, ac.sort_indices(order_of)), total).to_pylist())
         return _Reconciled(files=out[0], tombstones=out[1])
-    has_dv = pc.is_valid(dv_ids)
-    rows = pa.table({"p": paths, "d": pc.fill_null(dv_ids, ""), "v": has_dv, "r": ranks, "o": order,
+    has_dv = ac.is_valid(dv_ids)
+    rows = pa.table({"p": paths, "d": ac.fill_null(dv_ids, ""), "v": has_dv, "r": ranks, "o": order,
                      "a": is_add})
-    thresholds = pa.table({"p": groups.column("p"), "d": pc.fill_null(groups.column("d"), ""),
-                           "v": pc.is_valid(groups.column("d")), "ar": add_rank, "rr": remove_rank})
+    thresholds = pa.table({"p": groups.column("p"), "d": ac.fill_null(groups.column("d"), ""),
+                           "v": ac.is_valid(groups.column("d")), "ar": add_rank, "rr": remove_rank})
     joined = rows.join(thresholds, keys=["p", "d", "v"], join_type="inner", use_threads=False)
-    kept = pc.if_else(joined.column("a"), pc.greater_equal(joined.column("r"), joined.column("rr")),
-                      pc.greater_equal(joined.column("r"), joined.column("ar")))
-    values = joined.filter(kept).group_by(["p", "d", "v", "a"], use_threads=False).aggregate(
+    kept = ac.if_else(joined.column("a"), ac.greater_equal(joined.column("r"), joined.column("rr")),
+                      ac.greater_equal(joined.column("r"), joined.column("ar")))
+    values = ac.filter(joined, kept).group_by(["p", "d", "v", "a"], use_threads=False).aggregate(
         [("o", "min"), ("o", "max")])
     out = []
     for kind_is_add in (True, False):
-        mine = values.filter(pc.equal(values.column("a"), kind_is_add))
+        mine = ac.filter(values, ac.equal(values.column("a"), kind_is_add))
         place = mine.column("o_min").combine_chunks()
         value = _position(mine.column("o_max").combine_chunks(), total)
-        out.append(value.take(pc.sort_indices(place)).to_pylist())
+        out.append(ac.take(value, ac.sort_indices(place)).to_pylist())
     if len(joined) != total:
         raise _Mismatch("the keys of the join are not those of the groups")
     return _Reconciled(files=out[0], tombstones=out[1])
@@ -545,14 +545,14 @@ def _materialize(pieces: Pieces, positions: list[int]) -> list[Any]:
     rows = pa.concat_arrays(pieces.add_rows + pieces.remove_rows)
     if len(rows) != sum(map(len, pieces.adds)) + sum(map(len, pieces.removes)):
         raise _Mismatch("a piece of file actions has no rows for the Python view")
-    wanted = rows.take(pa.array(positions, _LONG))
-    source_ids = pc.shift_right(wanted, pa.scalar(ROW_BITS, _LONG))
-    row_of = pc.bit_wise_and(wanted, pa.scalar((1 << ROW_BITS) - 1, _LONG))
+    wanted = ac.take(rows, pa.array(positions, _LONG))
+    source_ids = ac.shift_right(wanted, pa.scalar(ROW_BITS, _LONG))
+    row_of = ac.bit_wise_and(wanted, pa.scalar((1 << ROW_BITS) - 1, _LONG))
     out: list[Any] = [None] * len(positions)
-    for source_id in pc.unique(source_ids).to_pylist():
-        mine = pc.equal(source_ids, pa.scalar(source_id, _LONG))
-        actions = pieces.sources[source_id].actions(row_of.filter(mine).to_pylist())
-        for at, action in zip(pc.indices_nonzero(mine).to_pylist(), actions):
+    for source_id in ac.unique(source_ids).to_pylist():
+        mine = ac.equal(source_ids, pa.scalar(source_id, _LONG))
+        actions = pieces.sources[source_id].actions(ac.filter(row_of, mine).to_pylist())
+        for at, action in zip(ac.indices_nonzero(mine).to_pylist(), actions):
             out[at] = action
     return out
 

@@ -15,11 +15,11 @@ if TYPE_CHECKING:
 
 
 def _total(values: Any) -> int:
-    import pyarrow.compute as pc
+    from delta_downgrade import arrow_compute as ac
 
     if len(values) == 0:
         return 0
-    found = pc.sum(values).as_py()
+    found = ac.sum(values).as_py()
     return int(found) if found is not None else 0
 
 
@@ -35,7 +35,7 @@ class FileCounts:
 
 
 def file_counts(state: ArrowState) -> FileCounts:
-    import pyarrow.compute as pc
+    from delta_downgrade import arrow_compute as ac
 
     from delta_downgrade.log.format.arrow_columns import chunked_field
 
@@ -50,14 +50,14 @@ def file_counts(state: ArrowState) -> FileCounts:
         if dv.null_count != len(dv):
             with_dv += len(dv) - dv.null_count
             # a struct's child may hold values under null parents: only files with a DV count
-            deleted += _total(chunked_field(dv.filter(pc.is_valid(dv)), "cardinality"))
+            deleted += _total(chunked_field(ac.filter(dv, ac.is_valid(dv)), "cardinality"))
     return FileCounts(files, size, with_dv, deleted, tombstones)
 
 
 def _parts_with_deletion_vectors(state: ArrowState) -> Iterator[tuple[Any, Any, Any]]:
     """(adds, their ``deletionVector`` column, its validity mask) of each part of the live file
     state in which some file carries a deletion vector."""
-    import pyarrow.compute as pc
+    from delta_downgrade import arrow_compute as ac
 
     from delta_downgrade.log.format.arrow_columns import chunked_field
 
@@ -67,30 +67,32 @@ def _parts_with_deletion_vectors(state: ArrowState) -> Iterator[tuple[Any, Any, 
         dv = chunked_field(adds, "deletionVector")
         if dv.null_count == len(dv):
             continue
-        yield adds, dv, pc.is_valid(dv)
+        yield adds, dv, ac.is_valid(dv)
 
 
 def deletion_vector_files(state: ArrowState) -> tuple[int, int]:
     """(count, bytes) of the live files that carry a deletion vector: what the DV purge rewrites
     (``rewrite/dv_purge_plan.files_to_purge`` selects the same files, ``add.deletionVector`` not
     null)."""
+    from delta_downgrade import arrow_compute as ac
     from delta_downgrade.log.format.arrow_columns import chunked_field
 
     files = size = 0
     for adds, dv, with_dv in _parts_with_deletion_vectors(state):
         files += len(dv) - dv.null_count
-        size += _total(chunked_field(adds, "size").filter(with_dv))
+        size += _total(ac.filter(chunked_field(adds, "size"), with_dv))
     return files, size
 
 
 def live_paths_with_deletion_vectors(state: ArrowState) -> list[str]:
     """The ``path`` of every live file that carries a deletion vector, as the log spells it: the
     files the DV purge reads and rewrites."""
+    from delta_downgrade import arrow_compute as ac
     from delta_downgrade.log.format.arrow_columns import chunked_field
 
     paths: list[str] = []
     for adds, _dv, with_dv in _parts_with_deletion_vectors(state):
-        paths.extend(chunked_field(adds, "path").filter(with_dv).to_pylist())
+        paths.extend(ac.filter(chunked_field(adds, "path"), with_dv).to_pylist())
     return paths
 
 
@@ -99,22 +101,22 @@ def deletion_vector_file_refs(state: ArrowState) -> list[tuple[str, str]]:
     (``u`` and ``p``; inline DVs have no file): DV files are shared by many data files, so this
     is far shorter than the file list."""
     import pyarrow as pa
-    import pyarrow.compute as pc
+    from delta_downgrade import arrow_compute as ac
 
     found: set[tuple[str, str]] = set()
     for _adds, dv, with_dv in _parts_with_deletion_vectors(state):
-        dv = dv.filter(with_dv)
-        kind = pc.struct_field(dv, "storageType")
-        where = pc.struct_field(dv, "pathOrInlineDv")
-        on_disk = pc.is_in(kind, value_set=pa.array(["u", "p"]))
-        pairs = pa.table({"k": kind.filter(on_disk), "p": where.filter(on_disk)}).group_by(["k", "p"]).aggregate([])
+        dv = ac.filter(dv, with_dv)
+        kind = ac.struct_field(dv, "storageType")
+        where = ac.struct_field(dv, "pathOrInlineDv")
+        on_disk = ac.is_in(kind, value_set=pa.array(["u", "p"]))
+        pairs = pa.table({"k": ac.filter(kind, on_disk), "p": ac.filter(where, on_disk)}).group_by(["k", "p"]).aggregate([])
         found.update(zip(pairs.column("k").to_pylist(), pairs.column("p").to_pylist()))
     return sorted(found)
 
 
 def live_files_with(state: ArrowState, *fields: str) -> int:
     """How many live files have a value in any of ``fields`` of ``add``."""
-    import pyarrow.compute as pc
+    from delta_downgrade import arrow_compute as ac
 
     from delta_downgrade.log.format.arrow_columns import chunked_field
 
@@ -124,9 +126,9 @@ def live_files_with(state: ArrowState, *fields: str) -> int:
             continue
         present = None
         for name in fields:
-            valid = pc.is_valid(chunked_field(adds, name))
-            present = valid if present is None else pc.or_(present, valid)
-        count += _total(present.cast("int64")) if present is not None else 0
+            valid = ac.is_valid(chunked_field(adds, name))
+            present = valid if present is None else ac.or_(present, valid)
+        count += _total(ac.cast(present, "int64")) if present is not None else 0
     return count
 
 
@@ -135,7 +137,7 @@ def tombstones_with_relative_dvs(state: ArrowState, cutoff_ms: int) -> list[Remo
     deletion vector is stored in a file named relative to the table (storage type ``u``,
     PROTOCOL.md "Deletion Vector Descriptor Schema"), as actions: only these few rows are built
     as Python objects."""
-    import pyarrow.compute as pc
+    from delta_downgrade import arrow_compute as ac
 
     from delta_downgrade.log.format.arrow_columns import chunked_field
     from delta_downgrade.log.replay.state_parts import tombstones_after
@@ -149,9 +151,9 @@ def tombstones_with_relative_dvs(state: ArrowState, cutoff_ms: int) -> list[Remo
         dv = chunked_field(kept, "deletionVector")
         if dv.null_count == len(dv):
             continue
-        relative = pc.fill_null(pc.and_kleene(pc.is_valid(dv), pc.equal(chunked_field(dv, "storageType"), "u")),
+        relative = ac.fill_null(ac.and_kleene(ac.is_valid(dv), ac.equal(chunked_field(dv, "storageType"), "u")),
                                 False)
-        out += [RemoveFile.from_obj(row) for row in kept.filter(relative).to_pylist()]
+        out += [RemoveFile.from_obj(row) for row in ac.filter(kept, relative).to_pylist()]
     return out
 
 
@@ -161,7 +163,7 @@ def tombstone_paths(state: ArrowState, paths: Iterable[str]) -> set[str]:
     from urllib.parse import unquote
 
     import pyarrow as pa
-    import pyarrow.compute as pc
+    from delta_downgrade import arrow_compute as ac
 
     from delta_downgrade.log.format.arrow_columns import chunked_field
 
@@ -172,7 +174,7 @@ def tombstone_paths(state: ArrowState, paths: Iterable[str]) -> set[str]:
         if len(removes) == 0:
             continue
         column = chunked_field(removes, "path")
-        found.update(column.filter(pc.is_in(column, value_set=needles)).to_pylist())
-        escaped = column.filter(pc.match_substring(column, "%")).to_pylist()
+        found.update(ac.filter(column, ac.is_in(column, value_set=needles)).to_pylist())
+        escaped = ac.filter(column, ac.match_substring(column, "%")).to_pylist()
         found.update(p for p in map(unquote, escaped) if p in wanted)
     return found & wanted

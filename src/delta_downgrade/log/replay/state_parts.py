@@ -25,7 +25,7 @@ from typing import Sequence
 from urllib.parse import unquote
 
 import pyarrow as pa
-import pyarrow.compute as pc
+from delta_downgrade import arrow_compute as ac
 
 from delta_downgrade.log.format.arrow_columns import any_true, chunked_field
 from delta_downgrade.log.format.checkpoint_schema import ADD_TYPE, REMOVE_TYPE
@@ -43,11 +43,11 @@ RANK = "r"
 def decoded_paths(paths: pa.Array) -> pa.Array:
     """``unquote`` of every path (only the ones with a ``%`` need it): the path part of a logical
     file's key, as :func:`~delta_downgrade.log.replay.reconcile.file_key` decodes it."""
-    has_escape = pc.match_substring(paths, "%")
+    has_escape = ac.match_substring(paths, "%")
     if not any_true(has_escape):
         return paths
-    decoded = [unquote(p) for p in paths.filter(has_escape).to_pylist()]
-    return pc.replace_with_mask(paths, has_escape, pa.array(decoded, _STR))
+    decoded = [unquote(p) for p in ac.filter(paths, has_escape).to_pylist()]
+    return ac.replace_with_mask(paths, has_escape, pa.array(decoded, _STR))
 
 
 def tombstones_after(removes: pa.ChunkedArray, cutoff_ms: int) -> pa.ChunkedArray:
@@ -56,10 +56,10 @@ def tombstones_after(removes: pa.ChunkedArray, cutoff_ms: int) -> pa.ChunkedArra
     if len(removes) == 0:
         return removes
     stamps = chunked_field(removes, "deletionTimestamp")
-    keep = pc.or_kleene(pc.is_null(stamps), pc.greater(stamps, pa.scalar(cutoff_ms, _LONG)))
-    if pc.all(keep).as_py():
+    keep = ac.or_kleene(ac.is_null(stamps), ac.greater(stamps, pa.scalar(cutoff_ms, _LONG)))
+    if ac.all(keep).as_py():
         return removes
-    return removes.filter(keep)
+    return ac.filter(removes, keep)
 
 
 class MemoryParts:
@@ -100,7 +100,7 @@ def _read(path: str | None, typ: pa.DataType) -> pa.ChunkedArray:
         return pa.chunked_array([], typ)
     with pa.memory_map(path) as source:
         column = pa.ipc.open_file(source).read_all().column(ACTION)
-    return column if column.type == typ else column.cast(typ)
+    return column if column.type == typ else ac.cast(column, typ)
 
 
 @dataclass
@@ -177,10 +177,10 @@ class PartSpill:
         column = pa.chunked_array(actions, typ)
         ids = spark_partition_ids(decoded_paths(
             pa.chunked_array([a.field("path") for a in actions], _STR).combine_chunks()), self.num_parts)
-        order = pc.sort_indices(ids)  # stable: log order stays within each part
-        ids = ids.take(order)
-        rows = pa.table({ACTION: column.take(order), RANK: pa.chunked_array(ranks, _LONG).take(order)})
-        counts = pc.value_counts(ids)
+        order = ac.sort_indices(ids)  # stable: log order stays within each part
+        ids = ac.take(ids, order)
+        rows = pa.table({ACTION: ac.take(column, order), RANK: ac.take(pa.chunked_array(ranks, _LONG), order)})
+        counts = ac.value_counts(ids)
         out = []
         start = 0
         for value, n in sorted(zip(counts.field(0).to_pylist(), counts.field(1).to_pylist())):
