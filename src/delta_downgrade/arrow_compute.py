@@ -9,9 +9,11 @@ options classes, so each function below does what its namesake in ``pyarrow.comp
 
 The kernel methods of Arrow's arrays and tables (``cast``, ``take``, ``filter``, ``is_null``,
 ``is_valid``, ``fill_null``, ``unique``, ``value_counts``, ``sum``, ``sort_by``, ``index``, the
-arithmetic operators) import ``pyarrow.compute`` on their first call, so the package's Arrow code
-calls the functions here instead of those methods; ``tests/unit/test_command_imports.py`` checks that
-the commands on a table's path never load ``pyarrow.compute``.
+arithmetic operators) and ``from_arrays(..., mask=...)`` import ``pyarrow.compute`` on their first
+call, so the native engine's Arrow code (``log/``, ``deletion_vectors/``) calls the functions here
+instead; ``tests/integration/test_command_imports.py`` checks that the commands on a table's path
+never load ``pyarrow.compute``. The Spark rewrites (``rewrite/``) keep ``pyarrow.compute``: they
+group with Arrow's hash aggregates, which only it exposes, in a process that runs a Spark job.
 """
 
 from __future__ import annotations
