@@ -13,8 +13,12 @@ The tables (bench_tables.py) are built once into ``--cache`` and reused by later
 
 Usage (from the repository root, with the project's venv):
     .venv/bin/python bench/run_all.py [--profile small|medium|large] [--repeat R] [--only TEXT]
-                                      [--cache DIR]
+                                      [--cache DIR] [--instructions]
     .venv/bin/python bench/run_all.py --log-only-files N    # build a commits-only log of N files
+
+``--instructions`` also runs each side of a row once under valgrind's callgrind and prints the
+instructions each process executed and their ratio: unlike seconds, that count does not move with
+the machine's load, so an A/B of two trees (``--src``) on the small rows can be read from one run.
 
 ``--only TEXT`` keeps the rows whose name contains TEXT (case-insensitive); without ``--profile`` it
 looks at the rows of every profile (``--only 1M`` runs all the 1M-file rows).
@@ -303,6 +307,7 @@ class Outcome:
     note: str | None = None               # a row that did not run: why
     written: list[int] = field(default_factory=list)   # sizes of the log files ours wrote (a drop)
     floor: tuple[float, str] | None = None             # (seconds, what they are made of)
+    instructions: tuple[int, int] | None = None        # (ours, baseline) under callgrind (--instructions)
 
 
 def _written(path: str, meta: dict) -> list[int]:
@@ -312,12 +317,24 @@ def _written(path: str, meta: dict) -> list[int]:
             if n[:20].isdigit() and int(n[:20]) > meta["last_version"] and n.endswith((".json", ".parquet"))]
 
 
-def _one_run(side: Side, master: str, meta: dict, work_dir: str) -> tuple[ChildRun, str | None]:
+#: ``--instructions``: the valgrind command that counts a child's instructions, else empty.
+CALLGRIND: list[str] = []
+_COLLECTED = re.compile(r"==\d+== Collected : (\d+)")
+
+
+def instructions_of(run: ChildRun) -> int | None:
+    """The instructions callgrind counted in a child run under :data:`CALLGRIND` (every thread)."""
+    found = _COLLECTED.findall(run.stderr)
+    return int(found[-1]) if found else None
+
+
+def _one_run(side: Side, master: str, meta: dict, work_dir: str,
+             prefix: list[str] | None = None) -> tuple[ChildRun, str | None]:
     path = os.path.join(work_dir, "table")
     shutil.rmtree(path, ignore_errors=True)
     fresh_copy(master, path)
     try:
-        run = run_child(side.argv(path), env=CHILD_ENV)
+        run = run_child([*(prefix or []), *side.argv(path)], env=CHILD_ENV)
         problem = run.failure()
         if problem is None:
             try:
@@ -438,6 +455,16 @@ def run_row(row: Row, master: str, meta: dict, repeat: int, work_dir: str) -> Ou
                 call += f" (CPU {run.report['call_cpu_s']:.2f} s)"
             log(f"    {who:4s} {run.wall_s:7.2f} s (CPU {run.cpu_s:.2f} s){call}, {run.maxrss_mib:6.0f} MiB{extra}"
                 f"  [{side.name}]")
+    if CALLGRIND and not outcome.problems:
+        # Instructions do not depend on what else the machine runs (CPU seconds of a 0.3 s process
+        # moved by a third between runs here): one run per side under callgrind says the same.
+        counted = []
+        for side in (row.ours, row.base):
+            run, problem = _one_run(side, master, meta, work_dir, prefix=CALLGRIND)
+            counted.append(None if problem else instructions_of(run))
+            log(f"    {'ours' if side is row.ours else 'base'} {counted[-1] or problem} instructions  [{side.name}]")
+        if None not in counted:
+            outcome.instructions = (counted[0], counted[1])
     if row.floor is not None:
         outcome.floor = floor_seconds(row.floor, master, outcome.written, work_dir)
         log(f"    floor {outcome.floor[0]:.2f} s: {outcome.floor[1]}")
@@ -515,7 +542,8 @@ def table_lines(results: list[tuple[str, Measure, Outcome]]) -> list[str]:
     the wall ratio."""
     header = ["goal", "row", "ours s med / min", "baseline s med / min", "ratio med (min)",
               "CPU ours s med", "CPU baseline s med", "CPU ratio med (min)",
-              "peak RSS MiB ours", "peak RSS MiB baseline", "goal met? CPU / wall", "floor s (ours / floor)"]
+              "peak RSS MiB ours", "peak RSS MiB baseline", "goal met? CPU / wall", "floor s (ours / floor)",
+              "instructions M ours / baseline (ratio)"]
     lines = [header]
     for name, measure, o in results:
         ours, base = o.ours.get(measure.ours), o.base.get(measure.base)
@@ -534,8 +562,13 @@ def table_lines(results: list[tuple[str, Measure, Outcome]]) -> list[str]:
             met = f"{_verdict(measure, r_cpu, o.ours_rss)} / {_verdict(measure, r_wall, o.ours_rss)}" if has_goal else "(info)"
         if o.problems:
             met = f"FAILED ({len(o.problems)} run(s)): {o.problems[0][:120]}"
+        counted = "-"
+        if o.instructions is not None and measure.ours == "wall" and measure.base == "wall":
+            mine, theirs = o.instructions
+            counted = f"{mine / 1e6:,.0f} / {theirs / 1e6:,.0f} ({mine / theirs:.2f})"
         lines.append([measure.goal, name, _med_min(ours), _med_min(base), ratio, _med(ours_cpu), _med(base_cpu),
-                      cpu_ratio, _rss(o.ours_rss, o.ours_rss_text), _rss(o.base_rss, o.base_rss_text), met, floor])
+                      cpu_ratio, _rss(o.ours_rss, o.ours_rss_text), _rss(o.base_rss, o.base_rss_text), met, floor,
+                      counted])
     widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
     out = ["| " + " | ".join(cell.ljust(w) for cell, w in zip(line, widths)) + " |" for line in lines]
     out.insert(1, "|" + "|".join("-" * (w + 2) for w in widths) + "|")
@@ -578,7 +611,15 @@ def main(argv: list[str] | None = None) -> int:
                              "the DV purge row always runs this repository's bench and src)")
     parser.add_argument("--log-only-files", type=int, metavar="N",
                         help="only build (or find) a commits-only log of N files and print its path")
+    parser.add_argument("--instructions", action="store_true",
+                        help="also run each side once under valgrind's callgrind and print the instructions "
+                             "each executed, and their ratio (about 50x slower: for the small rows)")
     args = parser.parse_args(argv)
+    if args.instructions:
+        valgrind = shutil.which("valgrind")
+        if valgrind is None:
+            parser.error("--instructions needs valgrind on PATH (Debian's package valgrind)")
+        CALLGRIND[:] = [valgrind, "--tool=callgrind", "--callgrind-out-file=/dev/null"]
     # A SIGTERM unwinds like Ctrl-C, so that run_child kills the child it is waiting for.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     CHILD_ENV["PYTHONPATH"] = os.path.abspath(args.src)
