@@ -23,31 +23,20 @@ from typing import Any
 import pyarrow as pa
 
 try:  # the compiled kernels' module, as every pyarrow since 1.0 lays it out
-    from pyarrow._compute import (
-        CastOptions,
-        FilterOptions,
-        JoinOptions,
-        MapLookupOptions,
-        MatchSubstringOptions,
-        ReplaceSubstringOptions,
-        SetLookupOptions,
-        SliceOptions,
-        StructFieldOptions,
-        call_function,
-    )
-except ImportError:  # pragma: no cover - a pyarrow that moved them: the public module has them all
-    from pyarrow.compute import (  # the same names, from their public home
-        CastOptions,
-        FilterOptions,
-        JoinOptions,
-        MapLookupOptions,
-        MatchSubstringOptions,
-        ReplaceSubstringOptions,
-        SetLookupOptions,
-        SliceOptions,
-        StructFieldOptions,
-        call_function,
-    )
+    import pyarrow._compute as _kernels
+except ImportError:  # pragma: no cover - a pyarrow that moved it: the public module has the same names
+    import pyarrow.compute as _kernels
+
+call_function = _kernels.call_function
+CastOptions = _kernels.CastOptions
+FilterOptions = _kernels.FilterOptions
+JoinOptions = _kernels.JoinOptions
+MapLookupOptions = _kernels.MapLookupOptions
+MatchSubstringOptions = _kernels.MatchSubstringOptions
+ReplaceSubstringOptions = _kernels.ReplaceSubstringOptions
+SetLookupOptions = _kernels.SetLookupOptions
+SliceOptions = _kernels.SliceOptions
+StructFieldOptions = _kernels.StructFieldOptions
 
 __all__ = [
     "add", "all", "and_", "and_kleene", "any", "binary_join_element_wise", "binary_length",
