@@ -46,7 +46,7 @@ __all__ = [
     "map_lookup", "match_substring", "match_substring_regex", "max", "multiply", "not_equal", "or_",
     "or_kleene", "replace_substring", "replace_with_mask", "shift_left", "shift_right",
     "sort_indices", "struct_field", "subtract", "sum", "take", "unique", "utf8_slice_codeunits",
-    "value_counts", "with_nulls",
+    "value_counts", "with_validity",
 ]
 
 
@@ -172,18 +172,17 @@ def map_lookup(values: Any, query_key: Any, occurrence: str) -> Any:
     return call_function("map_lookup", [values], MapLookupOptions(query_key, occurrence))
 
 
-def with_nulls(array: Any, is_null: Any) -> Any:
+def with_validity(array: Any, valid: Any) -> Any:
     """``array`` (a struct or map array of its own, without nulls) with slot ``i`` null where
-    ``is_null[i]`` (a boolean array without nulls) is true, or ``array`` itself for ``None``: what
-    ``StructArray.from_arrays(..., mask=is_null)`` and ``MapArray.from_arrays(..., mask=is_null)``
-    build. Those invert the mask through ``pyarrow.compute``; here the inverted mask becomes the
+    ``valid[i]`` (a boolean array without nulls) is false, or ``array`` itself for ``None``: what
+    ``StructArray.from_arrays(..., mask=invert(valid))`` and ``MapArray.from_arrays(...)`` with that
+    mask build, without their round trip through ``pyarrow.compute``. ``valid`` becomes the
     validity bitmap of the same buffers (Arrow columnar format: a struct's own buffers are its
     validity bitmap, a map's its validity bitmap and its offsets)."""
-    if is_null is None:
+    if valid is None:
         return array
-    if array.offset or array.null_count or is_null.null_count:
-        raise ValueError("with_nulls: the array must be unsliced and without nulls, the mask without nulls")
-    valid = call_function("invert", [is_null])
+    if array.offset or array.null_count or valid.null_count:
+        raise ValueError("with_validity: the array must be unsliced and without nulls, the validity without nulls")
     if valid.offset:  # a bitmap that does not start at its buffer's first bit: copy it to one that does
         valid = pa.concat_arrays([pa.array([], pa.bool_()), valid])
     bitmap = valid.buffers()[1]
@@ -193,4 +192,4 @@ def with_nulls(array: Any, is_null: Any) -> Any:
     if pa.types.is_map(array.type):
         return pa.Array.from_buffers(array.type, len(array), [bitmap, array.buffers()[1]],
                                      children=[array.values])
-    raise TypeError(f"with_nulls: a struct or map array, not {array.type}")
+    raise TypeError(f"with_validity: a struct or map array, not {array.type}")

@@ -1,5 +1,5 @@
 """``delta_downgrade.arrow_compute`` gives what ``pyarrow.compute`` (and the kernel methods of
-Arrow's arrays and tables) give for the same inputs, and ``with_nulls`` builds what
+Arrow's arrays and tables) give for the same inputs, and ``with_validity`` builds what
 ``from_arrays(..., mask=...)`` builds."""
 
 from __future__ import annotations
@@ -62,7 +62,7 @@ def test_each_kernel_gives_what_pyarrow_compute_gives(name, args, kwargs):
 
 
 def test_every_exported_kernel_is_checked_against_pyarrow_compute():
-    assert set(ac.__all__) - {"with_nulls"} == {name for name, _, _ in CASES}
+    assert set(ac.__all__) - {"with_validity"} == {name for name, _, _ in CASES}
 
 
 def test_unique_takes_a_memory_pool():
@@ -80,35 +80,36 @@ def _map() -> pa.MapArray:
 
 
 @pytest.mark.parametrize("build", [_struct, _map], ids=["struct", "map"])
-@pytest.mark.parametrize("is_null", [
-    pa.array([False, True, False, True]),
-    pa.array([True, False, True, True, False]).slice(1),  # a mask whose bits do not start at bit 0
-    pa.array([False] * 4),
-], ids=["mask", "sliced-mask", "no-null"])
-def test_with_nulls_builds_what_from_arrays_with_a_mask_builds(build, is_null):
+@pytest.mark.parametrize("valid", [
+    pa.array([True, False, True, False]),
+    pa.array([False, True, False, True, True]).slice(1),  # a bitmap whose bits do not start at bit 0
+    pa.array([True] * 4),
+], ids=["nulls", "sliced-validity", "no-null"])
+def test_with_validity_builds_what_from_arrays_with_the_inverted_mask_builds(build, valid):
     array = build()
+    mask = pa.array([not v for v in valid.to_pylist()])
     if isinstance(array, pa.StructArray):
-        expected = pa.StructArray.from_arrays([array.field(0), array.field(1)], names=["x", "y"], mask=is_null)
+        expected = pa.StructArray.from_arrays([array.field(0), array.field(1)], names=["x", "y"], mask=mask)
     else:
-        expected = pa.MapArray.from_arrays(array.offsets, array.keys, array.items, type=array.type, mask=is_null)
-    got = ac.with_nulls(array, is_null)
+        expected = pa.MapArray.from_arrays(array.offsets, array.keys, array.items, type=array.type, mask=mask)
+    got = ac.with_validity(array, valid)
     got.validate(full=True)
     assert got.equals(expected)
-    assert got.null_count == expected.null_count
+    assert got.null_count == expected.null_count == valid.to_pylist().count(False)
     assert got.to_pylist() == expected.to_pylist()
 
 
-def test_with_nulls_of_no_mask_is_the_array_and_an_empty_array_stays_empty():
+def test_with_validity_of_none_is_the_array_and_an_empty_array_stays_empty():
     array = _struct()
-    assert ac.with_nulls(array, None) is array
+    assert ac.with_validity(array, None) is array
     empty = pa.StructArray.from_arrays([pa.array([], pa.int64())], names=["x"])
-    assert ac.with_nulls(empty, pa.array([], pa.bool_())).to_pylist() == []
+    assert ac.with_validity(empty, pa.array([], pa.bool_())).to_pylist() == []
 
 
-def test_with_nulls_refuses_what_it_cannot_rebuild():
+def test_with_validity_refuses_what_it_cannot_rebuild():
     with pytest.raises(ValueError):
-        ac.with_nulls(_struct().slice(1), pa.array([False, False, False]))
+        ac.with_validity(_struct().slice(1), pa.array([True, True, True]))
     with pytest.raises(ValueError):
-        ac.with_nulls(_struct(), pa.array([False, None, False, False]))
+        ac.with_validity(_struct(), pa.array([True, None, True, True]))
     with pytest.raises(TypeError):
-        ac.with_nulls(pa.array([1, 2]), pa.array([False, True]))
+        ac.with_validity(pa.array([1, 2]), pa.array([True, False]))

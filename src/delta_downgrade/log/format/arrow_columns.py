@@ -59,9 +59,9 @@ def chunked_field(column: pa.ChunkedArray, name: str) -> pa.ChunkedArray:
     return pa.chunked_array([chunk.field(name) for chunk in column.chunks], column.type.field(name).type)
 
 
-def empty_maps(n: int, mask: pa.Array | None = None) -> pa.Array:
+def empty_maps(n: int, valid: pa.Array | None = None) -> pa.Array:
     offsets = pa.repeat(pa.scalar(0, _INT), n + 1)
-    return ac.with_nulls(pa.MapArray.from_arrays(offsets, _EMPTY_STR, _EMPTY_STR, type=_MAP), mask)
+    return ac.with_validity(pa.MapArray.from_arrays(offsets, _EMPTY_STR, _EMPTY_STR, type=_MAP), valid)
 
 
 def struct_to_map(s: pa.StructArray, explicit: Mapping[int, Sequence[str]] | None = None) -> pa.Array:
@@ -73,10 +73,9 @@ def struct_to_map(s: pa.StructArray, explicit: Mapping[int, Sequence[str]] | Non
     n = len(s)
     names = [s.type.field(i).name for i in range(s.type.num_fields)]
     valid = ac.is_valid(s) if s.null_count else None
-    mask = ac.invert(valid) if valid is not None else None
     width = len(names)
     if width == 0 or n == 0:
-        return empty_maps(n, mask)
+        return empty_maps(n, valid)
     children = [s.field(i) if pa.types.is_string(s.field(i).type) else pa.nulls(n, _STR)
                 for i in range(width)]
     sparse = any(c.null_count for c in children)
@@ -118,7 +117,7 @@ def struct_to_map(s: pa.StructArray, explicit: Mapping[int, Sequence[str]] | Non
             entries = [a * width + index[k] for r, a in zip(rows, at) for k in explicit[r]]
             present = ac.or_(present, row_mask(entries, len(items)))
         keys, items = ac.filter(keys, present), ac.filter(items, present)
-    return ac.with_nulls(pa.MapArray.from_arrays(offsets, keys, items, type=_MAP), mask)
+    return ac.with_validity(pa.MapArray.from_arrays(offsets, keys, items, type=_MAP), valid)
 
 
 def dv_column(dv: pa.Array | None, n: int) -> pa.Array:
@@ -138,8 +137,8 @@ def dv_column(dv: pa.Array | None, n: int) -> pa.Array:
     for f in DV_TYPE:
         child = struct_field(dv, f.name)
         children.append(pa.nulls(n, f.type) if child is None else ac.cast(child, f.type))
-    mask = None if ac.all(present).as_py() else ac.invert(present)
-    return ac.with_nulls(pa.StructArray.from_arrays(children, fields=list(DV_TYPE)), mask)
+    valid = None if ac.all(present).as_py() else present
+    return ac.with_validity(pa.StructArray.from_arrays(children, fields=list(DV_TYPE)), valid)
 
 
 def file_actions(s: pa.StructArray, typ: pa.StructType,

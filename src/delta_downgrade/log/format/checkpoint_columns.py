@@ -49,9 +49,9 @@ def map_array(values: Sequence[Mapping[str, str | None] | None]) -> pa.Array:
             items.extend(value.values())
             pos += len(value)
         offsets[i + 1] = pos
-    mask = pa.array([v is None for v in values], BOOL) if nulls else None
-    return ac.with_nulls(pa.MapArray.from_arrays(pa.array(offsets, INT), pa.array(keys, STRING),
-                                                 pa.array(items, STRING), type=STRING_MAP), mask)
+    valid = pa.array([v is not None for v in values], BOOL) if nulls else None
+    return ac.with_validity(pa.MapArray.from_arrays(pa.array(offsets, INT), pa.array(keys, STRING),
+                                                    pa.array(items, STRING), type=STRING_MAP), valid)
 
 
 def str_list_array(values: Sequence[Sequence[str] | None]) -> pa.Array:
@@ -81,8 +81,8 @@ def dv_array(values: Sequence[Any]) -> pa.Array:
     columns = []
     for i, f in enumerate(DV_TYPE):
         columns.append(pa.array([None if r is None else r[i] for r in rows], f.type))
-    mask = pa.array([r is None for r in rows], BOOL)
-    return ac.with_nulls(pa.StructArray.from_arrays(columns, fields=list(DV_TYPE)), mask)
+    valid = pa.array([r is not None for r in rows], BOOL)
+    return ac.with_validity(pa.StructArray.from_arrays(columns, fields=list(DV_TYPE)), valid)
 
 
 def _column(values: list[Any], typ: pa.DataType) -> pa.Array:

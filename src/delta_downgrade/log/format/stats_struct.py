@@ -139,9 +139,9 @@ def _parse_chunk(stats: pa.Array, typ: pa.StructType) -> pa.StructArray:
                                                                unexpected_field_behavior="ignore"))
     if table.num_rows != n:  # a stats string spanning lines: not the one-object-per-row we wrote
         raise pa.ArrowInvalid(f"{table.num_rows} stats objects parsed for {n} files")
-    parsed = ac.with_nulls(pa.StructArray.from_arrays([table.column(f.name).combine_chunks() for f in typ],
-                                                      fields=[pa.field(f.name, _as_read(f.type)) for f in typ]),
-                           ac.is_null(stats) if stats.null_count else None)
+    parsed = ac.with_validity(pa.StructArray.from_arrays([table.column(f.name).combine_chunks() for f in typ],
+                                                         fields=[pa.field(f.name, _as_read(f.type)) for f in typ]),
+                              ac.is_valid(stats) if stats.null_count else None)
     return ac.cast(parsed, typ)
 
 
@@ -164,8 +164,8 @@ def _select(s: pa.StructArray, typ: pa.StructType) -> pa.StructArray:
     for f in typ:
         child = s.field(s.type.get_field_index(f.name))
         children.append(_select(child, f.type) if pa.types.is_struct(f.type) else child)
-    return ac.with_nulls(pa.StructArray.from_arrays(children, fields=list(typ)),
-                         ac.is_null(s) if s.null_count else None)
+    return ac.with_validity(pa.StructArray.from_arrays(children, fields=list(typ)),
+                            ac.is_valid(s) if s.null_count else None)
 
 
 def stats_parsed(stats: pa.ChunkedArray, metadata: Metadata) -> pa.ChunkedArray | None:

@@ -211,15 +211,15 @@ def _with_stats_from_parsed(pf: pq.ParquetFile, table: pa.Table, groups: list[in
     from delta_downgrade import arrow_compute as ac
     from delta_downgrade.log.format.stats_json import fill_missing_stats
 
-    filled = fill_missing_stats(stats, parsed, ac.is_valid(add), _instant_leaves(pf))
+    valid = ac.is_valid(add)
+    filled = fill_missing_stats(stats, parsed, valid, _instant_leaves(pf))
     if stats_index >= 0:
         children = [filled if i == stats_index else add.field(i) for i in range(add.type.num_fields)]
         fields = list(add.type)
     else:
         children = [add.field(i) for i in range(add.type.num_fields)] + [filled]
         fields = list(add.type) + [pa.field("stats", pa.string())]
-    mask = ac.is_null(add) if add.null_count else None
-    new_add = ac.with_nulls(pa.StructArray.from_arrays(children, fields=fields), mask)
+    new_add = ac.with_validity(pa.StructArray.from_arrays(children, fields=fields), valid if add.null_count else None)
     return table.set_column(table.column_names.index("add"), "add", new_add)
 
 
