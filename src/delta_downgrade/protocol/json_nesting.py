@@ -40,15 +40,25 @@ def nesting_depth(line: bytes) -> int:
 # leave, line by line, only the brackets that can open a level.
 _NOT_OPENERS = bytes(b for b in range(256) if b not in b"{[\n")
 
+# In that residue, more than MAX_NESTING brackets in a row are one line's.
+_CROWDED = re.compile(rb"[{\[]{%d}" % (MAX_NESTING + 1))
+
+
+def may_nest_too_deep(data: bytes) -> bool:
+    """Whether some line of ``data`` has more than :data:`MAX_NESTING` opening brackets - only
+    such a line can nest deeper. False means no line of ``data`` can be refused by
+    :func:`check_nesting`. Two passes in C (``bytes.translate`` keeps the brackets and newlines,
+    a regular expression looks for a long run of brackets) and no object per line: a commit of
+    many actions costs about a millisecond per megabyte."""
+    if len(data) <= MAX_NESTING:  # too short to hold that many brackets
+        return False
+    return _CROWDED.search(data.translate(None, _NOT_OPENERS)) is not None
+
 
 def _crowded_lines(data: bytes) -> list[tuple[int, bytes]]:
     """(line number, line) of the lines of ``data`` with more than :data:`MAX_NESTING` opening
-    brackets - only those can nest deeper. Counted in C (``bytes.translate`` keeps the brackets
-    and newlines, a split gives each line's count as a length): a multi-megabyte commit of many
-    actions costs a millisecond and a copy of its brackets, not a Python loop per line."""
+    brackets (:func:`may_nest_too_deep` said there is one)."""
     per_line = data.translate(None, _NOT_OPENERS).split(b"\n")
-    if max(map(len, per_line)) <= MAX_NESTING:
-        return []
     lines = data.split(b"\n")
     return [(i + 1, lines[i]) for i, openers in enumerate(per_line) if len(openers) > MAX_NESTING]
 
@@ -56,9 +66,9 @@ def _crowded_lines(data: bytes) -> list[tuple[int, bytes]]:
 def check_nesting(data: str | bytes | bytearray | memoryview, where: str = "") -> None:
     """Raise :class:`NestingTooDeepError` when a line of ``data`` (one line or a whole
     newline-delimited file) nests deeper than :data:`MAX_NESTING`; linear time, and a mere
-    count of brackets for the usual file."""
+    count of brackets per line (:func:`may_nest_too_deep`) for the usual file."""
     raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else bytes(data)
-    if raw.count(b"{") + raw.count(b"[") <= MAX_NESTING:
+    if not may_nest_too_deep(raw):
         return
     for number, line in _crowded_lines(raw):
         depth = nesting_depth(line)

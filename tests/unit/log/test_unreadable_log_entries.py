@@ -27,7 +27,8 @@ from delta_downgrade.log.format.last_checkpoint import parse_last_checkpoint
 from delta_downgrade.log.read.segment import read_commit_actions
 from delta_downgrade.operations.vacuum import vacuum
 from delta_downgrade.protocol.actions import MalformedActionError, parse_commit
-from delta_downgrade.protocol.json_nesting import MAX_NESTING, NestingTooDeepError, check_nesting, nesting_depth
+from delta_downgrade.protocol.json_nesting import (MAX_NESTING, NestingTooDeepError, check_nesting, may_nest_too_deep,
+                                                   nesting_depth)
 from tests.process_support import tree_hashes
 
 T0 = 1_700_000_000_000
@@ -162,6 +163,35 @@ def test_nesting_is_measured_without_recursion_and_strings_do_not_count():
     with pytest.raises(MalformedActionError):
         parse_commit(_deep(DEEP))
     assert parse_last_checkpoint('{"version": 1, "x": %s}' % _deep()) is None  # a hint, ignored
+
+
+def test_only_a_line_with_that_many_brackets_may_nest_too_deep():
+    assert not may_nest_too_deep(b"")
+    assert not may_nest_too_deep(_deep(MAX_NESTING).encode())
+    assert may_nest_too_deep(_deep(MAX_NESTING + 1).encode())
+    # many brackets in the file, few in each line: no line can be too deep
+    assert not may_nest_too_deep(("[" * 300 + "]" * 300 + "\n").encode() * 50)
+    # many brackets in one line, shallow: may (and check_nesting then measures it)
+    wide = ('{"x": [%s]}' % ",".join(["{}"] * 600)).encode()
+    assert may_nest_too_deep(b"{}\n" + wide + b"\n{}")
+    check_nesting(wide)
+
+
+def test_the_arrow_replay_names_the_deep_commit_among_many_and_reads_a_wide_one(tmp_path):
+    # One chunk of 40 commits: the nesting is measured per commit as the files are read, so a
+    # commit with a wide but shallow line is still parsed by pyarrow, and a deep one is named.
+    table = _table(tmp_path, commits=40)
+    wide = _line({"commitInfo": {"timestamp": T0, "x": [{} for _ in range(600)]}})
+    (table / commit_path(12)).write_text(wide + (table / commit_path(12)).read_text())
+    log = DeltaLog(str(table))
+    state = replay_segment(log.storage, str(table), log.segment())
+    assert state.num_adds == 39 and 12 not in state.python_commits
+    (table / commit_path(27)).write_text((table / commit_path(27)).read_text()
+                                         + '{"commitInfo": {"x": %s}}\n' % _deep())
+    log = DeltaLog(str(table))
+    with pytest.raises(CorruptLogError, match="nest") as info:
+        replay_segment(log.storage, str(table), log.segment())
+    assert commit_path(27) in info.value.message
 
 
 def test_a_deeply_nested_stats_string_costs_its_statistics_only(tmp_path):

@@ -52,7 +52,7 @@ from delta_downgrade.log.read.concurrent_reads import read_files
 from delta_downgrade.log.replay.memory_pool import MEMORY_POOL
 from delta_downgrade.log.replay.reconcile import commit_rank, file_key
 from delta_downgrade.log.read.segment import LogSegment, check_single_protocol_and_metadata, commit_parse_error
-from delta_downgrade.protocol.json_nesting import check_nesting
+from delta_downgrade.protocol.json_nesting import check_nesting, may_nest_too_deep
 from delta_downgrade.protocol.actions import (ACTION_TYPES, AddFile, DomainMetadata, Metadata, ProtocolAction,
                                               RemoveFile, Txn, parse_action, parse_commit)
 from delta_downgrade.storage import FileStatus, Storage
@@ -97,6 +97,7 @@ class CommitBytes:
         self._buffers: dict[int, pa.Buffer] = {}
         self._spans: dict[int, tuple[int, int, int]] = {}  # commit -> (marker, start, end)
         self._lines: dict[int, list[bytes]] = {}
+        self._crowded: set[int] = set()  # commits with a line that may nest too deep
 
     def __len__(self) -> int:
         return len(self.segment.commits)
@@ -111,11 +112,18 @@ class CommitBytes:
         """The buffer of chunk ``k`` (read now if it is not yet)."""
         if k not in self._buffers:
             lo, hi = self.ranges[k]
-            buffer, spans = _read_chunk(self.storage, self.segment.commits, lo, hi)
+            buffer, spans, crowded = _read_chunk(self.storage, self.segment.commits, lo, hi)
             for i, span in zip(range(lo, hi), spans):
                 self._spans[i] = span
+            self._crowded.update(crowded)
             self._buffers[k] = buffer
         return self._buffers[k]
+
+    def may_nest_too_deep(self, i: int) -> bool:
+        """Whether commit ``i`` has a line that :func:`check_nesting` may refuse (measured as it
+        was read, on bytes already in the CPU's cache)."""
+        self.load(self._chunk_of[i])
+        return i in self._crowded
 
     def raw(self, i: int) -> bytes:
         """The bytes of commit ``i``, as stored."""
@@ -138,6 +146,7 @@ class CommitBytes:
         self._buffers.pop(k, None)
         for i in range(*self.ranges[k]):
             self._lines.pop(i, None)
+            self._crowded.discard(i)
 
     def chunk(self, lo: int, hi: int) -> pa.Buffer:
         """Commits ``lo .. hi-1`` (within one chunk) with their markers."""
@@ -172,11 +181,13 @@ class CommitBytes:
 
 
 def _read_chunk(storage: Storage, statuses: Sequence[FileStatus], lo: int,
-                hi: int) -> tuple[pa.Buffer, list[tuple[int, int, int]]]:
+                hi: int) -> tuple[pa.Buffer, list[tuple[int, int, int]], list[int]]:
     """Commits ``lo .. hi-1`` in one buffer behind their markers, with each one's
-    (marker start, content start, content end). On local storage, the files are read straight
-    into a buffer of Arrow's memory pool (no copy, and few page faults: the pool maps large pages);
-    on a remote one they are fetched concurrently (:func:`concurrent_reads.read_files`)."""
+    (marker start, content start, content end), and the commits with a line that may nest too
+    deep for the parser (:func:`may_nest_too_deep`, measured on each file as it is read, while
+    its bytes are in the CPU's cache). On local storage, the files are read straight into a
+    buffer of Arrow's memory pool (few page faults: the pool maps large pages); on a remote one
+    they are fetched concurrently (:func:`concurrent_reads.read_files`)."""
     local = storage.local_file
     if lo < hi and local(statuses[lo].path) is not None:
         markers = [_marker(i) for i in range(lo, hi)]
@@ -184,6 +195,7 @@ def _read_chunk(storage: Storage, statuses: Sequence[FileStatus], lo: int,
                                     memory_pool=MEMORY_POOL)
         view = memoryview(buffer).cast("B")
         spans = []
+        crowded = []
         pos = 0
         ok = True
         try:
@@ -203,6 +215,8 @@ def _read_chunk(storage: Storage, statuses: Sequence[FileStatus], lo: int,
                     if got != size or fh.read(1):
                         ok = False  # not the size the listing saw: read the plain way
                         break
+                if may_nest_too_deep(view[start:start + size].tobytes()):
+                    crowded.append(i)
                 view[start + size] = 0x0A
                 spans.append((pos, start, start + size))
                 pos = start + size + 1
@@ -211,9 +225,10 @@ def _read_chunk(storage: Storage, statuses: Sequence[FileStatus], lo: int,
         finally:
             view.release()
         if ok:
-            return buffer, spans
+            return buffer, spans, crowded
     parts: list[bytes] = []
     spans = []
+    crowded = []
     pos = 0
     fetched: list[bytes | OSError] | None = None
     if lo < hi and local(statuses[lo].path) is None:
@@ -226,11 +241,13 @@ def _read_chunk(storage: Storage, statuses: Sequence[FileStatus], lo: int,
             if isinstance(result, OSError):
                 raise result
             data = result
+        if may_nest_too_deep(data):
+            crowded.append(i)
         m = _marker(i)
         parts += [m, data, b"\n"]
         spans.append((pos, pos + len(m), pos + len(m) + len(data)))
         pos += len(m) + len(data) + 1
-    return pa.py_buffer(b"".join(parts)), spans
+    return pa.py_buffer(b"".join(parts)), spans, crowded
 
 
 def _plan_chunks(statuses: Sequence[FileStatus], threads: int,
@@ -563,6 +580,8 @@ class _ChunkReader:
         if not _is_utf8(data):  # pyarrow.json does not check; the Python parser then raises
             raise _Irregular("not UTF-8")
         for i in range(lo, hi):  # pyarrow.json's parser recurses: a deep line must never reach it
+            if not self.commits.may_nest_too_deep(i):
+                continue
             try:
                 check_nesting(self.commits.raw(i))
             except ValueError as exc:
