@@ -14,6 +14,7 @@ import os
 import shutil
 import tempfile
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -28,6 +29,7 @@ from delta_downgrade.log.checkpoint import classic_writer as checkpoint_writer
 from delta_downgrade.log.checkpoint.on_driver import checkpoint_table
 from delta_downgrade.log.delta_log import DeltaLog
 from delta_downgrade.log.format.file_names import LAST_CHECKPOINT, LOG_DIR
+from delta_downgrade.log.checkpoint import from_state
 from delta_downgrade.log.checkpoint.from_state import write_state_checkpoint
 from delta_downgrade.log.replay.state_parts import SpilledParts
 from delta_downgrade.storage.local import LocalStorage
@@ -199,6 +201,47 @@ def test_a_streamed_checkpoint_holds_the_actions_of_the_one_part_replay(tmp_path
     del state
     gc.collect()
     assert not os.path.exists(directory)  # the spilled files go with the state
+
+
+def test_checkpoints_of_states_sharing_their_parts_hash_the_paths_once_and_place_rows_alike(tmp_path, monkeypatch):
+    # A drop's barrier states share their parts (advanced over commits that change no file):
+    # the second multi-part checkpoint takes the adds' partition ids from the first, and its
+    # parts hold the rows a checkpoint of a fresh replay of the same state holds.
+    root = tmp_path / "t"
+    _table(root, "multipart", monkeypatch)
+    monkeypatch.setattr(arrow_replay, "PART_ACTIONS", 3)
+    storage = LocalStorage(str(root))
+    hashed: list[int] = []
+    real = from_state.spark_partition_ids
+
+    def counted(paths, num_parts):
+        hashed.append(len(paths))
+        return real(paths, num_parts)
+
+    monkeypatch.setattr(from_state, "spark_partition_ids", counted)
+
+    def states():
+        log = DeltaLog(str(root))
+        state = arrow_replay.replay_segment(log.storage, log.table, log.segment())
+        newer = replace(state.protocol, writerFeatures=[*state.protocol.writerFeatures, "checkpointProtection"])
+        return state, state.advanced(state.version + 1, newer, state.metadata, state.txns, state.domains)
+
+    first, second = states()
+    assert first.num_parts > 1 and second.same_files(first)
+    a = write_state_checkpoint(storage, first, NOW - 7 * DAY, v2=False, part_size=4, update_last_checkpoint=False)
+    hashed_once = list(hashed)
+    b = write_state_checkpoint(storage, second, NOW - 7 * DAY, v2=False, part_size=4, update_last_checkpoint=False)
+    adds_hashed = sum(len(adds) for adds, _ in first.file_parts())
+    assert sum(hashed_once) >= adds_hashed and sum(hashed) - sum(hashed_once) == sum(hashed_once) - adds_hashed
+    got = _rows(root, b.paths)
+    for rel in b.paths:
+        os.unlink(root / rel)
+    _, fresh_second = states()  # a new parts object: nothing known about it
+    c = write_state_checkpoint(storage, fresh_second, NOW - 7 * DAY, v2=False, part_size=4,
+                               update_last_checkpoint=False)
+    assert c.paths == b.paths and _rows(root, c.paths) == got and c.part_rows == b.part_rows
+    # the same files in the same parts; only the part with the protocol differs
+    assert a.parts == b.parts and sum(x != y for x, y in zip(_rows(root, a.paths), got)) == 1
 
 
 def test_spilled_parts_hold_every_logical_file_once_and_stay_valid_while_advanced(tmp_path, monkeypatch):

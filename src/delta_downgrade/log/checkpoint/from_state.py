@@ -28,6 +28,7 @@ from __future__ import annotations
 import math
 import os
 import time
+import weakref
 from contextlib import ExitStack, contextmanager
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Iterator, Sequence
@@ -141,6 +142,24 @@ def _write_classic(storage: Storage, state: "ArrowState", cutoff_ms: int,
     return rows + counted[0], path, nbytes
 
 
+#: Spark's partition id of each state part's adds, by parts object (weakly: the ids go with the
+#: state) and ``(state part, number of checkpoint parts)``. A drop writes several checkpoints of
+#: the very same file actions (its barrier states share their parts: ``ArrowState.advanced``),
+#: and hashing a million paths is about a second each time; the ids cost 4 bytes a file.
+_ADD_PART_IDS: "weakref.WeakKeyDictionary[object, dict[tuple[int, int], pa.Array]]" = weakref.WeakKeyDictionary()
+
+
+def _add_partition_ids(state: "ArrowState", part: int, adds: pa.ChunkedArray, num_parts: int) -> pa.Array:
+    """:func:`spark_partition_ids` of the paths of ``adds``, state part ``part``'s, computed
+    once per parts object."""
+    known = _ADD_PART_IDS.setdefault(state.parts, {})
+    ids = known.get((part, num_parts))
+    if ids is None:
+        ids = known[(part, num_parts)] = ac.cast(spark_partition_ids(chunked_field(adds, "path"), num_parts),
+                                                 pa.int32())
+    return ids
+
+
 #: Rows held back per output part before they are written as a row group, at most, by the one-pass
 #: multi-part writer: :data:`BATCH_ROWS` unless the parts are many (memory: parts x rows held).
 MULTIPART_BUFFER_ROWS = 400_000
@@ -178,11 +197,12 @@ def _write_multipart_one_pass(storage: Storage, state: "ArrowState", cutoff_ms: 
                                                                pa.chunked_array([], ADD_TYPE),
                                                                pa.chunked_array([], REMOVE_TYPE)))
             rows[home] += 2 + len(txns) + len(live)
-            for adds, removes in _parts(state, cutoff_ms):
+            for part, (adds, removes) in enumerate(_parts(state, cutoff_ms)):
                 for column, col in (("add", adds), ("remove", removes)):
                     if len(col) == 0:
                         continue
-                    ids = spark_partition_ids(chunked_field(col, "path"), num_parts)
+                    ids = (_add_partition_ids(state, part, col, num_parts) if column == "add" else
+                           spark_partition_ids(chunked_field(col, "path"), num_parts))
                     order = ac.sort_indices(ids)
                     counts = ac.value_counts(ids)
                     placed = ac.take(col, order)
