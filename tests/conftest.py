@@ -63,6 +63,7 @@ from tests.object_stores import (  # noqa: E402,F401
 # and the `delta_spark` fixture (tests/delta_jars.py).
 import tests.delta_jars  # noqa: E402
 from tests.delta_jars import delta_spark  # noqa: E402,F401
+from tests.delta_spark_corpus import start_background_build, stop_background_build, uses_corpus  # noqa: E402
 
 tests.delta_jars.use_fetched_jars()
 # ---- end of Delta's jars
@@ -97,6 +98,7 @@ def spark_connect_mode(config) -> bool:
 
 
 _CONNECT_SERVER = None
+_CORPUS_BUILD = None  # the corpus build started at collection (_build_corpus_early)
 
 
 def pytest_configure(config):
@@ -126,7 +128,9 @@ def pytest_configure(config):
 
 
 def pytest_unconfigure(config):
-    global _CONNECT_SERVER
+    global _CONNECT_SERVER, _CORPUS_BUILD
+    stop_background_build(_CORPUS_BUILD)
+    _CORPUS_BUILD = None
     if _CONNECT_SERVER is not None:
         _CONNECT_SERVER.stop()
         _CONNECT_SERVER = None
@@ -145,6 +149,7 @@ def pytest_collection_modifyitems(config, items):
             config.hook.pytest_deselected(items=leave_out)
             chosen = set(map(id, leave_out))
             items[:] = [i for i in items if id(i) not in chosen]
+    _build_corpus_early(config, items)
     for item in items:
         names = set(getattr(item, "fixturenames", ()))
         for fixture, marker in _FIXTURE_MARKERS.items():
@@ -155,6 +160,27 @@ def pytest_collection_modifyitems(config, items):
             reason = classic.kwargs.get("reason") or (classic.args[0] if classic.args else "")
             item.add_marker(pytest.mark.skip(
                 reason=f"classic Spark only (the JVM path itself){': ' + reason if reason else ''}"))
+
+
+def _build_corpus_early(config, items) -> None:
+    """When some test uses the delta-spark corpus: the tests that use it move after the other
+    integration tests (a stable sort: every xdist worker computes the same order), and one
+    process (the first worker, or the only one) starts building the corpus now, in the
+    background, so that no worker sits on the build lock when they come (tests/delta_spark_corpus.py)."""
+    global _CORPUS_BUILD
+    if not any(map(uses_corpus, items)):
+        return
+    unit = str(REPO_ROOT / "tests" / "unit") + os.sep
+
+    def stage(item) -> int:
+        if str(item.path).startswith(unit):
+            return 2
+        return 1 if uses_corpus(item) else 0
+
+    items.sort(key=stage)
+    if (not config.option.collectonly and os.environ.get("PYTEST_XDIST_WORKER", "gw0") == "gw0"
+            and _CORPUS_BUILD is None):
+        _CORPUS_BUILD = start_background_build()
 
 
 def _golden_dir() -> Path:

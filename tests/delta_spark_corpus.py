@@ -12,6 +12,10 @@ The cached tables are read-only for the tests: `corpus_table(name)` (a fixture, 
 ``golden_table``) gives a writable copy in ``tmp_path``. `CORPUS_CASES` lists (table, feature)
 for every feature each table's protocol lists, from the generator's declarations (collection
 builds nothing).
+
+A run that will use the corpus starts building it at collection (`start_background_build`, called
+by tests/conftest.py), and the tests that use it run after the other integration tests: the build
+then overlaps the suite instead of holding up the worker that waits for it.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ import fcntl
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -105,6 +110,42 @@ def corpus_tables() -> dict[str, Path]:
         finally:
             fcntl.flock(lock, fcntl.LOCK_UN)
     return _tables(built)
+
+
+def start_background_build() -> subprocess.Popen[bytes] | None:
+    """Start :func:`corpus_tables` in a child process of its own (a new session, so that
+    :func:`stop_background_build` can stop its JVM too) when this key has no corpus yet and
+    Delta's jars are there; None otherwise. The child takes the build lock like any worker: a
+    test that needs the corpus before the child is done waits on the lock, and if the child
+    fails, the test's own call builds again and reports the failure (the child's output is in
+    ``.test-records/delta-spark-corpus/background-build.log``)."""
+    jars = [j for j in os.environ.get(delta_jars.ENV, "").split(",") if j]
+    if not jars or (CORPUS_DIR / generator.corpus_key(jars) / generator.MANIFEST).is_file():
+        return None
+    CORPUS_DIR.mkdir(parents=True, exist_ok=True)
+    with open(CORPUS_DIR / "background-build.log", "wb") as log:
+        return subprocess.Popen([sys.executable, "-c", "from tests.delta_spark_corpus import corpus_tables; "
+                                 "corpus_tables()"], cwd=REPO_ROOT, stdout=log, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+
+
+def stop_background_build(proc: subprocess.Popen[bytes] | None) -> None:
+    """Stop a build :func:`start_background_build` started if it still runs (the session ended
+    first): its partial directory is left for the next successful build to remove."""
+    if proc is None or proc.poll() is not None:
+        return
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=30)
+    except (ProcessLookupError, subprocess.TimeoutExpired):
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+def uses_corpus(item: pytest.Item) -> bool:
+    return "delta_spark_corpus" in getattr(item, "fixturenames", ())
 
 
 def copy_table(source: Path, dest: Path) -> str:
