@@ -17,7 +17,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from delta_downgrade.clock import ManualClock
+from delta_downgrade.log.checkpoint import from_state
 from delta_downgrade.log.checkpoint.on_driver import checkpoint_table
+from delta_downgrade.log.checkpoint.spark_hash import spark_partition_of
+from delta_downgrade.log.replay import arrow_replay
 from delta_downgrade.log.commit import commit
 from delta_downgrade.log.delta_log import DeltaLog, Refresh
 from delta_downgrade.log.format.file_names import LOG_DIR, commit_path
@@ -77,13 +80,14 @@ def _rows(table: str, paths: tuple[str, ...]) -> dict[str, list[str]]:
     return {k: sorted(v) for k, v in found.items() if v}
 
 
-def _fresh_checkpoint_rows(table: str, version: int, scratch: Path) -> dict[str, list[str]]:
+def _fresh_checkpoint_rows(table: str, version: int, scratch: Path,
+                           part_size: int | None = None) -> dict[str, list[str]]:
     """The checkpoint of ``version`` written by a fresh log over a copy of commits 0..version."""
     copy = scratch / f"fresh-{version}"
     (copy / LOG_DIR).mkdir(parents=True)
     for v in range(version + 1):
         shutil.copy(Path(table, commit_path(v)), copy / commit_path(v))
-    result = checkpoint_table(DeltaLog(str(copy)), version, clock=ManualClock(NOW))
+    result = checkpoint_table(DeltaLog(str(copy)), version, clock=ManualClock(NOW), part_size=part_size)
     return _rows(str(copy), result.paths)
 
 
@@ -140,6 +144,119 @@ def test_a_copied_checkpoint_is_written_afresh_when_its_source_changed(tmp_path)
     Path(table, first.paths[0]).write_bytes(b"replaced by someone else")
     second = checkpoint_table(log, commit(log, 3, [], operation="Empty Commit", clock=clock), clock=clock)
     assert _rows(table, second.paths) == _fresh_checkpoint_rows(table, 4, tmp_path)
+
+
+def _home(parts: int) -> int:
+    return spark_partition_of(None, parts)
+
+
+def test_a_multipart_checkpoint_of_the_same_files_copies_its_parts_of_file_actions(tmp_path, replays, monkeypatch):
+    # A spilled state (several hash parts) and multi-part checkpoints: after a commit that changes
+    # the metadata, or txns and domains, only the part holding them is written again; the
+    # others are the previous checkpoint's bytes. Every checkpoint holds a fresh replay's rows.
+    monkeypatch.setattr(arrow_replay, "PART_ACTIONS", 2)
+    table = _table(tmp_path / "t")
+    log = DeltaLog(table)
+    clock = ManualClock(NOW)
+    log.snapshot().arrow_state()
+    written: dict[int, Any] = {}
+    encoded: list[int] = []
+    real_writer = from_state.checkpoint_parquet_writer
+
+    def counted_writer(sink: Any, schema: Any = from_state.CHECKPOINT_SCHEMA) -> Any:
+        encoded.append(1)
+        return real_writer(sink, schema)
+
+    monkeypatch.setattr(from_state, "checkpoint_parquet_writer", counted_writer)
+
+    def step(actions: list[Any], operation: str) -> list[int]:
+        version = commit(log, log.latest_version(), actions, operation=operation, clock=clock)
+        encoded.clear()
+        written[version] = checkpoint_table(log, version, clock=clock, part_size=2)
+        return list(encoded)
+
+    assert len(step([], "Empty Commit")) == 3                   # 3: written, every part
+    assert step([], "Empty Commit") == []                        # 4: copied whole
+    assert step([log.snapshot().metadata.with_configuration({"delta.enableDeletionVectors": None})],
+                "UNSET") == [1]                                  # 5: the home part only
+    assert step([Txn(appId="app", version=3), DomainMetadata("d3", "{}", False)], "txn and domain") == [1]  # 6
+    assert replays == [2] and log.snapshot().arrow_state().num_parts > 1
+    assert len(step([AddFile(path="g", partitionValues={}, size=1, modificationTime=NOW, dataChange=True)],
+                    "WRITE")) == 3                               # 7: new files, every part
+
+    for version, result in written.items():
+        assert result.parts == 3 and len(result.part_sizes) == 3
+        assert _rows(table, result.paths) == _fresh_checkpoint_rows(table, version, tmp_path, part_size=2), \
+            f"checkpoint {version} differs"
+        assert [Path(table, p).stat().st_size for p in result.paths] == list(result.part_sizes)
+    for older, newer in ((4, 5), (5, 6)):
+        before, after = ([Path(table, p).read_bytes() for p in written[v].paths] for v in (older, newer))
+        home = _home(3)
+        assert [b == a for b, a in zip(before, after)] == [i != home for i in range(3)], (older, newer)
+    assert written[6].num_actions == written[5].num_actions + 1  # domain d3 (the txn replaces app's), at home
+
+
+def _first_multipart(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[str, DeltaLog, ManualClock, Any]:
+    """A table whose state is spilled in parts, carried (as a drop's), and its first multi-part
+    checkpoint (3 parts), after an empty commit."""
+    monkeypatch.setattr(arrow_replay, "PART_ACTIONS", 2)
+    table = _table(tmp_path / "t")
+    log = DeltaLog(table)
+    clock = ManualClock(NOW)
+    log.snapshot().arrow_state()
+    first = checkpoint_table(log, commit(log, 2, [], operation="Empty Commit", clock=clock), clock=clock,
+                             part_size=2)
+    assert first.parts == 3
+    return table, log, clock, first
+
+
+def _offered(monkeypatch: pytest.MonkeyPatch, then: Any = None) -> list[dict[int, Any]]:
+    """What ``_copyable_parts`` found each time it was offered a previous checkpoint."""
+    found: list[dict[int, Any]] = []
+    real = from_state._copyable_parts
+
+    def spy(storage: Any, previous: Any, num_parts: int) -> Any:
+        result = real(storage, previous, num_parts)
+        if previous is not None:
+            found.append(result)
+            if then is not None:
+                then(result)
+        return result
+
+    monkeypatch.setattr(from_state, "_copyable_parts", spy)
+    return found
+
+
+def _unset(log: DeltaLog, clock: ManualClock) -> Any:
+    unset = log.snapshot().metadata.with_configuration({"delta.enableDeletionVectors": None})
+    return checkpoint_table(log, commit(log, 3, [unset], operation="UNSET", clock=clock), clock=clock, part_size=2)
+
+
+def test_a_part_to_copy_that_changed_is_written_again(tmp_path, monkeypatch):
+    table, log, clock, first = _first_multipart(tmp_path, monkeypatch)
+    other = next(i for i in range(3) if i != _home(3) and first.part_rows[i])
+    Path(table, first.paths[other]).write_bytes(b"replaced by someone else")
+    offered = _offered(monkeypatch)
+    second = _unset(log, clock)
+    assert offered == [{}]  # offered, and refused: a part is not of its size
+    assert _rows(table, second.paths) == _fresh_checkpoint_rows(table, 4, tmp_path, part_size=2)
+
+
+def test_a_part_that_changes_after_its_size_was_checked_is_written_again(tmp_path, monkeypatch):
+    # Another writer replaces a part between the size check and the copy: nothing of the copy
+    # is published, and every part is written from the state.
+    table, log, clock, first = _first_multipart(tmp_path, monkeypatch)
+    other = next(i for i in range(3) if i != _home(3) and first.part_rows[i])
+
+    def replace_it(found: dict[int, Any]) -> None:
+        assert other in found
+        Path(table, first.paths[other]).write_bytes(b"replaced by someone else")
+
+    offered = _offered(monkeypatch, replace_it)
+    second = _unset(log, clock)
+    assert len(offered) == 1
+    assert _rows(table, second.paths) == _fresh_checkpoint_rows(table, 4, tmp_path, part_size=2)
+    assert not [p for p in Path(table, LOG_DIR).iterdir() if p.name.startswith(".") or "tmp" in p.name]
 
 
 def test_a_refresh_for_new_commits_finds_another_writers_commit_and_a_lost_race_lists_again(tmp_path):

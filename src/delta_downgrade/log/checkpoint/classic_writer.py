@@ -133,6 +133,7 @@ class CheckpointResult:
     last_checkpoint_updated: bool   # False when _last_checkpoint already named a newer version
     created_ms: int
     part_rows: tuple[int, ...] = field(default=())   # rows per file of ``paths``
+    part_sizes: tuple[int, ...] = ()  # bytes per file of ``paths``, where the writer knows them
     sidecars: tuple[str, ...] = ()  # the V2 checkpoint's sidecar files (also in ``paths``)
     #: The ``v2Checkpoint`` field of ``_last_checkpoint`` for a V2 checkpoint, else None.
     v2_checkpoint: dict[str, Any] | None = None
@@ -331,7 +332,7 @@ def _write_parts(storage: Storage, version: int, parts: Sequence[tuple[int, Iter
     then ``_last_checkpoint``."""
     num_parts = len(parts)
     paths: list[str] = []
-    total_bytes = 0
+    sizes: list[int] = []
     # a part that fails (disk full, read-only, killed) takes the ones written before it along
     with NewCheckpointFiles(storage) as new:
         for i, (_, batches) in enumerate(parts, start=1):
@@ -340,13 +341,13 @@ def _write_parts(storage: Storage, version: int, parts: Sequence[tuple[int, Iter
             data = checkpoint_parquet_bytes(batches, schema)
             new.publish(path, lambda: storage.write_atomic(path, data))  # noqa: B023 - called at once
             paths.append(path)
-            total_bytes += len(data)
+            sizes.append(len(data))
 
     result = CheckpointResult(
         version=version, paths=tuple(paths), num_actions=sum(rows for rows, _ in parts),
-        num_add_files=num_add_files, size_in_bytes=total_bytes,
+        num_add_files=num_add_files, size_in_bytes=sum(sizes),
         parts=num_parts if num_parts > 1 else None, last_checkpoint_updated=False,
-        created_ms=created_ms, part_rows=tuple(rows for rows, _ in parts))
+        created_ms=created_ms, part_rows=tuple(rows for rows, _ in parts), part_sizes=tuple(sizes))
     if update_last_checkpoint:
         updated = write_last_checkpoint(storage, result.last_checkpoint_info())
         result = replace(result, last_checkpoint_updated=updated)

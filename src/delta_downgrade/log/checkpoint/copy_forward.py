@@ -8,6 +8,11 @@ bytes; copying the previous files under the new names is that result for a fract
 
 Only classic and multi-part checkpoints are copied: a V2 checkpoint's top-level file names its
 version (``checkpointMetadata``) and its sidecars, so it is always written afresh.
+
+A drop's last checkpoint follows the commit that lowers the protocol: its file actions are still
+the previous checkpoint's. Of a multi-part checkpoint, only the part that holds the protocol,
+metadata, txns and domains then changes (Spark's hash places them in one part, and each file
+action in the part of its path); the others are copied (:meth:`WrittenCheckpoint.same_file_rows`).
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from typing import TYPE_CHECKING
 from delta_downgrade.log.checkpoint.classic_writer import CheckpointResult, NewCheckpointFiles
 from delta_downgrade.log.format.file_names import classic_checkpoint_path, multipart_checkpoint_path
 from delta_downgrade.log.format.last_checkpoint import write_last_checkpoint
+from delta_downgrade.log.format.stats_struct import writes_stats_as_struct
 from delta_downgrade.storage import Storage
 
 if TYPE_CHECKING:
@@ -46,6 +52,20 @@ class WrittenCheckpoint:
                 and tombstones == self.tombstones and state.same_files(mine)
                 and state.protocol == mine.protocol and state.metadata == mine.metadata
                 and state.txns == mine.txns and state.live_domains == mine.live_domains)
+
+
+    def same_file_rows(self, state: ArrowState, tombstones: int, layout: tuple[object, ...]) -> bool:
+        """Whether a checkpoint of ``state`` would hold exactly this one's file-action rows,
+        whatever its protocol, metadata, txns and domains: the same file actions and tombstones
+        (as :meth:`same_content` tells), the same layout, and the plain ``add`` type on both sides
+        (a table writing ``stats_parsed`` types its adds by its metadata). Only a multi-part
+        checkpoint whose part sizes are known is offered: the writer then copies its parts that
+        hold file actions only (:func:`~delta_downgrade.log.checkpoint.from_state.write_state_checkpoint`)."""
+        mine = self.state
+        return (self.result.checkpoint_kind == "multipart"
+                and len(self.result.part_sizes) == len(self.result.paths)
+                and layout == self.layout and tombstones == self.tombstones and state.same_files(mine)
+                and not writes_stats_as_struct(state.metadata) and not writes_stats_as_struct(mine.metadata))
 
 
 def copy_checkpoint(storage: Storage, previous: CheckpointResult, version: int, *,

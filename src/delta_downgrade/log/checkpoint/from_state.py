@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import math
 import os
+import shutil
 import time
 import weakref
 from contextlib import ExitStack, contextmanager
@@ -68,13 +69,19 @@ def _parts(state: "ArrowState", cutoff_ms: int) -> Iterator[tuple[pa.ChunkedArra
 
 def write_state_checkpoint(storage: Storage, state: "ArrowState", cutoff_ms: int, *, v2: bool,
                            part_size: int | None = None, v2_format: str = DEFAULT_V2_FORMAT,
-                           now_ms: int | None = None, update_last_checkpoint: bool = True) -> CheckpointResult:
+                           now_ms: int | None = None, update_last_checkpoint: bool = True,
+                           same_file_rows: CheckpointResult | None = None) -> CheckpointResult:
     """Write the checkpoint of ``state`` at ``state.version`` - tombstones deleted at or before
     ``cutoff_ms`` left out - then point ``_last_checkpoint`` at it (unless it names a newer one).
 
     ``v2``: a UUID-named V2 checkpoint (``v2_format`` its top-level file, ``part_size`` file
     actions per sidecar), else a classic one, multi-part when the file actions exceed the part
-    size (:func:`~delta_downgrade.log.checkpoint.classic_writer.resolve_part_size`)."""
+    size (:func:`~delta_downgrade.log.checkpoint.classic_writer.resolve_part_size`).
+
+    ``same_file_rows``: a multi-part checkpoint of the very same file-action rows
+    (:meth:`~delta_downgrade.log.checkpoint.copy_forward.WrittenCheckpoint.same_file_rows`). When
+    this one has as many parts, its parts of file actions only are copied from it (their sizes
+    checked) and only the part with the other actions is written."""
     version = state.version
     if isinstance(version, bool) or not isinstance(version, int) or version < 0:
         raise ValueError(f"version must be a non-negative int, got {version!r}")
@@ -92,7 +99,11 @@ def write_state_checkpoint(storage: Storage, state: "ArrowState", cutoff_ms: int
             size_in_bytes=nbytes, parts=None, last_checkpoint_updated=False, created_ms=created_ms,
             part_rows=(rows,))
     elif state.num_parts > 1 and not writes_stats_as_struct(state.metadata):
-        result = _write_multipart_one_pass(storage, state, cutoff_ms, live, num_parts, created_ms)
+        copies = _copyable_parts(storage, same_file_rows, num_parts)
+        try:
+            result = _write_multipart_one_pass(storage, state, cutoff_ms, live, num_parts, created_ms, copies)
+        except _PartChanged:  # a part to copy changed since its size was checked: write them all
+            result = _write_multipart_one_pass(storage, state, cutoff_ms, live, num_parts, created_ms)
     else:
         # A state in memory (one part), or a table writing stats_parsed, whose parsed columns
         # are built over all its adds (each part file gets the one type): the in-memory writer.
@@ -165,26 +176,63 @@ def _add_partition_ids(state: "ArrowState", part: int, adds: pa.ChunkedArray, nu
 MULTIPART_BUFFER_ROWS = 400_000
 
 
+class _PartChanged(Exception):
+    """A part to copy is no longer the file its checkpoint wrote (its size differs)."""
+
+
+def _copyable_parts(storage: Storage, previous: CheckpointResult | None,
+                    num_parts: int) -> dict[int, tuple[str, int, int]]:
+    """The parts of ``previous`` (a checkpoint of the same file-action rows) that a new
+    checkpoint of ``num_parts`` parts may copy: ``{part index: (path, size, rows)}`` for every
+    part but the one that holds the non-file actions, each still of the size it was written
+    with; empty when the part count differs or a part is missing or changed (a cleanup, another
+    writer)."""
+    if previous is None or previous.parts != num_parts or len(previous.part_sizes) != num_parts:
+        return {}
+    home = spark_partition_of(None, num_parts)
+    out = {}
+    for i, (path, size, rows) in enumerate(zip(previous.paths, previous.part_sizes, previous.part_rows)):
+        if i == home:
+            continue
+        try:
+            if storage.status(path).size != size:
+                return {}
+        except OSError:
+            return {}
+        out[i] = (path, size, rows)
+    return out
+
+
 def _write_multipart_one_pass(storage: Storage, state: "ArrowState", cutoff_ms: int,
-                              live: Sequence[DomainMetadata], num_parts: int, created_ms: int) -> CheckpointResult:
+                              live: Sequence[DomainMetadata], num_parts: int, created_ms: int,
+                              copies: dict[int, tuple[str, int, int]] | None = None) -> CheckpointResult:
     """:func:`_write_multipart` for a state in several parts and the plain checkpoint schema: all
     parts' files open at once (local temporary files), each state part read once and its rows
     sent to the files Spark's hash of their path places them in, in row groups of up to
     :data:`BATCH_ROWS` rows (fewer when the parts are many, so that the rows held back stay under
     :data:`MULTIPART_BUFFER_ROWS`); then every file is published. Reads the state once, where
-    gathering part by part would read it once per checkpoint part."""
+    gathering part by part would read it once per checkpoint part.
+
+    ``copies`` (:func:`_copyable_parts`): parts whose rows an earlier checkpoint's file already
+    holds; that file is copied under this part's name (in the same publishing step) and the
+    rows are not encoded again. Raises :class:`_PartChanged`, having published nothing, when
+    one is no longer of its size."""
+    copies = copies or {}
     home = spark_partition_of(None, num_parts)
+    assert home not in copies, "the part with the protocol and metadata is always written"
     group_rows = max(1, min(BATCH_ROWS, MULTIPART_BUFFER_ROWS // num_parts))
     txns = list(state.txns)
     paths = [multipart_checkpoint_path(state.version, i + 1, num_parts) for i in range(num_parts)]
     existed = [storage.exists(p) for p in paths]
-    rows = [0] * num_parts
+    rows = [copies[i][2] if i in copies else 0 for i in range(num_parts)]
+    written = [i for i in range(num_parts) if i not in copies]
     published: list[str] = []
     sizes: list[int] = []
     try:
         with ExitStack() as stack:
-            locals_ = [stack.enter_context(_published(storage, p, published)) for p in paths]
-            writers = [stack.enter_context(checkpoint_parquet_writer(local, CHECKPOINT_SCHEMA)) for local in locals_]
+            locals_ = {i: stack.enter_context(_published(storage, paths[i], published)) for i in written}
+            writers = {i: stack.enter_context(checkpoint_parquet_writer(local, CHECKPOINT_SCHEMA))
+                       for i, local in locals_.items()}
             pending: list[list[pa.Table]] = [[] for _ in range(num_parts)]
             held = [0] * num_parts
 
@@ -203,6 +251,15 @@ def _write_multipart_one_pass(storage: Storage, state: "ArrowState", cutoff_ms: 
                         continue
                     ids = (_add_partition_ids(state, part, col, num_parts) if column == "add" else
                            spark_partition_ids(chunked_field(col, "path"), num_parts))
+                    if copies:  # only the home part is written: its rows, in state order
+                        mine = ac.filter(col, ac.equal(ids, pa.scalar(home, ids.type)))
+                        for table in struct_tables(column, mine):
+                            pending[home].append(table)
+                            held[home] += table.num_rows
+                            if held[home] >= group_rows:
+                                flush(home)
+                        rows[home] += len(mine)
+                        continue
                     order = ac.sort_indices(ids)
                     counts = ac.value_counts(ids)
                     placed = ac.take(col, order)
@@ -216,11 +273,16 @@ def _write_multipart_one_pass(storage: Storage, state: "ArrowState", cutoff_ms: 
                         rows[i] += n
                         start += n
                     del placed
-            for i in range(num_parts):
+            for i in written:
                 flush(i)
-            for writer in writers:
+            for writer in writers.values():
                 writer.close()
-            sizes = [os.path.getsize(local) for local in locals_]
+            for i, (source, size, _) in sorted(copies.items()):
+                local = stack.enter_context(_published(storage, paths[i], published))
+                _copy_to_local(storage, source, local)
+                if os.path.getsize(local) != size:
+                    raise _PartChanged(source)
+            sizes = [copies[i][1] if i in copies else os.path.getsize(locals_[i]) for i in range(num_parts)]
     except BaseException:
         # Some files may be published already when a later one failed: an incomplete multi-part
         # checkpoint, ignored by readers (PROTOCOL.md "Multi-part checkpoint") but never deleted
@@ -235,7 +297,17 @@ def _write_multipart_one_pass(storage: Storage, state: "ArrowState", cutoff_ms: 
     return CheckpointResult(
         version=state.version, paths=tuple(paths), num_actions=sum(rows), num_add_files=state.num_adds,
         size_in_bytes=sum(sizes), parts=num_parts, last_checkpoint_updated=False, created_ms=created_ms,
-        part_rows=tuple(rows))
+        part_rows=tuple(rows), part_sizes=tuple(sizes))
+
+
+def _copy_to_local(storage: Storage, source: str, local: str) -> None:
+    """The file ``source`` of ``storage`` copied to the local path ``local``, streamed."""
+    path = storage.local_file(source)
+    if path is not None:
+        shutil.copyfile(path, local)
+        return
+    with storage.open_input(source) as src, open(local, "wb") as dst:
+        shutil.copyfileobj(src, dst, 8 << 20)
 
 
 @contextmanager

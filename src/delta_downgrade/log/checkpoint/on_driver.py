@@ -125,9 +125,12 @@ def checkpoint_table(log: DeltaLog, version: int | None = None, *, clock: Clock 
     if previous is not None and previous.same_content(state, num_tombstones, layout):
         result = copy_checkpoint(log.storage, previous.result, state.version, now_ms=clock.now_ms())
     if result is None:
+        same_rows = (previous.result if previous is not None
+                     and previous.same_file_rows(state, num_tombstones, layout) else None)
         result = write_state_checkpoint(log.storage, state, cutoff,
                                         v2=uses_v2_checkpoint(state.protocol.protocol, state.metadata),
-                                        part_size=part_size, v2_format=v2_format, now_ms=clock.now_ms())
+                                        part_size=part_size, v2_format=v2_format, now_ms=clock.now_ms(),
+                                        same_file_rows=same_rows)
     log.written_checkpoint = WrittenCheckpoint(state, num_tombstones, layout, result)
     log.note_written(result.checkpoint_files)
     return result
