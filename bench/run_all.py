@@ -462,7 +462,9 @@ def run_row(row: Row, master: str, meta: dict, repeat: int, work_dir: str) -> Ou
         for side in (row.ours, row.base):
             run, problem = _one_run(side, master, meta, work_dir, prefix=CALLGRIND)
             counted.append(None if problem else instructions_of(run))
-            log(f"    {'ours' if side is row.ours else 'base'} {counted[-1] or problem} instructions  [{side.name}]")
+            said = (f"{counted[-1]} instructions" if counted[-1] is not None else
+                    problem or "no instruction count (callgrind printed no 'Collected' line)")
+            log(f"    {'ours' if side is row.ours else 'base'} {said}  [{side.name}]")
         if None not in counted:
             outcome.instructions = (counted[0], counted[1])
     if row.floor is not None:
