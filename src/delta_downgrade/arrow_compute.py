@@ -173,12 +173,15 @@ def map_lookup(values: Any, query_key: Any, occurrence: str) -> Any:
 
 
 def with_validity(array: Any, valid: Any) -> Any:
-    """``array`` (a struct or map array of its own, without nulls) with slot ``i`` null where
-    ``valid[i]`` (a boolean array without nulls) is false, or ``array`` itself for ``None``: what
-    ``StructArray.from_arrays(..., mask=invert(valid))`` and ``MapArray.from_arrays(...)`` with that
-    mask build, without their round trip through ``pyarrow.compute``. ``valid`` becomes the
-    validity bitmap of the same buffers (Arrow columnar format: a struct's own buffers are its
-    validity bitmap, a map's its validity bitmap and its offsets)."""
+    """``array`` with slot ``i`` null wherever ``valid[i]`` is false (``array`` itself when
+    ``valid`` is None).
+
+    ``array`` is an unsliced struct or map array without nulls; ``valid`` a boolean array
+    without nulls, of the same length. The result shares ``array``'s children and takes
+    ``valid``'s bits as its validity bitmap (Arrow columnar format: a struct's only buffer is its
+    validity bitmap; a map's are its validity bitmap and its offsets). It equals
+    ``StructArray.from_arrays(..., mask=invert(valid))`` (or the map equivalent) without computing
+    the inverted mask."""
     if valid is None:
         return array
     if array.offset or array.null_count or valid.null_count:
