@@ -14,7 +14,8 @@ from delta_downgrade.log.format.action_rows import DV_REQUIRED, is_exact_checkpo
 from delta_downgrade.log.format.arrow_columns import arange, empty_maps, file_actions, struct_field
 from delta_downgrade.log.replay.arrow_pieces import CheckpointRows, Pieces, provenance, repeated_rank
 from delta_downgrade.log.read.checkpoint_reader import (CheckpointReader, iter_checkpoint_columns, normalize_row,
-                                                   parquet_source, read_checkpoint_columns, sidecar_rel_path)
+                                                   open_checkpoint_parquet, parquet_source, read_checkpoint_columns,
+                                                   sidecar_rel_path)
 from delta_downgrade.log.format.checkpoint_schema import ADD_TYPE, REMOVE_TYPE
 from delta_downgrade.log.read.listing import CheckpointInstance
 from delta_downgrade.log.replay.reconcile import CHECKPOINT_RANK, file_key
@@ -172,6 +173,22 @@ def checkpoint_size_bytes(storage: Storage, checkpoint: CheckpointInstance) -> i
         sidecars = CheckpointReader(storage, checkpoint).rows(["sidecar"]).get("sidecar", [])
         total += sum(int(row.get("sizeInBytes") or 0) for row in sidecars)
     return total
+
+
+def checkpoint_rows(storage: Storage, checkpoint: CheckpointInstance) -> int | None:
+    """The rows of a classic or multi-part checkpoint, as its files' parquet footers state them
+    (one small read per file); None for a V2 checkpoint (its file actions are in sidecars) or a
+    file whose footer cannot be read (the replay then meets, and reports, the damage itself)."""
+    if checkpoint.kind == "v2":
+        return None
+    rows = 0
+    try:
+        for status in checkpoint.files:
+            with parquet_source(storage, status.path) as source:
+                rows += open_checkpoint_parquet(source).metadata.num_rows
+    except (OSError, pa.ArrowException, CheckpointUnreadableError):
+        return None
+    return rows
 
 
 def iter_checkpoint_pieces(storage: Storage, checkpoint: CheckpointInstance) -> Iterator[Pieces]:

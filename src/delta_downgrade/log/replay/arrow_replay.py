@@ -33,7 +33,8 @@ from typing import Any, Callable, Iterator, Sequence
 import pyarrow as pa
 from delta_downgrade import arrow_compute as ac
 
-from delta_downgrade.log.replay.arrow_checkpoint import checkpoint_pieces, checkpoint_size_bytes, iter_checkpoint_pieces
+from delta_downgrade.log.replay.arrow_checkpoint import (checkpoint_pieces, checkpoint_rows, checkpoint_size_bytes,
+                                                         iter_checkpoint_pieces)
 from delta_downgrade.log.format.arrow_columns import arange
 from delta_downgrade.log.replay.arrow_commits import commit_pieces, iter_commit_pieces
 from delta_downgrade.log.replay.arrow_pieces import ROW_BITS, Pieces
@@ -396,11 +397,18 @@ JSON_BYTES_PER_ACTION = 400
 PARQUET_BYTES_PER_ACTION = 100
 
 
-def estimated_file_actions(storage: Storage, segment: LogSegment) -> int:
-    """The file actions of ``segment``, estimated from its files' bytes before anything is read."""
+def estimated_file_actions(storage: Storage, segment: LogSegment, *, count_above: int | None = None) -> int:
+    """The file actions of ``segment``, estimated from its files' bytes before anything is read.
+    When that says more than ``count_above`` (default :data:`PART_ACTIONS`), the checkpoint's share is its rows as its parquet
+    footers state them instead (:func:`checkpoint_rows`, a small read per file): a checkpoint's
+    bytes per action vary threefold with its statistics, and a table of 100k files with a
+    checkpoint would otherwise be taken for 300k actions and spilled in parts."""
     estimate = sum(st.size for st in segment.commits) // JSON_BYTES_PER_ACTION
     if segment.checkpoint is not None:
-        estimate += checkpoint_size_bytes(storage, segment.checkpoint) // PARQUET_BYTES_PER_ACTION
+        by_bytes = checkpoint_size_bytes(storage, segment.checkpoint) // PARQUET_BYTES_PER_ACTION
+        above = PART_ACTIONS if count_above is None else count_above
+        counted = checkpoint_rows(storage, segment.checkpoint) if estimate + by_bytes > above else None
+        estimate += by_bytes if counted is None else counted
     return estimate
 
 
@@ -410,7 +418,7 @@ def planned_parts(storage: Storage, segment: LogSegment, part_actions: int | Non
     per_part = PART_ACTIONS if part_actions is None else part_actions
     if isinstance(per_part, bool) or not isinstance(per_part, int) or per_part < 1:
         raise ValueError(f"part_actions must be a positive int, got {per_part!r}")
-    return max(1, -(-estimated_file_actions(storage, segment) // per_part))
+    return max(1, -(-estimated_file_actions(storage, segment, count_above=per_part) // per_part))
 
 
 def parse_commits_checked(storage: Storage, segment: LogSegment, *,
