@@ -241,6 +241,16 @@ def _write_multipart_one_pass(storage: Storage, state: "ArrowState", cutoff_ms: 
                     writers[i].write_table(pa.concat_tables(pending[i]), row_group_size=max(held[i], 1))
                     pending[i], held[i] = [], 0
 
+            def place(i: int, column: str, actions: pa.ChunkedArray) -> None:
+                """``actions`` (of ``column``) into part ``i``, a row group written each time
+                enough rows are held."""
+                for table in struct_tables(column, actions):
+                    pending[i].append(table)
+                    held[i] += table.num_rows
+                    if held[i] >= group_rows:
+                        flush(i)
+                rows[i] += len(actions)
+
             write_row_groups(writers[home], arrow_part_batches(state.protocol, state.metadata, txns, live,
                                                                pa.chunked_array([], ADD_TYPE),
                                                                pa.chunked_array([], REMOVE_TYPE)))
@@ -252,25 +262,14 @@ def _write_multipart_one_pass(storage: Storage, state: "ArrowState", cutoff_ms: 
                     ids = (_add_partition_ids(state, part, col, num_parts) if column == "add" else
                            spark_partition_ids(chunked_field(col, "path"), num_parts))
                     if copies:  # only the home part is written: its rows, in state order
-                        mine = ac.filter(col, ac.equal(ids, pa.scalar(home, ids.type)))
-                        for table in struct_tables(column, mine):
-                            pending[home].append(table)
-                            held[home] += table.num_rows
-                            if held[home] >= group_rows:
-                                flush(home)
-                        rows[home] += len(mine)
+                        place(home, column, ac.filter(col, ac.equal(ids, pa.scalar(home, ids.type))))
                         continue
                     order = ac.sort_indices(ids)
                     counts = ac.value_counts(ids)
                     placed = ac.take(col, order)
                     start = 0
                     for i, n in sorted(zip(counts.field(0).to_pylist(), counts.field(1).to_pylist())):
-                        for table in struct_tables(column, placed.slice(start, n)):
-                            pending[i].append(table)
-                            held[i] += table.num_rows
-                            if held[i] >= group_rows:
-                                flush(i)
-                        rows[i] += n
+                        place(i, column, placed.slice(start, n))
                         start += n
                     del placed
             for i in written:
