@@ -46,8 +46,13 @@ CORPUS_CASES: list[tuple[str, str]] = [(t.name, f) for t in generator.TABLES for
 CORPUS_NAMES: list[str] = [t.name for t in generator.TABLES]
 
 
+def _jar_list() -> list[str]:
+    """Delta's jars as tests/delta_jars.py set them in the environment (empty without them)."""
+    return [j for j in os.environ.get(delta_jars.ENV, "").split(",") if j]
+
+
 def _jars() -> list[str]:
-    jars = [j for j in os.environ.get(delta_jars.ENV, "").split(",") if j]
+    jars = _jar_list()
     if not jars:
         pytest.fail(delta_jars.missing_reason or f"{delta_jars.ENV} is not set: run `make jars`", pytrace=False)
     return jars
@@ -119,7 +124,7 @@ def start_background_build() -> subprocess.Popen[bytes] | None:
     test that needs the corpus before the child is done waits on the lock, and if the child
     fails, the test's own call builds again and reports the failure (the child's output is in
     ``.test-records/delta-spark-corpus/background-build.log``)."""
-    jars = [j for j in os.environ.get(delta_jars.ENV, "").split(",") if j]
+    jars = _jar_list()
     if not jars or (CORPUS_DIR / generator.corpus_key(jars) / generator.MANIFEST).is_file():
         return None
     CORPUS_DIR.mkdir(parents=True, exist_ok=True)
