@@ -53,7 +53,6 @@ class WrittenCheckpoint:
                 and state.protocol == mine.protocol and state.metadata == mine.metadata
                 and state.txns == mine.txns and state.live_domains == mine.live_domains)
 
-
     def same_file_rows(self, state: ArrowState, tombstones: int, layout: tuple[object, ...]) -> bool:
         """Whether a checkpoint of ``state`` would hold exactly this one's file-action rows,
         whatever its protocol, metadata, txns and domains: the same file actions and tombstones

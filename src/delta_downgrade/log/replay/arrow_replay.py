@@ -399,10 +399,10 @@ PARQUET_BYTES_PER_ACTION = 100
 
 def estimated_file_actions(storage: Storage, segment: LogSegment, *, count_above: int | None = None) -> int:
     """The file actions of ``segment``, estimated from its files' bytes before anything is read.
-    When that says more than ``count_above`` (default :data:`PART_ACTIONS`), the checkpoint's share is its rows as its parquet
-    footers state them instead (:func:`checkpoint_rows`, a small read per file): a checkpoint's
-    bytes per action vary threefold with its statistics, and a table of 100k files with a
-    checkpoint would otherwise be taken for 300k actions and spilled in parts."""
+    When that says more than ``count_above`` (default :data:`PART_ACTIONS`), the checkpoint's
+    share is its rows as its parquet footers state them instead (:func:`checkpoint_rows`, a small
+    read per file): a checkpoint's bytes per action vary threefold with its statistics, and a table
+    of 100k files with a checkpoint would otherwise be taken for 300k actions and spilled in parts."""
     estimate = sum(st.size for st in segment.commits) // JSON_BYTES_PER_ACTION
     if segment.checkpoint is not None:
         by_bytes = checkpoint_size_bytes(storage, segment.checkpoint) // PARQUET_BYTES_PER_ACTION
