@@ -10,9 +10,12 @@ UTF-8, and a long path.
 
 from __future__ import annotations
 
+import random
+
 import pyarrow as pa
 import pytest
 
+from delta_downgrade.log.checkpoint import spark_hash
 from delta_downgrade.log.checkpoint.spark_hash import (spark_murmur3_hash, spark_murmur3_hashes, spark_partition_ids,
                                             spark_partition_of, spark_partitions_of)
 
@@ -61,3 +64,39 @@ def test_null_key_hashes_to_the_seed():
 def test_null_paths_are_refused_by_the_vectorised_hash():
     with pytest.raises(ValueError):
         spark_partition_ids(pa.array(["a", None]), 3)
+
+
+def _random_paths(rng: random.Random, count: int, max_length: int) -> list[str]:
+    """Paths of every length up to ``max_length`` code points, with multi-byte UTF-8 and bytes
+    >= 0x80 anywhere (so in the trailing bytes too)."""
+    alphabet = "abcXYZ019/-_.=%" + "éÿ€日本" + "\U0001F600"
+    return ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, max_length))) for _ in range(count)]
+
+
+def test_vectorised_hash_equals_the_scalar_hash_on_mixed_lengths():
+    """Rows of many word counts in one slice (grouped, hashed per group, put back in row order)."""
+    values = _random_paths(random.Random(7), 3000, 70)
+    assert spark_murmur3_hashes(values) == [spark_murmur3_hash(v.encode("utf-8")) for v in values]
+
+
+def test_vectorised_hash_equals_the_scalar_hash_across_slices(monkeypatch):
+    """A column longer than one slice, and a group too long for one padded copy, each cut in
+    pieces that are hashed on their own and joined in row order."""
+    monkeypatch.setattr(spark_hash, "_SLICE_ROWS", 97)
+    monkeypatch.setattr(spark_hash, "_MAX_PADDED_BYTES", 1000)
+    rng = random.Random(11)
+    values = _random_paths(rng, 700, 40) + ["part-00000-%08d.c000.snappy.parquet" % i for i in range(300)]
+    rng.shuffle(values)
+    expected = [spark_murmur3_hash(v.encode("utf-8")) for v in values]
+    assert spark_murmur3_hashes(values) == expected
+    column = pa.chunked_array([values[:333], values[333:]])
+    assert spark_partition_ids(column, 13).to_pylist() == [h % 13 for h in expected]
+
+
+def test_vectorised_hash_of_one_length_and_of_a_sliced_array():
+    """Every path of one length (the usual table: one group, no reordering), given as a slice of
+    a larger array (offsets not starting at zero)."""
+    values = ["part-%05d-0c81-5fbf-dbb9-f6fdced8e847.c000.snappy.parquet" % i for i in range(5000)]
+    expected = [spark_murmur3_hash(v.encode("utf-8")) % 50 for v in values]
+    whole = pa.array(["x" * 9] + values + ["yy"])
+    assert spark_partition_ids(whole.slice(1, len(values)), 50).to_pylist() == expected

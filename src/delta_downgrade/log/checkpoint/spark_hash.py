@@ -11,6 +11,7 @@ for tables with deletion vectors; delta-spark hashes the path alone, and so does
 
 from __future__ import annotations
 
+import functools
 import struct
 import sys
 from typing import Sequence
@@ -66,6 +67,7 @@ def spark_partition_of(path: str | None, num_parts: int) -> int:
 _U32 = pa.uint32()
 
 
+@functools.cache
 def _u32(value: int) -> pa.Scalar:
     return pa.scalar(value, _U32)
 
@@ -74,15 +76,15 @@ def _rotl(x: pa.Array, r: int) -> pa.Array:
     return ac.bit_wise_or(ac.shift_left(x, _u32(r)), ac.shift_right(x, _u32(32 - r)))
 
 
-def _mix(h: pa.Array, k: pa.Array) -> pa.Array:
+@functools.cache
+def _bytes(value: bytes) -> pa.Scalar:
+    return pa.scalar(value, pa.binary())
+
+
+def _mix(h: pa.Array | pa.Scalar, k: pa.Array) -> pa.Array:
     k = ac.multiply(_rotl(ac.multiply(k, _u32(0xCC9E2D51)), 15), _u32(0x1B873593))
     h = _rotl(ac.bit_wise_xor(h, k), 13)
     return ac.add(ac.multiply(h, _u32(5)), _u32(0xE6546B64))
-
-
-def _reinterpret(fixed: pa.Array, typ: pa.DataType) -> pa.Array:
-    """The bytes of a fixed_size_binary array read as ``typ`` (same width, little endian)."""
-    return pa.Array.from_buffers(typ, len(fixed), [None, fixed.buffers()[1]], offset=fixed.offset)
 
 
 def spark_murmur3_hashes(values: Sequence[str]) -> list[int]:
@@ -97,31 +99,85 @@ def spark_murmur3_hashes(values: Sequence[str]) -> list[int]:
     return hashes
 
 
+#: Rows hashed at a time: a slice's 32-bit columns (256 KiB each) stay in the CPU's cache through
+#: the dozen kernels that mix one word, and the padded copy of its bytes stays small.
+_SLICE_ROWS = 1 << 16
+#: At most this many bytes in one padded copy (:func:`_murmur3_words`), whatever the paths' length:
+#: a binary array's offsets are 32-bit.
+_MAX_PADDED_BYTES = 1 << 28
+
+_ROW_NUMBERS: list[pa.Array] = []
+
+
+def _row_numbers(n: int) -> pa.Array:
+    """0, 1, ..., ``n - 1`` (int64), from a range made once per process."""
+    if not _ROW_NUMBERS or len(_ROW_NUMBERS[0]) < n:
+        _ROW_NUMBERS[:] = [pa.array(range(max(n, _SLICE_ROWS)), _LONG)]
+    return _ROW_NUMBERS[0].slice(0, n)
+
+
 def _murmur3_arrow(strings: pa.Array) -> pa.Array:
     """The vectorised hash of a non-null string array, as an int32 array (little-endian hosts)."""
-    n = len(strings)
     data = ac.cast(strings, pa.binary())
     if data.null_count:
         raise ValueError("file action paths must not be null")
+    out = [_murmur3_slice(data.slice(start, _SLICE_ROWS)) for start in range(0, len(data), _SLICE_ROWS)]
+    if not out:
+        return pa.array([], pa.int32())
+    return pa.concat_arrays(out) if len(out) != 1 else out[0]
+
+
+def _murmur3_slice(data: pa.Array) -> pa.Array:
+    """:func:`_murmur3_arrow` of one slice: its rows grouped by their number of whole 4-byte words,
+    each group hashed without per-row masks over the words (:func:`_murmur3_words`)."""
+    words = ac.divide(ac.cast(ac.binary_length(data), _U32), _u32(4))  # integer division
+    counts = ac.value_counts(words)
+    if len(counts) == 1:  # the usual case: every path of a table has about the same length
+        return _murmur3_words(data, counts.field(0)[0].as_py())
+    order = ac.sort_indices(words)  # rows of one word count next to each other
+    hashes, start = [], 0
+    for word_count, rows in sorted(zip(counts.field(0).to_pylist(), counts.field(1).to_pylist())):
+        hashes.append(_murmur3_words(ac.take(data, order.slice(start, rows)), word_count))
+        start += rows
+    # hashes[i] belongs to row order[i]: the inverse permutation puts each back in its row
+    return ac.take(pa.concat_arrays(hashes), ac.sort_indices(order))
+
+
+def _murmur3_words(data: pa.Array, word_count: int) -> pa.Array:
+    """Spark's murmur3 of binary values of ``word_count`` whole 4-byte words and 0-3 bytes more.
+
+    Each value is copied with zero bytes after it to exactly ``word_count + 1`` words, one fixed
+    stride, so that the bytes read as ``word_count + 1`` little-endian uint32 per row: word ``j``
+    of every row is one gather. The last word holds the trailing bytes, which Spark mixes one at a
+    time as sign-extended ints (``Murmur3_x86_32.hashUnsafeBytes``)."""
+    n = len(data)
+    width = 4 * (word_count + 1)
+    if n > 1 and n * (width + 4) > _MAX_PADDED_BYTES:  # very long paths: fewer rows at a time
+        half = n // 2
+        return pa.concat_arrays([_murmur3_words(data.slice(0, half), word_count),
+                                 _murmur3_words(data.slice(half), word_count)])
     lengths = ac.cast(ac.binary_length(data), _U32)
-    words = ac.divide(lengths, _u32(4))  # integer division on unsigned ints
-    h = pa.array([_SPARK_HASH_SEED] * n, _U32)
-    zero_word, zero_byte = pa.scalar(b"\0\0\0\0", pa.binary()), pa.scalar(b"\0", pa.binary())
-    for j in range(int(ac.max(words).as_py()) + 1):
-        full = ac.greater(words, _u32(j))
-        if ac.any(full).as_py():
-            word = ac.if_else(full, ac.binary_slice(data, 4 * j, 4 * j + 4), zero_word)
-            h = ac.if_else(full, _mix(h, _reinterpret(ac.cast(word, pa.binary(4)), _U32)), h)
-        # rows whose trailing bytes start at word j: mix each byte, sign-extended, on its own
-        ends_here = ac.equal(words, _u32(j))
-        remaining = ac.subtract(lengths, _u32(4 * j))
-        for t in range(3):
-            sel = ac.and_(ends_here, ac.greater(remaining, _u32(t)))
-            if not ac.any(sel).as_py():
-                break
-            byte = ac.if_else(sel, ac.binary_slice(data, 4 * j + t, 4 * j + t + 1), zero_byte)
-            signed = ac.cast(_reinterpret(ac.cast(byte, pa.binary(1)), pa.int8()), pa.int32())
-            h = ac.if_else(sel, _mix(h, ac.cast(signed, _U32, safe=False)), h)
+    padded = ac.binary_slice(ac.binary_join_element_wise(data, _bytes(b"\0\0\0\0"), _bytes(b"")), 0, width)
+    offsets = pa.Array.from_buffers(pa.int32(), n + 1, [None, padded.buffers()[1]], offset=padded.offset)
+    first = offsets[0].as_py()
+    if first % 4 or offsets[n].as_py() - first != n * width:  # pragma: no cover - kernels return fresh arrays
+        padded = pa.concat_arrays([pa.array([], pa.binary()), padded])  # a copy whose values start at 0
+        first = 0
+    values = pa.Array.from_buffers(_U32, n * (word_count + 1), [None, padded.buffers()[2].slice(first)])
+    # word j of row i is values[i * (word_count + 1) + j]: one gather per word position
+    starts = ac.multiply(_row_numbers(n), pa.scalar(word_count + 1, _LONG))
+    h: pa.Array | pa.Scalar = _u32(_SPARK_HASH_SEED)
+    for j in range(word_count):
+        h = _mix(h, ac.take(values, ac.add(starts, pa.scalar(j, _LONG))))
+    tail = ac.take(values, ac.add(starts, pa.scalar(word_count, _LONG)))
+    trailing = ac.subtract(lengths, _u32(4 * word_count))
+    for t in range(3):
+        has_byte = ac.greater(trailing, _u32(t))
+        if not ac.any(has_byte).as_py():
+            break
+        byte = ac.bit_wise_and(ac.shift_right(tail, _u32(8 * t)), _u32(0xFF))
+        signed = ac.subtract(ac.bit_wise_xor(byte, _u32(0x80)), _u32(0x80))  # sign-extended, mod 2**32
+        h = ac.if_else(has_byte, _mix(h, signed), h)
     h = ac.bit_wise_xor(h, lengths)
     h = ac.bit_wise_xor(h, ac.shift_right(h, _u32(16)))
     h = ac.multiply(h, _u32(0x85EBCA6B))
