@@ -510,6 +510,46 @@ def test_history_truncated_before_and_earliest_truncation_time(tmp_path):
     assert_time_travel(log)
 
 
+def test_truncation_time_reads_checkpoints_up_to_the_first_sound_one(tmp_path, monkeypatch):
+    """The cutoff is the first sound checkpoint at or after the boundary: a damaged one before it
+    is skipped, and the ones after it are never read (a long-dropped table has many)."""
+    from delta_downgrade.operations import cleanup
+
+    build_table(tmp_path / "t", checkpoints=(8, 10, 12, 14), boundary=10, old=10)
+    log_dir = tmp_path / "t" / "_delta_log"
+    read: list[int] = []
+    readable = cleanup._checkpoint_readable
+    monkeypatch.setattr(cleanup, "_checkpoint_readable",
+                        lambda log, listing, version: read.append(version) or readable(log, listing, version))
+
+    def truncation_time() -> int | None:
+        read.clear()
+        return earliest_truncation_time_ms(DeltaLog(str(tmp_path / "t")), 10, DAY_MS, "minute")
+
+    at_10 = truncation_time()
+    assert at_10 is not None and at_10 > 0 and read == [10]
+    (log_dir / f"{10:020d}.checkpoint.parquet").write_bytes(b"PAR1 not a checkpoint PAR1")
+    at_12 = truncation_time()  # 10 damaged: 12 is the cutoff, 14 is not read
+    assert at_12 is not None and at_12 > at_10 and read == [10, 12]
+    (log_dir / f"{12:020d}.checkpoint.parquet").write_bytes(b"PAR1 not a checkpoint PAR1")
+    (log_dir / f"{14:020d}.checkpoint.parquet").write_bytes(b"PAR1 not a checkpoint PAR1")
+    assert truncation_time() is None and read == [10, 12, 14]
+
+
+def test_a_checkpoint_written_through_the_log_is_not_read_back(tmp_path):
+    """The log that wrote a checkpoint (a drop, asking when its history may go) takes its rows as
+    written; any other log reads it. Shown by replacing the file behind the writer's back."""
+    b = build_table(tmp_path / "t", checkpoints=(10,), boundary=10, old=10)
+    fresh = DeltaLog(str(tmp_path / "t"))
+    (ck,) = [c for c in fresh.listing().checkpoints_from(10) if c.version == 10]
+    assert b.log.wrote_checkpoint(ck) and not fresh.wrote_checkpoint(ck)
+    expected = earliest_truncation_time_ms(b.log, 10, DAY_MS, "minute")
+    assert expected is not None and expected == earliest_truncation_time_ms(fresh, 10, DAY_MS, "minute")
+    (tmp_path / "t" / "_delta_log" / f"{10:020d}.checkpoint.parquet").write_bytes(b"PAR1 not a checkpoint PAR1")
+    assert earliest_truncation_time_ms(b.log, 10, DAY_MS, "minute") == expected
+    assert earliest_truncation_time_ms(DeltaLog(str(tmp_path / "t")), 10, DAY_MS, "minute") is None
+
+
 def test_history_not_truncated_while_a_commit_below_the_boundary_remains(tmp_path):
     b = build_table(tmp_path / "t", base=PLAIN, checkpoints=(10,))
     b.storage.delete(commit_path(0))   # reliable checkpoint 10, but commits 1..9 are still there

@@ -372,12 +372,17 @@ class DeltaLog:
                 out.append(f"_last_checkpoint names version {version}, which has no complete checkpoint")
         return out
 
+    def wrote_checkpoint(self, checkpoint: CheckpointInstance) -> bool:
+        """Whether every file of ``checkpoint`` was written through this log: published whole
+        (a rename of a finished file), with the rows the writer chose, so that reading it back
+        tells nothing new."""
+        return set(checkpoint.paths) <= self._own_checkpoints
+
     def _verify_checkpoint(self, segment: LogSegment) -> None:
         """:func:`~delta_downgrade.log.read.checkpoint_integrity.verify_checkpoint` for the segment's
         checkpoint, once per log (not for checkpoints this log wrote itself)."""
         checkpoint = segment.checkpoint
-        if checkpoint is None or checkpoint.paths in self._verified \
-                or set(checkpoint.paths) <= self._own_checkpoints:
+        if checkpoint is None or checkpoint.paths in self._verified or self.wrote_checkpoint(checkpoint):
             return
         from delta_downgrade.log.read.checkpoint_integrity import verify_checkpoint  # pyarrow: only when needed
 
@@ -444,7 +449,7 @@ class DeltaLog:
             if not listing.has_commits(base_version + 1, version):
                 return None  # commits between them are missing: no derivation
             delta = listing.commits_between(base_version + 1, version)
-            own = segment.checkpoint is not None and set(segment.checkpoint.paths) <= self._own_checkpoints
+            own = segment.checkpoint is not None and self.wrote_checkpoint(segment.checkpoint)
             return Snapshot(self.storage, self.table, segment, base=base, base_commits=delta,
                             checkpoint_written_here=own)
         return None

@@ -505,12 +505,14 @@ def _checkpoint_readable(log: DeltaLog, listing: LogListing, version: int) -> bo
     """Every complete instance at ``version`` yields a protocol and metadata and is the checkpoint
     its writer recorded (:func:`~delta_downgrade.log.read.checkpoint_integrity.verify_checkpoint`:
     sidecar sizes, action counts): a reader that prefers any of them will not fall back to an
-    older checkpoint we are about to delete."""
+    older checkpoint we are about to delete. An instance this log wrote itself (a drop's own
+    checkpoints, asked about as the drop ends) is not read back: it holds the rows its writer put
+    there, published whole (:meth:`~delta_downgrade.log.delta_log.DeltaLog.wrote_checkpoint`)."""
     from delta_downgrade.log.read.checkpoint_integrity import verify_checkpoint
 
     hint = listing.last_checkpoint
     for ck in listing.checkpoints_from(version):
-        if ck.version != version or not ck.complete:
+        if ck.version != version or not ck.complete or log.wrote_checkpoint(ck):
             continue
         try:
             found = CheckpointReader(log.storage, ck).actions(["protocol", "metaData"])
@@ -746,13 +748,14 @@ def earliest_truncation_time_ms(log: DeltaLog, boundary: int, retention_ms: int,
                                                   or any(ck.version < boundary for ck in listing.checkpoints))))
     if not below:
         return 0
-    # a damaged checkpoint is never a cutoff (plan_cleanup skips it): the first sound one counts
-    after = [v for v in sorted({c.version for c in listing.checkpoints_from(boundary) if c.complete})
-             if _checkpoint_readable(log, listing, v)][:1]
-    if not after:
+    # a damaged checkpoint is never a cutoff (plan_cleanup skips it): the first sound one counts,
+    # and the ones after it are not read
+    cutoff = next((v for v in sorted({c.version for c in listing.checkpoints_from(boundary) if c.complete})
+                   if _checkpoint_readable(log, listing, v)), None)
+    if cutoff is None:
         return None
     times = monotonic_commit_times(commits)
-    reference = _reference_time(after[0], times, sorted(times))
+    reference = _reference_time(cutoff, times, sorted(times))
     if reference is None:
         return 0   # only leftovers of an earlier cleanup are below: they may go now
     return _ceil_to(reference, unit) + retention_ms
