@@ -66,6 +66,54 @@ def _valid_rows(column: pa.ChunkedArray) -> pa.StructArray | None:
     return column.combine_chunks()
 
 
+#: At most this many runs of non-null rows in one row group are taken as slices of it (no copy);
+#: with more, its non-null rows are gathered by a filter (one copy of every value).
+MAX_SLICED_RUNS = 64
+
+
+def _valid_runs(column: pa.ChunkedArray) -> list[pa.StructArray]:
+    """The non-null rows of a checkpoint's ``add`` or ``remove`` column, in order, as arrays.
+
+    A checkpoint row holds one action (PROTOCOL.md "Checkpoints"), so each of these columns is null
+    on the rows of the other actions. Writers put those rows in a few blocks (protocol, metadata
+    and the other kind's actions first or last), so the rows of one kind are usually a few runs:
+    each run is a slice of the column as read, where a filter would copy every path and statistic
+    of a few hundred megabytes of a large checkpoint."""
+    if pa.types.is_null(column.type) or column.null_count == len(column):
+        return []
+    out: list[pa.StructArray] = []
+    for chunk in column.chunks:
+        if chunk.null_count == 0:
+            if len(chunk):
+                out.append(chunk)
+            continue
+        if chunk.null_count == len(chunk):
+            continue
+        runs = _runs_of_valid(chunk)
+        if runs is None:
+            out.append(ac.filter(chunk, ac.is_valid(chunk)))
+        else:
+            out.extend(chunk.slice(start, stop - start) for start, stop in runs)
+    return out
+
+
+def _runs_of_valid(chunk: pa.Array) -> list[tuple[int, int]] | None:
+    """``[start, stop)`` of each run of non-null rows of ``chunk``; None for more than
+    :data:`MAX_SLICED_RUNS` runs."""
+    valid = ac.is_valid(chunk)
+    n = len(chunk)
+    # a run starts where a row is valid and the row before it is not (or it is the first row),
+    # and stops where a valid row is followed by an invalid one (or the end)
+    starts = ac.indices_nonzero(ac.and_(valid.slice(1), ac.invert(valid.slice(0, n - 1))))
+    first = bool(valid[0].as_py())
+    if len(starts) + first > MAX_SLICED_RUNS:
+        return None
+    stops = ac.indices_nonzero(ac.and_(valid.slice(0, n - 1), ac.invert(valid.slice(1))))
+    begin = ([0] if first else []) + [i + 1 for i in starts.to_pylist()]
+    end = [i + 1 for i in stops.to_pylist()] + ([n] if valid[n - 1].as_py() else [])
+    return list(zip(begin, end))
+
+
 def _python_checkpoint_actions(storage: Storage, checkpoint: CheckpointInstance, rows: pa.StructArray,
                                kind: str, source: str) -> list[AddFile | RemoveFile]:
     """The actions of checkpoint rows as :class:`CheckpointReader` builds them, with its errors."""
@@ -90,22 +138,31 @@ def _take_table(out: Pieces, storage: Storage, checkpoint: CheckpointInstance, t
     for kind, typ, cls in (("add", ADD_TYPE, AddFile), ("remove", REMOVE_TYPE, RemoveFile)):
         if kind not in table.column_names:
             continue
-        rows = _valid_rows(table.column(kind))
-        if rows is None:
+        if not view:  # the rows as slices where they can be (_valid_runs)
+            for rows in _valid_runs(table.column(kind)):
+                out.add(kind, _file_actions_of(rows, typ, kind, source), repeated_rank(CHECKPOINT_RANK, len(rows)))
             continue
-        path = struct_field(rows, "path")
-        if view and (not is_exact_checkpoint_type(rows.type, cls) or path is None or path.null_count
-                     or rows_lacking(rows, "deletionVector", DV_REQUIRED) is not None):
-            out.add_objects(kind, _python_checkpoint_actions(storage, checkpoint, rows, kind, source),
+        valid = _valid_rows(table.column(kind))
+        if valid is None:
+            continue
+        path = struct_field(valid, "path")
+        if not is_exact_checkpoint_type(valid.type, cls) or path is None or path.null_count \
+                or rows_lacking(valid, "deletionVector", DV_REQUIRED) is not None:
+            out.add_objects(kind, _python_checkpoint_actions(storage, checkpoint, valid, kind, source),
                             CHECKPOINT_RANK, view)
             continue
-        try:
-            arr = _parquet_file_actions(rows, typ, source)
-        except pa.ArrowException as exc:
-            raise CheckpointUnreadableError(
-                f"cannot read the {kind} actions of checkpoint file {source}: {exc}") from exc
-        origin = provenance(out.source(CheckpointRows(rows, cls)), arange(0, len(arr))) if view else None
+        arr = _file_actions_of(valid, typ, kind, source)
+        origin = provenance(out.source(CheckpointRows(valid, cls)), arange(0, len(arr)))
         out.add(kind, arr, repeated_rank(CHECKPOINT_RANK, len(arr)), origin)
+
+
+def _file_actions_of(rows: pa.StructArray, typ: pa.StructType, kind: str, source: str) -> pa.StructArray:
+    """:func:`_parquet_file_actions`, Arrow's errors as the checkpoint's."""
+    try:
+        return _parquet_file_actions(rows, typ, source)
+    except pa.ArrowException as exc:
+        raise CheckpointUnreadableError(
+            f"cannot read the {kind} actions of checkpoint file {source}: {exc}") from exc
 
 
 def _json_manifest(storage: Storage, rel_path: str, out: Pieces, view: bool) -> list[str]:
