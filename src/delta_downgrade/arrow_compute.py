@@ -43,7 +43,7 @@ __all__ = [
     "binary_slice", "bit_wise_and", "bit_wise_or", "bit_wise_xor", "cast", "cumulative_sum",
     "divide", "equal", "fill_null", "fill_null_forward", "filter", "greater", "greater_equal",
     "if_else", "indices_nonzero", "invert", "is_finite", "is_in", "is_null", "is_valid", "less",
-    "list_element", "map_lookup", "match_substring", "match_substring_regex", "max", "multiply", "not_equal", "or_",
+    "map_lookup", "match_substring", "match_substring_regex", "max", "multiply", "not_equal", "or_",
     "or_kleene", "replace_substring", "replace_with_mask", "shift_left", "shift_right",
     "sort_indices", "struct_field", "subtract", "sum", "take", "unique", "utf8_slice_codeunits",
     "value_counts", "with_validity",
@@ -162,11 +162,6 @@ def utf8_slice_codeunits(strings: Any, start: int, stop: int | None = None, step
 
 def binary_slice(strings: Any, start: int, stop: int | None = None, step: int = 1) -> Any:
     return call_function("binary_slice", [strings], SliceOptions(start, stop, step))
-
-
-def list_element(lists: Any, index: int) -> Any:
-    """``pc.list_element``: element ``index`` of every list (list, large list or fixed-size list)."""
-    return call_function("list_element", [lists, pa.scalar(index, pa.int32())])
 
 
 def struct_field(values: Any, indices: Any) -> Any:
