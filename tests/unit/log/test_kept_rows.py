@@ -6,7 +6,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from delta_downgrade.log.replay.arrow_replay import _runs_of, _taken
+from delta_downgrade.log.format.arrow_columns import runs_of, taken
 
 
 def _column() -> pa.ChunkedArray:
@@ -25,13 +25,13 @@ def _column() -> pa.ChunkedArray:
 def test_kept_rows_equal_a_take(rows):
     column = _column()
     index = pa.array(rows, pa.int64())
-    kept = _taken(column, index)
+    kept = taken(column, index)
     assert kept.type == column.type
     assert kept.to_pylist() == column.take(index).to_pylist()
 
 
 def test_runs_of_ascending_rows():
-    assert _runs_of(pa.array([3, 4, 5, 9, 10, 12], pa.int64())) == [(3, 6), (9, 11), (12, 13)]
-    assert _runs_of(pa.array([], pa.int64())) == []
+    assert runs_of(pa.array([3, 4, 5, 9, 10, 12], pa.int64())) == [(3, 6), (9, 11), (12, 13)]
+    assert runs_of(pa.array([], pa.int64())) == []
     # more runs than one per 256 rows (and 64): a copy is cheaper than the slices
-    assert _runs_of(pa.array(list(range(0, 400, 2)), pa.int64())) is None
+    assert runs_of(pa.array(list(range(0, 400, 2)), pa.int64())) is None

@@ -164,6 +164,35 @@ def file_actions(s: pa.StructArray, typ: pa.StructType,
     return pa.StructArray.from_arrays(children, fields=list(typ))
 
 
+def runs_of(index: pa.Array) -> list[tuple[int, int]] | None:
+    """The runs of consecutive values of the ascending ``index`` as ``(start, stop)``; None when
+    there are so many that slices would cost more than a copy (more than one per 256 rows)."""
+    k = len(index)
+    if k == 0:
+        return []
+    first, last = index[0].as_py(), index[k - 1].as_py()
+    if last - first + 1 == k:
+        return [(first, last + 1)]
+    breaks = ac.indices_nonzero(ac.not_equal(ac.subtract(index.slice(1), index.slice(0, k - 1)),
+                                             pa.scalar(1, index.type)))
+    if len(breaks) + 1 > max(64, k // 256):
+        return None
+    ends = ac.take(index, breaks).to_pylist()
+    starts = ac.take(index, ac.add(breaks, pa.scalar(1, breaks.type))).to_pylist()
+    return list(zip([first] + starts, [e + 1 for e in ends] + [last + 1]))
+
+
+def taken(column: pa.ChunkedArray, index: pa.Array) -> pa.ChunkedArray:
+    """``column.take(index)`` for an ascending ``index``: slices of ``column`` where the rows kept
+    are a few runs (the live files of a log are most of its adds, in long runs between the
+    rewritten ones), so that the kept actions - their statistics most of all - are not copied."""
+    runs = runs_of(index)
+    if runs is None:
+        return ac.take(column, index)
+    return pa.chunked_array([chunk for start, stop in runs for chunk in column.slice(start, stop - start).chunks
+                             if len(chunk)], column.type)
+
+
 def row_mask(rows: Sequence[int], n: int) -> pa.Array:
     """A boolean array of length ``n``, true at ``rows``."""
     hit = bytearray(n)

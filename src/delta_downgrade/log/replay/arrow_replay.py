@@ -35,7 +35,7 @@ from delta_downgrade import arrow_compute as ac
 
 from delta_downgrade.log.replay.arrow_checkpoint import (checkpoint_pieces, checkpoint_rows, checkpoint_size_bytes,
                                                          iter_checkpoint_pieces)
-from delta_downgrade.log.format.arrow_columns import arange
+from delta_downgrade.log.format.arrow_columns import arange, taken
 from delta_downgrade.log.replay.arrow_commits import commit_pieces, iter_commit_pieces
 from delta_downgrade.log.replay.arrow_pieces import ROW_BITS, Pieces
 from delta_downgrade.log.format.checkpoint_schema import ADD_TYPE, REMOVE_TYPE
@@ -217,35 +217,6 @@ def _position(order: pa.Array, total: int) -> pa.Array:
     return ac.subtract(order, ac.multiply(ac.divide(order, pa.scalar(total, _LONG)), pa.scalar(total, _LONG)))
 
 
-def _runs_of(index: pa.Array) -> list[tuple[int, int]] | None:
-    """The runs of consecutive values of the ascending ``index`` as ``(start, stop)``; None when
-    there are so many that slices would cost more than a copy (more than one per 256 rows)."""
-    k = len(index)
-    if k == 0:
-        return []
-    first, last = index[0].as_py(), index[k - 1].as_py()
-    if last - first + 1 == k:
-        return [(first, last + 1)]
-    breaks = ac.indices_nonzero(ac.not_equal(ac.subtract(index.slice(1), index.slice(0, k - 1)),
-                                             pa.scalar(1, index.type)))
-    if len(breaks) + 1 > max(64, k // 256):
-        return None
-    ends = ac.take(index, breaks).to_pylist()
-    starts = ac.take(index, ac.add(breaks, pa.scalar(1, breaks.type))).to_pylist()
-    return list(zip([first] + starts, [e + 1 for e in ends] + [last + 1]))
-
-
-def _taken(column: pa.ChunkedArray, index: pa.Array) -> pa.ChunkedArray:
-    """``column.take(index)`` for an ascending ``index``: slices of ``column`` where the rows kept
-    are a few runs (the live files of a log are most of its adds, in long runs between the
-    rewritten ones), so that the kept actions - their statistics most of all - are not copied."""
-    runs = _runs_of(index)
-    if runs is None:
-        return ac.take(column, index)
-    return pa.chunked_array([chunk for start, stop in runs for chunk in column.slice(start, stop - start).chunks
-                             if len(chunk)], column.type)
-
-
 #: At most this many actions of logical files named more than once are reconciled one by one in
 #: Python (:func:`_reconcile_few_repeats`); more go through Arrow's group-by.
 FEW_REPEATS = 50_000
@@ -289,8 +260,8 @@ def _reconcile_few_repeats(adds: pa.ChunkedArray, removes: pa.ChunkedArray, path
     keep = ac.or_(ac.invert(involved), ac.is_in(arange(0, total), value_set=pa.array(kept, _LONG)))
     add_index = ac.indices_nonzero(keep.slice(0, n_adds))
     remove_index = ac.indices_nonzero(keep.slice(n_adds))
-    return _Reconciled(adds if len(add_index) == n_adds else _taken(adds, add_index),
-                       removes if len(remove_index) == len(removes) else _taken(removes, remove_index))
+    return _Reconciled(adds if len(add_index) == n_adds else taken(adds, add_index),
+                       removes if len(remove_index) == len(removes) else taken(removes, remove_index))
 
 
 def _reconcile(pieces: Pieces, view: bool = False) -> _Reconciled:
@@ -343,8 +314,8 @@ def _reconcile(pieces: Pieces, view: bool = False) -> _Reconciled:
                                    pa.scalar(n_adds, _LONG))
         add_index = ac.take(add_index, ac.sort_indices(add_index))
         remove_index = ac.take(remove_index, ac.sort_indices(remove_index))
-        return _Reconciled(adds if len(add_index) == n_adds else _taken(adds, add_index),
-                           removes if len(remove_index) == n_removes else _taken(removes, remove_index))
+        return _Reconciled(adds if len(add_index) == n_adds else taken(adds, add_index),
+                           removes if len(remove_index) == n_removes else taken(removes, remove_index))
     # the Python view: every action of a kind that no action of the other kind with a higher
     # rank cancels; the last of them is the value, the first the place
     if ac.max(groups.column("ao_count")).as_py() <= 1 and ac.max(groups.column("ro_count")).as_py() <= 1:
