@@ -1,6 +1,6 @@
 """The non-null rows of a checkpoint's ``add``/``remove`` column (arrow_checkpoint._valid_runs): the
 same rows, in order, as a filter keeps; taken as slices of the column (sharing its buffers) when they
-lie in a few runs, gathered by a filter when they lie in many."""
+lie in a few runs, gathered by a take when they lie in many (arrow_columns.taken)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import random
 import pyarrow as pa
 import pytest
 
-from delta_downgrade.log.replay import arrow_checkpoint
-from delta_downgrade.log.replay.arrow_checkpoint import MAX_SLICED_RUNS, _valid_runs
+from delta_downgrade.log.format.arrow_columns import SLICED_RUNS
+from delta_downgrade.log.replay.arrow_checkpoint import _valid_runs
 
 _TYPE = pa.struct([("path", pa.string()), ("size", pa.int64())])
 
@@ -50,26 +50,31 @@ def test_few_runs_are_slices_of_the_column(valid_by_chunk):
 
 def test_many_runs_are_gathered_by_a_filter():
     """Rows of the two kinds interleaved (as a hash-partitioned writer may leave them): more than
-    MAX_SLICED_RUNS runs in a row group, which are copied once rather than cut in many slices."""
+    SLICED_RUNS runs in a row group, which are copied once rather than cut in many slices."""
     rng = random.Random(5)
-    valid = [rng.random() < 0.7 for _ in range(4 * MAX_SLICED_RUNS * 4)]
+    valid = [rng.random() < 0.7 for _ in range(4 * SLICED_RUNS * 4)]
     column = _column([valid, [True] * 5])
     pieces = _valid_runs(column)
     assert [row for piece in pieces for row in piece.to_pylist()] == _kept(column)
     assert len(pieces) == 2 and not _shares_buffers(pieces[0], column) and _shares_buffers(pieces[1], column)
 
 
-def test_runs_at_the_limit(monkeypatch):
-    monkeypatch.setattr(arrow_checkpoint, "MAX_SLICED_RUNS", 3)
-    three = _column([[True, False, True, False, True]])
-    assert len(_valid_runs(three)) == 3 and all(_shares_buffers(p, three) for p in _valid_runs(three))
-    after_a_null = _column([[False, True, False, True, True, False, True, False]])
-    assert len(_valid_runs(after_a_null)) == 3 and all(_shares_buffers(p, after_a_null)
-                                                       for p in _valid_runs(after_a_null))
-    for four in (_column([[True, False, True, False, True, False, True]]),
-                 _column([[False, True, False, True, False, True, False, True]])):
-        (gathered,) = _valid_runs(four)
-        assert gathered.to_pylist() == _kept(four) and not _shares_buffers(gathered, four)
+def _runs(count: int, *, null_first: bool) -> list[bool]:
+    """A row group whose non-null rows lie in ``count`` runs of two rows, a null row between each."""
+    return ([False] if null_first else []) + [v for _ in range(count) for v in (True, True, False)]
+
+
+def test_runs_at_the_limit():
+    """SLICED_RUNS runs (fewer than 256 rows each) are slices, one more is a copy, whether the row
+    group starts with a null row or not."""
+    for null_first in (False, True):
+        at_limit = _column([_runs(SLICED_RUNS, null_first=null_first)])
+        pieces = _valid_runs(at_limit)
+        assert len(pieces) == SLICED_RUNS and all(_shares_buffers(p, at_limit) for p in pieces)
+        assert [row for p in pieces for row in p.to_pylist()] == _kept(at_limit)
+        over = _column([_runs(SLICED_RUNS + 1, null_first=null_first)])
+        (gathered,) = _valid_runs(over)
+        assert gathered.to_pylist() == _kept(over) and not _shares_buffers(gathered, over)
 
 
 def test_a_column_of_nulls_only_or_of_null_type():

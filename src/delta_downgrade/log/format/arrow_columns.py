@@ -164,9 +164,15 @@ def file_actions(s: pa.StructArray, typ: pa.StructType,
     return pa.StructArray.from_arrays(children, fields=list(typ))
 
 
+#: Rows that lie in at most this many runs (or one run per 256 rows, where that is more) are kept
+#: as slices (:func:`taken`); more runs would cost more than a copy.
+SLICED_RUNS = 64
+
+
 def runs_of(index: pa.Array) -> list[tuple[int, int]] | None:
     """The runs of consecutive values of the ascending ``index`` as ``(start, stop)``; None when
-    there are so many that slices would cost more than a copy (more than one per 256 rows)."""
+    there are so many that slices would cost more than a copy (more than :data:`SLICED_RUNS` and
+    more than one per 256 rows)."""
     k = len(index)
     if k == 0:
         return []
@@ -175,7 +181,7 @@ def runs_of(index: pa.Array) -> list[tuple[int, int]] | None:
         return [(first, last + 1)]
     breaks = ac.indices_nonzero(ac.not_equal(ac.subtract(index.slice(1), index.slice(0, k - 1)),
                                              pa.scalar(1, index.type)))
-    if len(breaks) + 1 > max(64, k // 256):
+    if len(breaks) + 1 > max(SLICED_RUNS, k // 256):
         return None
     ends = ac.take(index, breaks).to_pylist()
     starts = ac.take(index, ac.add(breaks, pa.scalar(1, breaks.type))).to_pylist()

@@ -11,7 +11,7 @@ from delta_downgrade import arrow_compute as ac
 
 from delta_downgrade.errors import CheckpointUnreadableError, CorruptLogError
 from delta_downgrade.log.format.action_rows import DV_REQUIRED, is_exact_checkpoint_type, rows_lacking
-from delta_downgrade.log.format.arrow_columns import arange, empty_maps, file_actions, struct_field
+from delta_downgrade.log.format.arrow_columns import arange, empty_maps, file_actions, struct_field, taken
 from delta_downgrade.log.replay.arrow_pieces import CheckpointRows, Pieces, provenance, repeated_rank
 from delta_downgrade.log.read.checkpoint_reader import (CheckpointReader, iter_checkpoint_columns, normalize_row,
                                                    open_checkpoint_parquet, parquet_source, read_checkpoint_columns,
@@ -66,19 +66,15 @@ def _valid_rows(column: pa.ChunkedArray) -> pa.StructArray | None:
     return column.combine_chunks()
 
 
-#: At most this many runs of non-null rows in one row group are taken as slices of it (no copy);
-#: with more, its non-null rows are gathered by a filter (one copy of every value).
-MAX_SLICED_RUNS = 64
-
-
 def _valid_runs(column: pa.ChunkedArray) -> list[pa.StructArray]:
     """The non-null rows of a checkpoint's ``add`` or ``remove`` column, in order, as arrays.
 
     A checkpoint row holds one action (PROTOCOL.md "Checkpoints"), so each of these columns is null
     on the rows of the other actions. Writers put those rows in a few blocks (protocol, metadata
     and the other kind's actions first or last), so the rows of one kind are usually a few runs:
-    each run is a slice of the column as read, where a filter would copy every path and statistic
-    of a few hundred megabytes of a large checkpoint."""
+    each row group's are kept as slices of the column as read where they are (:func:`taken`),
+    where a filter would copy every path and statistic of a few hundred megabytes of a large
+    checkpoint."""
     if pa.types.is_null(column.type) or column.null_count == len(column):
         return []
     out: list[pa.StructArray] = []
@@ -86,32 +82,9 @@ def _valid_runs(column: pa.ChunkedArray) -> list[pa.StructArray]:
         if chunk.null_count == 0:
             if len(chunk):
                 out.append(chunk)
-            continue
-        if chunk.null_count == len(chunk):
-            continue
-        runs = _runs_of_valid(chunk)
-        if runs is None:
-            out.append(ac.filter(chunk, ac.is_valid(chunk)))
-        else:
-            out.extend(chunk.slice(start, stop - start) for start, stop in runs)
+        elif chunk.null_count < len(chunk):
+            out.extend(taken(pa.chunked_array([chunk], column.type), ac.indices_nonzero(ac.is_valid(chunk))).chunks)
     return out
-
-
-def _runs_of_valid(chunk: pa.Array) -> list[tuple[int, int]] | None:
-    """``[start, stop)`` of each run of non-null rows of ``chunk``; None for more than
-    :data:`MAX_SLICED_RUNS` runs."""
-    valid = ac.is_valid(chunk)
-    n = len(chunk)
-    # a run starts where a row is valid and the row before it is not (or it is the first row),
-    # and stops where a valid row is followed by an invalid one (or the end)
-    starts = ac.indices_nonzero(ac.and_(valid.slice(1), ac.invert(valid.slice(0, n - 1))))
-    first = bool(valid[0].as_py())
-    if len(starts) + first > MAX_SLICED_RUNS:
-        return None
-    stops = ac.indices_nonzero(ac.and_(valid.slice(0, n - 1), ac.invert(valid.slice(1))))
-    begin = ([0] if first else []) + [i + 1 for i in starts.to_pylist()]
-    end = [i + 1 for i in stops.to_pylist()] + ([n] if valid[n - 1].as_py() else [])
-    return list(zip(begin, end))
 
 
 def _python_checkpoint_actions(storage: Storage, checkpoint: CheckpointInstance, rows: pa.StructArray,
