@@ -18,6 +18,7 @@ from typing import Sequence
 
 import pyarrow as pa
 from delta_downgrade import arrow_compute as ac
+from delta_downgrade.log.format.arrow_columns import arange
 
 _STR = pa.string()
 _LONG = pa.int64()
@@ -106,15 +107,6 @@ _SLICE_ROWS = 1 << 16
 #: a binary array's offsets are 32-bit.
 _MAX_PADDED_BYTES = 1 << 28
 
-_ROW_NUMBERS: list[pa.Array] = []
-
-
-def _row_numbers(n: int) -> pa.Array:
-    """0, 1, ..., ``n - 1`` (int64), from a range made once per process."""
-    if not _ROW_NUMBERS or len(_ROW_NUMBERS[0]) < n:
-        _ROW_NUMBERS[:] = [pa.array(range(max(n, _SLICE_ROWS)), _LONG)]
-    return _ROW_NUMBERS[0].slice(0, n)
-
 
 def _murmur3_arrow(strings: pa.Array) -> pa.Array:
     """The vectorised hash of a non-null string array, as an int32 array (little-endian hosts)."""
@@ -165,7 +157,7 @@ def _murmur3_words(data: pa.Array, word_count: int) -> pa.Array:
         first = 0
     values = pa.Array.from_buffers(_U32, n * (word_count + 1), [None, padded.buffers()[2].slice(first)])
     # word j of row i is values[i * (word_count + 1) + j]: one gather per word position
-    starts = ac.multiply(_row_numbers(n), pa.scalar(word_count + 1, _LONG))
+    starts = arange(0, n * (word_count + 1), word_count + 1)
     h: pa.Array | pa.Scalar = _u32(_SPARK_HASH_SEED)
     for j in range(word_count):
         h = _mix(h, ac.take(values, ac.add(starts, pa.scalar(j, _LONG))))
