@@ -43,8 +43,8 @@ from delta_downgrade import arrow_compute as ac
 import pyarrow.json as pj
 
 from delta_downgrade.log.format.action_rows import FIELDS
-from delta_downgrade.log.format.arrow_columns import (any_true, arange, file_actions, or_masks, row_mask, struct_field,
-                                               struct_to_map)
+from delta_downgrade.log.format.arrow_columns import (any_true, arange, file_actions, or_masks, row_mask, runs_of,
+                                               struct_field, struct_to_map)
 from delta_downgrade.log.replay.arrow_pieces import JsonRows, ObjectRows, Pieces, commit_ranks, provenance
 from delta_downgrade.log.format.checkpoint_columns import add_array, remove_array
 from delta_downgrade.log.format.checkpoint_schema import ADD_TYPE, REMOVE_TYPE
@@ -789,20 +789,7 @@ class _ChunkReader:
 def _runs(mask: pa.Array) -> list[tuple[int, int]] | None:
     """The runs of true values of ``mask`` as ``(start, stop)``; None when there are so many
     that slices would cost more than a copy."""
-    rows = ac.indices_nonzero(mask)
-    k = len(rows)
-    if k == 0:
-        return []
-    first, last = rows[0].as_py(), rows[k - 1].as_py()
-    if last - first + 1 == k:
-        return [(first, last + 1)]
-    breaks = ac.indices_nonzero(ac.not_equal(ac.subtract(rows.slice(1), rows.slice(0, k - 1)),
-                                             pa.scalar(1, pa.uint64())))
-    if len(breaks) + 1 > max(64, k // 256):
-        return None
-    ends = ac.take(rows, breaks).to_pylist()
-    starts = ac.take(rows, ac.add(breaks, pa.scalar(1, pa.uint64()))).to_pylist()
-    return list(zip([first] + starts, [e + 1 for e in ends] + [last + 1]))
+    return runs_of(ac.indices_nonzero(mask))
 
 
 def _cpus() -> int:
