@@ -89,6 +89,36 @@ def test_the_projected_read_gives_what_read_commit_actions_gives(tmp_path, monke
     assert sum(1 for _, actions in got if actions) == 5
 
 
+@pytest.mark.parametrize("cold", [False, True])
+def test_a_local_history_is_read_by_the_pool_only_once_a_batch_waited_on_the_disk(tmp_path, monkeypatch, cold):
+    """Read from the page cache, every batch is read by the calling thread (threads would only
+    pass the GIL around); once a batch took longer than COLD_READ_SECONDS a file (here: always, or
+    never), the batches after it are read by the pool. The result is the same either way."""
+    import threading
+
+    monkeypatch.setattr(protocol_history, "BATCH", 16)
+    monkeypatch.setattr(protocol_history, "COLD_READ_SECONDS", 0.0 if cold else float("inf"))
+    readers: list[int] = []
+    read_batch = protocol_history._read_batch
+
+    def recorded(read, batch):
+        readers.append(threading.get_ident())
+        return read_batch(read, batch)
+
+    monkeypatch.setattr(protocol_history, "_read_batch", recorded)
+    table = _table(tmp_path / "t", 300)
+    log = DeltaLog(str(table))
+    statuses = log.whole_listing().commits_between(0, 299)
+    got = list(projected_commit_actions(log.storage, statuses))
+    assert got == _one_by_one(log.storage, statuses)
+    assert len(readers) == 19  # 300 commits in batches of 16
+    me = threading.get_ident()
+    if cold:
+        assert readers[0] == me and me not in readers[1:]
+    else:
+        assert set(readers) == {me}
+
+
 def test_the_history_spans_follow_protocol_and_boundary_back_and_forth(tmp_path, monkeypatch):
     monkeypatch.setattr(protocol_history, "BATCH", 16)
     table = _table(tmp_path / "t", 300)
@@ -101,12 +131,16 @@ def test_the_history_spans_follow_protocol_and_boundary_back_and_forth(tmp_path,
     ]
 
 
-@pytest.mark.parametrize("threads", [1, 3])
+@pytest.mark.parametrize("threads", [1, 3, "switched"])
 def test_the_first_bad_commit_in_version_order_raises(tmp_path, monkeypatch, threads):
     """A line that does not parse (commit 40) comes before two protocol actions (commit 90), and a
     commit that is no UTF-8 at all (commit 120) after both: commit 40's error, as a read one by
-    one gives it, though the pool reads the later ones too."""
+    one gives it, though the pool reads the later ones too ("switched": the first batch read by
+    the calling thread, the others by the pool)."""
     monkeypatch.setattr(protocol_history, "BATCH", 16)
+    if threads == "switched":
+        monkeypatch.setattr(protocol_history, "COLD_READ_SECONDS", 0.0)
+        threads = None
     table = _table(tmp_path / "t", 300)
     _write(table, 40, b'{"commitInfo":{}}\n{"protocol": {"minReaderVersion": 1,\n')
     _write(table, 90, [_info(90), {"protocol": P12}, {"protocol": P37}])

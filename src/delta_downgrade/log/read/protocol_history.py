@@ -15,7 +15,9 @@ protocol or two metaData actions raises, commits after it are never looked at.
 
 from __future__ import annotations
 
+import functools
 import os
+import time
 from collections import deque
 from typing import TYPE_CHECKING, Callable, Iterator, Sequence
 
@@ -39,13 +41,19 @@ BATCH = 256
 #: itself fetched concurrently, :data:`concurrent_reads.REMOTE_READ_THREADS` files at a time).
 REMOTE_BATCHES_AHEAD = 2
 
-#: Threads reading the batches of a local table with more than one batch (os.read releases the
-#: GIL). Out of the page cache a read is a few microseconds and threads gain little (10,000
-#: commits on the 2-core machine, busy: 1 thread 0.41 s, 4 threads 0.32-0.36 s; quiet, earlier:
-#: 0.16 s against 0.18-0.21 s); from the disk each read waits, and the waits overlap (the same
-#: commits evicted from the cache: 1 thread 2.4-3.0 s, 2 threads 1.2 s, 4 threads 0.69-0.71 s).
-#: A long history is mostly read cold: its old commits are not in the cache.
+#: Threads reading the batches of a local table once its reads are found to wait on the disk
+#: (os.read releases the GIL). From the disk each read waits, and the waits overlap (10,000
+#: commits evicted from the cache, 2-core machine: 1 thread 2.4-3.0 s, 2 threads 1.2 s, 4
+#: threads 0.69-0.71 s). Out of the page cache a read is a few microseconds and the threads cost
+#: more than they save: every open, read and close hands the GIL back and forth between them
+#: and the parsing thread (100,000 cached commits: 1 thread 0.95 s, 4 threads 1.3-1.7 s).
 LOCAL_READ_THREADS = 4
+
+#: Mean seconds per file above which a batch read by the calling thread is taken to have waited
+#: on the disk, and the rest of a local history is read by :data:`LOCAL_READ_THREADS` threads: a
+#: commit out of the page cache is read (open, read, close) in 3-5 us on the 2-core machine, 10-20
+#: us when it is busy; from the disk in 90-300 us.
+COLD_READ_SECONDS = 30e-6
 
 
 def _file_reader(storage: Storage) -> tuple[Callable[[FileStatus], bytes], bool]:
@@ -100,7 +108,9 @@ def projected_commit_actions(storage: Storage, statuses: Sequence[FileStatus], k
     time. By default a local table is read by the calling thread; on a remote storage each batch
     is fetched concurrently (:func:`concurrent_reads.read_files`, its files in flight together)
     and :data:`REMOTE_BATCHES_AHEAD` batches are fetched while the one before is parsed; a local
-    table of more than one batch is read by :data:`LOCAL_READ_THREADS` threads."""
+    table is read by the calling thread, batch by batch, until a batch's reads are found to wait
+    on the disk (:data:`COLD_READ_SECONDS`), and its remaining batches then by
+    :data:`LOCAL_READ_THREADS` threads."""
     if not statuses:
         return
     read, local = _file_reader(storage)
@@ -112,15 +122,32 @@ def projected_commit_actions(storage: Storage, statuses: Sequence[FileStatus], k
             return _read_batch(read, batch)
         return read_files(storage, [s.path for s in batch])
 
-    if threads is None:
-        threads = (LOCAL_READ_THREADS if len(batches) > 1 else 1) if local else REMOTE_BATCHES_AHEAD
+    if local and threads is None and len(batches) > 1:
+        # read by this thread while the reads come from the page cache; the batches left once
+        # one of them waited on the disk are read by the pool
+        inline = 0
+        for batch in batches:
+            started = time.perf_counter()
+            contents = _read_batch(read, batch)
+            cold = time.perf_counter() - started > COLD_READ_SECONDS * len(batch)
+            yield from _parsed([batch], iter([contents]), root, keys)
+            inline += 1
+            if cold:
+                break
+        batches = batches[inline:]
+        threads = LOCAL_READ_THREADS
+    elif threads is None:
+        threads = 1 if local else REMOTE_BATCHES_AHEAD
     threads = max(1, threads)
+    if not batches:
+        return
     if local and (threads == 1 or len(batches) == 1):
         # one file at a time, read and checked in the same loop (a read error raises in turn)
-        for status in statuses:
-            actions = _checked(read(status), status, root, keys)
-            if actions:
-                yield status, actions
+        for batch in batches:
+            for status in batch:
+                actions = _checked(read(status), status, root, keys)
+                if actions:
+                    yield status, actions
         return
     if threads == 1 or len(batches) == 1:
         yield from _parsed(batches, map(read_batch, batches), root, keys)
@@ -157,10 +184,16 @@ def _parsed(batches: Sequence[Sequence[FileStatus]], loaded: Iterator[list[bytes
                 yield status, actions
 
 
+@functools.cache
+def _needles(keys: tuple[str, ...]) -> tuple[bytes, ...]:
+    """The bytes of each key as a JSON object key: ``"protocol"``, quotes included."""
+    return tuple(f'"{key}"'.encode() for key in keys)
+
+
 def _checked(data: bytes, status: FileStatus, root: str | None, keys: tuple[str, ...]) -> list[AnyAction]:
     """``read_commit_actions`` of a commit whose bytes are ``data``."""
-    for key in keys:
-        if f'"{key}"'.encode() in data:
+    for needle in _needles(keys):
+        if needle in data:
             break
     else:
         # read_commit_actions would find no line to parse (an ASCII needle is found in the UTF-8
