@@ -85,6 +85,19 @@ def test_round_trip(path, expected):
     assert classify(path) == expected
 
 
+def test_a_bare_commit_name_is_the_same_frozen_log_file_as_any_other():
+    """A bare commit name (the bulk of a listing) is made by LogFile.commit, not __init__: equal,
+    hashed and shown alike, and as frozen."""
+    import dataclasses
+
+    made = classify(f"{V}.json")
+    expected = LogFile(f"_delta_log/{V}.json", 42, "commit", fmt="json")
+    assert made == expected and hash(made) == hash(expected) and repr(made) == repr(expected)
+    assert dataclasses.astuple(made) == dataclasses.astuple(expected)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        made.version = 43  # type: ignore[misc]  # frozen: the assignment is what is tested
+
+
 def test_checkpoint_kind():
     assert parse_log_file(f.classic_checkpoint_path(1)).checkpoint_kind == "classic"
     assert parse_log_file(f.multipart_checkpoint_path(1, 1, 2)).checkpoint_kind == "multipart"
