@@ -13,7 +13,7 @@ from delta_downgrade.clock import ManualClock
 from delta_downgrade.log.checkpoint.on_driver import checkpoint_table
 from delta_downgrade.log.delta_log import DeltaLog
 from delta_downgrade.log.format.file_names import commit_path
-from delta_downgrade.errors import PartialListingError
+from delta_downgrade.errors import CorruptLogError, PartialListingError
 from delta_downgrade.log.read.listing import (
     LogListing, after_writing, extended_to_whole_log, list_from_last_checkpoint,
     list_whole_log, listing_of, refreshed,
@@ -116,3 +116,43 @@ def test_listing_of_given_files_needs_no_storage() -> None:
     listing = listing_of(files)
     assert list(listing.commit_versions()) == [0, 1, 2] and not listing.is_partial
     assert listing.contiguous_start(2) == 0 and listing.last_checkpoint is None
+
+
+def test_a_listing_pauses_the_cycle_collector_and_leaves_it_as_it_found_it(tmp_path: Path, monkeypatch) -> None:
+    """The builders pause the cyclic garbage collector while they make their many acyclic
+    objects: paused during the directory's read, running again after (also when the listing
+    fails), and left paused when the caller had paused it."""
+    import gc
+
+    table = _table(tmp_path, 4)
+    storage = LocalStorage(table)
+    seen: list[bool] = []
+    list_entries = storage.list_entries
+
+    def recorded(*args, **kwargs):
+        seen.append(gc.isenabled())
+        return list_entries(*args, **kwargs)
+
+    monkeypatch.setattr(storage, "list_entries", recorded)
+    assert gc.isenabled()
+    listing = list_whole_log(storage, str(table))
+    assert seen == [False] and gc.isenabled()
+    refreshed(listing, storage, str(table), stat_known=True)
+    assert seen == [False, False] and gc.isenabled()
+
+    def failing(*args, **kwargs):
+        raise PermissionError("no")
+
+    monkeypatch.setattr(storage, "list_entries", failing)
+    with pytest.raises(CorruptLogError):  # the log cannot be listed
+        list_whole_log(storage, str(table))
+    assert gc.isenabled()
+
+    monkeypatch.setattr(storage, "list_entries", recorded)
+    gc.disable()
+    try:
+        list_whole_log(storage, str(table))
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+    assert seen[-1] is False

@@ -47,10 +47,12 @@ from the listed version on, whether a range of those commits is contiguous
 from __future__ import annotations
 
 import bisect
+import functools
+import gc
 from dataclasses import dataclass, field
 from functools import cached_property
 from types import MappingProxyType
-from typing import Any, Iterable, Mapping, NoReturn
+from typing import Any, Callable, Iterable, Mapping, NoReturn, ParamSpec, TypeVar
 
 from delta_downgrade.errors import (CorruptLogError, NotADeltaTableError, PartialListingError,
                                     TableNotFoundError, VersionsNotContiguousError)
@@ -334,7 +336,32 @@ class LogListing:
 
 # --- the named builders -------------------------------------------------------------------------
 
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
 
+
+def _acyclic_bulk(build: Callable[_P, _R]) -> Callable[_P, _R]:
+    """``build`` with the cyclic garbage collector paused while it runs (and resumed after, when
+    it was running). A listing of a long log makes several objects per file - a status, a parsed
+    name, its tuple and dictionary entries - none of them in a reference cycle. Each 700 of them
+    set off a collection, and every collection of the oldest generation walks every object the
+    process holds: 15 % of the instructions of listing a 100,000-commit log, for nothing to
+    collect. (Paused for the whole process: another thread's cycles wait until it resumes.)"""
+
+    @functools.wraps(build)
+    def paused(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+        if not gc.isenabled():
+            return build(*args, **kwargs)
+        gc.disable()
+        try:
+            return build(*args, **kwargs)
+        finally:
+            gc.enable()
+
+    return paused
+
+
+@_acyclic_bulk
 def list_whole_log(storage: Storage, table: str | None = None) -> LogListing:
     """The listing of the whole ``_delta_log`` (every file stat'ed); a named error when there is
     no table or no log."""
@@ -343,6 +370,7 @@ def list_whole_log(storage: Storage, table: str | None = None) -> LogListing:
     return _updated(storage, table, None, entries, [], listed_from=None)
 
 
+@_acyclic_bulk
 def list_from_last_checkpoint(storage: Storage, table: str | None = None) -> LogListing:
     """The listing from the checkpoint ``_last_checkpoint`` names on (a partial listing, see the
     module docstring) when that checkpoint is there and complete and a commit is listed with it;
@@ -355,6 +383,7 @@ def list_from_last_checkpoint(storage: Storage, table: str | None = None) -> Log
     return _updated(storage, table, None, entries, [], listed_from=hint["version"], last_checkpoint=hint)
 
 
+@_acyclic_bulk
 def refreshed(previous: LogListing, storage: Storage, table: str | None = None, *,
               stat_known: bool = False, tail_only: bool = True) -> LogListing:
     """The listing of the log now, from ``previous`` (an earlier listing of the same log; see the
@@ -384,6 +413,7 @@ def after_writing(previous: LogListing, storage: Storage, table: str,
                     last_checkpoint=None if wrote_checkpoint else previous.last_checkpoint)
 
 
+@_acyclic_bulk
 def extended_to_whole_log(listing: LogListing, storage: Storage, table: str | None = None) -> LogListing:
     """The listing of the whole log from a partial ``listing``: the directory is listed, the
     files whose names sort before :attr:`LogListing.listed_from`'s 20 digits are added, the tail
