@@ -196,3 +196,21 @@ def test_a_local_file_is_read_to_its_end_whatever_size_the_listing_saw(tmp_path)
     assert got == {s.path: actions for s, actions in _one_by_one(log.storage, statuses)}
     assert [a.to_obj() for a in got[statuses[5].path]] == [P37]
     assert [a.to_obj() for a in got[statuses[6].path]] == [P12]
+
+
+@pytest.mark.parametrize("threads", [1, 3])
+def test_a_commit_of_non_ascii_utf8_without_the_keys_is_read_as_nothing(tmp_path, monkeypatch, threads):
+    """A commit that names neither key is checked only for being UTF-8: ASCII is, multi-byte UTF-8
+    is too (nothing comes out, no error), and a byte that is neither raises (commit 20)."""
+    monkeypatch.setattr(protocol_history, "BATCH", 16)
+    table = _table(tmp_path / "t", 40)
+    utf8 = json.dumps(_info(10, operationParameters={"note": "caf\u00e9 \u65e5\u672c"}), ensure_ascii=False)
+    _write(table, 10, (utf8 + "\n" + json.dumps(_add(10)) + "\n").encode())
+    assert not (table / LOG_DIR / f"{10:020d}.json").read_bytes().isascii()
+    log = DeltaLog(str(table))
+    statuses = log.whole_listing().commits_between(0, 39)
+    got = list(projected_commit_actions(log.storage, statuses, threads=threads))
+    assert got == _one_by_one(log.storage, statuses) and [s.path for s, _ in got] == [statuses[0].path]
+    _write(table, 20, b'{"commitInfo":{"note":"caf\xe9"}}\n')
+    with pytest.raises(CorruptLogError, match="utf-8"):
+        list(projected_commit_actions(log.storage, statuses, threads=threads))

@@ -199,6 +199,8 @@ def _checked(data: bytes, status: FileStatus, root: str | None, keys: tuple[str,
         # read_commit_actions would find no line to parse (an ASCII needle is found in the UTF-8
         # bytes exactly where it is in the text); what is left of its checks is that the file is
         # UTF-8, which it makes itself, with its error, when it is not
+        if data.isascii():  # UTF-8 as it is (the usual commit), found without decoding it
+            return []
         try:
             data.decode("utf-8")
             return []
