@@ -761,14 +761,14 @@ class _ChunkReader:
                     json_source = out.source(JsonRows(
                         actions, AddFile if kind == "add" else RemoveFile, struct_field(raw, "dataChange"),
                         struct_field(raw, "stats") if kind == "remove" else None))
-                runs = None if extras else _runs(keep)
+                rows = ac.indices_nonzero(keep)
+                runs = None if extras else runs_of(rows)
                 if runs is not None:  # the kept rows are few runs: slices, no copy
                     for start, stop in runs:
                         rows_of = provenance(json_source, arange(start, stop)) if json_source is not None else None
                         out.add(kind, actions.slice(start, stop - start), ranks.slice(start, stop - start),
                                 rows_of)
                     continue
-                rows = ac.indices_nonzero(keep)
                 parts, positions = [ac.take(actions, rows)], [rows]
                 sources = [provenance(json_source, rows)] if json_source is not None else []
             else:
@@ -784,12 +784,6 @@ class _ChunkReader:
             out.add(kind, ac.take(pa.concat_arrays(parts), order), ac.take(ranks, ac.take(where, order)),
                     ac.take(pa.concat_arrays(sources), order) if view else None)
         return out
-
-
-def _runs(mask: pa.Array) -> list[tuple[int, int]] | None:
-    """The runs of true values of ``mask`` as ``(start, stop)``; None when there are so many
-    that slices would cost more than a copy."""
-    return runs_of(ac.indices_nonzero(mask))
 
 
 def _cpus() -> int:
