@@ -8,8 +8,9 @@ can be saved is everything but the read: a file of a local table is read with pl
 files are read concurrently where a read is mostly waiting (a remote one; a local one from the
 disk, found by timing the first batches: from the page cache threads only pass the GIL around), a
 bounded number of commits ahead of the one being parsed; each is parsed by
-:func:`~delta_downgrade.log.read.segment.read_commit_actions` projected on the two keys - one scan of the bytes for ``"protocol"``/``"metaData"``, the JSON
-parse only of the lines that hold one. The result and the errors are those of reading the commits
+:func:`~delta_downgrade.log.read.segment.read_commit_actions` projected on the two keys - one
+scan of the bytes for ``"protocol"``/``"metaData"``, the JSON parse only of the lines that hold
+one. The result and the errors are those of reading the commits
 one by one with it, in order: the first commit (by version) that cannot be parsed or holds two
 protocol or two metaData actions raises, commits after it are never looked at.
 """
