@@ -156,3 +156,42 @@ def test_a_listing_pauses_the_cycle_collector_and_leaves_it_as_it_found_it(tmp_p
     finally:
         gc.enable()
     assert seen[-1] is False
+
+
+def _in_generation(obj: object, generation: int) -> bool:
+    import gc
+
+    return any(o is obj for o in gc.get_objects(generation=generation))
+
+
+def test_a_large_listing_goes_to_the_oldest_generation_at_once(tmp_path: Path, monkeypatch) -> None:
+    """The objects a large listing leaves are moved to the collector's oldest generation as the
+    build ends (no young collection walks them twice afterwards); a small listing's are not; and a
+    process that keeps objects frozen keeps them frozen."""
+    import gc
+
+    from delta_downgrade.log.read import listing as listing_module
+
+    table = _table(tmp_path, 40)
+    storage = LocalStorage(table)
+
+    gc.collect()
+    small = list_whole_log(storage, str(table))  # 40 commits: far below the default bound
+    assert not _in_generation(small, 2)
+
+    monkeypatch.setattr(listing_module, "PROMOTED_AFTER_OBJECTS", 50)
+    gc.collect()
+    large = list_whole_log(storage, str(table))
+    assert _in_generation(large, 2)
+    assert all(_in_generation(s, 2) for s in list(large.listed_commits.values())[:3])
+    assert gc.get_count()[0] < 50 and gc.isenabled() and gc.get_freeze_count() == 0
+    assert _snapshot_of(large) == _snapshot_of(small)
+
+    gc.collect()
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        kept = list_whole_log(storage, str(table))
+        assert gc.get_freeze_count() == frozen and not _in_generation(kept, 2)
+    finally:
+        gc.unfreeze()
