@@ -189,3 +189,12 @@ print(json.dumps({"call_s": call_s, "call_cpu_s": call_cpu_s, "status": outcome.
 
 # The interpreter's start: what every whole-process row pays before any import.
 PYTHON_START = "pass"
+
+# The start of a Python reader of a Delta log: the interpreter with pyarrow's parquet and JSON
+# readers loaded, without numpy and pandas (as the CLI loads them, app/cli/lean_imports.py). A
+# checkpoint is parquet and a commit JSON; delta-rs reads both in its own native library.
+PYARROW_START = r"""
+import sys
+sys.modules["numpy"] = sys.modules["pandas"] = None
+import pyarrow.json, pyarrow.parquet
+"""
