@@ -1,0 +1,27 @@
+"""``run_as_command``: the command's process exits with main's status, its objects frozen for the
+interpreter's exit (that exit handlers still run: tests/integration/test_command_exit.py)."""
+
+from __future__ import annotations
+
+import gc
+
+import pytest
+
+from delta_downgrade.app import cli
+
+
+def _in_a_generation(obj: object) -> bool:
+    return any(o is obj for generation in range(3) for o in gc.get_objects(generation=generation))
+
+
+def test_the_command_exits_with_mains_status_with_every_object_frozen(monkeypatch) -> None:
+    held = [[]]
+    monkeypatch.setattr(cli, "main", lambda: 3)
+    try:
+        with pytest.raises(SystemExit) as exited:
+            cli.run_as_command()
+        assert exited.value.code == 3
+        assert not _in_a_generation(held) and gc.get_freeze_count() > 0
+    finally:
+        gc.unfreeze()
+    assert _in_a_generation(held)  # the check can see an object that is not frozen
