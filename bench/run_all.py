@@ -184,7 +184,7 @@ class Row:
     ours: Side
     base: Side
     measures: tuple[Measure, ...]
-    #: What the row's floor is made of (``floor_seconds``): "tail" (an interpreter start and the
+    #: What the row's floor is made of (``measure_floor``): "tail" (an interpreter start and the
     #: reads of _last_checkpoint, its checkpoint and the commits after it - all commits without a
     #: checkpoint), "drop" (the tail, and the writes of the drop: its files with their fsyncs),
     #: "history" (the tail and every commit); None: no floor defined.
@@ -306,8 +306,7 @@ class Outcome:
     problems: list[str] = field(default_factory=list)
     note: str | None = None               # a row that did not run: why
     written: list[int] = field(default_factory=list)   # sizes of the log files ours wrote (a drop)
-    floor: tuple[float, str] | None = None             # (seconds, what they are made of)
-    runtime_floor: float | None = None                 # the floor with a Python reader's start (pyarrow loaded)
+    floor: Floor | None = None
     instructions: tuple[int, int] | None = None        # (ours, baseline) under callgrind (--instructions)
 
 
@@ -417,7 +416,16 @@ def _timed_writes(folder: str, sizes: list[int]) -> float:
     return elapsed
 
 
-def floor_seconds(kind: str, master: str, written: list[int], work_dir: str) -> tuple[float, str, float]:
+@dataclass(frozen=True)
+class Floor:
+    """What no implementation can go under in a row, measured in this run (:func:`measure_floor`)."""
+
+    seconds: float       # an interpreter start, the reads, the writes
+    what: str            # what the seconds are made of
+    with_pyarrow: float  # the same with a Python reader's start (pyarrow's readers loaded)
+
+
+def measure_floor(kind: str, master: str, written: list[int], work_dir: str) -> Floor:
     """A row's floor, measured in this run (warm page cache, as the runs are): an interpreter
     start, a plain read of the files it must read, and for a drop a plain write of the files it
     wrote, each synced with its directory (2 fsyncs a file). Then the same with the start of a
@@ -434,7 +442,7 @@ def floor_seconds(kind: str, master: str, written: list[int], work_dir: str) -> 
         what += f" + write {len(written)} files {sum(written) / 1e6:.1f} MB, {2 * len(written)} fsyncs {write:.2f}"
     runtime = pyarrow_start_s()
     what += f"; with pyarrow's readers loaded (start {runtime:.2f}) {runtime + read + write:.2f}"
-    return start + read + write, what, runtime + read + write
+    return Floor(start + read + write, what, runtime + read + write)
 
 
 def run_row(row: Row, master: str, meta: dict, repeat: int, work_dir: str) -> Outcome:
@@ -484,9 +492,8 @@ def run_row(row: Row, master: str, meta: dict, repeat: int, work_dir: str) -> Ou
         if None not in counted:
             outcome.instructions = (counted[0], counted[1])
     if row.floor is not None:
-        seconds, what, outcome.runtime_floor = floor_seconds(row.floor, master, outcome.written, work_dir)
-        outcome.floor = (seconds, what)
-        log(f"    floor {outcome.floor[0]:.2f} s: {outcome.floor[1]}")
+        outcome.floor = measure_floor(row.floor, master, outcome.written, work_dir)
+        log(f"    floor {outcome.floor.seconds:.2f} s: {outcome.floor.what}")
     if fingerprint(master) != tuple(meta["fingerprint"]):
         raise SystemExit(f"a run of {row.name} wrote into the master table {master} through a hard link: "
                          f"delete {os.path.dirname(master)} and fix the writer or fresh_copy")
@@ -571,9 +578,8 @@ def table_lines(results: list[tuple[str, Measure, Outcome]]) -> list[str]:
         met = "-"
         floor = "-"
         if o.floor is not None and measure.ours == "wall" and ours:
-            floor = f"{o.floor[0]:.2f} ({statistics.median(ours) / o.floor[0]:.1f}x)"
-            if o.runtime_floor:
-                floor += f"; {o.runtime_floor:.2f} ({statistics.median(ours) / o.runtime_floor:.1f}x)"
+            floor = (f"{o.floor.seconds:.2f} ({statistics.median(ours) / o.floor.seconds:.1f}x); "
+                     f"{o.floor.with_pyarrow:.2f} ({statistics.median(ours) / o.floor.with_pyarrow:.1f}x)")
         r_wall, ratio = _ratio(ours, base)
         r_cpu, cpu_ratio = _ratio(ours_cpu, base_cpu)
 
@@ -704,7 +710,7 @@ def main(argv: list[str] | None = None) -> int:
     floors = [(name, o.floor) for name, m, o in results if o.floor is not None and m.ours == "wall"]
     if floors:
         print("\nfloors (measured in this run; warm page cache):")
-        print("\n".join(f"  {name}: {f[0]:.2f} s = {f[1]}" for name, f in floors))
+        print("\n".join(f"  {name}: {f.seconds:.2f} s = {f.what}" for name, f in floors))
     return 1 if any(o.problems for _, _, o in results) else 0
 
 

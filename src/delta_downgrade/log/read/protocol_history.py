@@ -1,18 +1,18 @@
 """The ``protocol`` and ``metaData`` actions of many commits, read in one pass (the protocol
 history of :meth:`~delta_downgrade.log.delta_log.DeltaLog.protocol_history`).
 
-The history needs the protocol and the boundary property of every retained version, so every
-commit must be read: two checkpoints with the same protocol may have others between them (a fast
-DROP FEATURE leaves protocols that are not monotonic in version, Checkpoint Protection RFC). What
-can be saved is everything but the read: a file of a local table is read with plain file calls;
-files are read concurrently where a read is mostly waiting (a remote one; a local one from the
-disk, found by timing the first batches: from the page cache threads only pass the GIL around), a
-bounded number of commits ahead of the one being parsed; each is parsed by
-:func:`~delta_downgrade.log.read.segment.read_commit_actions` projected on the two keys - one
-scan of the bytes for ``"protocol"``/``"metaData"``, the JSON parse only of the lines that hold
-one. The result and the errors are those of reading the commits
-one by one with it, in order: the first commit (by version) that cannot be parsed or holds two
-protocol or two metaData actions raises, commits after it are never looked at.
+The history needs the protocol and the boundary property of every retained version, so every commit
+must be read: two checkpoints with the same protocol may have others between them (a fast DROP
+FEATURE leaves protocols that are not monotonic in version, Checkpoint Protection RFC). What can be
+saved is everything but the read: a file of a local table is read with plain file calls; files are
+read concurrently where a read is mostly waiting (a remote one; a local one from the disk, found by
+timing the first batches: from the page cache threads only pass the GIL around), a bounded number
+of commits ahead of the one being parsed; each is parsed by
+:func:`~delta_downgrade.log.read.segment.read_commit_actions` projected on the two keys - one scan
+of the bytes for ``"protocol"``/``"metaData"``, the JSON parse only of the lines that hold one. The
+result and the errors are those of reading the commits one by one with it, in order: the first
+commit (by version) that cannot be parsed or holds two protocol or two metaData actions raises,
+commits after it are never looked at.
 """
 
 from __future__ import annotations
