@@ -65,6 +65,22 @@ def test_inspect_of_a_small_table_imports_nothing_heavy(tmp_path, argv):
     assert json.loads(result["out"])["files"]["live_files"] == 3
 
 
+#: What only a command that writes to the log needs: the commit, its conflict checks, row ids.
+COMMIT_MACHINERY = ("delta_downgrade.log.commit", "delta_downgrade.log.row_ids", "delta_downgrade.drop.run")
+
+
+@pytest.mark.parametrize("argv", [["inspect", "--json", "--no-history"], ["compat", "--json"]])
+def test_a_read_only_command_leaves_out_the_commit_machinery(tmp_path, argv):
+    """The feature catalogue, which every command loads, imports the commit machinery only where a
+    drop commits (``features/base.py``)."""
+    path = _dv_table(tmp_path / "t")
+    result = cli_imports([*argv, path], COMMIT_MACHINERY)
+    assert result["code"] == 0, result["out"]
+    assert result["modules"] == []
+    dropped = cli_imports(["drop-feature", path, "deletionVectors"], COMMIT_MACHINERY)
+    assert dropped["code"] == 0 and dropped["modules"] == sorted(COMMIT_MACHINERY), dropped["out"]
+
+
 def test_pandas_loaded_after_pyarrow_in_the_cli_process_converts_as_before(tmp_path):
     """A CLI process that needs pandas after all (pyspark's Connect client imports it) gets it,
     and pyarrow converts pandas objects as it does anywhere (nulls from a pandas Series)."""

@@ -19,7 +19,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Union
 
 from delta_downgrade.errors import NotSupportedYetError
-from delta_downgrade.log.commit import rebase_over_blind_appends
 from delta_downgrade.log.read.listing import CheckpointInstance
 from delta_downgrade.log.snapshot import Snapshot
 from delta_downgrade.protocol.actions import AnyAction, DomainMetadata
@@ -202,6 +201,10 @@ def commit_properties(run: DropRun, snapshot: Snapshot, updates: dict[str, str |
     it means: it is retried on top of them (``rebase_over_blind_appends``); anything else, and
     unless ``allow_deletion_vectors`` a winner writing deletion vectors, is a real conflict.
     Parameters as Delta records them: UNSET lists the keys, SET the key/value map."""
+    # Imported here, as the run is (TYPE_CHECKING above): the catalogue of features is loaded by
+    # every command, and inspect, compat and the other read-only ones need no commit machinery.
+    from delta_downgrade.log.commit import rebase_over_blind_appends
+
     actions = [snapshot.metadata.with_configuration(updates)]
     keys: object = sorted(updates) if operation.startswith("UNSET") else updates
     return run.commit(actions, operation, {"properties": keys}, read_version=snapshot.version,

@@ -10,7 +10,6 @@ from urllib.parse import quote
 from delta_downgrade.features.base import (
     RemovableFeature, RewriteFootprint, TraceContext, commit_properties, require_rewrite,
 )
-from delta_downgrade.log.commit import rebase_over_blind_appends
 from delta_downgrade.log.replay.file_summary import (
     deletion_vector_file_refs, deletion_vector_files, file_counts, live_paths_with_deletion_vectors, tombstone_paths,
     tombstones_with_relative_dvs,
@@ -98,6 +97,7 @@ class DeletionVectors(RemovableFeature):
     def _add_tombstones(self, run: DropRun) -> None:
         """One ``remove`` per distinct relative, non-inline DV file still referenced by a remove
         within ``delta.deletedFileRetentionDuration``, so that a DV-unaware VACUUM keeps it."""
+        from delta_downgrade.log.commit import rebase_over_blind_appends  # a drop's: see base.py
         from delta_downgrade.protocol.dv_paths import dv_relative_path
 
         snapshot = run.latest()
