@@ -22,6 +22,9 @@ HEAVY = ("pandas", "pyarrow", "numpy", "pyspark", "py4j", "pydantic", "pydantic_
 #: Loaded by pyarrow's own kernel methods (``Array.cast``, ``Table.filter``, ...) and by
 #: ``from_arrays(mask=...)``; the package calls the kernels through ``arrow_compute`` instead.
 COMPUTE = "pyarrow.compute"
+#: What only a command that writes to the log needs: the commit, its conflict checks, row ids.
+COMMIT_MACHINERY = ("delta_downgrade.log.commit", "delta_downgrade.log.row_ids", "delta_downgrade.drop.run")
+
 
 def _dv_table(root: Path, commits: int = 3) -> str:
     """A table with deletionVectors in its protocol and no deletion vector: a fast drop."""
@@ -65,10 +68,6 @@ def test_inspect_of_a_small_table_imports_nothing_heavy(tmp_path, argv):
     assert json.loads(result["out"])["files"]["live_files"] == 3
 
 
-#: What only a command that writes to the log needs: the commit, its conflict checks, row ids.
-COMMIT_MACHINERY = ("delta_downgrade.log.commit", "delta_downgrade.log.row_ids", "delta_downgrade.drop.run")
-
-
 @pytest.mark.parametrize("argv", [["inspect", "--json", "--no-history"], ["compat", "--json"]])
 def test_a_read_only_command_leaves_out_the_commit_machinery(tmp_path, argv):
     """The feature catalogue, which every command loads, imports the commit machinery only where a
@@ -77,6 +76,11 @@ def test_a_read_only_command_leaves_out_the_commit_machinery(tmp_path, argv):
     result = cli_imports([*argv, path], COMMIT_MACHINERY)
     assert result["code"] == 0, result["out"]
     assert result["modules"] == []
+
+
+def test_a_drop_loads_the_commit_machinery(tmp_path):
+    """The other side of the check above: the probe sees the modules when a command commits."""
+    path = _dv_table(tmp_path / "t")
     dropped = cli_imports(["drop-feature", path, "deletionVectors"], COMMIT_MACHINERY)
     assert dropped["code"] == 0 and dropped["modules"] == sorted(COMMIT_MACHINERY), dropped["out"]
 

@@ -21,6 +21,7 @@ from delta_downgrade.log.read.listing import (
 from delta_downgrade.storage import FileStatus
 from delta_downgrade.storage.local import LocalStorage
 
+from tests.collector_generations import in_generation
 from tests.unit.log.test_listing_tail import T0, _add, _commit, _same, _table
 
 
@@ -158,12 +159,6 @@ def test_a_listing_pauses_the_cycle_collector_and_leaves_it_as_it_found_it(tmp_p
     assert seen[-1] is False
 
 
-def _in_generation(obj: object, generation: int) -> bool:
-    import gc
-
-    return any(o is obj for o in gc.get_objects(generation=generation))
-
-
 def test_a_large_listing_goes_to_the_oldest_generation_at_once(tmp_path: Path, monkeypatch) -> None:
     """The objects a large listing leaves are moved to the collector's oldest generation as the
     build ends (no young collection walks them twice afterwards); a small listing's are not; and a
@@ -177,13 +172,13 @@ def test_a_large_listing_goes_to_the_oldest_generation_at_once(tmp_path: Path, m
 
     gc.collect()
     small = list_whole_log(storage, str(table))  # 40 commits: far below the default bound
-    assert not _in_generation(small, 2)
+    assert not in_generation(small, 2)
 
     monkeypatch.setattr(listing_module, "PROMOTED_AFTER_OBJECTS", 50)
     gc.collect()
     large = list_whole_log(storage, str(table))
-    assert _in_generation(large, 2)
-    assert all(_in_generation(s, 2) for s in list(large.listed_commits.values())[:3])
+    assert in_generation(large, 2)
+    assert all(in_generation(s, 2) for s in list(large.listed_commits.values())[:3])
     assert gc.isenabled() and gc.get_freeze_count() == 0
     assert _snapshot_of(large) == _snapshot_of(small)
 
@@ -195,8 +190,8 @@ def test_a_large_listing_goes_to_the_oldest_generation_at_once(tmp_path: Path, m
     try:
         kept = list_whole_log(storage, str(table))
         assert gc.get_freeze_count() > 0
-        assert not any(_in_generation(held, generation) for generation in range(3))
-        assert not _in_generation(kept, 2)
+        assert not in_generation(held)
+        assert not in_generation(kept, 2)
     finally:
         gc.unfreeze()
-    assert _in_generation(held, 2)  # the check above can see a release
+    assert in_generation(held, 2)  # the check above can see a release

@@ -8,10 +8,7 @@ import gc
 import pytest
 
 from delta_downgrade.app import cli
-
-
-def _in_a_generation(obj: object) -> bool:
-    return any(o is obj for generation in range(3) for o in gc.get_objects(generation=generation))
+from tests.collector_generations import in_generation
 
 
 def test_the_command_exits_with_mains_status_with_every_object_frozen(monkeypatch) -> None:
@@ -21,7 +18,7 @@ def test_the_command_exits_with_mains_status_with_every_object_frozen(monkeypatc
         with pytest.raises(SystemExit) as exited:
             cli.run_as_command()
         assert exited.value.code == 3
-        assert not _in_a_generation(held) and gc.get_freeze_count() > 0
+        assert not in_generation(held) and gc.get_freeze_count() > 0
     finally:
         gc.unfreeze()
-    assert _in_a_generation(held)  # the check can see an object that is not frozen
+    assert in_generation(held)  # the check can see an object that is not frozen
