@@ -31,6 +31,14 @@ if TYPE_CHECKING:
     from delta_downgrade.log.replay.arrow_replay import ArrowState
 
 
+def same_checkpoint_rows(state: ArrowState, other: ArrowState) -> bool:
+    """Whether checkpoints of the two states hold the same rows, with the same tombstones kept:
+    the very same file actions (one state carried from the other over commits that changed no
+    file, ``ArrowState.advanced``), and equal protocol, metadata, txns and live domains."""
+    return (state.same_files(other) and state.protocol == other.protocol and state.metadata == other.metadata
+            and state.txns == other.txns and state.live_domains == other.live_domains)
+
+
 @dataclass(frozen=True)
 class WrittenCheckpoint:
     """What one ``checkpoint_table`` call wrote, and from what: enough to tell whether a later
@@ -47,11 +55,8 @@ class WrittenCheckpoint:
         The file actions are the same objects (a state carried over commits that changed no
         file); the tombstones kept are the same set when their number is (a later cutoff only
         ever drops more of the same tombstones); protocol, metadata, txns and live domains equal."""
-        mine = self.state
         return (self.result.checkpoint_kind != "v2" and layout == self.layout
-                and tombstones == self.tombstones and state.same_files(mine)
-                and state.protocol == mine.protocol and state.metadata == mine.metadata
-                and state.txns == mine.txns and state.live_domains == mine.live_domains)
+                and tombstones == self.tombstones and same_checkpoint_rows(state, self.state))
 
     def same_file_rows(self, state: ArrowState, tombstones: int, layout: tuple[object, ...]) -> bool:
         """Whether a checkpoint of ``state`` would hold exactly this one's file-action rows,
