@@ -32,7 +32,7 @@ import time
 import weakref
 from contextlib import ExitStack, contextmanager
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
 import pyarrow as pa
 from delta_downgrade import arrow_compute as ac
@@ -70,7 +70,8 @@ def _parts(state: "ArrowState", cutoff_ms: int) -> Iterator[tuple[pa.ChunkedArra
 def write_state_checkpoint(storage: Storage, state: "ArrowState", cutoff_ms: int, *, v2: bool,
                            part_size: int | None = None, v2_format: str = DEFAULT_V2_FORMAT,
                            now_ms: int | None = None, update_last_checkpoint: bool = True,
-                           same_file_rows: CheckpointResult | None = None) -> CheckpointResult:
+                           same_file_rows: CheckpointResult | None = None,
+                           gate: Callable[[], None] | None = None) -> CheckpointResult:
     """Write the checkpoint of ``state`` at ``state.version`` - tombstones deleted at or before
     ``cutoff_ms`` left out - then point ``_last_checkpoint`` at it (unless it names a newer one).
 
@@ -81,19 +82,24 @@ def write_state_checkpoint(storage: Storage, state: "ArrowState", cutoff_ms: int
     ``same_file_rows``: a multi-part checkpoint of the very same file-action rows
     (:meth:`~delta_downgrade.log.checkpoint.copy_forward.WrittenCheckpoint.same_file_rows`). When
     this one has as many parts, its parts of file actions only are copied from it (their sizes
-    checked) and only the part with the other actions is written."""
+    checked) and only the part with the other actions is written.
+
+    ``gate``: called before any file is published; publishing waits for it to return, and
+    nothing is published when it raises (:mod:`~delta_downgrade.log.checkpoint.prepared`). A
+    classic or multi-part checkpoint of several state parts calls it with every file encoded;
+    the other kinds before they begin."""
     version = state.version
     if isinstance(version, bool) or not isinstance(version, int) or version < 0:
         raise ValueError(f"version must be a non-negative int, got {version!r}")
     created_ms = int(time.time() * 1000) if now_ms is None else int(now_ms)
     if v2:
+        if gate is not None:
+            gate()
         return _write_v2(storage, state, cutoff_ms, part_size, v2_format, now_ms, update_last_checkpoint)
-    n_files = state.num_adds + state.num_tombstones_after(cutoff_ms)
-    size = resolve_part_size(state.metadata, part_size)
-    num_parts = 1 if supports_v2_checkpoint(state.protocol) else max(1, math.ceil(n_files / size))
+    num_parts = classic_part_count(state, cutoff_ms, part_size)
     live = [d for d in state.domains if not d.removed]
     if num_parts == 1:
-        rows, path, nbytes = _write_classic(storage, state, cutoff_ms, live)
+        rows, path, nbytes = _write_classic(storage, state, cutoff_ms, live, gate)
         result = CheckpointResult(
             version=version, paths=(path,), num_actions=rows, num_add_files=state.num_adds,
             size_in_bytes=nbytes, parts=None, last_checkpoint_updated=False, created_ms=created_ms,
@@ -101,12 +107,15 @@ def write_state_checkpoint(storage: Storage, state: "ArrowState", cutoff_ms: int
     elif state.num_parts > 1 and not writes_stats_as_struct(state.metadata):
         copies = _copyable_parts(storage, same_file_rows, num_parts)
         try:
-            result = _write_multipart_one_pass(storage, state, cutoff_ms, live, num_parts, created_ms, copies)
+            result = _write_multipart_one_pass(storage, state, cutoff_ms, live, num_parts, created_ms, copies,
+                                               gate=gate)
         except _PartChanged:  # a part to copy changed since its size was checked: write them all
-            result = _write_multipart_one_pass(storage, state, cutoff_ms, live, num_parts, created_ms)
+            result = _write_multipart_one_pass(storage, state, cutoff_ms, live, num_parts, created_ms, gate=gate)
     else:
         # A state in memory (one part), or a table writing stats_parsed, whose parsed columns
         # are built over all its adds (each part file gets the one type): the in-memory writer.
+        if gate is not None:
+            gate()
         return write_checkpoint_arrow(storage, version, state.protocol, state.metadata, state.adds,
                                       state.tombstones_after(cutoff_ms), state.txns, live, part_size=part_size,
                                       now_ms=created_ms, update_last_checkpoint=update_last_checkpoint)
@@ -116,18 +125,30 @@ def write_state_checkpoint(storage: Storage, state: "ArrowState", cutoff_ms: int
     return result
 
 
-def _stream_file(storage: Storage, path: str, schema: pa.Schema, batches: Iterator[pa.RecordBatch | pa.Table]
-                 ) -> int:
+def classic_part_count(state: "ArrowState", cutoff_ms: int, part_size: int | None = None) -> int:
+    """How many parts a classic checkpoint of ``state`` has (1: a single file): one per
+    ``part_size`` file actions, and always one for a protocol that supports V2 checkpoints
+    (PROTOCOL.md "V2 Checkpoint Table Feature": such a table's classic checkpoint is one file)."""
+    if supports_v2_checkpoint(state.protocol):
+        return 1
+    n_files = state.num_adds + state.num_tombstones_after(cutoff_ms)
+    return max(1, math.ceil(n_files / resolve_part_size(state.metadata, part_size)))
+
+
+def _stream_file(storage: Storage, path: str, schema: pa.Schema, batches: Iterator[pa.RecordBatch | pa.Table],
+                 gate: Callable[[], None] | None = None) -> int:
     """One parquet file of ``batches`` written to local disk as they come and published
-    atomically under ``path``; its size in bytes."""
+    atomically under ``path`` (once ``gate`` returns, if given); its size in bytes."""
     with storage.atomic_file(path) as local:
         with checkpoint_parquet_writer(local, schema) as writer:
             write_row_groups(writer, batches)
+        if gate is not None:
+            gate()
         return os.path.getsize(local)
 
 
-def _write_classic(storage: Storage, state: "ArrowState", cutoff_ms: int,
-                   live: Sequence[DomainMetadata]) -> tuple[int, str, int]:
+def _write_classic(storage: Storage, state: "ArrowState", cutoff_ms: int, live: Sequence[DomainMetadata],
+                   gate: Callable[[], None] | None = None) -> tuple[int, str, int]:
     path = classic_checkpoint_path(state.version)
     txns = list(state.txns)
     rows = 2 + len(txns) + len(live)
@@ -139,7 +160,7 @@ def _write_classic(storage: Storage, state: "ArrowState", cutoff_ms: int,
         rows += len(adds) + len(removes)
         return rows, path, _stream_file(storage, path, schema,
                                         arrow_part_batches(state.protocol, state.metadata, txns, live, adds, removes,
-                                                           schema))
+                                                           schema), gate)
     counted = [0]
 
     def batches() -> Iterator[pa.RecordBatch | pa.Table]:
@@ -149,7 +170,7 @@ def _write_classic(storage: Storage, state: "ArrowState", cutoff_ms: int,
             counted[0] += len(adds) + len(removes)
             yield from arrow_part_batches(None, None, (), (), adds, removes)
 
-    nbytes = _stream_file(storage, path, CHECKPOINT_SCHEMA, batches())
+    nbytes = _stream_file(storage, path, CHECKPOINT_SCHEMA, batches(), gate)
     return rows + counted[0], path, nbytes
 
 
@@ -205,7 +226,8 @@ def _copyable_parts(storage: Storage, previous: CheckpointResult | None,
 
 def _write_multipart_one_pass(storage: Storage, state: "ArrowState", cutoff_ms: int,
                               live: Sequence[DomainMetadata], num_parts: int, created_ms: int,
-                              copies: dict[int, tuple[str, int, int]] | None = None) -> CheckpointResult:
+                              copies: dict[int, tuple[str, int, int]] | None = None, *,
+                              gate: Callable[[], None] | None = None) -> CheckpointResult:
     """:func:`_write_multipart` for a state in several parts and the plain checkpoint schema: all
     parts' files open at once (local temporary files), each state part read once and its rows
     sent to the files Spark's hash of their path places them in, in row groups of up to
@@ -216,7 +238,8 @@ def _write_multipart_one_pass(storage: Storage, state: "ArrowState", cutoff_ms: 
     ``copies`` (:func:`_copyable_parts`): parts whose rows an earlier checkpoint's file already
     holds; that file is copied under this part's name (in the same publishing step) and the
     rows are not encoded again. Raises :class:`_PartChanged`, having published nothing, when
-    one is no longer of its size."""
+    one is no longer of its size. ``gate``: called with every file written, before the first
+    is published."""
     copies = copies or {}
     home = spark_partition_of(None, num_parts)
     assert home not in copies, "the part with the protocol and metadata is always written"
@@ -282,6 +305,8 @@ def _write_multipart_one_pass(storage: Storage, state: "ArrowState", cutoff_ms: 
                 if os.path.getsize(local) != size:
                     raise _PartChanged(source)
             sizes = [copies[i][1] if i in copies else os.path.getsize(locals_[i]) for i in range(num_parts)]
+            if gate is not None:
+                gate()
     except BaseException:
         # Some files may be published already when a later one failed: an incomplete multi-part
         # checkpoint, ignored by readers (PROTOCOL.md "Multi-part checkpoint") but never deleted
