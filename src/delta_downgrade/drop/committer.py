@@ -19,8 +19,8 @@ from typing import ClassVar, Mapping, Sequence
 
 from delta_downgrade.clock import Clock
 from delta_downgrade.drop.plan import CHECKPOINT, COMMIT, DropStep
-from delta_downgrade.log.checkpoint.engine import write_checkpoint
-from delta_downgrade.log.checkpoint.on_driver import uses_v2_checkpoint
+from delta_downgrade.log.checkpoint.engine import prepare_checkpoint, write_checkpoint
+from delta_downgrade.log.checkpoint.on_driver import discard_prepared_checkpoint, uses_v2_checkpoint
 from delta_downgrade.log.commit import ConflictResolver, commit
 from delta_downgrade.log.delta_log import DeltaLog, Refresh
 from delta_downgrade.log.snapshot import Snapshot
@@ -59,6 +59,15 @@ class Committer(ABC):
     def checkpoint(self, log: DeltaLog, version: int | None, *, engine: str | None, clock: Clock) -> Taken:
         """One checkpoint at ``version`` (None: the latest)."""
 
+    @abstractmethod
+    def prepare_checkpoint(self, log: DeltaLog, expected: Snapshot, *, engine: str | None, clock: Clock) -> None:
+        """The checkpoint of ``expected`` (the table after steps still to come) begun ahead of
+        them, where that saves time (:mod:`delta_downgrade.log.checkpoint.prepared`); not a step."""
+
+    @abstractmethod
+    def discard_prepared(self, log: DeltaLog) -> None:
+        """A checkpoint :meth:`prepare_checkpoint` began and no step took, discarded."""
+
 
 class LogCommitter(Committer):
     """Every step written to the table's log."""
@@ -84,6 +93,12 @@ class LogCommitter(Committer):
         return Taken(DropStep(CHECKPOINT, result.version, "v2" if v2 else "classic"),
                      f"checkpoint at v{result.version}" + (" (v2)" if v2 else "") + f": {', '.join(result.paths)}",
                      tuple(result.paths))
+
+    def prepare_checkpoint(self, log: DeltaLog, expected: Snapshot, *, engine: str | None, clock: Clock) -> None:
+        prepare_checkpoint(log, expected, engine=engine, clock=clock)
+
+    def discard_prepared(self, log: DeltaLog) -> None:
+        discard_prepared_checkpoint(log)
 
 
 class PlanRecorder(Committer):
@@ -115,6 +130,12 @@ class PlanRecorder(Committer):
         v2 = uses_v2_checkpoint(latest.protocol, latest.metadata)
         return Taken(DropStep(CHECKPOINT, target, "v2" if v2 else "classic"),
                      f"checkpoint at v{target}" + (" (v2)" if v2 else ""))
+
+    def prepare_checkpoint(self, log: DeltaLog, expected: Snapshot, *, engine: str | None, clock: Clock) -> None:
+        """Nothing: a plan writes no checkpoint."""
+
+    def discard_prepared(self, log: DeltaLog) -> None:
+        """Nothing: a plan prepares none."""
 
 
 __all__ = ["Committer", "LogCommitter", "PlanRecorder", "Taken"]

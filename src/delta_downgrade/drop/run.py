@@ -183,6 +183,17 @@ class DropRun:
         self.record(taken.step, taken.message)
         return list(taken.paths)
 
+    def prepare_checkpoint(self, expected: Snapshot) -> None:
+        """Begin the checkpoint of ``expected`` (the table after this run's next commits, given
+        by value) ahead of those commits; :meth:`checkpoint` of its version publishes it when the
+        log holds that very table, :meth:`discard_prepared` discards it
+        (:mod:`delta_downgrade.log.checkpoint.prepared`). Nothing is recorded: it is not a step."""
+        self.committer.prepare_checkpoint(self.log, expected, engine=self.checkpoint_engine, clock=self.clock)
+
+    def discard_prepared(self) -> None:
+        """Discard a checkpoint :meth:`prepare_checkpoint` began that no step took."""
+        self.committer.discard_prepared(self.log)
+
     def truncated(self, before: int, message: str) -> None:
         """The history before ``before`` truncated (or, planning, to be)."""
         self.record(DropStep(TRUNCATE, before), message)

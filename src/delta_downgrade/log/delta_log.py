@@ -102,6 +102,10 @@ class DeltaLog:
         #: (:class:`~delta_downgrade.log.checkpoint.copy_forward.WrittenCheckpoint`), so that the next one
         #: of the same content is copied instead of encoded again.
         self.written_checkpoint: Any = None
+        #: A checkpoint of a version not committed yet, being encoded and held unpublished until
+        #: ``checkpoint_table`` is asked for that version
+        #: (:class:`~delta_downgrade.log.checkpoint.prepared.PreparedCheckpoint`).
+        self.prepared_checkpoint: Any = None
         self._own_checkpoints: set[str] = set()  # checkpoint files written through this log
         # Checkpoints found damaged (their files -> why), never used again by this log; and the
         # checkpoints verified (checkpoint_integrity) already.

@@ -271,25 +271,57 @@ def _fast_drop(run: DropRun, spec: TableFeature, behaviour: RemovableFeature, be
     history_protection = spec.requires_history_protection
     # 1. Pre-downgrade: disable, then remove the feature's traces.
     behaviour.remove_traces(run)
-    # 2. Barriers: empty commit + checkpoint, three times (history-protected features only).
-    if history_protection:
-        for _ in range(NUMBER_OF_BARRIER_CHECKPOINTS):
-            _barrier(run)
-    # 3. The downgrade commit, with checkpointProtection and the boundary for HistProt features.
-    version, after = _downgrade_commit(run, spec, behaviour, with_checkpoint_protection=history_protection)
-    # 4. A checkpoint at the downgrade version; Spark ignores its failure, a rerun completes it.
-    if history_protection:
-        try:
-            run.checkpoint(version)
-        except DeltaDowngradeError as exc:
-            run.progress(f"checkpoint at the downgrade version failed ({exc}); rerun to complete it")
+    try:
+        # 2. Barriers: empty commit + checkpoint, three times (history-protected features only).
+        #    The checkpoint of step 4 is begun ahead, unpublished: a single file beside the
+        #    first barrier's, a multi-part one after it (it copies that one's parts of files).
+        if history_protection:
+            def prepare() -> None:
+                _prepare_downgrade_checkpoint(run, spec, behaviour, NUMBER_OF_BARRIER_CHECKPOINTS - 1)
+
+            for barrier in range(NUMBER_OF_BARRIER_CHECKPOINTS):
+                _barrier(run, before_checkpoint=prepare if barrier == 0 else None)
+                if barrier == 0:
+                    prepare()
+        # 3. The downgrade commit, with checkpointProtection and the boundary for HistProt features.
+        version, after = _downgrade_commit(run, spec, behaviour, with_checkpoint_protection=history_protection)
+        # 4. A checkpoint at the downgrade version; Spark ignores its failure, a rerun completes it.
+        if history_protection:
+            try:
+                run.checkpoint(version)
+            except DeltaDowngradeError as exc:
+                run.progress(f"checkpoint at the downgrade version failed ({exc}); rerun to complete it")
+    finally:
+        run.discard_prepared()  # begun and not taken (a failure, a lost race): never published
     return finish(run, before, after, STATUS_DROPPED)
 
 
-def _barrier(run: DropRun) -> None:
+def _prepare_downgrade_checkpoint(run: DropRun, spec: TableFeature, behaviour: RemovableFeature,
+                                  barriers_left: int) -> None:
+    """Begin the checkpoint at the downgrade version ahead (``DropRun.prepare_checkpoint``): the
+    table after the barriers still to come (empty commits) and the downgrade commit as it will
+    be if no other writer commits in between. If one does, the checkpoint's version or rows
+    differ from the prepared ones and it is written from the log's state as always."""
+    if not run.writes:
+        return
+    # The log as this run's own commits left it, without listing it again: a commit of another
+    # writer since then only makes the prepared checkpoint be discarded.
+    snapshot = run.log.snapshot(check_read=False)
+    before_downgrade = snapshot.with_commits([[]] * barriers_left)
+    try:
+        actions, _ = _downgrade_actions(before_downgrade, spec, behaviour, with_checkpoint_protection=True,
+                                        commit_version=before_downgrade.version + 1)
+    except DeltaDowngradeError:
+        return  # the downgrade commit refuses it, with the error
+    run.prepare_checkpoint(before_downgrade.with_commits([actions]))
+
+
+def _barrier(run: DropRun, before_checkpoint: Callable[[], None] | None = None) -> None:
     last_error: Exception | None = None
     for _attempt in range(MAX_CHECKPOINT_RETRIES):
         version = run.commit([], "Empty Commit", {}, resolve=rebase_unless_protocol_changed([]))
+        if before_checkpoint is not None:
+            before_checkpoint()
         try:
             run.checkpoint(version)
             return

@@ -24,10 +24,13 @@ from delta_downgrade.errors import BadSettingsError, SparkCheckpointUnsupportedE
 from delta_downgrade.log.replay.arrow_replay import estimated_file_actions
 from delta_downgrade.log.checkpoint.classic_writer import CheckpointResult
 from delta_downgrade.log.checkpoint.on_driver import checkpoint_table
+from delta_downgrade.log.checkpoint.on_driver import prepare_checkpoint as prepare_driver_checkpoint
 from delta_downgrade.log.delta_log import DeltaLog
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
+
+    from delta_downgrade.log.snapshot import Snapshot
 
 _log = logging.getLogger(__name__)
 
@@ -106,3 +109,17 @@ def write_checkpoint(log: DeltaLog, version: int | None = None, *, engine: str |
         return checkpoint_table(log, version, clock=clock)
     log.note_written(result.checkpoint_files)
     return result
+
+
+def prepare_checkpoint(log: DeltaLog, expected: Snapshot, *, engine: str | None = None,
+                       clock: Clock = SYSTEM_CLOCK) -> bool:
+    """Begin the checkpoint of ``expected`` (the table after commits about to be written) ahead of
+    its commits, when the Arrow path is sure to write it: the engine is ``arrow``, or ``auto``
+    without a Spark session (:func:`~delta_downgrade.log.checkpoint.on_driver.prepare_checkpoint`).
+    Whether one was begun; :func:`write_checkpoint` of that version publishes it or discards it, and
+    :func:`~delta_downgrade.log.checkpoint.on_driver.discard_prepared_checkpoint` discards it."""
+    chosen = validate_engine(engine, log.table)
+    if chosen == "spark" or (chosen == "auto" and active_spark_session() is not None):
+        return False
+    return prepare_driver_checkpoint(log, expected, clock=clock) is not None
+

@@ -14,14 +14,15 @@ from __future__ import annotations
 
 import logging
 
-from delta_downgrade.protocol.actions import Metadata, ProtocolAction
+from delta_downgrade.protocol.actions import AddCDCFile, AddFile, Metadata, ProtocolAction, RemoveFile
 from delta_downgrade.clock import SYSTEM_CLOCK, Clock
-from delta_downgrade.errors import CorruptLogError, UnsupportedFeaturesError
+from delta_downgrade.errors import CorruptLogError, DeltaDowngradeError, UnsupportedFeaturesError
 from delta_downgrade.log.replay.arrow_replay import ArrowState
 from delta_downgrade.log.checkpoint.copy_forward import WrittenCheckpoint, copy_checkpoint
 from delta_downgrade.log.checkpoint.classic_writer import V2_CHECKPOINT_FEATURE, CheckpointResult
 from delta_downgrade.log.delta_log import DeltaLog, Refresh, check_protocol
-from delta_downgrade.log.checkpoint.from_state import write_state_checkpoint
+from delta_downgrade.log.checkpoint.from_state import classic_part_count, write_state_checkpoint
+from delta_downgrade.log.checkpoint.prepared import PreparedCheckpoint
 from delta_downgrade.log.checkpoint.v2_writer import DEFAULT_V2_FORMAT
 from delta_downgrade.log.snapshot import BOUNDARY_PROPERTY, Snapshot
 from delta_downgrade.protocol import CHECKPOINT_PROTECTION, Protocol
@@ -122,7 +123,14 @@ def checkpoint_table(log: DeltaLog, version: int | None = None, *, clock: Clock 
     layout = (part_size, v2_format)
     previous = log.written_checkpoint
     result = None
-    if previous is not None and previous.same_content(state, num_tombstones, layout):
+    prepared = log.prepared_checkpoint
+    if prepared is not None and prepared.version == state.version:
+        log.prepared_checkpoint = None
+        if prepared.matches(state, num_tombstones, layout):
+            result = prepared.publish(clock.now_ms())
+        else:
+            prepared.discard()
+    if result is None and previous is not None and previous.same_content(state, num_tombstones, layout):
         result = copy_checkpoint(log.storage, previous.result, state.version, now_ms=clock.now_ms())
     if result is None:
         same_rows = (previous.result if previous is not None
@@ -134,3 +142,58 @@ def checkpoint_table(log: DeltaLog, version: int | None = None, *, clock: Clock 
     log.written_checkpoint = WrittenCheckpoint(state, num_tombstones, layout, result)
     log.note_written(result.checkpoint_files)
     return result
+
+
+def prepare_checkpoint(log: DeltaLog, expected: Snapshot, *, clock: Clock = SYSTEM_CLOCK,
+                       part_size: int | None = None, v2_format: str = DEFAULT_V2_FORMAT) -> PreparedCheckpoint | None:
+    """Begin encoding the checkpoint :func:`checkpoint_table` will write at ``expected.version``
+    (not committed yet: ``expected`` is the table after the commits the caller is about to
+    write, given by value, :meth:`Snapshot.with_commits`), in a thread, unpublished
+    (:mod:`~delta_downgrade.log.checkpoint.prepared`); it is held by the log until
+    :func:`checkpoint_table` is asked for that version, or :func:`discard_prepared_checkpoint`.
+
+    Only where it saves a whole encode and costs the caller nothing more:
+    - the expected commits hold no file action, so the state is carried from the latest
+      snapshot's (the caller is about to checkpoint that one, or has: no further replay);
+    - the checkpoint would be classic or multi-part (not V2), and not a copy of the log's last
+      written one;
+    - it may be written (rule (b), the checkpoint gate);
+    - a multi-part one only once a checkpoint of the same file actions is written, whose parts
+      of file actions it copies (encoding them again would double the work).
+
+    None otherwise, with nothing started."""
+    if log.prepared_checkpoint is not None:
+        return None
+    if any(isinstance(a, (AddFile, RemoveFile, AddCDCFile)) for actions in expected.derived_commits for a in actions):
+        return None
+    try:
+        state = expected.arrow_state()
+        protocol = state.protocol.protocol
+        check_checkpoint_writable(state.version, protocol, state.metadata, _boundary(protocol, state.metadata))
+        if uses_v2_checkpoint(protocol, state.metadata):
+            return None  # its top-level file names its version and sidecars: written at the time
+    except DeltaDowngradeError:
+        return None  # the checkpoint itself meets the error, if its version gets there
+    cutoff = clock.now_ms() - TableConfig(state.metadata.configuration).deleted_file_retention_ms
+    tombstones = state.num_tombstones_after(cutoff)
+    layout = (part_size, v2_format)
+    previous = log.written_checkpoint
+    same_rows = None
+    if previous is not None and state.same_files(previous.state):
+        if previous.same_content(state, tombstones, layout):
+            return None  # copied forward, not encoded
+        same_rows = previous.result if previous.same_file_rows(state, tombstones, layout) else None
+    elif classic_part_count(state, cutoff, part_size) > 1:
+        return None
+    prepared = PreparedCheckpoint(log.storage, state, cutoff, tombstones, layout, part_size=part_size,
+                                  v2_format=v2_format, now_ms=clock.now_ms(), same_file_rows=same_rows)
+    log.prepared_checkpoint = prepared
+    return prepared
+
+
+def discard_prepared_checkpoint(log: DeltaLog) -> None:
+    """Discard the log's prepared checkpoint, if one is held (its version was not reached, or
+    another engine wrote it): its files are never published."""
+    prepared, log.prepared_checkpoint = log.prepared_checkpoint, None
+    if prepared is not None:
+        prepared.discard()
