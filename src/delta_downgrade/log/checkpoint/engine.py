@@ -122,4 +122,3 @@ def prepare_checkpoint(log: DeltaLog, expected: Snapshot, *, engine: str | None 
     if chosen == "spark" or (chosen == "auto" and active_spark_session() is not None):
         return False
     return prepare_driver_checkpoint(log, expected, clock=clock) is not None
-

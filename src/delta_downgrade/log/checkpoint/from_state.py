@@ -86,8 +86,8 @@ def write_state_checkpoint(storage: Storage, state: "ArrowState", cutoff_ms: int
 
     ``gate``: called before any file is published; publishing waits for it to return, and
     nothing is published when it raises (:mod:`~delta_downgrade.log.checkpoint.prepared`). A
-    classic or multi-part checkpoint of several state parts calls it with every file encoded;
-    the other kinds before they begin."""
+    classic checkpoint, and a multi-part one of a state in several parts, call it with every
+    file encoded; the other writers (V2, the in-memory one) call it before they begin."""
     version = state.version
     if isinstance(version, bool) or not isinstance(version, int) or version < 0:
         raise ValueError(f"version must be a non-negative int, got {version!r}")
