@@ -110,6 +110,27 @@ def test_a_prepared_checkpoint_is_discarded_when_another_writer_takes_its_versio
     assert log.prepared_checkpoint is None and not _prepared_threads() and _leftovers(table) == []
 
 
+def test_a_prepared_checkpoint_that_failed_to_encode_is_written_afresh(tmp_path, monkeypatch):
+    """An encode that fails in the thread (a full disk, say) publishes nothing: the checkpoint of
+    that version is written by the caller, which meets the failure itself if it lasts."""
+    table = _table(tmp_path / "t")
+    log = DeltaLog(table)
+    clock = ManualClock(NOW)
+    real = from_state.checkpoint_parquet_writer
+
+    def failing_in_the_thread(sink: Any, schema: Any = from_state.CHECKPOINT_SCHEMA) -> Any:
+        if threading.current_thread().name.startswith("prepared-checkpoint-"):
+            raise OSError(28, "No space left on device")
+        return real(sink, schema)
+
+    monkeypatch.setattr(from_state, "checkpoint_parquet_writer", failing_in_the_thread)
+    actions = _unset_dv(log)
+    prepare_checkpoint(log, log.snapshot().with_commits([actions]), clock=clock)
+    result = checkpoint_table(log, commit(log, 2, actions, operation="UNSET", clock=clock), clock=clock)
+    assert _rows(table, result.paths) == _fresh_checkpoint_rows(table, 3, tmp_path)
+    assert log.prepared_checkpoint is None and not _prepared_threads() and _leftovers(table) == []
+
+
 def test_a_prepared_checkpoint_never_taken_is_discarded_unpublished(tmp_path):
     table = _table(tmp_path / "t")
     log = DeltaLog(table)
