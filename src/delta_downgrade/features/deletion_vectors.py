@@ -103,7 +103,7 @@ class DeletionVectors(RemovableFeature):
         snapshot = run.latest()
         state = snapshot.arrow_state()
         now = run.clock.now_ms()
-        cutoff = now - TableConfig(snapshot.metadata.configuration).deleted_file_retention_ms
+        cutoff = TableConfig(snapshot.metadata.configuration).tombstone_cutoff_ms(now)
         wanted: dict[str, None] = {}
         # inline and absolute-path DVs are skipped: only the relative ones ("u") name a file here
         for tomb in tombstones_with_relative_dvs(state, cutoff):

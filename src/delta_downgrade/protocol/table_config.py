@@ -205,6 +205,14 @@ class TableConfig:
     def deleted_file_retention_ms(self) -> int:
         return self._int(DELETED_FILE_RETENTION)
 
+    def tombstone_cutoff_ms(self, now_ms: int) -> int:
+        """The ``deletionTimestamp`` a ``remove`` must be later than to be kept at ``now_ms``
+        (PROTOCOL.md "Checkpoints": tombstones are kept for
+        ``delta.deletedFileRetentionDuration`` so that VACUUM does not delete a file a reader of a
+        retained version still needs). Every checkpoint writer and the DV purge use this one rule,
+        so that two of them asked at the same instant keep the same tombstones."""
+        return now_ms - self.deleted_file_retention_ms
+
     @property
     def truncate_history_retention_ms(self) -> int:
         return self._int(TRUNCATE_HISTORY_RETENTION)

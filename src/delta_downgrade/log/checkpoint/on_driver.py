@@ -118,7 +118,7 @@ def checkpoint_table(log: DeltaLog, version: int | None = None, *, clock: Clock 
     state = _carried_state(log, version)
     check_protocol(state.protocol.protocol, log.table, state.version, check_read=False)
     _refuse_unwritable(log, state.version, state.protocol, state.metadata)
-    cutoff = clock.now_ms() - TableConfig(state.metadata.configuration).deleted_file_retention_ms
+    cutoff = TableConfig(state.metadata.configuration).tombstone_cutoff_ms(clock.now_ms())
     num_tombstones = state.num_tombstones_after(cutoff)
     layout = (part_size, v2_format)
     previous = log.written_checkpoint
@@ -174,7 +174,7 @@ def prepare_checkpoint(log: DeltaLog, expected: Snapshot, *, clock: Clock = SYST
             return None  # its top-level file names its version and sidecars: written at the time
     except DeltaDowngradeError:
         return None  # the checkpoint itself meets the error, if its version gets there
-    cutoff = clock.now_ms() - TableConfig(state.metadata.configuration).deleted_file_retention_ms
+    cutoff = TableConfig(state.metadata.configuration).tombstone_cutoff_ms(clock.now_ms())
     tombstones = state.num_tombstones_after(cutoff)
     layout = (part_size, v2_format)
     previous = log.written_checkpoint

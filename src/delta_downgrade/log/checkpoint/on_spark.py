@@ -307,7 +307,7 @@ def spark_checkpoint_table(spark: "SparkSession", log: DeltaLog, version: int | 
     version, segment, protocol, metadata = _check_writable(log, version)
     storage = log.storage
     now_ms = clock.now_ms()
-    cutoff = now_ms - TableConfig(metadata.configuration).deleted_file_retention_ms
+    cutoff = TableConfig(metadata.configuration).tombstone_cutoff_ms(now_ms)
     check_stats = _has_stats_parsed(spark, storage, segment)
     tmp = f"{LOG_DIR}/{TEMP_DIR_PREFIX}{uuid.uuid4().hex}"
     cached: DataFrame | None = None
