@@ -112,13 +112,13 @@ def write_checkpoint(log: DeltaLog, version: int | None = None, *, engine: str |
 
 
 def prepare_checkpoint(log: DeltaLog, expected: Snapshot, *, engine: str | None = None,
-                       clock: Clock = SYSTEM_CLOCK) -> bool:
+                       clock: Clock = SYSTEM_CLOCK) -> None:
     """Begin the checkpoint of ``expected`` (the table after commits about to be written) ahead of
     its commits, when the Arrow path is sure to write it: the engine is ``arrow``, or ``auto``
     without a Spark session (:func:`~delta_downgrade.log.checkpoint.on_driver.prepare_checkpoint`).
-    Whether one was begun; :func:`write_checkpoint` of that version publishes it or discards it, and
+    :func:`write_checkpoint` of that version publishes it or discards it, and
     :func:`~delta_downgrade.log.checkpoint.on_driver.discard_prepared_checkpoint` discards it."""
     chosen = validate_engine(engine, log.table)
     if chosen == "spark" or (chosen == "auto" and active_spark_session() is not None):
-        return False
-    return prepare_driver_checkpoint(log, expected, clock=clock) is not None
+        return
+    prepare_driver_checkpoint(log, expected, clock=clock)

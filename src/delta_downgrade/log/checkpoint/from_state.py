@@ -96,7 +96,7 @@ def write_state_checkpoint(storage: Storage, state: "ArrowState", cutoff_ms: int
         if gate is not None:
             gate()
         return _write_v2(storage, state, cutoff_ms, part_size, v2_format, now_ms, update_last_checkpoint)
-    num_parts = classic_part_count(state, cutoff_ms, part_size)
+    num_parts = classic_part_count(state, state.num_tombstones_after(cutoff_ms), part_size)
     live = [d for d in state.domains if not d.removed]
     if num_parts == 1:
         rows, path, nbytes = _write_classic(storage, state, cutoff_ms, live, gate)
@@ -125,13 +125,14 @@ def write_state_checkpoint(storage: Storage, state: "ArrowState", cutoff_ms: int
     return result
 
 
-def classic_part_count(state: "ArrowState", cutoff_ms: int, part_size: int | None = None) -> int:
-    """How many parts a classic checkpoint of ``state`` has (1: a single file): one per
-    ``part_size`` file actions, and always one for a protocol that supports V2 checkpoints
-    (PROTOCOL.md "V2 Checkpoint Table Feature": such a table's classic checkpoint is one file)."""
+def classic_part_count(state: "ArrowState", num_tombstones: int, part_size: int | None = None) -> int:
+    """How many parts a classic checkpoint of ``state`` keeping ``num_tombstones`` removes has
+    (1: a single file): one per ``part_size`` file actions, and always one for a protocol that
+    supports V2 checkpoints (PROTOCOL.md "V2 Checkpoint Table Feature": such a table's classic
+    checkpoint is one file)."""
     if supports_v2_checkpoint(state.protocol):
         return 1
-    n_files = state.num_adds + state.num_tombstones_after(cutoff_ms)
+    n_files = state.num_adds + num_tombstones
     return max(1, math.ceil(n_files / resolve_part_size(state.metadata, part_size)))
 
 

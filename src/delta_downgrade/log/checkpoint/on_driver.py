@@ -183,7 +183,7 @@ def prepare_checkpoint(log: DeltaLog, expected: Snapshot, *, clock: Clock = SYST
         if previous.same_content(state, tombstones, layout):
             return None  # copied forward, not encoded
         same_rows = previous.result if previous.same_file_rows(state, tombstones, layout) else None
-    elif classic_part_count(state, cutoff, part_size) > 1:
+    elif classic_part_count(state, tombstones, part_size) > 1:
         return None
     prepared = PreparedCheckpoint(log.storage, state, cutoff, tombstones, layout, part_size=part_size,
                                   v2_format=v2_format, now_ms=clock.now_ms(), same_file_rows=same_rows)
