@@ -6,7 +6,7 @@ import errno
 import os
 from contextlib import contextmanager
 from stat import S_ISREG
-from typing import BinaryIO, Iterator, Mapping
+from typing import Any, BinaryIO, Callable, Iterator, Mapping
 
 from delta_downgrade.errors import CommitFileExistsError
 from delta_downgrade.storage.base import DirEntries, FileStatus
@@ -31,11 +31,13 @@ def _fsync_dir(path: str) -> None:
         os.close(fd)
 
 
-def _open_dir(path: str) -> int | None:
-    """A descriptor of the directory ``path`` to stat its entries relative to, or None where
-    ``os.stat`` takes no ``dir_fd`` (Windows) or the directory cannot be opened so (the caller
-    then stats full paths)."""
-    if os.stat not in os.supports_dir_fd:
+def open_dir(path: str, call: Callable[..., Any] = os.stat) -> int | None:
+    """A descriptor of the directory ``path`` to ``call`` (``os.stat``, ``os.open``) its entries
+    relative to, or None where ``call`` takes no ``dir_fd`` (Windows) or the directory cannot be
+    opened so (the caller then uses full paths). Relative to the directory's descriptor, the
+    kernel does not walk the table's path again for each entry: a fifth to a third less time per
+    file on a log of 100,000 commits."""
+    if call not in os.supports_dir_fd:
         return None
     try:
         return os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
@@ -119,7 +121,7 @@ class LocalStorage:
         stat, is_reg = os.stat, S_ISREG
         # Each name stat'ed relative to the directory, opened once (fstatat): no path string per
         # name and no walk of the table's path per stat - a third less CPU on a 100k-commit log.
-        dir_fd = _open_dir(base)
+        dir_fd = open_dir(base)
         try:
             for name in names:
                 try:

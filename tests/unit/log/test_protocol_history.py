@@ -214,3 +214,66 @@ def test_a_commit_of_non_ascii_utf8_without_the_keys_is_read_as_nothing(tmp_path
     _write(table, 20, b'{"commitInfo":{"note":"caf\xe9"}}\n')
     with pytest.raises(CorruptLogError, match="utf-8"):
         list(projected_commit_actions(log.storage, statuses, threads=threads))
+
+
+@pytest.mark.parametrize("threads", [None, 1, 3])
+def test_local_commits_are_opened_relative_to_a_log_descriptor_closed_after_the_read(tmp_path, monkeypatch, threads):
+    """Every commit is opened relative to one descriptor of ``_delta_log``, held while the history
+    is read (by the pool too) and closed once it is read, or once the caller stops early; where no
+    descriptor can be had, by full path, with the same result."""
+    import os
+
+    monkeypatch.setattr(protocol_history, "BATCH", 16)
+    table = _table(tmp_path / "t", 100)
+    log = DeltaLog(str(table))
+    statuses = log.whole_listing().commits_between(0, 99)
+    expected = _one_by_one(log.storage, statuses)
+    held: list[int] = []
+    real_open_dir, real_open, real_close = protocol_history.open_dir, os.open, os.close
+    opened_at: list[object] = []
+    closed: list[int] = []
+
+    def open_dir(path, call=os.stat):
+        fd = real_open_dir(path, real_open if call is recorded_open else call)  # supports_dir_fd knows the real one
+        held.append(fd)
+        return fd
+
+    def recorded_open(path, flags, mode=0o777, *, dir_fd=None):
+        if str(path).endswith(".json"):
+            opened_at.append(dir_fd if dir_fd is not None else os.path.dirname(path))
+        return real_open(path, flags, mode, dir_fd=dir_fd)
+
+    def recorded_close(fd):
+        closed.append(fd)
+        real_close(fd)
+
+    monkeypatch.setattr(protocol_history, "open_dir", open_dir)
+    monkeypatch.setattr(os, "open", recorded_open)
+    monkeypatch.setattr(os, "close", recorded_close)
+    assert list(projected_commit_actions(log.storage, statuses, threads=threads)) == expected
+    assert len(held) == 1 and held[0] is not None
+    assert len(opened_at) == 100 and set(opened_at) == {held[0]}
+    assert closed[-1] == held[0]
+
+    held.clear()
+    closed.clear()
+    reading = projected_commit_actions(log.storage, statuses, threads=threads)
+    assert next(reading) == expected[0]
+    reading.close()  # the caller stops after the first commit with a protocol
+    assert held and held[0] in closed
+
+    monkeypatch.setattr(protocol_history, "open_dir", lambda path, call=os.stat: None)
+    opened_at.clear()
+    assert list(projected_commit_actions(log.storage, statuses, threads=threads)) == expected
+    assert set(opened_at) == {str(table / LOG_DIR)}
+
+
+def test_a_commit_that_cannot_be_opened_is_named_by_its_full_path(tmp_path):
+    table = _table(tmp_path / "t", 10)
+    log = DeltaLog(str(table))
+    statuses = log.whole_listing().commits_between(0, 9)
+    (table / LOG_DIR / f"{4:020d}.json").unlink()
+    with pytest.raises(FileNotFoundError) as got:
+        list(projected_commit_actions(log.storage, statuses))
+    assert got.value.filename == str(table / LOG_DIR / f"{4:020d}.json")
+    assert str(table / LOG_DIR / f"{4:020d}.json") in str(got.value)

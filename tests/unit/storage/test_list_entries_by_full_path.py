@@ -29,7 +29,7 @@ def _table(tmp_path: Path) -> Path:
 def test_the_listing_by_full_paths_is_the_listing_relative_to_the_directory(tmp_path, monkeypatch):
     table = _table(tmp_path)
     relative = LocalStorage(table).list_entries(LOG_DIR)
-    monkeypatch.setattr(local_module, "_open_dir", lambda path: None)
+    monkeypatch.setattr(local_module, "open_dir", lambda path, call=os.stat: None)
     by_path = LocalStorage(table).list_entries(LOG_DIR)
     assert by_path == relative
     assert [s.path for s in relative.files] == sorted([commit_path(v) for v in range(3)]
@@ -42,10 +42,10 @@ def test_the_directory_is_closed_after_the_listing(tmp_path, monkeypatch):
     table = _table(tmp_path)
     opened: list[int] = []
     closed: list[int] = []
-    real_open_dir, real_close = local_module._open_dir, os.close
+    real_open_dir, real_close = local_module.open_dir, os.close
 
-    def open_dir(path: str) -> int | None:
-        fd = real_open_dir(path)
+    def open_dir(path: str, call=os.stat) -> int | None:
+        fd = real_open_dir(path, call)
         if fd is not None:
             opened.append(fd)
         return fd
@@ -54,7 +54,7 @@ def test_the_directory_is_closed_after_the_listing(tmp_path, monkeypatch):
         closed.append(fd)
         real_close(fd)
 
-    monkeypatch.setattr(local_module, "_open_dir", open_dir)
+    monkeypatch.setattr(local_module, "open_dir", open_dir)
     monkeypatch.setattr(local_module.os, "close", close)
     LocalStorage(table).list_entries(LOG_DIR)
     if os.stat not in os.supports_dir_fd:

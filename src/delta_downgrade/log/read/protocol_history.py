@@ -21,6 +21,7 @@ import functools
 import os
 import time
 from collections import deque
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Callable, Iterator, Sequence
 
 from delta_downgrade.log.read.concurrent_reads import read_files
@@ -28,6 +29,7 @@ from delta_downgrade.log.format.file_names import LOG_DIR
 from delta_downgrade.log.read.segment import LoadedFile, read_commit_actions
 from delta_downgrade.protocol.actions import AnyAction
 from delta_downgrade.storage import FileStatus, Storage
+from delta_downgrade.storage.local import open_dir
 
 if TYPE_CHECKING:
     from concurrent.futures import Future
@@ -58,20 +60,37 @@ LOCAL_READ_THREADS = 4
 COLD_READ_SECONDS = 30e-6
 
 
-def _file_reader(storage: Storage) -> tuple[Callable[[FileStatus], bytes], bool]:
-    """``read(status) -> bytes``, and whether the table is local. A local table is read with
-    plain file calls: no ``Path`` per file (its construction costs as much as the read), and one
-    ``read`` of the size the listing saw, then one that must find the end (a file that grew is
-    read to its end: the content is what counts, as a plain read would give it)."""
+@contextmanager
+def _file_reader(storage: Storage) -> Iterator[tuple[Callable[[FileStatus], bytes], bool]]:
+    """``read(status) -> bytes``, and whether the table is local, for as long as the block runs.
+
+    A local table is read with plain file calls: no ``Path`` per file (its construction costs as
+    much as the read); each file opened relative to a descriptor of ``_delta_log`` held for the
+    block (:func:`~delta_downgrade.storage.local.open_dir`: the kernel does not walk the table's
+    path for each of 100,000 commits; the error of a failed open still names the file's full
+    path); one ``read`` of the size the listing saw, then one that must find the end (a file
+    that grew is read to its end: the content is what counts, as a plain read would give it)."""
     local_file = storage.local_file
-    if local_file(LOG_DIR) is None:
-        return (lambda status: storage.read_bytes(status.path)), False
+    log_dir = local_file(LOG_DIR)
+    if log_dir is None:
+        yield (lambda status: storage.read_bytes(status.path)), False
+        return
+    below_log = f"{LOG_DIR}/"
+    dir_fd = open_dir(log_dir, os.open)
 
     def read(status: FileStatus) -> bytes:
-        path = local_file(status.path)
-        if path is None:  # not reached: the log directory is local (checked above), so is each file in it
-            return storage.read_bytes(status.path)
-        fd = os.open(path, os.O_RDONLY)
+        rel = status.path
+        if dir_fd is not None and rel.startswith(below_log):
+            try:
+                fd = os.open(rel[len(below_log):], os.O_RDONLY, dir_fd=dir_fd)
+            except OSError as exc:
+                exc.filename = local_file(rel)
+                raise
+        else:
+            path = local_file(rel)
+            if path is None:  # not reached: the log directory is local (checked above), so is each file in it
+                return storage.read_bytes(rel)
+            fd = os.open(path, os.O_RDONLY)
         try:
             data = os.read(fd, max(status.size, 0) + 1)
             if status.size > 0 and len(data) == status.size:
@@ -86,7 +105,12 @@ def _file_reader(storage: Storage) -> tuple[Callable[[FileStatus], bytes], bool]
         finally:
             os.close(fd)
 
-    return read, True
+    try:
+        yield read, True
+    finally:
+        # after every read: the pool of a cold read is shut down (and waited for) inside the block
+        if dir_fd is not None:
+            os.close(dir_fd)
 
 
 def _read_batch(read: Callable[[FileStatus], bytes], statuses: Sequence[FileStatus]) -> list[bytes | OSError]:
@@ -115,7 +139,12 @@ def projected_commit_actions(storage: Storage, statuses: Sequence[FileStatus], k
     :data:`LOCAL_READ_THREADS` threads."""
     if not statuses:
         return
-    read, local = _file_reader(storage)
+    with _file_reader(storage) as (read, local):
+        yield from _projected(storage, statuses, keys, threads, read, local)
+
+
+def _projected(storage: Storage, statuses: Sequence[FileStatus], keys: tuple[str, ...], threads: int | None,
+               read: Callable[[FileStatus], bytes], local: bool) -> Iterator[tuple[FileStatus, list[AnyAction]]]:
     root = getattr(storage, "root", None)
     batches = [statuses[i:i + BATCH] for i in range(0, len(statuses), BATCH)]
 
