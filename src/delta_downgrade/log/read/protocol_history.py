@@ -17,7 +17,6 @@ commits after it are never looked at.
 
 from __future__ import annotations
 
-import functools
 import os
 import time
 from collections import deque
@@ -215,28 +214,6 @@ def _parsed(batches: Sequence[Sequence[FileStatus]], loaded: Iterator[list[bytes
                 yield status, actions
 
 
-@functools.cache
-def _needles(keys: tuple[str, ...]) -> tuple[bytes, ...]:
-    """The bytes of each key as a JSON object key: ``"protocol"``, quotes included."""
-    return tuple(f'"{key}"'.encode() for key in keys)
-
-
 def _checked(data: bytes, status: FileStatus, root: str | None, keys: tuple[str, ...]) -> list[AnyAction]:
     """``read_commit_actions`` of a commit whose bytes are ``data``."""
-    for needle in _needles(keys):
-        # find, not ``in``: CPython's ``needle in data`` first takes the needle for a byte value,
-        # and formats the TypeError it then drops (a third of the test on a small commit)
-        if data.find(needle) >= 0:
-            break
-    else:
-        # read_commit_actions would find no line to parse (an ASCII needle is found in the UTF-8
-        # bytes exactly where it is in the text); what is left of its checks is that the file is
-        # UTF-8, which it makes itself, with its error, when it is not
-        if data.isascii():  # UTF-8 as it is (the usual commit), found without decoding it
-            return []
-        try:
-            data.decode("utf-8")
-            return []
-        except UnicodeDecodeError:
-            pass
     return read_commit_actions(LoadedFile(root, data), status, keys)

@@ -4,6 +4,8 @@ checkpoint."""
 
 from __future__ import annotations
 
+import functools
+
 from dataclasses import dataclass
 from typing import Iterator, Protocol, Sequence
 
@@ -31,6 +33,31 @@ class LogSegment:
 
 def _might_hold(line: str, keys: tuple[str, ...]) -> bool:
     return any(f'"{k}"' in line for k in keys)
+
+
+@functools.cache
+def _needles(keys: tuple[str, ...]) -> tuple[bytes, ...]:
+    """The bytes of each key as a JSON object key: ``"protocol"``, quotes included."""
+    return tuple(f'"{key}"'.encode() for key in keys)
+
+
+def _holds_none_of(data: bytes, keys: tuple[str, ...]) -> bool:
+    """Whether the UTF-8 file ``data`` names none of ``keys``, found in its bytes without decoding
+    them (an ASCII needle is found in the UTF-8 bytes exactly where it is in the text): no line
+    of it could be parsed for them. False also when ``data`` is not ASCII and not UTF-8 either,
+    so that its decoding raises the caller's error."""
+    for needle in _needles(keys):
+        # find, not ``in``: CPython's ``needle in data`` first takes the needle for a byte value,
+        # and formats the TypeError it then drops (a third of the test on a small commit)
+        if data.find(needle) >= 0:
+            return False
+    if data.isascii():  # UTF-8 as it is (the usual commit), known without decoding it
+        return True
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 class CommitSource(Protocol):
@@ -74,13 +101,14 @@ def read_commit_actions(storage: CommitSource, status: FileStatus, keys: tuple[s
     object or holds a malformed action, and :class:`DuplicateActionsError` for a commit with two
     protocol or two metaData actions (checked whenever those are read)."""
     try:
-        text = storage.read_bytes(status.path).decode("utf-8")
+        data = storage.read_bytes(status.path)
+        if keys is not None and _holds_none_of(data, keys):  # one scan of the bytes, no decoding
+            return []
+        text = data.decode("utf-8")
         if keys is None:
             out = parse_commit(text)
         else:
             out = []
-            if not _might_hold(text, keys):  # one scan of the file instead of one per line
-                return out
             check_nesting(text)  # before any line reaches the parser
             for number, line in enumerate(text.split("\n"), 1):  # not splitlines(): U+2028 may sit inside a JSON string
                 if line.strip() and _might_hold(line, keys):
