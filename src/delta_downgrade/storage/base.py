@@ -126,6 +126,12 @@ class Storage(TypingProtocol):
         """Replace-or-create ``rel_path`` so that readers see the old or the new content, never
         a part (``_last_checkpoint``, checkpoint files, staged data files)."""
         ...
+    def copy_file(self, source: str, rel_path: str, size: int) -> bool:
+        """Replace-or-create ``rel_path`` with the bytes of ``source``, a file that never changes
+        once written (a checkpoint part), as :meth:`write_atomic` would with them; False, with
+        nothing written, when ``source`` is gone or not ``size`` bytes (another writer replaced
+        it, a cleanup removed it)."""
+        ...
     def atomic_file(self, rel_path: str) -> ContextManager[str]:
         """A local file to write ``rel_path``'s content into, published under ``rel_path``
         atomically (replace-or-create, as :meth:`write_atomic`) when the ``with`` block ends

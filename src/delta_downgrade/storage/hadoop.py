@@ -408,6 +408,17 @@ class HadoopStorage:
         with self._java(f"writing {rel_path}", write=True):
             self._replace_through_temp(rel_path, lambda tmp: self._write(tmp, data, overwrite=False))
 
+    def copy_file(self, source: str, rel_path: str, size: int) -> bool:
+        """Read, then :meth:`write_atomic`."""
+        try:
+            data = self.read_bytes(source)
+        except OSError:  # gone, or unreadable now: the caller writes the file afresh
+            return False
+        if len(data) != size:
+            return False
+        self.write_atomic(rel_path, data)
+        return True
+
     def _replace_through_temp(self, rel_path: str, put: Callable[[str], object]) -> None:
         """``put`` the file at the package's temporary name next to ``rel_path``, then rename it
         over ``rel_path``; a failure removes the temporary file at once."""

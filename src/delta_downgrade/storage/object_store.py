@@ -536,6 +536,17 @@ class ObjectStoreStorage:
         with self._mapped(f"writing {rel_path}", write=True):
             obstore.put(self._store, rel_path, data, mode="overwrite")
 
+    def copy_file(self, source: str, rel_path: str, size: int) -> bool:
+        """Read, then one PUT (:meth:`write_atomic`)."""
+        try:
+            data = self.read_bytes(source)
+        except OSError:  # gone, or unreadable now: the caller writes the file afresh
+            return False
+        if len(data) != size:
+            return False
+        self.write_atomic(rel_path, data)
+        return True
+
     @contextmanager
     def atomic_file(self, rel_path: str) -> Iterator[str]:
         """A local temporary file, uploaded under ``rel_path`` when the block ends normally

@@ -72,6 +72,15 @@ class WrittenCheckpoint:
                 and not writes_stats_as_struct(state.metadata) and not writes_stats_as_struct(mine.metadata))
 
 
+class _SourceChanged(Exception):
+    """A file to copy is gone or no longer of the size it was written with."""
+
+
+def _copied(storage: Storage, source: str, path: str, size: int) -> None:
+    if not storage.copy_file(source, path, size):
+        raise _SourceChanged(source)
+
+
 def copy_checkpoint(storage: Storage, previous: CheckpointResult, version: int, *,
                     now_ms: int | None = None) -> CheckpointResult | None:
     """Write ``previous``'s files again as the checkpoint of ``version`` (each part under its
@@ -81,15 +90,21 @@ def copy_checkpoint(storage: Storage, previous: CheckpointResult, version: int, 
     parts = previous.parts
     targets = ([classic_checkpoint_path(version)] if parts is None else
                [multipart_checkpoint_path(version, i, parts) for i in range(1, parts + 1)])
+    sizes = previous.part_sizes or ((previous.size_in_bytes,) if parts is None else ())
+    if len(sizes) != len(targets):
+        try:  # a result without part sizes (not one of this package's writers): as listed now
+            sizes = tuple(storage.status(path).size for path in previous.paths)
+        except OSError:
+            return None
+        if sum(sizes) != previous.size_in_bytes:
+            return None
     try:
-        contents = [storage.read_bytes(path) for path in previous.paths]
-    except OSError:
+        # a part that is no longer of its size takes the ones copied before it along
+        with NewCheckpointFiles(storage) as new:
+            for source, path, size in zip(previous.paths, targets, sizes):
+                new.publish(path, lambda: _copied(storage, source, path, size))  # noqa: B023 - called at once
+    except _SourceChanged:
         return None
-    if sum(map(len, contents)) != previous.size_in_bytes:
-        return None
-    with NewCheckpointFiles(storage) as new:
-        for path, data in zip(targets, contents):
-            new.publish(path, lambda: storage.write_atomic(path, data))  # noqa: B023 - called at once
     created_ms = int(time.time() * 1000) if now_ms is None else int(now_ms)
     result = replace(previous, version=version, paths=tuple(targets), created_ms=created_ms,
                      last_checkpoint_updated=False)
