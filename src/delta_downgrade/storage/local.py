@@ -217,7 +217,7 @@ class LocalStorage:
                     if not os.path.exists(os.path.dirname(tmp)):
                         raise  # the log directory itself is gone: not the source's absence
                     return False
-                fd = os.open(tmp, os.O_RDONLY)
+                fd = os.open(tmp, os.O_RDWR)  # writable: fsync of a read-only descriptor is refused on some systems
                 try:
                     if os.fstat(fd).st_size != size:
                         return False
