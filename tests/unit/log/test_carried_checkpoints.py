@@ -271,3 +271,26 @@ def test_a_refresh_for_new_commits_finds_another_writers_commit_and_a_lost_race_
     assert commit(mine, 3, [], operation="Empty Commit", clock=clock,
                   resolve_conflict=lambda winners, log: []) == 5
     assert mine.refresh(Refresh.NEW_COMMITS).whole_listing().commit_versions() == (0, 1, 2, 3, 4, 5)
+
+
+def test_a_multipart_copy_whose_later_part_changed_publishes_no_part_and_is_written_afresh(tmp_path, monkeypatch):
+    """A barrier's multi-part checkpoint is copied part by part (``Storage.copy_file``); when a part
+    after the first is no longer of its size, the parts already copied are removed and the
+    checkpoint is written from the state: never a mix of copied and other parts."""
+    table, log, clock, first = _first_multipart(tmp_path, monkeypatch)
+    Path(table, first.paths[2]).write_bytes(b"replaced by someone else")
+    copied: list[str] = []
+    real = type(log.storage).copy_file
+
+    def recorded(self: Any, source: str, rel_path: str, size: int) -> bool:
+        done = real(self, source, rel_path, size)
+        copied.append(f"{rel_path}:{done}")
+        return done
+
+    monkeypatch.setattr(type(log.storage), "copy_file", recorded)
+    second = checkpoint_table(log, commit(log, 3, [], operation="Empty Commit", clock=clock), clock=clock,
+                              part_size=2)
+    assert [c.rsplit(":", 1)[1] for c in copied] == ["True", "True", "False"]  # the third part refused
+    assert _rows(table, second.paths) == _fresh_checkpoint_rows(table, 4, tmp_path, part_size=2)
+    assert second.part_sizes == tuple(Path(table, p).stat().st_size for p in second.paths)
+    assert not [p for p in Path(table, LOG_DIR).iterdir() if p.name.startswith(".") or "tmp" in p.name]

@@ -5,7 +5,6 @@ checkpoint."""
 from __future__ import annotations
 
 import functools
-
 from dataclasses import dataclass
 from typing import Iterator, Protocol, Sequence
 
