@@ -153,3 +153,17 @@ class Storage(TypingProtocol):
         """Tests and benchmarks age files to exercise retention; an object store cannot set
         one (``NotImplementedError``)."""
         ...
+
+
+def copy_through_memory(storage: Storage, source: str, rel_path: str, size: int) -> bool:
+    """:meth:`Storage.copy_file` for a storage that copies nothing itself: read ``source``, check
+    its size, then :meth:`Storage.write_atomic`. False when the read fails (the file is gone, or
+    unreadable now: the caller writes it afresh) or the size differs."""
+    try:
+        data = storage.read_bytes(source)
+    except OSError:
+        return False
+    if len(data) != size:
+        return False
+    storage.write_atomic(rel_path, data)
+    return True

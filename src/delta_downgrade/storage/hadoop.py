@@ -22,7 +22,7 @@ from delta_downgrade.errors import (
     UnsupportedStorageError,
 )
 from delta_downgrade.spark import active_session, connect_url, is_connect_session
-from delta_downgrade.storage.base import DirEntries, FileStatus, scheme_of
+from delta_downgrade.storage.base import DirEntries, FileStatus, copy_through_memory, scheme_of
 from delta_downgrade.storage.temp_files import temp_name
 from delta_downgrade.storage.write_errors import typed_write_error
 
@@ -410,14 +410,7 @@ class HadoopStorage:
 
     def copy_file(self, source: str, rel_path: str, size: int) -> bool:
         """Read, then :meth:`write_atomic`."""
-        try:
-            data = self.read_bytes(source)
-        except OSError:  # gone, or unreadable now: the caller writes the file afresh
-            return False
-        if len(data) != size:
-            return False
-        self.write_atomic(rel_path, data)
-        return True
+        return copy_through_memory(self, source, rel_path, size)
 
     def _replace_through_temp(self, rel_path: str, put: Callable[[str], object]) -> None:
         """``put`` the file at the package's temporary name next to ``rel_path``, then rename it

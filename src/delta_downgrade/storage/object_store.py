@@ -32,7 +32,7 @@ from delta_downgrade.errors import (
     StorageNotAtomicError,
     StorageNotWritableError, StorageUnreachableError, TableNotFoundError, UnsupportedStorageError,
 )
-from delta_downgrade.storage.base import DirEntries, FileStatus, scheme_of
+from delta_downgrade.storage.base import DirEntries, FileStatus, copy_through_memory, scheme_of
 from delta_downgrade.storage.options import DEFAULT_METADATA_TIMEOUT, StoreOptions, parse_options, redact_text
 from delta_downgrade.storage.temp_files import temp_name
 
@@ -538,14 +538,7 @@ class ObjectStoreStorage:
 
     def copy_file(self, source: str, rel_path: str, size: int) -> bool:
         """Read, then one PUT (:meth:`write_atomic`)."""
-        try:
-            data = self.read_bytes(source)
-        except OSError:  # gone, or unreadable now: the caller writes the file afresh
-            return False
-        if len(data) != size:
-            return False
-        self.write_atomic(rel_path, data)
-        return True
+        return copy_through_memory(self, source, rel_path, size)
 
     @contextmanager
     def atomic_file(self, rel_path: str) -> Iterator[str]:
