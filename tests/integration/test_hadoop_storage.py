@@ -79,6 +79,30 @@ def test_v2_checkpoint_through_hadoop_storage(spark, golden_table):
     assert set(local.state().files) == expected
 
 
+@CLASSIC
+def test_copy_file_through_hadoop_storage(spark, tmp_path):
+    """A checkpoint part copied under another name replaces an old file; a source that is gone or
+    of another size writes nothing."""
+    (tmp_path / "_delta_log").mkdir()
+    storage = HadoopStorage(f"file://{tmp_path}", spark)
+    source = "_delta_log/00000000000000000003.checkpoint.parquet"
+    target = "_delta_log/00000000000000000004.checkpoint.parquet"
+    content = b"PAR1" + bytes(range(256)) * 16 + b"PAR1"
+    storage.write_atomic(source, content)
+    storage.write_atomic(target, b"older")
+    assert storage.copy_file(source, target, len(content) + 1) is False
+    assert storage.read_bytes(target) == b"older"
+    assert storage.copy_file("_delta_log/00000000000000000002.checkpoint.parquet", target, len(content)) is False
+    assert storage.copy_file(source, target, len(content)) is True
+    assert storage.read_bytes(target) == content == storage.read_bytes(source)
+    assert sorted(s.path for s in storage.list_dir("_delta_log")) == [source, target]
+    # absent, as the Storage interface says it: what the copy above took for a file gone
+    gone = "_delta_log/00000000000000000002.checkpoint.parquet"
+    for absent in (lambda: storage.read_bytes(gone), lambda: storage.status(gone)):
+        with pytest.raises(FileNotFoundError, match="00000000000000000002.checkpoint.parquet"):
+            absent()
+
+
 def test_hadoop_storage_refuses_a_connect_session(spark, golden_table):
     from delta_downgrade.errors import UnsupportedStorageError
     from delta_downgrade.spark import is_connect_session

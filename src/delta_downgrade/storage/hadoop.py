@@ -167,6 +167,15 @@ def refuse_connect_session(uri: str, session: str | None) -> None:
         table=uri, params={"scheme": scheme, "session": "connect"})
 
 
+def _java_message(text: str) -> str:
+    """The first line of a Java exception as py4j prints it, without py4j's preamble."""
+    for line in text.splitlines():
+        line = line.strip()
+        if line.startswith(": "):
+            return line[2:]
+    return text.strip().splitlines()[0] if text.strip() else text
+
+
 def java_storage_error(exc: BaseException, root: str, what: str, *,
                        write: bool) -> DeltaDowngradeError | None:
     """The typed error for a JVM failure of the Hadoop FileSystem, or None."""
@@ -243,6 +252,13 @@ class HadoopStorage:
         try:
             yield
         except Exception as exc:
+            text = str(exc)
+            if not write and "java.io.FileNotFoundException" in text:
+                # The Storage interface's "absent" (read_bytes, status: FileNotFoundError), which
+                # callers take as a file gone since the listing; Java also reports a file it may
+                # not open so, which stays a refusal.
+                kind = PermissionError if "Permission denied" in text else FileNotFoundError
+                raise kind(f"{what} of {self.root}: {_java_message(text)}") from None
             typed = java_storage_error(exc, self.root, what, write=write)
             if typed is None:
                 raise
