@@ -90,14 +90,9 @@ def copy_checkpoint(storage: Storage, previous: CheckpointResult, version: int, 
     parts = previous.parts
     targets = ([classic_checkpoint_path(version)] if parts is None else
                [multipart_checkpoint_path(version, i, parts) for i in range(1, parts + 1)])
-    sizes = previous.part_sizes or ((previous.size_in_bytes,) if parts is None else ())
+    sizes = (previous.size_in_bytes,) if parts is None else previous.part_sizes
     if len(sizes) != len(targets):
-        try:  # a result without part sizes (not one of this package's writers): as listed now
-            sizes = tuple(storage.status(path).size for path in previous.paths)
-        except OSError:
-            return None
-        if sum(sizes) != previous.size_in_bytes:
-            return None
+        return None  # a multi-part result that does not know its parts' sizes: written afresh
     try:
         # a part that is no longer of its size takes the ones copied before it along
         with NewCheckpointFiles(storage) as new:
