@@ -175,7 +175,7 @@ def _projected(storage: Storage, statuses: Sequence[FileStatus], keys: tuple[str
         # one file at a time, read and checked in the same loop (a read error raises in turn)
         for batch in batches:
             for status in batch:
-                actions = _checked(read(status), status, root, keys)
+                actions = read_commit_actions(LoadedFile(root, read(status)), status, keys)
                 if actions:
                     yield status, actions
         return
@@ -209,11 +209,6 @@ def _parsed(batches: Sequence[Sequence[FileStatus]], loaded: Iterator[list[bytes
         for status, data in zip(batch, contents):
             if isinstance(data, OSError):
                 raise data
-            actions = _checked(data, status, root, keys)
+            actions = read_commit_actions(LoadedFile(root, data), status, keys)
             if actions:
                 yield status, actions
-
-
-def _checked(data: bytes, status: FileStatus, root: str | None, keys: tuple[str, ...]) -> list[AnyAction]:
-    """``read_commit_actions`` of a commit whose bytes are ``data``."""
-    return read_commit_actions(LoadedFile(root, data), status, keys)
