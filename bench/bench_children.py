@@ -198,3 +198,37 @@ import sys
 sys.modules["numpy"] = sys.modules["pandas"] = None
 import pyarrow.json, pyarrow.parquet
 """
+
+# The start of a process that has loaded what one of our runs loaded (``sys.argv[1:]``, every
+# module in the order ``-X importtime`` listed them) and done nothing else: what is left of the
+# run above it is the run's work. numpy and pandas are kept out when the run kept them out (the
+# CLI's lean imports): importtime lists an import that was refused too, but a package that loaded
+# brings its submodules. Prints the seconds spent making dataclasses (Python 3.11-3.12 generate
+# and compile each one's methods when its class statement runs) and how many were made.
+MODULES_START = r"""
+import importlib, json, sys, time
+names = sys.argv[1:]
+for kept_out in ("numpy", "pandas"):
+    if not any(n.startswith(kept_out + ".") for n in names):
+        sys.modules[kept_out] = None
+        names = [n for n in names if n != kept_out]
+import dataclasses
+made, spent = [0], [0.0]
+process_class = getattr(dataclasses, "_process_class", None)
+if process_class is not None:
+    def timed(cls, *args, **kwargs):
+        t = time.perf_counter()
+        try:
+            return process_class(cls, *args, **kwargs)
+        finally:
+            spent[0] += time.perf_counter() - t
+            made[0] += 1
+    dataclasses._process_class = timed
+for name in names:
+    try:
+        importlib.import_module(name)
+    except BaseException:   # a module only its own parent may import, or one of another platform
+        pass
+print(json.dumps({"dataclass_s": spent[0], "dataclasses": made[0],
+                  "ours": sum(1 for n in sys.modules if n.split(".")[0] == "delta_downgrade")}))
+"""

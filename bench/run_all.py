@@ -349,7 +349,7 @@ def _one_run(side: Side, master: str, meta: dict, work_dir: str,
 
 # --- the floor ----------------------------------------------------------------------------------
 
-_STARTS: dict[str, list[float]] = {}   # each start measured once per harness run
+_STARTS: dict[object, list[float]] = {}   # each start measured once per harness run
 
 
 def _start_s(program: str) -> float:
@@ -368,6 +368,35 @@ def pyarrow_start_s() -> float:
     """The start of a Python reader of a Delta log: pyarrow's parquet and JSON readers loaded
     (``PYARROW_START``). Our every row pays it; delta-rs reads in its own native library."""
     return _start_s(children.PYARROW_START)
+
+
+_IMPORTED = re.compile(r"^import time:\s+\d+ \|\s+\d+ \|\s*(\S+)\s*$", re.M)
+
+
+def modules_start(side: Side, master: str, meta: dict, work_dir: str) -> tuple[float, dict] | None:
+    """The start of a process that loads every module one run of ``side`` loads, and nothing else
+    (:data:`children.MODULES_START`; median of 5), with what it reports: the seconds our run spends
+    before its work. One more run of ``side``, under ``PYTHONPROFILEIMPORTTIME``, names the modules;
+    None when that run fails."""
+    path = os.path.join(work_dir, "table")
+    shutil.rmtree(path, ignore_errors=True)
+    fresh_copy(master, path)
+    try:
+        run = run_child(side.argv(path), env={**CHILD_ENV, "PYTHONPROFILEIMPORTTIME": "1"})
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+    if run.failure() is not None:
+        return None
+    names = [n for n in _IMPORTED.findall(run.stderr) if not n.endswith("__main__")]
+    key = (children.MODULES_START, *names)
+    if key not in _STARTS:
+        runs = [run_child([PY, "-c", children.MODULES_START, *names], env=CHILD_ENV) for _ in range(5)]
+        _STARTS[key] = [r.wall_s for r in runs]
+        _REPORTS[key] = runs[-1].report
+    return statistics.median(_STARTS[key]), _REPORTS[key]
+
+
+_REPORTS: dict[tuple[str, ...], dict] = {}
 
 
 def floor_reads(master: str, kind: str) -> list[str]:
@@ -423,9 +452,13 @@ class Floor:
     seconds: float       # an interpreter start, the reads, the writes
     what: str            # what the seconds are made of
     with_pyarrow: float  # the same with a Python reader's start (pyarrow's readers loaded)
+    #: the same with the start of a process that loaded every module our run loaded (not a floor
+    #: of the work, the floor of this implementation's work: ours above it is the work itself)
+    with_modules: float | None = None
 
 
-def measure_floor(kind: str, master: str, written: list[int], work_dir: str) -> Floor:
+def measure_floor(kind: str, master: str, written: list[int], work_dir: str,
+                  loaded: tuple[float, dict] | None = None) -> Floor:
     """A row's floor, measured in this run (warm page cache, as the runs are): an interpreter
     start, a plain read of the files it must read, and for a drop a plain write of the files it
     wrote, each synced with its directory (2 fsyncs a file). Then the same with the start of a
@@ -442,7 +475,14 @@ def measure_floor(kind: str, master: str, written: list[int], work_dir: str) -> 
         what += f" + write {len(written)} files {sum(written) / 1e6:.1f} MB, {2 * len(written)} fsyncs {write:.2f}"
     runtime = pyarrow_start_s()
     what += f"; with pyarrow's readers loaded (start {runtime:.2f}) {runtime + read + write:.2f}"
-    return Floor(start + read + write, what, runtime + read + write)
+    with_modules = None
+    if loaded is not None:
+        seconds, report = loaded
+        with_modules = seconds + read + write
+        what += (f"; with our run's modules loaded (start {seconds:.2f}: {report.get('ours', '?')} of ours, "
+                 f"{report.get('dataclasses', '?')} dataclasses made in {report.get('dataclass_s', 0.0):.3f} s) "
+                 f"{with_modules:.2f}")
+    return Floor(start + read + write, what, runtime + read + write, with_modules)
 
 
 def run_row(row: Row, master: str, meta: dict, repeat: int, work_dir: str) -> Outcome:
@@ -492,7 +532,8 @@ def run_row(row: Row, master: str, meta: dict, repeat: int, work_dir: str) -> Ou
         if None not in counted:
             outcome.instructions = (counted[0], counted[1])
     if row.floor is not None:
-        outcome.floor = measure_floor(row.floor, master, outcome.written, work_dir)
+        loaded = modules_start(row.ours, master, meta, work_dir) if not outcome.problems else None
+        outcome.floor = measure_floor(row.floor, master, outcome.written, work_dir, loaded)
         log(f"    floor {outcome.floor.seconds:.2f} s: {outcome.floor.what}")
     if fingerprint(master) != tuple(meta["fingerprint"]):
         raise SystemExit(f"a run of {row.name} wrote into the master table {master} through a hard link: "
@@ -569,7 +610,7 @@ def table_lines(results: list[tuple[str, Measure, Outcome]]) -> list[str]:
     header = ["goal", "row", "ours s med / min", "baseline s med / min", "ratio med (min)",
               "CPU ours s med", "CPU baseline s med", "CPU ratio med (min)",
               "peak RSS MiB ours", "peak RSS MiB baseline", "goal met? CPU / wall",
-              "floor s (ours / floor): bytes; pyarrow loaded",
+              "floor s (ours / floor): bytes; pyarrow loaded; our modules loaded",
               "instructions M ours / baseline (ratio)"]
     lines = [header]
     for name, measure, o in results:
@@ -580,6 +621,8 @@ def table_lines(results: list[tuple[str, Measure, Outcome]]) -> list[str]:
         if o.floor is not None and measure.ours == "wall" and ours:
             floor = (f"{o.floor.seconds:.2f} ({statistics.median(ours) / o.floor.seconds:.1f}x); "
                      f"{o.floor.with_pyarrow:.2f} ({statistics.median(ours) / o.floor.with_pyarrow:.1f}x)")
+            if o.floor.with_modules is not None:
+                floor += f"; {o.floor.with_modules:.2f} ({statistics.median(ours) / o.floor.with_modules:.1f}x)"
         r_wall, ratio = _ratio(ours, base)
         r_cpu, cpu_ratio = _ratio(ours_cpu, base_cpu)
 
