@@ -33,6 +33,7 @@ from tests.python_checkpoint_content import checkpoint_content
 from delta_downgrade.log.delta_log import DeltaLog
 from delta_downgrade.log.format.file_names import LOG_DIR
 from delta_downgrade.log.snapshot import LogSegment, Snapshot, TableState
+from delta_downgrade.storage import FileStatus
 from delta_downgrade.storage.local import LocalStorage
 
 EXCLUDED = {"catalog_managed_ict"}
@@ -515,6 +516,47 @@ def test_many_commits_in_many_chunks(tmp_path):
     assert state.python_commits == () and state.python_lines == 0
     # 8 commits remove 5 files each; 5 commits re-add a file, one of them a removed one
     assert len(state.adds) == 59 * 20 - 8 * 5 + 1
+
+
+def _statuses(sizes: list[int]) -> list[FileStatus]:
+    return [FileStatus(f"{LOG_DIR}/{v:020d}.json", size, 0) for v, size in enumerate(sizes)]
+
+
+def test_a_log_of_a_few_chunks_is_cut_in_one_chunk_per_cpu():
+    """A log of more than CHUNK_MIN_BYTES but fewer chunks than CPUs: one chunk per CPU, each cut
+    at the commit boundary nearest its share of the bytes; every commit in one chunk, in order."""
+    mb = 1_000_000
+    plan = arrow_commits._plan_chunks
+    threads_of = arrow_commits.THREADS_PER_CPU  # threads per CPU: plan(..., 2 * threads_of) is 2 CPUs
+    assert plan(_statuses([470_000] * 10), 2 * threads_of) == [(0, 5), (5, 10)]
+    assert plan(_statuses([3 * mb, mb // 2, mb // 2, mb // 2, mb // 2]), 2 * threads_of) == [(0, 1), (1, 5)]
+    assert plan(_statuses([mb // 2] * 12), 4 * threads_of) == [(0, 3), (3, 6), (6, 9), (9, 12)]
+    assert plan(_statuses([5 * mb]), 2 * threads_of) == [(0, 1)]          # one commit: one chunk
+    assert plan(_statuses([mb // 4] * 12), 2 * threads_of) == [(0, 12)]   # under CHUNK_MIN_BYTES: one chunk
+    # as many chunks as CPUs at CHUNK_MIN_BYTES or more each: the plan as before, whole chunks
+    # of CHUNK_MIN_BYTES or more
+    big = plan(_statuses([mb // 2] * 20), 2 * threads_of)
+    assert len(big) == 3 and big[0] == (0, 9) and big[-1][1] == 20
+    # a streamed read's bound holds
+    for lo, hi in plan(_statuses([470_000] * 10), 2 * threads_of, 3 * mb):
+        assert sum([470_000] * (hi - lo)) <= 3 * mb
+
+
+def test_a_log_cut_in_one_chunk_per_cpu_gives_the_state_of_one_chunk(tmp_path, monkeypatch):
+    commits: list[list[Any]] = [_header(["d"])]
+    for v in range(1, 12):
+        commits.append([_info(v)] + [_add(f"d={v % 3}/f-{v}-{i}.parquet", {"d": str(v % 3)}) for i in range(30)]
+                       + ([_remove(f"d={(v - 1) % 3}/f-{v - 1}-0.parquet")] if v > 1 else []))
+    path = _write_log(tmp_path / "t", commits)
+    storage = LocalStorage(path)
+    segment = DeltaLog(path).segment()
+    total = sum(st.size for st in segment.commits)
+    one = _compare(storage, path, segment)
+    # CHUNK_MIN_BYTES under the log's size, and its chunks fewer than the CPUs of 4 threads
+    monkeypatch.setattr(arrow_commits, "CHUNK_MIN_BYTES", total * 2 // 3)
+    assert len(arrow_commits._plan_chunks(segment.commits, 4)) == 2
+    cut = _compare(storage, path, segment, threads=4)
+    assert _live_paths(cut) == _live_paths(one) and len(one.adds) == 11 * 30 - 10
 
 
 def test_broken_json_raises_what_the_python_replay_raises(tmp_path):

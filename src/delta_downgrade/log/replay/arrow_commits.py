@@ -31,6 +31,7 @@ them (:class:`_ChunkReader`).
 from __future__ import annotations
 
 import bisect
+import itertools
 import json
 import os
 import re
@@ -253,12 +254,18 @@ def _read_chunk(storage: Storage, statuses: Sequence[FileStatus], lo: int,
 def _plan_chunks(statuses: Sequence[FileStatus], threads: int,
                  max_bytes: int | None = None) -> list[tuple[int, int]]:
     """Ranges of whole commits of about ``max(CHUNK_MIN_BYTES, total / (threads * k))`` bytes,
-    at most ``max_bytes`` (but never less than one commit) when given."""
+    at most ``max_bytes`` (but never less than one commit) when given. Commits of more than
+    :data:`CHUNK_MIN_BYTES` but fewer such chunks than there are CPUs are cut into one chunk per
+    CPU, of about equal size: a 4.7 MB log read as one chunk kept one CPU parsing while the
+    other waited."""
     n = len(statuses)
     total = sum(st.size for st in statuses)
     target = max(CHUNK_MIN_BYTES, total // max(1, threads * CHUNKS_PER_THREAD))
     if max_bytes is not None:
         target = max(1, min(target, max_bytes))
+    cpus = max(1, threads // THREADS_PER_CPU)
+    if CHUNK_MIN_BYTES < total < cpus * target:
+        return _equal_chunks([st.size for st in statuses], cpus)
     out = []
     lo, size = 0, 0
     for i, st in enumerate(statuses):
@@ -269,6 +276,22 @@ def _plan_chunks(statuses: Sequence[FileStatus], threads: int,
     if lo < n:
         out.append((lo, n))
     return out
+
+
+def _equal_chunks(sizes: Sequence[int], parts: int) -> list[tuple[int, int]]:
+    """``parts`` ranges of whole commits (fewer when there are fewer commits), each cut at the
+    commit boundary nearest to its share of the bytes."""
+    ends = list(itertools.accumulate(sizes))
+    total = ends[-1] if ends else 0
+    cuts = [0]
+    for k in range(1, parts):
+        share = total * k // parts
+        i = bisect.bisect_left(ends, share)  # the first commit whose end reaches the share
+        cut = i + 1 if i < len(ends) and (i == 0 or ends[i] - share <= share - ends[i - 1]) else i
+        if cuts[-1] < cut < len(sizes):
+            cuts.append(cut)
+    cuts.append(len(sizes))
+    return list(zip(cuts, cuts[1:]))
 
 
 def _is_utf8(data: pa.Buffer) -> bool:
