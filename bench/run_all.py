@@ -1,8 +1,10 @@
 """All the benchmarks in one run: ours next to a baseline measured in the same run,
 and one table of ratios and peak RSS per goal.
 
-For every row, ``--repeat`` times, ours and the baseline each run in a fresh process on a fresh
-copy of a cached master table; the side that goes first alternates from one repeat to the next.
+For every row, ``--repeat`` times (:data:`SHORT_RUN_FACTOR` times that for a row whose first
+round of runs took under :data:`SHORT_RUN_S` each), ours and the baseline each run in a fresh
+process on a fresh copy of a cached master table; the side that goes first alternates from one
+repeat to the next.
 Each child is timed from spawn to reap (whole process: interpreter, imports, work) and its peak
 RSS is read from ``os.wait4`` (see bench_process.py); rows that compare calls rather than
 processes take the time the child measured around the call. Every run is verified (our drop leaves
@@ -485,11 +487,23 @@ def measure_floor(kind: str, master: str, written: list[int], work_dir: str,
     return Floor(start + read + write, what, runtime + read + write, with_modules)
 
 
+#: A row whose first round (both sides) ran under this many seconds a process is run
+#: :data:`SHORT_RUN_FACTOR` times as many rounds as ``--repeat`` says: on this 2-core machine a
+#: 0.2-0.4 s process moves by a third from one run to the next, and a median of three can land
+#: either side of a goal of 1.0. Its rounds cost seconds where a long row's cost minutes.
+SHORT_RUN_S = 1.5
+SHORT_RUN_FACTOR = 3
+
+
 def run_row(row: Row, master: str, meta: dict, repeat: int, work_dir: str) -> Outcome:
     outcome = Outcome()
     keys_ours = {m.ours for m in row.measures}
     keys_base = {m.base for m in row.measures}
-    for i in range(repeat):
+    rounds, i = repeat, 0
+    first_round: list[float] = []   # the wall times of the first round's runs
+    while i < rounds:
+        if i == 1 and len(first_round) == 2 and max(first_round) < SHORT_RUN_S:
+            rounds = repeat * SHORT_RUN_FACTOR   # a short row: more rounds, a steadier median
         order = [("ours", row.ours), ("base", row.base)]
         if i % 2:
             order.reverse()   # alternate who goes first: neither always runs on a cooler machine
@@ -499,6 +513,8 @@ def run_row(row: Row, master: str, meta: dict, repeat: int, work_dir: str) -> Ou
                 outcome.problems.append(f"{side.name}: {problem}")
                 log(f"    {who:4s} FAILED {problem}")
                 continue
+            if i == 0:
+                first_round.append(run.wall_s)
             if who == "ours" and getattr(run, "written", None) and not outcome.written:
                 outcome.written = list(run.written)  # type: ignore[attr-defined]
             times = outcome.ours if who == "ours" else outcome.base
@@ -519,6 +535,7 @@ def run_row(row: Row, master: str, meta: dict, repeat: int, work_dir: str) -> Ou
                 call += f" (CPU {run.report['call_cpu_s']:.2f} s)"
             log(f"    {who:4s} {run.wall_s:7.2f} s (CPU {run.cpu_s:.2f} s){call}, {run.maxrss_mib:6.0f} MiB{extra}"
                 f"  [{side.name}]")
+        i += 1
     if CALLGRIND and not outcome.problems:
         # Instructions do not depend on what else the machine runs (CPU seconds of a 0.3 s process
         # moved by a third between runs here): one run per side under callgrind says the same.
