@@ -331,12 +331,12 @@ def instructions_of(run: ChildRun) -> int | None:
 
 
 def _one_run(side: Side, master: str, meta: dict, work_dir: str,
-             prefix: list[str] | None = None) -> tuple[ChildRun, str | None]:
+             prefix: list[str] | None = None, env: dict[str, str] | None = None) -> tuple[ChildRun, str | None]:
     path = os.path.join(work_dir, "table")
     shutil.rmtree(path, ignore_errors=True)
     fresh_copy(master, path)
     try:
-        run = run_child([*(prefix or []), *side.argv(path)], env=CHILD_ENV)
+        run = run_child([*(prefix or []), *side.argv(path)], env={**CHILD_ENV, **(env or {})})
         problem = run.failure()
         if problem is None:
             try:
@@ -351,7 +351,7 @@ def _one_run(side: Side, master: str, meta: dict, work_dir: str,
 
 # --- the floor ----------------------------------------------------------------------------------
 
-_STARTS: dict[object, list[float]] = {}   # each start measured once per harness run
+_STARTS: dict[str, list[float]] = {}   # each start measured once per harness run
 
 
 def _start_s(program: str) -> float:
@@ -374,31 +374,23 @@ def pyarrow_start_s() -> float:
 
 _IMPORTED = re.compile(r"^import time:\s+\d+ \|\s+\d+ \|\s*(\S+)\s*$", re.M)
 
+#: The module sets already measured in this harness run: the median start and what it reported.
+_MODULE_STARTS: dict[tuple[str, ...], tuple[float, dict]] = {}
+
 
 def modules_start(side: Side, master: str, meta: dict, work_dir: str) -> tuple[float, dict] | None:
     """The start of a process that loads every module one run of ``side`` loads, and nothing else
     (:data:`children.MODULES_START`; median of 5), with what it reports: the seconds our run spends
     before its work. One more run of ``side``, under ``PYTHONPROFILEIMPORTTIME``, names the modules;
     None when that run fails."""
-    path = os.path.join(work_dir, "table")
-    shutil.rmtree(path, ignore_errors=True)
-    fresh_copy(master, path)
-    try:
-        run = run_child(side.argv(path), env={**CHILD_ENV, "PYTHONPROFILEIMPORTTIME": "1"})
-    finally:
-        shutil.rmtree(path, ignore_errors=True)
-    if run.failure() is not None:
+    run, problem = _one_run(side, master, meta, work_dir, env={"PYTHONPROFILEIMPORTTIME": "1"})
+    if problem is not None:
         return None
-    names = [n for n in _IMPORTED.findall(run.stderr) if not n.endswith("__main__")]
-    key = (children.MODULES_START, *names)
-    if key not in _STARTS:
+    names = tuple(n for n in _IMPORTED.findall(run.stderr) if not n.endswith("__main__"))
+    if names not in _MODULE_STARTS:
         runs = [run_child([PY, "-c", children.MODULES_START, *names], env=CHILD_ENV) for _ in range(5)]
-        _STARTS[key] = [r.wall_s for r in runs]
-        _REPORTS[key] = runs[-1].report
-    return statistics.median(_STARTS[key]), _REPORTS[key]
-
-
-_REPORTS: dict[tuple[str, ...], dict] = {}
+        _MODULE_STARTS[names] = (statistics.median(r.wall_s for r in runs), runs[-1].report)
+    return _MODULE_STARTS[names]
 
 
 def floor_reads(master: str, kind: str) -> list[str]:
