@@ -22,6 +22,9 @@ HEAVY = ("pandas", "pyarrow", "numpy", "pyspark", "py4j", "pydantic", "pydantic_
 #: Loaded by pyarrow's own kernel methods (``Array.cast``, ``Table.filter``, ...) and by
 #: ``from_arrays(mask=...)``; the package calls the kernels through ``arrow_compute`` instead.
 COMPUTE = "pyarrow.compute"
+#: Arrow's filesystems (ssl, the S3/GCS/Azure/HDFS modules), loaded by ``pyarrow.parquet``; the
+#: package reads and writes checkpoints through ``arrow_parquet`` instead, without them.
+ARROW_FS = ("pyarrow.fs", "pyarrow.parquet")
 #: What only a command that writes to the log needs: the commit, its conflict checks, row ids.
 COMMIT_MACHINERY = ("delta_downgrade.log.commit", "delta_downgrade.log.row_ids", "delta_downgrade.drop.run")
 
@@ -33,14 +36,14 @@ def _dv_table(root: Path, commits: int = 3) -> str:
 
 def test_fast_drop_imports_pyarrow_for_its_checkpoints_and_nothing_else_heavy(tmp_path):
     path = _dv_table(tmp_path / "t")
-    result = cli_imports(["drop-feature", path, "deletionVectors"], (*HEAVY, COMPUTE))
+    result = cli_imports(["drop-feature", path, "deletionVectors"], (*HEAVY, COMPUTE, *ARROW_FS))
     assert result["code"] == 0, result["out"]
     assert '"status":"dropped"' in result["out"]
     # pyarrow writes the checkpoints, without numpy (the native engine on a path:
-    # test_rewrites_without_numpy.py) and without pyarrow.compute's wrappers; pandas, the
-    # engines, the settings library and YAML are never loaded
+    # test_rewrites_without_numpy.py), without pyarrow.compute's wrappers and without Arrow's
+    # filesystems; pandas, the engines, the settings library and YAML are never loaded
     assert result["heavy"] == ["pyarrow"]
-    assert COMPUTE not in result["modules"]
+    assert [m for m in result["modules"] if m in (COMPUTE, *ARROW_FS)] == []
 
 
 def test_fast_drop_of_a_log_with_rewritten_files_leaves_out_arrows_query_engine(tmp_path):
@@ -53,7 +56,7 @@ def test_fast_drop_of_a_log_with_rewritten_files_leaves_out_arrows_query_engine(
     add = {"add": {"path": "f1.parquet", "partitionValues": {}, "size": 99, "modificationTime": 4, "dataChange": True}}
     (log / f"{4:020d}.json").write_text("\n".join(json.dumps(x) for x in (remove, add)) + "\n")
     engine = ("pyarrow.acero", "pyarrow.dataset", "pandas", COMPUTE)
-    with_arrow = ("pyarrow.json", "pyarrow.parquet")
+    with_arrow = ("pyarrow.json", "pyarrow._parquet")
     result = cli_imports(["drop-feature", path, "deletionVectors"], engine + with_arrow)
     assert result["code"] == 0 and '"status":"dropped"' in result["out"], result["out"]
     assert result["modules"] == sorted(with_arrow)
@@ -127,11 +130,11 @@ def test_inspect_of_a_table_with_a_commit_of_many_brackets_imports_nothing_heavy
 def test_the_commands_on_a_path_read_its_checkpoints_with_pyarrow_without_numpy(tmp_path, argv):
     """After a fast drop the log has checkpoints, which every command on the path reads with
     pyarrow: none of them loads numpy for it (``app/cli/lean_imports.py``), nor
-    ``pyarrow.compute``."""
+    ``pyarrow.compute``, nor Arrow's filesystems (``arrow_parquet.py``)."""
     path = _dv_table(tmp_path / "t")
     dropped = cli_imports(["drop-feature", path, "deletionVectors"], HEAVY)
     assert dropped["code"] == 0 and '"status":"dropped"' in dropped["out"], dropped["out"]
-    result = cli_imports([*argv, path], (*HEAVY, COMPUTE))
+    result = cli_imports([*argv, path], (*HEAVY, COMPUTE, *ARROW_FS))
     assert result["code"] in (0, 3), result["out"]  # truncate-history waits for the retention: 3
     assert "pyarrow" in result["heavy"] and "numpy" not in result["heavy"]
-    assert COMPUTE not in result["modules"]
+    assert [m for m in result["modules"] if m in (COMPUTE, *ARROW_FS)] == []

@@ -20,7 +20,7 @@ PACKAGE = PACKAGE_DIR.name
 # Lowest first. A module belongs to the first entry whose name is its own or a parent package.
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("core", ("delta_downgrade", "delta_downgrade.errors", "delta_downgrade.clock", "delta_downgrade.spark",
-              "delta_downgrade.arrow_compute")),
+              "delta_downgrade.arrow_compute", "delta_downgrade.arrow_parquet")),
     ("protocol", ("delta_downgrade.protocol",)),
     ("storage", ("delta_downgrade.storage",)),
     ("deletion_vectors", ("delta_downgrade.deletion_vectors",)),

@@ -21,6 +21,7 @@ from typing import Any, Iterator
 import pyarrow.parquet as pq
 import pytest
 
+from delta_downgrade.arrow_parquet import ParquetFile
 from delta_downgrade.clock import ManualClock
 from delta_downgrade.errors import CorruptLogError, StorageFullError
 from delta_downgrade.log.replay import arrow_checkpoint
@@ -343,14 +344,14 @@ def test_a_prior_checkpoint_in_one_large_row_group_is_read_in_batches(tmp_path, 
     _clear_checkpoint(root, whole.paths)
 
     batches: list[int] = []
-    real = pq.ParquetFile.iter_batches
+    real = ParquetFile.iter_batches
 
-    def spy(self: pq.ParquetFile, *args: Any, **kwargs: Any) -> Any:
+    def spy(self: ParquetFile, *args: Any, **kwargs: Any) -> Any:
         for batch in real(self, *args, **kwargs):
             batches.append(batch.num_rows)
             yield batch
 
-    monkeypatch.setattr(pq.ParquetFile, "iter_batches", spy)
+    monkeypatch.setattr(ParquetFile, "iter_batches", spy)
     monkeypatch.setattr(arrow_replay, "PART_ACTIONS", 3)
     monkeypatch.setattr(arrow_checkpoint, "STREAM_ROWS", 2)
     streamed = checkpoint_table(DeltaLog(str(root)), clock=clock)

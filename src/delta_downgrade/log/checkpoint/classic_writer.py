@@ -38,7 +38,7 @@ from typing import Any, Callable, Iterable, Iterator, Literal, Sequence
 
 import pyarrow as pa
 from delta_downgrade import arrow_compute as ac
-import pyarrow.parquet as pq
+from delta_downgrade.arrow_parquet import ParquetWriter
 
 from delta_downgrade.log.format.arrow_columns import chunked_field
 from delta_downgrade.log.format.checkpoint_columns import (BUILDERS, action_batch, add_array, metadata_array,
@@ -202,18 +202,18 @@ def checkpoint_parquet_bytes(batches: Iterable[pa.RecordBatch | pa.Table],
     return data
 
 
-def checkpoint_parquet_writer(sink: Any, schema: pa.Schema = CHECKPOINT_SCHEMA) -> pq.ParquetWriter:
+def checkpoint_parquet_writer(sink: Any, schema: pa.Schema = CHECKPOINT_SCHEMA) -> ParquetWriter:
     """A parquet writer of a checkpoint file to ``sink`` (a path or a stream): snappy, with the
     dictionary and statistics columns above, and a CRC of every page (the parquet format's page
     checksum, which parquet-mr writes by default too): a damaged page is then an error for every
     reader that checks it (this package does, :func:`~.checkpoint_reader.open_checkpoint_parquet`),
     never a silently different action."""
     dictionary, statistics = _encoding_columns(schema)
-    return pq.ParquetWriter(sink, schema, compression="snappy", use_dictionary=dictionary,
+    return ParquetWriter(sink, schema, compression="snappy", use_dictionary=dictionary,
                             write_statistics=statistics, write_page_checksum=True, memory_pool=MEMORY_POOL)
 
 
-def write_row_groups(writer: pq.ParquetWriter, batches: Iterable[pa.RecordBatch | pa.Table]) -> None:
+def write_row_groups(writer: ParquetWriter, batches: Iterable[pa.RecordBatch | pa.Table]) -> None:
     """``batches`` into ``writer`` in row groups of at least :data:`BATCH_ROWS` rows (small
     batches are gathered; only one row group's rows are held at a time)."""
     pending: list[pa.Table] = []

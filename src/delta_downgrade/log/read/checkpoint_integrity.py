@@ -23,8 +23,8 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
+from delta_downgrade.arrow_parquet import FileMetaData
 from delta_downgrade.errors import CheckpointUnreadableError
 from delta_downgrade.log.read.checkpoint_reader import (CheckpointReader, open_checkpoint_parquet, parquet_source,
                                                    sidecar_rel_path)
@@ -150,7 +150,7 @@ def _check_schema(schema: pa.Schema, rel_path: str, name: str) -> None:
                     f"holds {kind}: the file is damaged or was not written as a checkpoint")
 
 
-def _adds_from_statistics(meta: pq.FileMetaData) -> int | None:
+def _adds_from_statistics(meta: FileMetaData) -> int | None:
     """Rows with an ``add`` action, from the null counts of ``add.path`` in the footer (a row
     holds one action: ``add`` is null exactly where ``add.path`` is); 0 without an ``add``
     column; None when a row group has no null count for it."""

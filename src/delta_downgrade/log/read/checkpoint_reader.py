@@ -22,7 +22,7 @@ from delta_downgrade.log.read.listing import CheckpointInstance
 from delta_downgrade.storage import Storage
 
 if TYPE_CHECKING:
-    import pyarrow.parquet as pq
+    from delta_downgrade.arrow_parquet import ParquetFile
 
 _log = logging.getLogger(__name__)
 
@@ -67,20 +67,19 @@ def parquet_source(storage: Storage, rel_path: str) -> Iterator[Any]:
         handle.close()
 
 
-def open_checkpoint_parquet(source: Any) -> pq.ParquetFile:
+def open_checkpoint_parquet(source: Any) -> ParquetFile:
     """A checkpoint (or sidecar) parquet file. INT96 timestamps - Databricks writes them in
     ``stats_parsed`` - are read in microseconds: in nanoseconds (pyarrow's default) the years
     after 2262 overflow, and such a file must stay readable (delta-rs reads it). The pages'
     CRCs are checked where the writer recorded them: a damaged page is an unreadable checkpoint
     (an older one is used), never a silently different action."""
-    # imported here: a replay of a log without checkpoints never loads the Parquet module (and
-    # the filesystem modules it brings, ~15 ms of a small table's inspect)
-    import pyarrow.parquet as pq
+    # imported here: a replay of a log without checkpoints never loads Arrow's Parquet module
+    from delta_downgrade.arrow_parquet import ParquetFile
 
-    return pq.ParquetFile(source, coerce_int96_timestamp_unit="us", page_checksum_verification=True)
+    return ParquetFile(source, coerce_int96_timestamp_unit="us", page_checksum_verification=True)
 
 
-def projected_columns(pf: pq.ParquetFile, columns: Iterable[str]) -> list[str]:
+def projected_columns(pf: ParquetFile, columns: Iterable[str]) -> list[str]:
     """The parquet column paths to read for the action columns ``columns`` that the file has:
     a struct column as its fields, less the derived ones (``stats_parsed``,
     ``partitionValues_parsed``: PROTOCOL.md "Checkpoint Schema" makes them optional copies of
@@ -153,7 +152,7 @@ def iter_checkpoint_columns(source: Any, columns: Iterable[str], rel_path: str,
         yield _read_groups(pf, present, None, rel_path)
 
 
-def _read_groups(pf: pq.ParquetFile, present: list[str], groups: list[int] | None, rel_path: str) -> pa.Table:
+def _read_groups(pf: ParquetFile, present: list[str], groups: list[int] | None, rel_path: str) -> pa.Table:
     """The columns ``present`` of row groups ``groups`` (None: all) of ``pf``, stats recovered."""
     try:
         if not present:
@@ -172,7 +171,7 @@ def _read_groups(pf: pq.ParquetFile, present: list[str], groups: list[int] | Non
         return table
 
 
-def _instant_leaves(pf: pq.ParquetFile) -> frozenset[str]:
+def _instant_leaves(pf: ParquetFile) -> frozenset[str]:
     """The timestamp leaves of ``add.stats_parsed`` stored as INT96: instants (Spark's
     ``TIMESTAMP``), which pyarrow reads without a zone."""
     prefix = f"add.{STATS_PARSED}."
@@ -182,7 +181,7 @@ def _instant_leaves(pf: pq.ParquetFile) -> frozenset[str]:
                      and schema.column(i).path.startswith(prefix))
 
 
-def _with_stats_from_parsed(pf: pq.ParquetFile, table: pa.Table, groups: list[int] | None = None) -> pa.Table:
+def _with_stats_from_parsed(pf: ParquetFile, table: pa.Table, groups: list[int] | None = None) -> pa.Table:
     """``table`` with the ``add`` rows that have no JSON ``stats`` but a ``stats_parsed``
     (PROTOCOL.md "Checkpoints": ``stats`` is omitted when ``delta.checkpoint.writeStatsAsJson``
     is false, ``stats_parsed`` written when ``writeStatsAsStruct`` is true) given the JSON the
