@@ -191,12 +191,13 @@ print(json.dumps({"call_s": call_s, "call_cpu_s": call_cpu_s, "status": outcome.
 PYTHON_START = "pass"
 
 # The start of a Python reader of a Delta log: the interpreter with pyarrow's parquet and JSON
-# readers loaded, without numpy and pandas (as the CLI loads them, app/cli/lean_imports.py). A
+# readers loaded, without numpy and pandas (as the CLI loads them, app/cli/lean_imports.py), and
+# the parquet reader without Arrow's filesystems (as the package opens it, arrow_parquet.py). A
 # checkpoint is parquet and a commit JSON; delta-rs reads both in its own native library.
 PYARROW_START = r"""
 import sys
 sys.modules["numpy"] = sys.modules["pandas"] = None
-import pyarrow.json, pyarrow.parquet
+import pyarrow.json, pyarrow._parquet
 """
 
 # The start of a process that has loaded what one of our runs loaded (``sys.argv[1:]``, every
