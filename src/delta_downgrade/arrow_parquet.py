@@ -44,7 +44,10 @@ class ParquetFile:
     """A Parquet file open for reading (``pyarrow.parquet.ParquetFile``'s reading calls):
     ``source`` a local path, a Python file object or an Arrow input stream; its footer is read
     here. Column chunks are buffered ahead as the public class does (``pre_buffer``: the ranges
-    of a row group are read in a few coalesced requests, which a file over an object needs)."""
+    of a row group are read in a few coalesced requests, which a file over an object needs).
+    Arrow's extension types stay off (the compiled reader's default): a column a writer annotated
+    with a Parquet logical type such as JSON or UUID is read as its plain storage type, the type
+    PROTOCOL.md "Checkpoint Schema" gives every checkpoint column."""
 
     def __init__(self, source: Any, *, coerce_int96_timestamp_unit: str | None = None,
                  page_checksum_verification: bool = False) -> None:
