@@ -60,11 +60,13 @@ if TYPE_CHECKING:
 
 def _parts(state: "ArrowState", cutoff_ms: int) -> Iterator[tuple[pa.ChunkedArray, pa.ChunkedArray]]:
     """Each state part's file actions as written: ``dataChange`` false, unexpired tombstones."""
-    for adds, removes in state.file_parts():
+    last = state.parts.count - 1
+    for i, (adds, removes) in enumerate(state.file_parts()):
         yield (file_action_column(adds, ADD_TYPE, "adds"),
                file_action_column(tombstones_after(removes, cutoff_ms), REMOVE_TYPE, "removes"))
         del adds, removes
-        release_memory()
+        if i < last:  # between parts only: after the last there is no next part to make room for
+            release_memory()
 
 
 def write_state_checkpoint(storage: Storage, state: "ArrowState", cutoff_ms: int, *, v2: bool,
