@@ -38,7 +38,7 @@ define quietly
 	  tail -n 40 $(INSTALL_LOG) >&2; exit 1; }
 endef
 
-.PHONY: venv venv-test check-java lint test test-unit test-classic test-connect test-delta-oracle demo wheel schemas clean distclean databricks-cli fake-gcs-server jars older-clients test-clients-matrix clients-matrix
+.PHONY: venv venv-test check-java lint test test-unit test-min-pyarrow test-classic test-connect test-delta-oracle demo wheel schemas clean distclean databricks-cli fake-gcs-server jars older-clients test-clients-matrix clients-matrix
 
 # ---- Delta's jars: delta-spark for pyspark's Spark line, delta-storage, hadoop-aws + AWS SDK
 # (jars/pom.xml), resolved by Maven into a repository-local Maven repository under .jars/ (ignored
@@ -246,7 +246,7 @@ check-java:
 # The whole suite on classic Spark (recording which tests used Spark), then those tests again on
 # Spark Connect (a Connect server of its own, as Databricks serverless;
 # tests/spark_connect_server.py).
-test: lint test-classic test-connect
+test: lint test-min-pyarrow test-classic test-connect
 
 # The inner loop: the unit tier starts no JVM, server or child process (tests/unit_tier_guard.py).
 # The linter ([tool.ruff] in pyproject.toml), on everything Python in the repository, then the
@@ -258,6 +258,23 @@ lint: venv-test
 
 test-unit: venv-test
 	$(VENV)/bin/pytest -q tests/unit $(PYTEST_ARGS)
+
+# The unit tier again on the oldest pyarrow pyproject.toml accepts (a Databricks runtime keeps its
+# own pyarrow when it satisfies the bound), laid over the test venv's packages: a lower bound that
+# has been run, not guessed. The first line checks the lower bound is the one imported.
+MIN_PYARROW := $(shell sed -n 's/^ *"pyarrow>=\([0-9][0-9.]*\)".*/\1/p' pyproject.toml)
+MIN_PYARROW_DIR := $(VENV)/min-pyarrow-$(MIN_PYARROW)
+
+test-min-pyarrow: venv-test $(MIN_PYARROW_DIR)/.installed
+	PYTHONPATH=$(abspath $(MIN_PYARROW_DIR)) $(PY) -c 'import pyarrow; from packaging.version import Version as V; \
+	  assert V(pyarrow.__version__) == V("$(MIN_PYARROW)"), pyarrow.__version__; print("pyarrow", pyarrow.__version__)'
+	PYTHONPATH=$(abspath $(MIN_PYARROW_DIR)) $(PYTEST) tests/unit $(PYTEST_ARGS)
+
+$(MIN_PYARROW_DIR)/.installed: pyproject.toml | $(PY)
+	@test -n "$(MIN_PYARROW)" || { echo "ERROR: no pyarrow>=X in pyproject.toml's dependencies" >&2; exit 1; }
+	@rm -rf $(MIN_PYARROW_DIR)
+	$(PY) -m pip install -q --no-deps --target $(MIN_PYARROW_DIR) "pyarrow==$(MIN_PYARROW)"
+	@touch $@
 
 # --durations: the slowest tests of each pass are printed, to keep the suite inside its budget.
 test-classic: venv-test check-java databricks-cli fake-gcs-server jars older-clients

@@ -91,7 +91,11 @@ def test_with_validity_builds_what_from_arrays_with_the_inverted_mask_builds(bui
     if isinstance(array, pa.StructArray):
         expected = pa.StructArray.from_arrays([array.field(0), array.field(1)], names=["x", "y"], mask=mask)
     else:
-        expected = pa.MapArray.from_arrays(array.offsets, array.keys, array.items, type=array.type, mask=mask)
+        try:
+            expected = pa.MapArray.from_arrays(array.offsets, array.keys, array.items, type=array.type, mask=mask)
+        except TypeError:  # a pyarrow before 17 takes no mask here: the same map from its values
+            values = [v if ok else None for v, ok in zip(array.to_pylist(), valid.to_pylist())]
+            expected = pa.array(values, array.type)
     got = ac.with_validity(array, valid)
     got.validate(full=True)
     assert got.equals(expected)
