@@ -1,4 +1,4 @@
-# delta-downgrade: local build, test and demo. Needs Python >= 3.10 and Java 17+ (PySpark 4).
+# delta-downgrade: local build, test and demo. Needs Python >= 3.11 and Java 17+ (PySpark 4).
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
 .DEFAULT_GOAL := test
@@ -20,7 +20,7 @@ DELTALAKE_018 := $(VENV)/deltalake-0.18.2
 AZURITE_VERSION := 3.37.0
 NODE_DIR := $(VENV)/node
 # Interpreters tried in order for a new venv; override with `make venv PYTHON=/path/to/python3.x`.
-PYTHON_CANDIDATES := python3 python3.13 python3.12 python3.11 python3.10
+PYTHON_CANDIDATES := python3 python3.13 python3.12 python3.11
 PYTEST_ARGS ?=
 # Test processes: 2 (pytest-xdist) on this project's 2-core machines, each with one Spark session;
 # `make test PYTEST_WORKERS=0` runs in one process.
@@ -186,12 +186,12 @@ $(PY):
 	@py=""; \
 	for c in $(or $(PYTHON),$(PYTHON_CANDIDATES)); do \
 	  if command -v "$$c" >/dev/null 2>&1 && \
-	     "$$c" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 10) else 1)' >/dev/null 2>&1; then \
+	     "$$c" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else 1)' >/dev/null 2>&1; then \
 	    py="$$c"; break; \
 	  fi; \
 	done; \
 	if [ -z "$$py" ]; then \
-	  echo "ERROR: no Python >= 3.10 found (tried: $(or $(PYTHON),$(PYTHON_CANDIDATES))); set PYTHON=/path/to/python3.x" >&2; \
+	  echo "ERROR: no Python >= 3.11 found (tried: $(or $(PYTHON),$(PYTHON_CANDIDATES))); set PYTHON=/path/to/python3.x" >&2; \
 	  exit 1; \
 	fi; \
 	echo "Creating $(VENV) with $$py ($$("$$py" -c 'import sys; print(sys.version.split()[0])'))"; \

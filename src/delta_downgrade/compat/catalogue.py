@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import difflib
 import re
-import sys
+import tomllib
 from collections.abc import Iterable, Mapping
 from functools import lru_cache
 from importlib import resources
@@ -36,11 +36,6 @@ from delta_downgrade.protocol.features import (
     FEATURES,
 )
 from delta_downgrade.protocol.protocol import Protocol
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10
-    import tomli as tomllib
 
 __all__ = ["Catalogue", "Client", "ReadSide", "Releases", "Source", "WriteSide", "UNKNOWN", "load_catalogue",
            "packaged_catalogue"]

@@ -78,7 +78,7 @@ def check(wheel: Path) -> list[str]:
     for module, files in sorted(imported_top_levels(archive).items()):
         if module in own or module in sys.stdlib_module_names or module == "__future__":
             continue
-        # A requirement under an environment marker may not be installed here (tomli before 3.11).
+        # A requirement under an environment marker may not be installed here.
         dists = distributions.get(module) or ({_normalise(module)} & set(required))
         if not dists:
             problems.append(f"{module} (imported by {sorted(files)[0]}) belongs to no installed distribution")

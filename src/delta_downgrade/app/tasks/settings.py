@@ -41,8 +41,7 @@ written here, because the built-in ones accept other inputs than the jobs send:
 - ``_TaskTomlSource`` reads the file for the built-in TOML source. The built-in skips a missing
   file silently and reads one table (``toml_table_header``) instead of the task's table over the
   top-level keys; it leaves ``-`` in keys, lets a top-level table pose as a value, and reports a
-  file that is not UTF-8 or not TOML as a bare exception. Python 3.10 has no ``tomllib``:
-  ``--config`` is refused there with one clear error, as before.
+  file that is not UTF-8 or not TOML as a bare exception.
 
 ``storage_options`` (the credentials and endpoint of the tables' store, with the keys deltalake
 takes) come from the same sources: a ``[storage_options]`` table of the file (top level, or
@@ -61,6 +60,7 @@ import json
 import os
 import re
 import sys
+import tomllib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Mapping, Sequence
 
@@ -88,11 +88,6 @@ TABLE_SETTINGS = frozenset({"storage_options"})
 #: every one, in order, instead of the last).
 STORAGE_OPTION_ITEM = "storage_option"
 REPEATABLE = frozenset({STORAGE_OPTION_ITEM})
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10
-    tomllib = None
 
 
 def parse_cli_args(argv: Sequence[str]) -> dict[str, Any]:
@@ -133,8 +128,6 @@ class _TaskTomlSource(TomlConfigSettingsSource):
         self.path, self.section = path, section
         self.names = set(settings_cls.model_fields) - RUNNER_ONLY
         if path:
-            if tomllib is None:
-                raise BadConfigError("--config needs Python 3.11+ (tomllib)")
             _regular_file(path, "config file")  # the built-in source skips a missing file
         # Absolute, so that the built-in's `~` expansion cannot turn it into another file.
         super().__init__(settings_cls, toml_file=Path(path).absolute() if path else None)
