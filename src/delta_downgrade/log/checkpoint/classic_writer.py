@@ -210,7 +210,7 @@ def checkpoint_parquet_writer(sink: Any, schema: pa.Schema = CHECKPOINT_SCHEMA) 
     never a silently different action."""
     dictionary, statistics = _encoding_columns(schema)
     return ParquetWriter(sink, schema, compression="snappy", use_dictionary=dictionary,
-                            write_statistics=statistics, write_page_checksum=True, memory_pool=MEMORY_POOL)
+                         write_statistics=statistics, write_page_checksum=True, memory_pool=MEMORY_POOL)
 
 
 def write_row_groups(writer: ParquetWriter, batches: Iterable[pa.RecordBatch | pa.Table]) -> None:
