@@ -51,7 +51,7 @@ class ParquetFile:
 
     def __init__(self, source: Any, *, coerce_int96_timestamp_unit: str | None = None,
                  page_checksum_verification: bool = False) -> None:
-        if ParquetReader is None:  # pragma: no cover - see the import
+        if ParquetReader is None:  # a pyarrow without the compiled classes (see the import)
             import pyarrow.parquet as pq
 
             public = pq.ParquetFile(source, coerce_int96_timestamp_unit=coerce_int96_timestamp_unit,
@@ -119,7 +119,7 @@ class ParquetWriter:
 
     def __init__(self, sink: Any, schema: pa.Schema, **options: Any) -> None:
         self.schema = schema
-        if _CompiledWriter is None:  # pragma: no cover - see the import
+        if _CompiledWriter is None:  # a pyarrow without the compiled classes (see the import)
             import pyarrow.parquet as pq
 
             self._writer: Any = pq.ParquetWriter(sink, schema, **options)

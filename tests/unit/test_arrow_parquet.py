@@ -11,6 +11,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from delta_downgrade import arrow_parquet
 from delta_downgrade.arrow_parquet import ParquetFile, ParquetWriter
 from delta_downgrade.log.checkpoint.classic_writer import checkpoint_parquet_writer
 from delta_downgrade.log.format.checkpoint_schema import CHECKPOINT_SCHEMA
@@ -142,3 +143,24 @@ def test_a_damaged_page_is_an_error_when_checksums_are_verified(tmp_path):
     assert ParquetFile(str(path)).read().num_rows == 50  # unchecked: read as is
     with pytest.raises(OSError, match="CRC"):
         ParquetFile(str(path), page_checksum_verification=True).read()
+
+
+@pytest.fixture
+def without_compiled_classes(monkeypatch):
+    """As on a pyarrow whose compiled reader and writer are not where the module looks: the
+    public classes are used instead."""
+    monkeypatch.setattr(arrow_parquet, "ParquetReader", None)
+    monkeypatch.setattr(arrow_parquet, "_CompiledWriter", None)
+
+
+def test_without_the_compiled_classes_the_public_ones_read_and_write_the_same(tmp_path, without_compiled_classes):
+    ours, public = _write_both(tmp_path, [_table(30), _table(12, 30)], compression="snappy",
+                               write_page_checksum=True)
+    assert ours.read_bytes() == public.read_bytes()
+    mine, theirs = ParquetFile(str(ours), page_checksum_verification=True), pq.ParquetFile(str(public))
+    for columns in (None, ["add.path"], ["txn", "n"], ["nothing"]):
+        assert mine.read(columns=columns).equals(theirs.read(columns=columns))
+        assert mine.read_row_groups([1], columns=columns).equals(theirs.read_row_groups([1], columns=columns))
+    batches = [list(pf.iter_batches(batch_size=8, columns=["n"])) for pf in (mine, theirs)]
+    assert len(batches[0]) == len(batches[1]) and all(a.equals(b) for a, b in zip(*batches))
+    assert mine.metadata.equals(theirs.metadata) and mine.schema_arrow.equals(theirs.schema_arrow)
