@@ -260,8 +260,9 @@ test-unit: venv-test
 	$(VENV)/bin/pytest -q tests/unit $(PYTEST_ARGS)
 
 # The unit tier again on the oldest pyarrow pyproject.toml accepts (a Databricks runtime keeps its
-# own pyarrow when it satisfies the bound), laid over the test venv's packages: a lower bound that
-# has been run, not guessed. The first line checks the lower bound is the one imported.
+# own pyarrow when it satisfies the bound), laid over the test venv's packages with a numpy 1, as
+# such a runtime has: a lower bound that has been run, not guessed. The first line checks the lower
+# bound is the one imported.
 MIN_PYARROW := $(shell sed -n 's/^ *"pyarrow>=\([0-9][0-9.]*\)".*/\1/p' pyproject.toml)
 MIN_PYARROW_DIR := $(VENV)/min-pyarrow-$(MIN_PYARROW)
 
@@ -273,7 +274,7 @@ test-min-pyarrow: venv-test $(MIN_PYARROW_DIR)/.installed
 $(MIN_PYARROW_DIR)/.installed: pyproject.toml | $(PY)
 	@test -n "$(MIN_PYARROW)" || { echo "ERROR: no pyarrow>=X in pyproject.toml's dependencies" >&2; exit 1; }
 	@rm -rf $(MIN_PYARROW_DIR)
-	$(PY) -m pip install -q --no-deps --target $(MIN_PYARROW_DIR) "pyarrow==$(MIN_PYARROW)"
+	$(PY) -m pip install -q --no-deps --target $(MIN_PYARROW_DIR) "pyarrow==$(MIN_PYARROW)" "numpy<2"
 	@touch $@
 
 # --durations: the slowest tests of each pass are printed, to keep the suite inside its budget.

@@ -24,7 +24,7 @@ from typing import Any, Iterable, Iterator, Sequence
 
 import pyarrow as pa
 
-try:  # the compiled reader and writer, as every pyarrow the package supports (>= 16) lays them out
+try:  # the compiled reader and writer, as every pyarrow the package supports (>= 15) lays them out
     from pyarrow._parquet import FileMetaData, ParquetReader, ParquetSchema
     from pyarrow._parquet import ParquetWriter as _CompiledWriter
 except ImportError:  # pragma: no cover - a pyarrow that moved them: the public module's classes

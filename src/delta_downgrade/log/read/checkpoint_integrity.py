@@ -99,12 +99,22 @@ class _Counts:
         return total
 
 
+def _never(_: pa.DataType) -> bool:
+    return False
+
+
+# The view types came with pyarrow 16: an older one reads no column as a view, so it never has to
+# recognise one.
+_is_string_view = getattr(pa.types, "is_string_view", _never)
+_is_list_view = getattr(pa.types, "is_list_view", _never)
+
+
 def _is_string(t: pa.DataType) -> bool:
-    return bool(pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t))
+    return bool(pa.types.is_string(t) or pa.types.is_large_string(t) or _is_string_view(t))
 
 
 def _is_list(t: pa.DataType) -> bool:
-    return bool(pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_list_view(t))
+    return bool(pa.types.is_list(t) or pa.types.is_large_list(t) or _is_list_view(t))
 
 
 _STRING = ("a string", _is_string)
