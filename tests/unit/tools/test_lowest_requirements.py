@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from delta_downgrade_tools.lowest_requirements import lowest_pins, main
+from delta_downgrade_tools.lowest_requirements import lowest_pins, main, not_installed
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -38,3 +38,17 @@ def test_the_packages_own_dependencies_all_have_one():
     pins = lowest_pins(REPO / "pyproject.toml")
     assert [p.split("==")[0] for p in pins][:3] == ["pyarrow", "pydantic", "pydantic-settings"]
     assert all("==" in p for p in pins)
+
+
+def test_check_names_each_pin_installed_at_another_version_or_not_at_all(tmp_path, capsys):
+    from importlib.metadata import version
+
+    here = version("pyarrow")
+    assert not_installed([f"pyarrow=={here}"]) == []
+    assert not_installed(["pyarrow==1.0", "no-such-distribution==1"]) == [
+        f"pyarrow {here} (pinned 1.0)", "no-such-distribution none (pinned 1)"]
+    assert main(["--check", str(_pyproject(tmp_path, "pyarrow>=1.0"))]) == 1
+    assert f"pyarrow {here} (pinned 1.0)" in capsys.readouterr().err
+    assert main(["--check", str(_pyproject(tmp_path, f"pyarrow>={here}"))]) == 0
+    assert capsys.readouterr().out.strip() == f"lowest: pyarrow=={here}"
+
