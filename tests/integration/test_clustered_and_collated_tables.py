@@ -95,7 +95,7 @@ def _clustered_table(path: str) -> TableBuilder:
     adds = builder.write_files(pa.Table.from_pylist(rows, schema=arrow), files=2)
     domain = DomainMetadata(domain="delta.clustering",
                             configuration=json.dumps({"clusteringColumns": [["col-id"], ["col-s", "col-k"]]}))
-    from dataclasses import replace
+    from msgspec.structs import replace
 
     builder.commit([domain, *(replace(a, clusteringProvider="liquid") for a in adds)], "OPTIMIZE")
     delete_rows(builder, lambda row: row["col-id"] % 3 == 0)
@@ -194,7 +194,7 @@ def _collated_table(path: str) -> TableBuilder:
     rows = [{"col-id": i, "col-c": "AbC"[i % 3] + str(i), "col-d": {"col-e": f"é{i}"}, "col-arr": ["x", f"Y{i}"]}
             for i in range(12)]
     adds = builder.write_files(pa.Table.from_pylist(rows, schema=arrow), files=2)
-    from dataclasses import replace
+    from msgspec.structs import replace
 
     collated = {"icu.UNICODE.75.1": {"minValues": {"col-d": {"col-e": "é0"}}, "maxValues": {"col-d": {"col-e": "é9"}}}}
     adds = [replace(a, stats=json.dumps({**json.loads(a.stats), "statsWithCollation": collated})) for a in adds]

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import replace
 
+from msgspec.structs import replace
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest

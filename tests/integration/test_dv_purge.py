@@ -421,7 +421,7 @@ def test_wrong_sizes_in_the_log_fall_back_to_names(tmp_path, spark, oracle):
     create_dv_table(b, SCHEMA, _rows(600), files=3)
     delete_rows(b, lambda r: r["id"] % 3 == 0)
     # Re-commit the files with sizes that do not match the files on disk.
-    from dataclasses import replace
+    from msgspec.structs import replace
 
     state = DeltaLog(b.path).snapshot(check_read=False).state()
     actions = [replace(add, size=1000 + 2 * i, dataChange=False)  # an add replaces the same file

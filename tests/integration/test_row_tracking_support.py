@@ -27,7 +27,7 @@ def test_rows_read_from_the_files_are_the_rows_delta_rs_reads(golden_root, oracl
 
 
 def test_fresh_row_id_violations_flag_a_rewrite_that_reuses_row_ids(tmp_path):
-    from dataclasses import replace
+    from msgspec.structs import replace
 
     from delta_downgrade.log.delta_log import DeltaLog
     from delta_downgrade_tools.modern_builder import build_modern_table

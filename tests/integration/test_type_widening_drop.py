@@ -13,9 +13,9 @@ import datetime as dt
 import decimal
 import json
 import os
-from dataclasses import replace
 from typing import Any
 
+from msgspec.structs import replace
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest

@@ -15,9 +15,9 @@ import json
 import os
 import shutil
 import uuid
-from dataclasses import replace
 from pathlib import Path
 
+from msgspec.structs import replace
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest

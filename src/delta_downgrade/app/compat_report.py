@@ -16,10 +16,10 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Mapping, cast
 
+from msgspec import Struct
 from delta_downgrade.errors import DeltaDowngradeError, ReportDirectoryError
 
 if TYPE_CHECKING:
@@ -36,8 +36,7 @@ HTML_NAME = "compat.html"
 REPORT_FILE_MODE = 0o644
 
 
-@dataclass(frozen=True)
-class CompatReportPaths:
+class CompatReportPaths(Struct, frozen=True):
     json: str
     html: str
 

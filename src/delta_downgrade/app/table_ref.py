@@ -23,8 +23,8 @@ from __future__ import annotations
 import os
 import re
 import sys
-from dataclasses import dataclass
 
+from msgspec import Struct
 from delta_downgrade.errors import InvalidIdentifierError
 
 # An unquoted identifier part as Spark's parser accepts it (letters, digits, underscore); anything
@@ -99,8 +99,7 @@ def is_path(table: str) -> bool:
     return "://" in table or table.startswith(("/", ".", "~")) or "/" in _outside_backticks(table)
 
 
-@dataclass(frozen=True)
-class TableRef:
+class TableRef(Struct, frozen=True):
     """A parsed table argument: a ``path`` (from a path or ``delta.`path```) or the ``parts`` of a
     catalog name; exactly one of them is set. ``text`` is the argument as given."""
 

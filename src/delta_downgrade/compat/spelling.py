@@ -16,8 +16,8 @@ catalogue entry rarely covers: the lookup says which entries share it).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
+from msgspec import Struct
 from packaging.version import InvalidVersion, Version
 
 __all__ = ["VersionSpelling", "normalise_product", "parse_spelling"]
@@ -36,8 +36,7 @@ _SPELLING = re.compile(r"""
 _SCALA_SUFFIX = re.compile(r"_2\.1[0-9]$")
 
 
-@dataclass(frozen=True)
-class VersionSpelling:
+class VersionSpelling(Struct, frozen=True):
     """``product`` (normalised) at the releases ``low`` up to ``high`` (``high`` included only for
     a pin, where ``low == high``), on read ``path`` when one was named."""
 

@@ -19,10 +19,10 @@ reader on a reader-version-2 column-mapping table), ``unknown`` (the catalogue h
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
+from msgspec import Struct, field
 from delta_downgrade.compat.catalogue import Client, ReadSide
 from delta_downgrade.protocol.features import CHECKPOINT_PROTECTION, get_feature
 from delta_downgrade.protocol.protocol import Protocol
@@ -39,8 +39,7 @@ class Verdict(str, Enum):
     NOT_APPLICABLE = "n/a"
 
 
-@dataclass(frozen=True)
-class Blocker:
+class Blocker(Struct, frozen=True):
     """One reason a client cannot use the table. ``feature`` is the table feature to blame (None
     for a protocol version or a schema detail no feature owns); ``kind`` is one of
     ``reader_version``, ``writer_version``, ``feature``, ``field_metadata``, ``invalid_protocol``."""
@@ -50,8 +49,7 @@ class Blocker:
     feature: str | None = None
 
 
-@dataclass(frozen=True)
-class Access:
+class Access(Struct, frozen=True):
     verdict: Verdict
     blockers: tuple[Blocker, ...] = ()
     notes: tuple[str, ...] = ()
@@ -244,8 +242,7 @@ def _version_reason(side: str, version: int, spec: Any) -> str:
 
 # --- the plan that unblocks a client --------------------------------------------------------------
 
-@dataclass(frozen=True)
-class FeatureDrop:
+class FeatureDrop(Struct, frozen=True):
     """One ``drop-feature`` run. ``checkpoint_protection``: the fast drop adds checkpointProtection
     (the feature needs history protection, Checkpoint Protection RFC). ``may_rewrite_data``: the
     feature has a data rewrite, run when its traces are in data files (DVs, physical names, widened
@@ -257,14 +254,12 @@ class FeatureDrop:
     required_by_blocker: str | None = None
 
 
-@dataclass(frozen=True)
-class Undroppable:
+class Undroppable(Struct, frozen=True):
     feature: str
     reason: str
 
 
-@dataclass(frozen=True)
-class UnblockPlan:
+class UnblockPlan(Struct, frozen=True):
     steps: tuple[FeatureDrop, ...] = ()
     undroppable: tuple[Undroppable, ...] = ()
     protocol_after: Protocol | None = None
@@ -331,8 +326,7 @@ def unblock_plan(protocol: Protocol, features: Iterable[str]) -> UnblockPlan:
     return UnblockPlan(tuple(steps), protocol_after=after)
 
 
-@dataclass(frozen=True)
-class ClientVerdict:
+class ClientVerdict(Struct, frozen=True):
     client: Client
     read: Access
     write: Access

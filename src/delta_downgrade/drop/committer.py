@@ -14,9 +14,9 @@ for a real run; only the committer a :class:`~delta_downgrade.drop.run.DropRun` 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
 from typing import ClassVar, Mapping, Sequence
 
+from msgspec import Struct
 from delta_downgrade.clock import Clock
 from delta_downgrade.drop.plan import CHECKPOINT, COMMIT, DropStep
 from delta_downgrade.log.checkpoint.engine import prepare_checkpoint, write_checkpoint
@@ -27,8 +27,7 @@ from delta_downgrade.log.snapshot import Snapshot
 from delta_downgrade.protocol.actions import AnyAction
 
 
-@dataclass(frozen=True)
-class Taken:
+class Taken(Struct, frozen=True):
     """One step as a committer took it: the step, the line that tells it, and the files it wrote
     (a checkpoint's; none for a commit or a planned step)."""
 

@@ -16,8 +16,9 @@ each step and reports what it planned next to what it wrote.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Sequence
+
+from msgspec import Struct, field
 
 if TYPE_CHECKING:
     from delta_downgrade.errors import DeltaDowngradeError
@@ -27,8 +28,7 @@ if TYPE_CHECKING:
 COMMIT, CHECKPOINT, TRUNCATE = "commit", "checkpoint", "truncate"
 
 
-@dataclass(frozen=True)
-class DropStep:
+class DropStep(Struct, frozen=True):
     """One step of a drop: a commit (``detail`` is ``commitInfo.operation``), a checkpoint
     (``detail`` is its kind, ``classic`` or ``v2``; a multi-part checkpoint is classic), or the
     truncation of the history before ``version`` (``detail`` empty)."""
@@ -49,8 +49,7 @@ def describe_steps(steps: Sequence[DropStep]) -> str:
     return ", ".join(s.describe() for s in steps) or "no step"
 
 
-@dataclass
-class DropPlan:
+class DropPlan(Struct):
     """Every step a drop will take, in order, and how it ends: ``ending`` is the wait the drop
     ends with after its steps (a :class:`~delta_downgrade.errors.RetentionWaitError`, exit 3:
     the TRUNCATE HISTORY path's first run, checkpointProtection before its retention), None when

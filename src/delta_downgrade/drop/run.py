@@ -13,9 +13,9 @@ of the package. Library code never configures handlers; the CLI and the task ent
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
+from msgspec import Struct, field
 from delta_downgrade.clock import SYSTEM_CLOCK, Clock
 from delta_downgrade.errors import ConcurrentWriteError, DeltaDowngradeError
 from delta_downgrade.drop.committer import Committer, LogCommitter
@@ -48,10 +48,10 @@ class _DroppedConcurrently(Exception):
         self.version = version
 
 
-@dataclass
-class DropRun:
+class DropRun(Struct, dict=True):
     """State of one drop run: the table, the clock, and the steps it wrote (or, planning, would
-    write).
+    write). (``dict=True``: a run is an object with behaviour, which a caller may wrap or patch
+    per instance, as it could a plain class's.)
 
     Its :class:`~delta_downgrade.drop.committer.Committer` decides where the steps go: the log
     (:class:`~delta_downgrade.drop.committer.LogCommitter`, the default) or the plan
@@ -226,8 +226,7 @@ class DropRun:
                            params=params)
 
 
-@dataclass
-class DropOutcome:
+class DropOutcome(Struct):
     table: str
     feature: str
     status: str

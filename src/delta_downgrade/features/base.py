@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import copy
 import importlib
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Union
 
+from msgspec import Struct
 from delta_downgrade.errors import NotSupportedYetError
 from delta_downgrade.log.read.listing import CheckpointInstance
 from delta_downgrade.log.snapshot import Snapshot
@@ -36,8 +36,7 @@ Rewrite = Union[str, RewriteFunction]
 caller's substitute, see :meth:`RemovableFeature.with_rewrite`)."""
 
 
-@dataclass
-class TraceContext:
+class TraceContext(Struct):
     """What trace checks look at. The file state is loaded only for checks that need files, once
     per snapshot (the snapshot keeps it, and a drop carries it over its own commits)."""
 
@@ -74,8 +73,7 @@ class TraceContext:
         return str(self.configuration.get(key, "")).strip().lower() == "true"
 
 
-@dataclass(frozen=True)
-class RewriteFootprint:
+class RewriteFootprint(Struct, frozen=True):
     """The live data files a feature's data rewrite would touch on one table, from the log alone
     (no footer, no data read): ``files`` and their ``bytes`` (``add.size``). ``exact`` False: an
     upper bound - the rewrite itself decides file by file from each footer (column mapping,

@@ -25,7 +25,7 @@ class RowTracking(RemovableFeature):
     name = "rowTracking"
 
     def remove_traces(self, run: DropRun) -> bool:
-        from dataclasses import replace
+        from msgspec.structs import replace
 
         snapshot = run.latest()
         conf = snapshot.metadata.configuration

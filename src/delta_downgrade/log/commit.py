@@ -10,9 +10,9 @@ from __future__ import annotations
 import random
 import time
 import uuid
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Mapping, Sequence
 
+from msgspec import Struct
 from delta_downgrade import ENGINE_INFO
 from delta_downgrade.protocol.actions import (
     AddFile, AnyAction, CommitInfo, DomainMetadata, Metadata, ProtocolAction, RemoveFile,
@@ -40,8 +40,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from delta_downgrade.log.snapshot import Snapshot
 
 
-@dataclass(frozen=True)
-class WinningCommit:
+class WinningCommit(Struct, frozen=True):
     """A commit another writer landed after our read version."""
 
     version: int
@@ -234,8 +233,7 @@ def require_atomic_commits(log: DeltaLog) -> None:
             "create or a commit coordinator. Nothing was written", table=log.table)
 
 
-@dataclass(frozen=True)
-class CommitAttempt:
+class CommitAttempt(Struct, frozen=True):
     """One attempt of a commit: the version it tries to create and the actions of that file, its
     own ``commitInfo`` first (in-commit timestamps require it)."""
 
@@ -243,8 +241,7 @@ class CommitAttempt:
     actions: tuple[AnyAction, ...]
 
 
-@dataclass
-class AttemptBase:
+class AttemptBase(Struct):
     """What the next attempt goes on top of: the version read, and the table's protocol, metadata
     and previous in-commit timestamp there. Read once (:meth:`read`), then carried forward over
     each lost race's winners from their own actions (:meth:`advance`): a retry never lists or

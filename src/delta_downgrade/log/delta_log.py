@@ -4,10 +4,10 @@ checkpoint inventory — the two views checkpoint protection reasons about."""
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
 from enum import Enum
 from typing import Any, Mapping, NoReturn, Sequence
 
+from msgspec import Struct
 from delta_downgrade.protocol.actions import Metadata, ProtocolAction
 from delta_downgrade.errors import (
     CheckpointUnreadableError, CorruptLogError, DeltaDowngradeError, UnsupportedFeaturesError,
@@ -28,8 +28,7 @@ from delta_downgrade.storage import FileStatus, Storage, open_storage
 _log = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True)
-class ProtocolSpan:
+class ProtocolSpan(Struct, frozen=True):
     """Versions ``start..end`` (inclusive) share this protocol and boundary property."""
 
     start: int

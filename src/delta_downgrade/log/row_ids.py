@@ -24,9 +24,10 @@ nothing is assigned ("writers should not assign the baseRowId or the defaultRowC
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, replace
 from typing import Any, Sequence
 
+from msgspec import Struct
+from msgspec.structs import replace
 from delta_downgrade.errors import CorruptLogError, RowIdAssignmentWithoutStatsError
 from delta_downgrade.protocol import Protocol
 from delta_downgrade.protocol.actions import AddFile, AnyAction, DomainMetadata, Metadata, ProtocolAction
@@ -42,8 +43,7 @@ PRESERVED_TAG = "delta.rowTracking.preserved"
 MISSING_HIGH_WATER_MARK = -1
 
 
-@dataclass(frozen=True)
-class RowTracking:
+class RowTracking(Struct, frozen=True):
     """What PROTOCOL.md "Row Tracking" makes of a protocol and a configuration."""
 
     supported: bool        # ``rowTracking`` among the writer features

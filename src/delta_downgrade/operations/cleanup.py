@@ -100,9 +100,10 @@ write is refused with ``DELTA_UNSUPPORTED_FEATURES_FOR_WRITE`` (the ``Operation.
 from __future__ import annotations
 
 from bisect import bisect_left
-from dataclasses import dataclass, field, replace
 from typing import Callable, Iterable, Mapping, Sequence
 
+from msgspec import Struct, field
+from msgspec.structs import replace
 from delta_downgrade.clock import SYSTEM_CLOCK, Clock, to_utc_iso
 from delta_downgrade.errors import BadInputError, ConcurrentWriteError, DeltaDowngradeError, naming_table
 from delta_downgrade.log.read.checkpoint_reader import CheckpointReader
@@ -184,8 +185,7 @@ def monotonic_commit_times(commits: Mapping[int, FileStatus]) -> dict[int, int]:
 
 # --- inputs (gathered by plan_cleanup, or built by hand in tests) ----------------------------------
 
-@dataclass(frozen=True)
-class CleanupInputs:
+class CleanupInputs(Struct, frozen=True):
     """Everything the planner looks at, read from the log at one moment.
 
     ``sidecar_refs`` maps a checkpoint that may have sidecars (by its paths) to the sidecar paths
@@ -217,8 +217,7 @@ class CleanupInputs:
 _COMMIT_RANK = {"commit": 0, "staged_commit": 1, "crc": 2}
 
 
-@dataclass(frozen=True)
-class CleanupPlan:
+class CleanupPlan(Struct, frozen=True):
     """What a cleanup deletes and why. ``allowed=False``: the checkpoint-protection gate said no,
     nothing is deleted (``delete_*`` are empty). Paths are table-root relative."""
 
@@ -286,8 +285,7 @@ class CleanupPlan:
         return [p for *_, p in commits] + [p for _, p in checkpoints] + [p for *_, p in sorted(rest)]
 
 
-@dataclass
-class CleanupResult:
+class CleanupResult(Struct):
     deleted: list[str]
     plan: CleanupPlan
     written: list[str] = field(default_factory=list)  # the classic-named copy, when written
@@ -323,14 +321,12 @@ def select_cutoff_checkpoint(listing: LogListing, cutoff_ms: int, *,
     return None
 
 
-@dataclass(frozen=True)
-class _Candidates:
+class _Candidates(Struct, frozen=True):
     commits: list[tuple[int, str]]
     checkpoints: list[CheckpointInstance]
     crcs: list[tuple[int, str]]
     compactions: list[tuple[int, int, str]]
     staged: list[tuple[int, str]]
-
 
 
 def _candidates(inputs: CleanupInputs, c: int) -> _Candidates:

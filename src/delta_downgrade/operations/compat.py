@@ -16,10 +16,10 @@ and :meth:`FleetCompat.to_json` are the ``compat --json`` documents the README d
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
+from msgspec import Struct, field
 from delta_downgrade.compat.catalogue import Catalogue, Client, ReadSide, Unknown, WriteSide
 from delta_downgrade.compat.verdict import Access, ClientVerdict, UnblockPlan, Verdict, client_verdict
 from delta_downgrade.errors import DeltaDowngradeError, naming_table
@@ -179,8 +179,7 @@ class CatalogueEntryJson(ClientJson):
 
 # --- the typed outcome ---------------------------------------------------------------------------
 
-@dataclass(frozen=True)
-class ClientCompat:
+class ClientCompat(Struct, frozen=True):
     """One client's verdicts on one table, with the footprint of every step of its plan."""
 
     verdict: ClientVerdict
@@ -225,16 +224,33 @@ class ClientCompat:
         }
 
 
-@dataclass(frozen=True)
-class TableCompat:
-    """Every selected client's verdicts on ``table`` at ``version``."""
+class TableCompat(Struct, frozen=True, dict=True):
+    """Every selected client's verdicts on ``table`` at ``version``.
+
+    ``schema`` (the table's, when read) is what the verdicts were made from: it takes no part in
+    equality or the repr. ``dict=True``: the instance dict holds the cached summary."""
 
     table: str
     version: int
     protocol: Protocol
     clients: tuple[ClientCompat, ...]
     notes: tuple[str, ...] = ()
-    schema: Mapping[str, Any] | None = field(default=None, compare=False, repr=False)
+    schema: Mapping[str, Any] | None = None
+
+    def _compared_fields(self) -> tuple[Any, ...]:
+        return (self.table, self.version, self.protocol, self.clients, self.notes)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, TableCompat):
+            return NotImplemented
+        return self._compared_fields() == other._compared_fields()
+
+    def __hash__(self) -> int:
+        return hash(self._compared_fields())
+
+    def __repr__(self) -> str:
+        return (f"TableCompat(table={self.table!r}, version={self.version!r}, protocol={self.protocol!r}, "
+                f"clients={self.clients!r}, notes={self.notes!r})")
 
     @property
     def blocked_read(self) -> list[str]:
@@ -263,8 +279,7 @@ class TableCompat:
         return out
 
 
-@dataclass(frozen=True)
-class TableError:
+class TableError(Struct, frozen=True):
     """A table of a fleet that could not be loaded, and why."""
 
     table: str
@@ -280,8 +295,7 @@ class TableError:
         return {"table": self.table, **self.error.to_dict()}
 
 
-@dataclass(frozen=True)
-class FleetCompat:
+class FleetCompat(Struct, frozen=True):
     tables: tuple[TableCompat, ...]
     errors: tuple[TableError, ...]
     clients: tuple[Client, ...]

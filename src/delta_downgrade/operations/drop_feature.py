@@ -9,9 +9,9 @@ reports ``already_absent``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
+from msgspec import Struct
 from delta_downgrade.clock import SYSTEM_CLOCK, Clock, to_utc_iso
 from delta_downgrade.errors import (
     ConcurrentWriteError, DeltaDowngradeError, DropCheckpointFailedError, DropConflictError,
@@ -52,8 +52,7 @@ def _ensure_writable(snapshot: Snapshot, feature: str) -> None:
                      purpose=f"drop {feature}")
 
 
-@dataclass
-class _Drop:
+class _Drop(Struct):
     """A drop that passed every check made before its first write."""
 
     log: DeltaLog

@@ -20,9 +20,9 @@ here: only ``truncate-history`` after the truncate retention removes it (Checkpo
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
+from msgspec import Struct, field
 from delta_downgrade.clock import SYSTEM_CLOCK, Clock
 from delta_downgrade.compat.catalogue import Client
 from delta_downgrade.compat.verdict import Access, ClientVerdict, Verdict, client_verdict, read_verdict, write_verdict
@@ -47,8 +47,7 @@ _BLOCKED = (Verdict.NO, Verdict.MISREADS)
 _DELETION_VECTORS = "deletionVectors"
 
 
-@dataclass
-class ClientDropOutcome:
+class ClientDropOutcome(Struct):
     """The outcome of one ``--for`` run: ``drops`` are the single-feature outcomes in order (a dry
     run: their plans, status ``planned``); ``features_dropped`` the features this run dropped;
     ``verdict`` the client's verdict on the table before the run, ``read_after``/``write_after``
@@ -83,8 +82,7 @@ class ClientDropOutcome:
         return self.write_after.blocked_only_by_checkpoint_protection
 
 
-@dataclass(frozen=True)
-class _ClientPlan:
+class _ClientPlan(Struct, frozen=True):
     verdict: ClientVerdict
     features: list[str]
     plans: list[DropPlan]

@@ -13,9 +13,9 @@ has such a feature.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Mapping
 
+from msgspec import Struct
 from delta_downgrade.errors import naming_table
 from delta_downgrade.log.delta_log import DeltaLog, ProtocolSpan, Refresh
 from delta_downgrade.log.replay.file_summary import file_counts
@@ -30,8 +30,7 @@ if TYPE_CHECKING:
     from delta_downgrade.log.snapshot import Snapshot
 
 
-@dataclass(frozen=True)
-class FeatureReport:
+class FeatureReport(Struct, frozen=True):
     """One feature of the protocol, listed or implied by legacy versions."""
 
     name: str
@@ -49,14 +48,12 @@ class FeatureReport:
         return None if self.traces is None else bool(self.traces)
 
 
-@dataclass(frozen=True)
-class CheckpointReport:
+class CheckpointReport(Struct, frozen=True):
     checkpoint: CheckpointInstance
     sidecars: list[str] | None = None     # v2 checkpoints only
 
 
-@dataclass(frozen=True)
-class FileSummary:
+class FileSummary(Struct, frozen=True):
     live_files: int
     live_bytes: int
     files_with_deletion_vectors: int
@@ -65,8 +62,7 @@ class FileSummary:
     domains: list[str]                    # names of the live domains, sorted
 
 
-@dataclass(frozen=True)
-class TableReport:
+class TableReport(Struct, frozen=True):
     """The table ``table`` at ``version``: protocol, features, checkpoints, boundary, files."""
 
     table: str

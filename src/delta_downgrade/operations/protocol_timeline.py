@@ -26,9 +26,9 @@ the boundary itself (the downgrade commit's) is not covered by rule (a) and is m
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Mapping
 
+from msgspec import Struct
 from delta_downgrade.errors import DeltaDowngradeError, naming_table
 from delta_downgrade.log.delta_log import DeltaLog, Refresh, commit_version
 from delta_downgrade.log.read.protocol_history import projected_commit_actions
@@ -50,8 +50,7 @@ MAX_SIDECAR_READS = 10
 DROP_FEATURE_OPERATION = "DROP FEATURE"
 
 
-@dataclass(frozen=True)
-class CheckpointMark:
+class CheckpointMark(Struct, frozen=True):
     version: int
     kind: str                   # "classic" | "multipart" | "v2" (log/listing.CheckpointInstance)
     parts: int                  # files of the checkpoint itself (multi-part: parts present)
@@ -61,8 +60,7 @@ class CheckpointMark:
     at_boundary: bool           # the checkpoint at the boundary version (the downgrade commit's)
 
 
-@dataclass(frozen=True)
-class ProtocolChange:
+class ProtocolChange(Struct, frozen=True):
     """The protocol at ``version`` differs from the one before; ``added`` / ``removed`` compare
     the features each protocol has, listed or implied by legacy versions (PROTOCOL.md "Protocol
     Evolution")."""
@@ -73,15 +71,13 @@ class ProtocolChange:
     removed: tuple[str, ...]
 
 
-@dataclass(frozen=True)
-class DropFeatureCommit:
+class DropFeatureCommit(Struct, frozen=True):
     version: int
     feature: str | None
     truncate_history: bool | None
 
 
-@dataclass(frozen=True)
-class ProtocolTimeline:
+class ProtocolTimeline(Struct, frozen=True):
     table: str
     earliest_version: int           # the oldest version that can be reconstructed
     latest_version: int

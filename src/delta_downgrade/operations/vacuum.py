@@ -66,9 +66,9 @@ from __future__ import annotations
 
 import math
 import posixpath
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Iterable, Mapping
 
+from msgspec import Struct, field
 from delta_downgrade.protocol.actions import AddFile, RemoveFile
 from delta_downgrade.clock import SYSTEM_CLOCK, Clock, check_duration_ms
 from delta_downgrade.protocol.dv_paths import dv_relative_path, table_relative_path
@@ -96,8 +96,7 @@ REPLAN_ATTEMPTS = 3
 SPARK_TEMPORARY_DIR = "_temporary"
 
 
-@dataclass
-class VacuumResult:
+class VacuumResult(Struct):
     """What a VACUUM found and did. Paths are table-relative, ``/``-separated, decoded."""
 
     table: str

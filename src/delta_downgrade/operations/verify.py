@@ -7,9 +7,9 @@ the task renders it as its RESULT line.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Mapping
 
+from msgspec import Struct, field
 from delta_downgrade.errors import DeltaDowngradeError, naming_table
 from delta_downgrade.log.delta_log import DeltaLog
 from delta_downgrade.log.read.listing import CheckpointInstance
@@ -19,8 +19,7 @@ from delta_downgrade.protocol import CHECKPOINT_PROTECTION, Protocol, lookup_fea
 from delta_downgrade.protocol.support import Operation, unsupported_features
 
 
-@dataclass(frozen=True)
-class Expectations:
+class Expectations(Struct, frozen=True):
     absent_feature: str | None = None
     min_reader_version: int | None = None
     min_writer_version: int | None = None
@@ -28,15 +27,13 @@ class Expectations:
     protected_checkpoints: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
-class Check:
+class Check(Struct, frozen=True):
     name: str
     ok: bool
     detail: str
 
 
-@dataclass(frozen=True)
-class VerifyReport:
+class VerifyReport(Struct, frozen=True):
     """Every check made on ``table`` at ``version``, and what the table's log says there."""
 
     table: str

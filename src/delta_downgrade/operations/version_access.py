@@ -19,9 +19,9 @@ version's; versions older than the timeline's window (``drawn_from``) are counte
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from typing import Any, TypedDict
 
+from msgspec import Struct
 from delta_downgrade.compat.catalogue import Client
 from delta_downgrade.compat.verdict import Verdict, read_verdict
 from delta_downgrade.operations.protocol_timeline import ProtocolTimeline
@@ -30,8 +30,7 @@ from delta_downgrade.protocol.protocol import Protocol, ProtocolJson, protocol_j
 __all__ = ["ClientVersions", "ProtocolSpan", "client_versions", "protocol_spans", "versions_json"]
 
 
-@dataclass(frozen=True)
-class ProtocolSpan:
+class ProtocolSpan(Struct, frozen=True):
     """Versions ``first`` to ``last`` (inclusive), all with ``protocol``."""
 
     first: int
@@ -39,15 +38,13 @@ class ProtocolSpan:
     protocol: Protocol
 
 
-@dataclass(frozen=True)
-class SpanAccess:
+class SpanAccess(Struct, frozen=True):
     span: ProtocolSpan
     verdict: Verdict
     features: tuple[str, ...]     # the features blamed when the verdict is not yes
 
 
-@dataclass(frozen=True)
-class ClientVersions:
+class ClientVersions(Struct, frozen=True):
     client: Client
     spans: tuple[SpanAccess, ...]
 

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import MISSING, dataclass, field, fields, replace
 from typing import Any, Callable, ClassVar, Iterable, Mapping, TypeVar
 from urllib.parse import unquote
+
+from msgspec import Struct, field
+from msgspec.structs import replace
 
 from delta_downgrade.errors import MalformedActionError  # noqa: F401 - re-exported
 from delta_downgrade.errors import NestingTooDeepError
@@ -138,8 +140,7 @@ _TYPE_NAMES: dict[Callable[[object], bool], str] = {_is_path: "a string", _is_si
 _A = TypeVar("_A", bound="Action")
 
 
-@dataclass(frozen=True)
-class Action:
+class Action(Struct, frozen=True):
     """Base: ``KEY`` is the action's name in the log; ``extra`` keeps unknown fields."""
 
     KEY: ClassVar[str] = ""
@@ -151,15 +152,16 @@ class Action:
     _NAMES: ClassVar[frozenset[str]] = frozenset()
     _SPEC: ClassVar[dict[str, tuple[type | None, Callable[[object], bool] | None, bool]]] = {}
 
-    def __init_subclass__(cls, **kw: object) -> None:
+    def __init_subclass__(cls, **kw: Any) -> None:
         super().__init_subclass__(**kw)
-        cls._NAMES = frozenset()  # filled in by _finish() once the dataclass fields exist
+        cls._NAMES = frozenset()  # filled in by _finish() once the struct fields exist
 
     @classmethod
     def _finish(cls) -> None:
-        cls._NAMES = frozenset(f.name for f in fields(cls)) - {"extra"}
-        cls._REQUIRED = frozenset(f.name for f in fields(cls)
-                                  if f.default is MISSING and f.default_factory is MISSING)
+        names = cls.__struct_fields__
+        cls._NAMES = frozenset(names) - {"extra"}
+        # the fields without a default come first (the struct's defaults are those of the last)
+        cls._REQUIRED = frozenset(names[:len(names) - len(cls.__struct_defaults__)])
         # field -> (exact Python type or None, other check or None, is a map)
         cls._SPEC = {name: (_EXACT.get(cls.FIELD_TYPES.get(name)),
                             None if cls.FIELD_TYPES.get(name) in _EXACT else cls.FIELD_TYPES.get(name),
@@ -195,7 +197,7 @@ class Action:
                 elif check is not None and not check(value):
                     value = cls._wrong_type(key, value, check)
             known[key] = value
-        known["extra"] = extra  # every action's dataclass has it, last (the base declares no field)
+        known["extra"] = extra  # every action struct has it, last (the base declares no field)
         missing = sorted(cls._REQUIRED - known.keys())
         if missing:  # named by the field, as PROTOCOL.md "Actions" names it
             raise MalformedActionError(f"malformed {cls.KEY} action: field {missing[0]!r} is missing")
@@ -219,14 +221,14 @@ class Action:
     def to_obj(self) -> JsonObject:
         out: JsonObject = {}
         extra: JsonObject = {}
-        for f in fields(self):
-            value = getattr(self, f.name)
-            if f.name == "extra":  # every action declares it, last (it has a default)
+        for name in self.__struct_fields__:
+            value = getattr(self, name)
+            if name == "extra":  # every action declares it, last (it has a default)
                 extra = value
                 continue
             if value is None:
                 continue
-            out[f.name] = value.to_obj() if isinstance(value, DeletionVectorDescriptor) else value
+            out[name] = value.to_obj() if isinstance(value, DeletionVectorDescriptor) else value
         for key, value in extra.items():
             if value is not None:
                 out.setdefault(key, value)
@@ -237,8 +239,7 @@ class Action:
         return json.dumps({self.KEY: self.to_obj()}, separators=(",", ":"), ensure_ascii=False)
 
 
-@dataclass(frozen=True)
-class DeletionVectorDescriptor:
+class DeletionVectorDescriptor(Struct, frozen=True):
     """``deletionVector`` of add/remove/cdc (PROTOCOL.md "Deletion Vector Descriptor Schema")."""
 
     storageType: str
@@ -289,6 +290,8 @@ class DeletionVectorDescriptor:
 class _FileActionMixin:
     """Shared behaviour of add, remove and cdc: path decoding and DV parsing."""
 
+    __slots__ = ()  # a struct's base adds no instance storage
+
     path: str
     deletionVector: JsonObject | None
 
@@ -304,8 +307,7 @@ class _FileActionMixin:
         return DeletionVectorDescriptor.from_obj(self.deletionVector)
 
 
-@dataclass(frozen=True)
-class AddFile(Action, _FileActionMixin):
+class AddFile(Action, _FileActionMixin, frozen=True):
     KEY: ClassVar[str] = "add"
     MAP_FIELDS: ClassVar[tuple[str, ...]] = ("partitionValues", "tags")
 
@@ -333,8 +335,7 @@ class AddFile(Action, _FileActionMixin):
         return int(value) if value is not None else None
 
 
-@dataclass(frozen=True)
-class RemoveFile(Action, _FileActionMixin):
+class RemoveFile(Action, _FileActionMixin, frozen=True):
     KEY: ClassVar[str] = "remove"
     MAP_FIELDS: ClassVar[tuple[str, ...]] = ("partitionValues", "tags")
 
@@ -352,8 +353,7 @@ class RemoveFile(Action, _FileActionMixin):
     extra: JsonObject = field(default_factory=dict)
 
 
-@dataclass(frozen=True)
-class AddCDCFile(Action, _FileActionMixin):
+class AddCDCFile(Action, _FileActionMixin, frozen=True):
     KEY: ClassVar[str] = "cdc"
     MAP_FIELDS: ClassVar[tuple[str, ...]] = ("partitionValues", "tags")
 
@@ -366,8 +366,7 @@ class AddCDCFile(Action, _FileActionMixin):
     extra: JsonObject = field(default_factory=dict)
 
 
-@dataclass(frozen=True)
-class Metadata(Action):
+class Metadata(Action, frozen=True):
     KEY: ClassVar[str] = "metaData"
     MAP_FIELDS: ClassVar[tuple[str, ...]] = ("configuration",)
 
@@ -427,8 +426,7 @@ class Metadata(Action):
         return replace(self, configuration=conf)
 
 
-@dataclass(frozen=True)
-class ProtocolAction(Action):
+class ProtocolAction(Action, frozen=True):
     """The ``protocol`` action; :meth:`protocol` gives the value type with the algebra."""
 
     KEY: ClassVar[str] = "protocol"
@@ -452,8 +450,7 @@ class ProtocolAction(Action):
                    writerFeatures=None if writer is None else sorted(writer))
 
 
-@dataclass(frozen=True)
-class CommitInfo(Action):
+class CommitInfo(Action, frozen=True):
     KEY: ClassVar[str] = "commitInfo"
 
     timestamp: int | None = None
@@ -468,8 +465,7 @@ class CommitInfo(Action):
     extra: JsonObject = field(default_factory=dict)
 
 
-@dataclass(frozen=True)
-class DomainMetadata(Action):
+class DomainMetadata(Action, frozen=True):
     KEY: ClassVar[str] = "domainMetadata"
 
     domain: str
@@ -489,8 +485,7 @@ class DomainMetadata(Action):
         return dm
 
 
-@dataclass(frozen=True)
-class Txn(Action):
+class Txn(Action, frozen=True):
     KEY: ClassVar[str] = "txn"
 
     appId: str
@@ -499,8 +494,7 @@ class Txn(Action):
     extra: JsonObject = field(default_factory=dict)
 
 
-@dataclass(frozen=True)
-class CheckpointMetadata(Action):
+class CheckpointMetadata(Action, frozen=True):
     KEY: ClassVar[str] = "checkpointMetadata"
     MAP_FIELDS: ClassVar[tuple[str, ...]] = ("tags",)
 
@@ -509,8 +503,7 @@ class CheckpointMetadata(Action):
     extra: JsonObject = field(default_factory=dict)
 
 
-@dataclass(frozen=True)
-class Sidecar(Action):
+class Sidecar(Action, frozen=True):
     KEY: ClassVar[str] = "sidecar"
     MAP_FIELDS: ClassVar[tuple[str, ...]] = ("tags",)
 
@@ -536,7 +529,7 @@ _FILE_FIELDS: dict[str, Callable[[object], bool]] = {
     "deletionTimestamp": _is_long, "extendedFileMetadata": _is_bool,
 }
 for _cls in (AddFile, RemoveFile, AddCDCFile):
-    _cls.FIELD_TYPES = {k: v for k, v in _FILE_FIELDS.items() if k in {f.name for f in fields(_cls)}}
+    _cls.FIELD_TYPES = {k: v for k, v in _FILE_FIELDS.items() if k in _cls.__struct_fields__}
 Metadata.FIELD_TYPES = {"id": _is_str, "schemaString": _is_str, "partitionColumns": _is_str_list,
                         "configuration": _is_str_map, "format": _is_obj, "name": _is_str,
                         "description": _is_str, "createdTime": _is_long}
@@ -553,8 +546,7 @@ for _action_type in ACTION_TYPES.values():
 del _cls, _action_type
 
 
-@dataclass(frozen=True)
-class UnknownAction:
+class UnknownAction(Struct, frozen=True):
     """An action this package does not know; kept verbatim."""
 
     key: str

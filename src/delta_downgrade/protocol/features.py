@@ -19,10 +19,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass, field
 from enum import Enum
 from types import MappingProxyType
 from typing import TYPE_CHECKING, TypedDict
+
+from msgspec import Struct, field
+from msgspec.structs import force_setattr
 
 if TYPE_CHECKING:
     from typing import Unpack  # Python 3.11; annotations only (postponed)
@@ -56,8 +58,7 @@ class FeatureKind(str, Enum):
     READER_WRITER = "readerWriter"
 
 
-@dataclass(frozen=True)
-class TableFeature:
+class TableFeature(Struct, frozen=True):
     """One table feature ([DS]).
 
     ``min_reader_version`` is 1 for writer-only features; Spark says 0, and [DS]'s minimum versions
@@ -86,9 +87,9 @@ class TableFeature:
 
     def __post_init__(self) -> None:
         # Accept any iterable for convenience but store the immutable shape the type promises.
-        object.__setattr__(self, "required_features", frozenset(self.required_features))
-        object.__setattr__(self, "properties", tuple(self.properties))
-        object.__setattr__(self, "kind", FeatureKind(self.kind))
+        force_setattr(self, "required_features", frozenset(self.required_features))
+        force_setattr(self, "properties", tuple(self.properties))
+        force_setattr(self, "kind", FeatureKind(self.kind))
         problems = _feature_problems(self)
         if problems:
             raise ValueError(f"invalid table feature {self.name!r}: " + "; ".join(problems))

@@ -18,9 +18,10 @@ treated as an unknown feature: unsupported, and carried along untouched.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from typing import Any, TypedDict
 
+from msgspec import Struct
+from msgspec.structs import force_setattr
 from delta_downgrade.errors import InvalidProtocolError
 from delta_downgrade.protocol.json_values import JsonObject
 from delta_downgrade.protocol.features import (
@@ -95,8 +96,7 @@ def _minimum_versions(features: Iterable[TableFeature]) -> tuple[int, int]:
     return reader, writer
 
 
-@dataclass(frozen=True, repr=False)
-class Protocol:
+class Protocol(Struct, frozen=True):
     """A ``protocol`` action (PROTOCOL.md "Protocol Evolution").
 
     ``reader_features`` / ``writer_features`` are None when the action has no such list, which is
@@ -115,9 +115,9 @@ class Protocol:
             value = getattr(self, what)
             if isinstance(value, bool) or not isinstance(value, int):
                 raise TypeError(f"{what} must be an int, got {value!r}")
-        object.__setattr__(self, "reader_features",
+        force_setattr(self, "reader_features",
                            _as_names(self.reader_features, "reader_features"))
-        object.__setattr__(self, "writer_features",
+        force_setattr(self, "writer_features",
                            _as_names(self.writer_features, "writer_features"))
 
     # --- JSON shape ------------------------------------------------------------------------------

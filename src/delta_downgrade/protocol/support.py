@@ -10,9 +10,9 @@ delta-rs's ``ProtocolChecker`` do. Callers read the protocol (I/O); the decision
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
 from enum import Enum
 
+from msgspec import Struct
 from delta_downgrade.errors import UnsupportedFeaturesError
 from delta_downgrade.protocol.features import get_feature
 from delta_downgrade.protocol.protocol import Protocol
@@ -20,8 +20,7 @@ from delta_downgrade.protocol.protocol import Protocol
 __all__ = ["Decision", "Operation", "ensure_supported", "unsupported_features"]
 
 
-@dataclass(frozen=True)
-class Decision:
+class Decision(Struct, frozen=True):
     """What a protocol rule says about a planned action: ``allowed`` or not, and why.
 
     ``rule`` names the rule (``"a"``…``"d"`` of the Checkpoint Protection RFC); ``reason`` starts with it. ``clause`` says which part of the rule

@@ -9,9 +9,9 @@ fixed length and Delta does not accept them for these properties either.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Callable, Iterable, Mapping, TypeVar
 
+from msgspec import Struct
 from delta_downgrade.errors import (
     BadDurationError, DeltaDowngradeError, InvalidTablePropertyError, RowTrackingPropertiesError,
 )
@@ -118,8 +118,7 @@ PROPERTIES: dict[str, tuple[str, Callable[[str, str], object]]] = {
 }
 
 
-@dataclass(frozen=True)
-class TableConfig:
+class TableConfig(Struct, frozen=True):
     """Typed view of ``metaData.configuration``. Its errors name no table: the operation that
     reads the configuration adds it (:func:`~delta_downgrade.errors.naming_table`)."""
 

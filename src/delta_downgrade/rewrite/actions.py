@@ -5,10 +5,10 @@ paths it writes.
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import TYPE_CHECKING
 from urllib.parse import quote
 
+from msgspec.structs import replace
 from delta_downgrade.protocol.actions import AddFile, RemoveFile
 
 if TYPE_CHECKING:  # pragma: no cover

@@ -38,9 +38,9 @@ row's stable row ID and row commit version are written into the materialized col
 from __future__ import annotations
 
 import posixpath
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from msgspec.structs import replace
 from delta_downgrade.errors import InvalidColumnNamesForMappingRemovalError
 from delta_downgrade.log.commit import rebase_unless_files_touched
 from delta_downgrade.log.row_ids import row_tracking_of

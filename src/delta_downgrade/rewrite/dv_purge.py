@@ -69,10 +69,11 @@ import os
 import posixpath
 from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 from urllib.parse import unquote
 
+from msgspec import Struct, field
+from msgspec.structs import replace
 from delta_downgrade.deletion_vectors import DvFileReader, parse_dv_runs
 from delta_downgrade.errors import (
     ConcurrentWriteError, DeletionVectorRowIndexError, DeltaDowngradeError, DvPurgeError,
@@ -117,8 +118,7 @@ DEFAULT_PIPELINE_DEPTH = 2
 COMPRESSION_CODEC = "delta.parquet.compression.codec"
 
 
-@dataclass
-class NewFile:
+class NewFile(Struct):
     """A file the rewrite wrote: its log path (encoded, table-relative) and what the add needs."""
 
     path: str
@@ -224,8 +224,7 @@ def verify_deletion_vectors(snapshot: "Snapshot", reader: DvFileReader | None = 
     return count
 
 
-@dataclass
-class _Context:
+class _Context(Struct):
     """What every batch of one purge shares."""
 
     run: "DropRun"
@@ -251,8 +250,7 @@ class _Context:
         return self.spark
 
 
-@dataclass
-class _Batch:
+class _Batch(Struct):
     files: list[PurgeFile]
     groups: list[PurgeGroup]
     new_files: dict[str, list[NewFile]] = field(default_factory=dict)

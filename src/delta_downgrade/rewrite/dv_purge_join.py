@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import re
 import zlib
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
+from msgspec import Struct
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -61,8 +61,7 @@ def unique_residue_modulus(values: Sequence[int], max_bits: int = 20) -> int | N
     return None
 
 
-@dataclass(frozen=True)
-class JoinKey:
+class JoinKey(Struct, frozen=True):
     """How a group's rows are keyed for the anti join.
 
     Spark joins fastest on one long, so a row is ``row_index * K + r`` where ``r`` tells the

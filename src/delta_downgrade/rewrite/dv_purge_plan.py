@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import posixpath
 import uuid
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Sequence
 from urllib.parse import unquote
 
+from msgspec import Struct, field
 from delta_downgrade.protocol.actions import AddFile, DeletionVectorDescriptor
 from delta_downgrade.protocol.dv_paths import is_absolute_log_path
 from delta_downgrade.rewrite.actions import log_path
@@ -24,8 +24,7 @@ DEFAULT_BATCH_FILES = 256
 DEFAULT_BATCH_BYTES = 1 << 30
 
 
-@dataclass(frozen=True)
-class PurgeFile:
+class PurgeFile(Struct, frozen=True):
     """One live data file with a DV, and where its rewrite goes."""
 
     add: AddFile
@@ -105,8 +104,7 @@ def new_dir_name() -> str:
     return PURGE_DIR_PREFIX + uuid.uuid4().hex[:16]
 
 
-@dataclass
-class PurgeGroup:
+class PurgeGroup(Struct):
     """Input files of a batch sharing an output directory and partition values."""
 
     files: list[tuple[int, PurgeFile]]

@@ -5,9 +5,9 @@ type to write (PROTOCOL.md "Column Mapping", "Type Widening"). Reads no data.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Sequence
 
+from msgspec import Struct, field
 from delta_downgrade.errors import FileLayoutError
 from delta_downgrade.protocol.schema import arrow_primitive_to_delta
 from delta_downgrade.rewrite.physical_schema import (
@@ -28,8 +28,7 @@ MATERIALIZED_COLUMN_KEYS = (MATERIALIZED_ROW_ID_COLUMN, MATERIALIZED_ROW_COMMIT_
 ARROW_FIELD_ID = b"PARQUET:field_id"
 
 
-@dataclass
-class ColumnPlan:
+class ColumnPlan(Struct):
     """One top-level output column: read ``source`` (None: absent from the file, written as NULL)
     with ``read_type`` and cast it (positionally, at every level) to ``target_type``."""
 
@@ -44,8 +43,7 @@ class ColumnPlan:
     row_tracking: str | None = None
 
 
-@dataclass
-class FilePlan:
+class FilePlan(Struct):
     read_fields: list[dict[str, Any]]
     columns: list[ColumnPlan]
     num_rows: int

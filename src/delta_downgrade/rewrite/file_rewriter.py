@@ -19,9 +19,9 @@ import posixpath
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence, TypeVar
 
+from msgspec import Struct
 from delta_downgrade.errors import FileLayoutError
 from delta_downgrade.log.delta_log import DeltaLog
 from delta_downgrade.protocol.actions import AddFile
@@ -108,8 +108,7 @@ class ProgressThrottle:
         return False
 
 
-@dataclass
-class Rewritten:
+class Rewritten(Struct):
     """The new file of one rewritten input file (``path`` None: the input had no rows): its
     decoded table-relative path, and its footer (read once, for the statistics)."""
 

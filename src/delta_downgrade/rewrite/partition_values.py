@@ -23,9 +23,9 @@ import functools
 import math
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 from typing import Any
 
+from msgspec.structs import replace
 from delta_downgrade.protocol.actions import AddFile
 from delta_downgrade.protocol.schema import COLUMN_MAPPING_PHYSICAL_NAME_KEY, TYPE_CHANGES_KEY
 

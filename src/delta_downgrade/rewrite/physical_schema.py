@@ -10,9 +10,9 @@ field id. Without column mapping (mode ``none``) files use the logical names.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from typing import Any, Iterator, Mapping, Sequence
 
+from msgspec import Struct
 from delta_downgrade.protocol.actions import Metadata
 from delta_downgrade.protocol.schema import COLUMN_MAPPING_ID_KEY as ID_KEY
 from delta_downgrade.protocol.schema import COLUMN_MAPPING_PHYSICAL_NAME_KEY as PHYSICAL_NAME_KEY
@@ -50,8 +50,7 @@ def column_id(f: Mapping[str, Any]) -> int | None:
     return int(value) if value is not None else None
 
 
-@dataclass(frozen=True)
-class Naming:
+class Naming(Struct, frozen=True):
     """How the output file names its columns.
 
     ``logical``: the logical names, no field ids (column-mapping removal). Otherwise the table's

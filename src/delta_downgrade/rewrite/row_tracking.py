@@ -22,8 +22,9 @@ preserve: the columns of the old file, if any, are not recomputed.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Mapping
+
+from msgspec import Struct
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import Column
@@ -35,8 +36,7 @@ ROW_ID = "row_id"
 ROW_COMMIT_VERSION = "row_commit_version"
 
 
-@dataclass(frozen=True)
-class MaterializedColumns:
+class MaterializedColumns(Struct, frozen=True):
     """The names of the two hidden columns a rewrite fills with stable values."""
 
     row_id: str

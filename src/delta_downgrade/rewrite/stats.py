@@ -10,9 +10,9 @@ import datetime as dt
 import decimal
 import json
 import math
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
 
+from msgspec import Struct
 from delta_downgrade.protocol.actions import Metadata
 from delta_downgrade.protocol.json_nesting import check_nesting
 from delta_downgrade.rewrite.physical_schema import column_mapping_mode, physical_name
@@ -72,8 +72,7 @@ def _put_path(d: dict[str, Any], path: tuple[str, ...], value: object) -> None:
 
 # --- which leaf columns get statistics -------------------------------------------------------------
 
-@dataclass(frozen=True)
-class StatsLeaf:
+class StatsLeaf(Struct, frozen=True):
     """A leaf column that gets statistics: its physical path and Delta type."""
 
     path: tuple[str, ...]

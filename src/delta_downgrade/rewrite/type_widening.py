@@ -35,9 +35,9 @@ Returns True (performedChanges) iff files were rewritten or metadata was removed
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from msgspec.structs import replace
 from delta_downgrade.errors import FileLayoutError
 from delta_downgrade.log.commit import rebase_unless_files_touched
 from delta_downgrade.log.row_ids import row_tracking_of

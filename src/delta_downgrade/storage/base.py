@@ -10,8 +10,9 @@ mutual exclusion). Implementations that cannot do it atomically must say so
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import BinaryIO, ContextManager, Iterator, NamedTuple, Protocol as TypingProtocol
+
+from msgspec import Struct
 
 
 #: ``scheme:/path`` without an authority (``dbfs:/user/t``, the form Databricks prints; Hadoop's
@@ -27,8 +28,7 @@ def scheme_of(location: str) -> str:
     return bare.group(1).lower() if bare else "file"
 
 
-@dataclass(frozen=True)
-class FileStatus:
+class FileStatus(Struct, frozen=True):
     path: str          # relative to the table root
     size: int
     modification_time_ms: int

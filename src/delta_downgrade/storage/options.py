@@ -31,10 +31,10 @@ from __future__ import annotations
 import functools
 import os
 import re
-from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any, Callable, Mapping
 
+from msgspec import Struct, field
 from delta_downgrade.errors import BadStorageOptionError
 
 #: Our own option (and environment variable): which implementation serves the table.
@@ -133,8 +133,7 @@ DEFAULT_READ_TIMEOUT = timedelta(seconds=8)
 DEFAULT_METADATA_TIMEOUT = timedelta(seconds=10)
 
 
-@dataclass
-class StoreOptions:
+class StoreOptions(Struct):
     """Options of one table's store, split into the arguments of obstore's constructors."""
 
     kind: str                                             # "s3", "azure", "gcs", "local"

@@ -86,15 +86,15 @@ def test_round_trip(path, expected):
 
 
 def test_a_bare_commit_name_is_the_same_frozen_log_file_as_any_other():
-    """A bare commit name (the bulk of a listing) is made by LogFile.commit, not __init__: equal,
-    hashed and shown alike, and as frozen."""
-    import dataclasses
+    """A bare commit name (the bulk of a listing) is made by LogFile.commit: equal, hashed and
+    shown alike, and as frozen."""
+    import msgspec.structs
 
     made = classify(f"{V}.json")
     expected = LogFile(f"_delta_log/{V}.json", 42, "commit", fmt="json")
     assert made == expected and hash(made) == hash(expected) and repr(made) == repr(expected)
-    assert dataclasses.astuple(made) == dataclasses.astuple(expected)
-    with pytest.raises(dataclasses.FrozenInstanceError):
+    assert msgspec.structs.astuple(made) == msgspec.structs.astuple(expected)
+    with pytest.raises(AttributeError):
         made.version = 43  # type: ignore[misc]  # frozen: the assignment is what is tested
 
 

@@ -14,10 +14,10 @@ import os
 import shutil
 import tempfile
 from contextlib import contextmanager
-from dataclasses import replace
 from pathlib import Path
 from typing import Any, Iterator
 
+from msgspec.structs import replace
 import pyarrow.parquet as pq
 import pytest
 

@@ -39,9 +39,11 @@ import datetime as dt
 import json
 import os
 import uuid
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
+
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
+from msgspec.structs import replace
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq

@@ -14,10 +14,10 @@ table's storage location: Unity Catalog forbids path access to managed tables.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Mapping
 
+from msgspec import Struct, field
 from delta_downgrade.app.engines.sql_session import SqlRow, SqlSession, run_sql
 from delta_downgrade.app.engines.sql_statements import describe_detail_statement, describe_history_statement
 from delta_downgrade.app.table_ref import TableRef
@@ -38,8 +38,7 @@ _WRITER_FEATURES_VERSION = 7
 _MINUTE_MS = 60_000
 
 
-@dataclass(frozen=True)
-class TableDetail:
+class TableDetail(Struct, frozen=True):
     """One ``DESCRIBE DETAIL`` row."""
 
     name: str | None
@@ -74,8 +73,7 @@ class TableDetail:
             return None
 
 
-@dataclass(frozen=True)
-class HistoryEntry:
+class HistoryEntry(Struct, frozen=True):
     """One ``DESCRIBE HISTORY`` row: what the outcome needs of it."""
 
     version: int

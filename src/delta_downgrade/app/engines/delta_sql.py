@@ -15,9 +15,9 @@ Statements are built in :mod:`.sql_statements`, run by :func:`.sql_session.run_s
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Mapping
 
+from msgspec import field
 from delta_downgrade.app.engines.catalog_answers import (
     HistoryEntry, TableDetail, latest_version, read_detail, read_history, truncate_after,
 )
@@ -40,7 +40,6 @@ __all__ = ["CatalogDropOutcome", "DeltaSqlEngine", "delta_sql_available", "drop_
 CATALOG_UNAVAILABLE = ("protected_checkpoints", "checkpoints_written")
 
 
-@dataclass
 class CatalogDropOutcome(DropOutcome):
     """A drop on a catalog name: :class:`DropOutcome` read back through DETAIL and HISTORY;
     ``unavailable`` names the fields SQL cannot give (reported empty)."""

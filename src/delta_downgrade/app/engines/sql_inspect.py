@@ -9,8 +9,8 @@ protocol of each version) is named in ``unavailable`` by
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 
+from msgspec import Struct
 from delta_downgrade.app.engines.catalog_answers import HistoryEntry, TableDetail, read_detail, read_history
 from delta_downgrade.app.engines.sql_session import SqlSession
 from delta_downgrade.app.table_ref import TableRef
@@ -19,8 +19,7 @@ from delta_downgrade.protocol import Protocol
 from delta_downgrade.protocol.features import get_feature
 
 
-@dataclass(frozen=True)
-class CatalogTableReport:
+class CatalogTableReport(Struct, frozen=True):
     table: str
     detail: TableDetail
     history: list[HistoryEntry]          # newest first, as much as the runtime retains

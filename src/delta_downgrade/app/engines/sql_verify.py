@@ -17,8 +17,8 @@ refused for a name (exit 2), since nothing here could check it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 
+from msgspec import field
 from delta_downgrade.app.engines.catalog_answers import HistoryEntry, read_detail, read_history
 from delta_downgrade.app.engines.sql_session import SqlSession, run_sql
 from delta_downgrade.app.engines.sql_statements import read_statement
@@ -36,8 +36,7 @@ from delta_downgrade.protocol.support import Operation, unsupported_features
 CATALOG_VERIFY_UNAVAILABLE = ("feature_traces_removed", "protected_checkpoints_exist")
 
 
-@dataclass(frozen=True)
-class CatalogVerifyReport(VerifyReport):
+class CatalogVerifyReport(VerifyReport, frozen=True):
     """A :class:`VerifyReport` made through SQL, with the DROP FEATURE commits HISTORY shows."""
 
     drop_commits: list[JsonObject] = field(default_factory=list)

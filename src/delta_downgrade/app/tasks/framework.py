@@ -23,9 +23,9 @@ import json
 import sys
 import traceback
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
+from msgspec import Struct
 from delta_downgrade.app.console_logging import TASK_STEP_FORMAT, console_logging
 from delta_downgrade.app.progress import progress_mode
 from delta_downgrade.app.render.result import emit_result, error_result
@@ -79,8 +79,7 @@ def waiting_outcome(table: str, feature: str | None, exc: RetentionWaitError) ->
     return result, EXIT_OK
 
 
-@dataclass(frozen=True)
-class Task:
+class Task(Struct, frozen=True):
     """One task: its settings, what it does to one table, and optionally how it finds its tables
     when the settings name none and what it adds after every table is handled."""
 

@@ -33,9 +33,10 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterable, Iterator, Literal, Sequence
 
+from msgspec import Struct, field
+from msgspec.structs import replace
 import pyarrow as pa
 from delta_downgrade import arrow_compute as ac
 from delta_downgrade.arrow_parquet import ParquetWriter
@@ -92,8 +93,7 @@ def _encoding_columns(schema: pa.Schema) -> tuple[list[str], list[str]]:
 
 # --- inputs and outputs ---------------------------------------------------------------------------
 
-@dataclass(frozen=True)
-class CheckpointContent:
+class CheckpointContent(Struct, frozen=True):
     """The reconciled table state at one version (PROTOCOL.md "Action Reconciliation").
 
     ``removes`` are the tombstones still within retention (the caller filters); ``domains`` with
@@ -117,8 +117,7 @@ class CheckpointContent:
         return 2 + len(self.txns) + len(self.live_domains) + len(self.adds) + len(self.removes)
 
 
-@dataclass(frozen=True)
-class CheckpointResult:
+class CheckpointResult(Struct, frozen=True):
     """What :func:`write_checkpoint` (or the V2 writer,
     :func:`~delta_downgrade.log.checkpoint.v2_writer.write_v2_checkpoint_arrow`) wrote."""
 
@@ -163,9 +162,7 @@ class CheckpointResult:
         return info
 
 
-
-@dataclass
-class _PartContent:
+class _PartContent(Struct):
     protocol: ProtocolAction | None = None
     metadata: Metadata | None = None
     txns: Sequence[Txn] = ()

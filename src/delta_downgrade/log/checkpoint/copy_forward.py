@@ -18,9 +18,10 @@ action in the part of its path); the others are copied (:meth:`WrittenCheckpoint
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
+from msgspec import Struct
+from msgspec.structs import replace
 from delta_downgrade.log.checkpoint.classic_writer import CheckpointResult, NewCheckpointFiles
 from delta_downgrade.log.format.file_names import classic_checkpoint_path, multipart_checkpoint_path
 from delta_downgrade.log.format.last_checkpoint import write_last_checkpoint
@@ -39,8 +40,7 @@ def same_checkpoint_rows(state: ArrowState, other: ArrowState) -> bool:
             and state.txns == other.txns and state.live_domains == other.live_domains)
 
 
-@dataclass(frozen=True)
-class WrittenCheckpoint:
+class WrittenCheckpoint(Struct, frozen=True):
     """What one ``checkpoint_table`` call wrote, and from what: enough to tell whether a later
     checkpoint of the same log would hold the same rows."""
 

@@ -31,9 +31,9 @@ import shutil
 import time
 import weakref
 from contextlib import ExitStack, contextmanager
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
+from msgspec.structs import replace
 import pyarrow as pa
 from delta_downgrade import arrow_compute as ac
 
@@ -55,7 +55,6 @@ from delta_downgrade.storage import Storage
 
 if TYPE_CHECKING:
     from delta_downgrade.log.replay.arrow_replay import ArrowState
-
 
 
 def _parts(state: "ArrowState", cutoff_ms: int) -> Iterator[tuple[pa.ChunkedArray, pa.ChunkedArray]]:

@@ -50,11 +50,11 @@ import re
 import shutil
 import time
 import uuid
-from dataclasses import replace
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Literal
 
+from msgspec.structs import replace
 import pyarrow as pa
 
 from delta_downgrade.clock import SYSTEM_CLOCK, Clock

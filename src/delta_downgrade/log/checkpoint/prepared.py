@@ -22,9 +22,9 @@ from __future__ import annotations
 
 import logging
 import threading
-from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from msgspec.structs import replace
 from delta_downgrade.log.checkpoint.classic_writer import CheckpointResult
 from delta_downgrade.log.checkpoint.copy_forward import same_checkpoint_rows
 from delta_downgrade.log.checkpoint.from_state import write_state_checkpoint

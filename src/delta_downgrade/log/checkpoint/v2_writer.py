@@ -44,10 +44,10 @@ from __future__ import annotations
 
 import time
 import uuid
-from dataclasses import replace
 from itertools import chain
 from typing import Any, Iterable, Iterator, Sequence
 
+from msgspec.structs import replace
 import pyarrow as pa
 
 from delta_downgrade.log.format.checkpoint_columns import (BUILDERS, action_batch, add_array, checkpoint_metadata_array,

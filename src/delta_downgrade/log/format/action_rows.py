@@ -9,7 +9,6 @@ built here straight from the columns, without the per-field checks (:func:`check
 
 from __future__ import annotations
 
-from dataclasses import fields
 from typing import Any, Callable, Sequence
 
 import pyarrow as pa
@@ -57,7 +56,7 @@ _FIELD_TYPES: dict[str, Callable[[pa.DataType], bool]] = {
 }
 #: The fields of each action (``extra`` aside).
 FIELDS: dict[type, frozenset[str]] = {
-    cls: frozenset(f.name for f in fields(cls)) - {"extra"} for cls in (AddFile, RemoveFile)}
+    cls: frozenset(cls.__struct_fields__) - {"extra"} for cls in (AddFile, RemoveFile)}
 
 
 def is_exact_checkpoint_type(typ: pa.DataType, cls: type[FileAction]) -> bool:

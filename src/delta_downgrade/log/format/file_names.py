@@ -27,7 +27,8 @@ must ignore it.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+
+from msgspec import Struct
 
 LOG_DIR = "_delta_log"
 #: The largest table version: versions are longs (PROTOCOL.md "Delta Log Entries": ``n`` is a
@@ -54,8 +55,7 @@ _STAGED = re.compile(_V + r"\.(?P<uuid>[^./]+)\.json", re.ASCII)
 _SIDECAR = re.compile(r"(?P<name>[^/]+)\.parquet", re.ASCII)
 
 
-@dataclass(frozen=True)
-class LogFile:
+class LogFile(Struct, frozen=True):
     """One file of the log, recognised from its name.
 
     ``version`` is the commit version (the start version for ``compacted``), None for files
@@ -75,15 +75,8 @@ class LogFile:
 
     @classmethod
     def commit(cls, path: str, version: int) -> LogFile:
-        """``LogFile(path, version, "commit", fmt="json")``, made for the bulk of a listing: the
-        frozen dataclass's ``__init__`` sets each of the eight fields through
-        ``object.__setattr__``, which is 60 % of the cost of listing a commit's name; the fields
-        are set here in one update of the instance's dictionary (the same instance, equal and
-        hashed alike)."""
-        made = object.__new__(cls)
-        made.__dict__.update(path=path, version=version, kind="commit", part=None, num_parts=None,
-                             end_version=None, uuid=None, fmt="json")
-        return made
+        """``LogFile(path, version, "commit", fmt="json")``: the bulk of a listing."""
+        return cls(path, version, "commit", fmt="json")
 
     @property
     def name(self) -> str:

@@ -49,11 +49,11 @@ from __future__ import annotations
 import bisect
 import functools
 import gc
-from dataclasses import dataclass, field
 from functools import cached_property
 from types import MappingProxyType
 from typing import Any, Callable, Iterable, Mapping, NoReturn, ParamSpec, TypeVar
 
+from msgspec import Struct
 from delta_downgrade.errors import (CorruptLogError, NotADeltaTableError, PartialListingError,
                                     TableNotFoundError, VersionsNotContiguousError)
 from delta_downgrade.log.format.file_names import LOG_DIR, MAX_VERSION, LogFile, parse_log_file
@@ -61,8 +61,7 @@ from delta_downgrade.log.format.last_checkpoint import read_last_checkpoint
 from delta_downgrade.storage import FileStatus, Storage
 
 
-@dataclass(frozen=True)
-class CheckpointInstance:
+class CheckpointInstance(Struct, frozen=True):
     """One checkpoint of the log: a single file, all parts of a multi-part one, or a v2 manifest."""
 
     version: int
@@ -94,8 +93,7 @@ class CheckpointInstance:
 Entry = tuple[LogFile | None, FileStatus]
 
 
-@dataclass(frozen=True)
-class LogListing:
+class LogListing(Struct, frozen=True, dict=True):
     """A listing of ``_delta_log`` taken at one moment: a value, never changed once built.
 
     Built by the named functions of this module, never by hand: :func:`list_whole_log`,
@@ -115,20 +113,37 @@ class LogListing:
     last_checkpoint: dict[str, Any] | None
     # The files by kind (read them through the accessors below: read-only views, and the whole
     # log only on a whole listing).
-    _commits: dict[int, FileStatus] = field(repr=False)
-    _crcs: dict[int, FileStatus] = field(repr=False)
-    _checkpoints: tuple[CheckpointInstance, ...] = field(repr=False)  # by version, complete or not
-    _compactions: tuple[tuple[LogFile, FileStatus], ...] = field(repr=False)
-    _unknown: tuple[FileStatus, ...] = field(repr=False)
+    _commits: dict[int, FileStatus]
+    _crcs: dict[int, FileStatus]
+    _checkpoints: tuple[CheckpointInstance, ...]  # by version, complete or not
+    _compactions: tuple[tuple[LogFile, FileStatus], ...]
+    _unknown: tuple[FileStatus, ...]
     # name -> entry of every file listed, for the next incremental listing; of those, the entries
     # that are not commits or checksums, and the names of empty commits and checksums
-    _entries: dict[str, Entry] = field(repr=False, compare=False)
-    _others: dict[str, Entry] = field(repr=False, compare=False)
-    _empty: frozenset[str] = field(repr=False, compare=False)
+    _entries: dict[str, Entry]
+    _others: dict[str, Entry]
+    _empty: frozenset[str]
     # the previous listing's version runs extended by the commits appended since (a seed for
     # _version_runs, which would compute the same from _commits)
-    _runs_seed: tuple[tuple[int, ...], tuple[int, ...]] | None = field(
-        default=None, repr=False, compare=False)
+    _runs_seed: tuple[tuple[int, ...], tuple[int, ...]] | None = None
+
+    # (``dict=True``: the instance dict holds what the cached properties compute)
+
+    def __repr__(self) -> str:
+        return f"LogListing(listed_from={self.listed_from!r}, last_checkpoint={self.last_checkpoint!r})"
+
+    def __eq__(self, other: object) -> bool:
+        """Two listings are equal when they list the same files; what is kept for the next
+        incremental listing (the entries by name, the runs seed) is bookkeeping."""
+        if not isinstance(other, LogListing):
+            return NotImplemented
+        return self._compared_fields() == other._compared_fields()
+
+    __hash__ = None  # type: ignore[assignment]  # it holds dicts
+
+    def _compared_fields(self) -> tuple[Any, ...]:
+        return (self.listed_from, self.last_checkpoint, self._commits, self._crcs, self._checkpoints,
+                self._compactions, self._unknown)
 
     # --- the files by kind: the whole log (PartialListingError on a partial listing) ------------
 

@@ -5,9 +5,9 @@ checkpoint."""
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
 from typing import Iterator, Protocol, Sequence
 
+from msgspec import Struct
 from delta_downgrade.errors import CorruptLogError, DuplicateActionsError
 from delta_downgrade.log.read.concurrent_reads import read_files
 from delta_downgrade.log.read.listing import CheckpointInstance
@@ -17,8 +17,7 @@ from delta_downgrade.protocol.json_nesting import check_nesting
 from delta_downgrade.storage import FileStatus, Storage
 
 
-@dataclass(frozen=True)
-class LogSegment:
+class LogSegment(Struct, frozen=True):
     """What must be read to build version ``version``: a checkpoint (or none) and the commits after it."""
 
     version: int

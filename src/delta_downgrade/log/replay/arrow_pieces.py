@@ -5,9 +5,9 @@ action row comes from (:class:`RowSource`), to build it as the Python parser bui
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass, field
 from typing import Sequence
 
+from msgspec import Struct, field
 import pyarrow as pa
 from delta_downgrade import arrow_compute as ac
 
@@ -76,8 +76,7 @@ def provenance(source_id: int, rows: pa.Array) -> pa.Array:
     return ac.add(ac.cast(rows, _LONG), pa.scalar(source_id << ROW_BITS, _LONG))
 
 
-@dataclass
-class Pieces:
+class Pieces(Struct):
     """File actions (with their ranks, and for the Python view where each row comes from), txns
     and domains of part of the segment, in order."""
 

@@ -27,9 +27,10 @@ protocol or metaData actions).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterator, Sequence
 
+from msgspec import Struct, field
+from msgspec.structs import replace
 import pyarrow as pa
 from delta_downgrade import arrow_compute as ac
 
@@ -81,8 +82,7 @@ def _protocol_and_metadata(storage: Storage, table: str, segment: LogSegment,
     return with_checkpoint_fallback(storage, table, segment, protocol, metadata)
 
 
-@dataclass
-class ArrowState:
+class ArrowState(Struct):
     """The reconciled state at ``version`` with its file actions as Arrow columns, held in
     ``parts`` (:mod:`~delta_downgrade.log.replay.state_parts`): one part in memory for a small table, or
     hash parts of the path spilled to local files for a large one."""
@@ -198,8 +198,7 @@ def _dv_ids(dv: pa.StructArray, missing_path: str = "") -> pa.Array:
     return ac.if_else(ac.is_valid(dv), ids, pa.scalar(None, _STR))
 
 
-@dataclass
-class _Reconciled:
+class _Reconciled(Struct):
     """What the rules of :mod:`~delta_downgrade.log.replay.reconcile` make of the file actions: for the
     checkpoint, the live adds and the tombstones of files that are not live, each in the order of
     its value's position; for the Python view (``files``, ``tombstones``), the positions of the

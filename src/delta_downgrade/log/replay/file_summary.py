@@ -6,8 +6,9 @@ pyarrow."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Iterable, Iterator
+
+from msgspec import Struct
 
 if TYPE_CHECKING:
     from delta_downgrade.log.replay.arrow_replay import ArrowState
@@ -23,8 +24,7 @@ def _total(values: Any) -> int:
     return int(found) if found is not None else 0
 
 
-@dataclass(frozen=True)
-class FileCounts:
+class FileCounts(Struct, frozen=True):
     """The live files, their bytes and deletion vectors, and the tombstones of one state."""
 
     live_files: int

@@ -26,10 +26,10 @@ few commits after it, or a drop's read snapshot plus the commits that won a race
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 from urllib.parse import unquote
 
+from msgspec import Struct, field
 from delta_downgrade.protocol.actions import (AddFile, AnyAction, DomainMetadata, Metadata, ProtocolAction,
                                               RemoveFile, Txn)
 
@@ -65,8 +65,7 @@ def commit_order(actions: Iterable[AnyAction]) -> list[AnyAction]:
     return sorted(actions, key=lambda a: 0 if isinstance(a, RemoveFile) else 1)
 
 
-@dataclass
-class TableState:
+class TableState(Struct):
     """The reconciled state of a version (PROTOCOL.md, "Action Reconciliation"), dicts in the
     place order of the rules above."""
 

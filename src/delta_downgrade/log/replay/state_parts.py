@@ -20,10 +20,10 @@ import os
 import shutil
 import tempfile
 import weakref
-from dataclasses import dataclass
 from typing import Sequence
 from urllib.parse import unquote
 
+from msgspec import Struct
 import pyarrow as pa
 from delta_downgrade import arrow_compute as ac
 
@@ -103,8 +103,7 @@ def _read(path: str | None, typ: pa.DataType) -> pa.ChunkedArray:
     return column if column.type == typ else ac.cast(column, typ)
 
 
-@dataclass
-class SpilledPart:
+class SpilledPart(Struct):
     adds_path: str | None      # None: no adds in this part
     removes_path: str | None
     num_adds: int
