@@ -479,9 +479,10 @@ def measure_floor(kind: str, master: str, written: list[int], work_dir: str,
     if loaded is not None:
         seconds, report = loaded
         with_modules = seconds + read + write
-        what += (f"; with our run's modules loaded (start {seconds:.2f}: {report.get('ours', '?')} of ours, "
-                 f"{report.get('dataclasses', '?')} dataclasses made in {report.get('dataclass_s', 0.0):.3f} s) "
-                 f"{with_modules:.2f}")
+        made = (f", {report['dataclasses']} dataclasses made in {report.get('dataclass_s', 0.0):.3f} s"
+                if report.get("dataclasses") else "")
+        what += (f"; with our run's modules loaded (start {seconds:.2f}: {report.get('ours', '?')} of ours"
+                 f"{made}) {with_modules:.2f}")
     return Floor(start + read + write, what, runtime + read + write, with_modules)
 
 
