@@ -115,10 +115,8 @@ class Protocol(Struct, frozen=True):
             value = getattr(self, what)
             if isinstance(value, bool) or not isinstance(value, int):
                 raise TypeError(f"{what} must be an int, got {value!r}")
-        force_setattr(self, "reader_features",
-                           _as_names(self.reader_features, "reader_features"))
-        force_setattr(self, "writer_features",
-                           _as_names(self.writer_features, "writer_features"))
+        force_setattr(self, "reader_features", _as_names(self.reader_features, "reader_features"))
+        force_setattr(self, "writer_features", _as_names(self.writer_features, "writer_features"))
 
     # --- JSON shape ------------------------------------------------------------------------------
 

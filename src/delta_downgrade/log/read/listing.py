@@ -103,6 +103,7 @@ class LogListing(Struct, frozen=True, dict=True):
     complete checkpoint and at least one commit (the builders see to it), so that the latest
     commit and checkpoint are always in it. Questions about older files raise
     :class:`PartialListingError` there: no accessor returns a silently partial answer.
+    (``dict=True``: the instance dict holds what the cached properties compute.)
     """
 
     #: None when the whole directory was listed; a version ``C`` when only the files whose names
@@ -126,8 +127,6 @@ class LogListing(Struct, frozen=True, dict=True):
     # the previous listing's version runs extended by the commits appended since (a seed for
     # _version_runs, which would compute the same from _commits)
     _runs_seed: tuple[tuple[int, ...], tuple[int, ...]] | None = None
-
-    # (``dict=True``: the instance dict holds what the cached properties compute)
 
     def __repr__(self) -> str:
         return f"LogListing(listed_from={self.listed_from!r}, last_checkpoint={self.last_checkpoint!r})"
