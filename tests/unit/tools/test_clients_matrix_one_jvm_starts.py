@@ -46,6 +46,7 @@ def _key(c: matrix.Cell) -> tuple[str, ...]:
     return (c.part, c.client, c.table, c.feature, c.state, c.action, c.observed, str(c.ok))
 
 
+@pytest.mark.usefixtures("golden_root")  # the cases are golden tables: skipped where they are absent
 def test_with_one_jvm_the_client_and_the_reference_each_start_twice_at_most_for_all_cases(monkeypatch, tmp_path):
     cells, processes = _run(monkeypatch, tmp_path / "one", jvms=1)
     cases = {(c.table, c.feature) for c in cells if c.part == "rfc"}
@@ -60,6 +61,7 @@ def test_with_one_jvm_the_client_and_the_reference_each_start_twice_at_most_for_
     assert sorted(map(_key, cells)) == sorted(map(_key, unlimited))
 
 
+@pytest.mark.usefixtures("golden_root")  # the cases are golden tables: skipped where they are absent
 def test_the_read_back_asks_the_writer_first_then_the_reference_for_every_table(tmp_path):
     pool = matrix.ClientPool(jvms=1, start=Answers)
     reference, writer = matrix.CachedReads(pool(CURRENT_SPARK)), pool(client("delta-spark 3.1.0"))
