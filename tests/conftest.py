@@ -32,6 +32,7 @@ import os
 import shutil
 import stat
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -99,10 +100,26 @@ def spark_connect_mode(config) -> bool:
 
 _CONNECT_SERVER = None
 _CORPUS_BUILD = None  # the corpus build started at collection (_build_corpus_early)
+_SPARK_SCRATCH: str | None = None  # the run's Spark local dirs, made and removed by this process
+
+
+def _give_spark_a_scratch_dir_of_the_run() -> None:
+    """Every JVM of the run (the sessions of tests and workers, the Connect server, the
+    subprocesses' spark-submit and older clients) keeps its scratch files (``spark-*/userFiles-*``
+    with a copy of each jar, ``pyspark-*``, block managers) in one directory this process removes
+    at the end. Spark deletes them itself only from a shutdown hook, so every JVM a test kills on
+    purpose left ~13 MB in /tmp per run; ``SPARK_LOCAL_DIRS`` wins over ``spark.local.dir``. A
+    caller's own setting is kept; xdist workers inherit the controller's."""
+    global _SPARK_SCRATCH
+    if "SPARK_LOCAL_DIRS" in os.environ:
+        return
+    _SPARK_SCRATCH = tempfile.mkdtemp(prefix="delta-downgrade-tests-spark-")
+    os.environ["SPARK_LOCAL_DIRS"] = _SPARK_SCRATCH
 
 
 def pytest_configure(config):
     global _CONNECT_SERVER
+    _give_spark_a_scratch_dir_of_the_run()
     # Python workers of every Spark session the tests start (the spark fixture's, the one the CLI
     # starts when a test runs it in this process, a child's) run this interpreter, not whatever
     # `python3` is on PATH.
@@ -134,6 +151,8 @@ def pytest_unconfigure(config):
     if _CONNECT_SERVER is not None:
         _CONNECT_SERVER.stop()
         _CONNECT_SERVER = None
+    if _SPARK_SCRATCH is not None and os.environ.get("SPARK_LOCAL_DIRS") == _SPARK_SCRATCH:
+        shutil.rmtree(_SPARK_SCRATCH, ignore_errors=True)
 
 
 def pytest_collection_modifyitems(config, items):
