@@ -24,6 +24,7 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import shutil
 import tempfile
 from pathlib import Path
 from typing import Iterable, Iterator
@@ -97,6 +98,7 @@ class SparkUseRecorder:
             os.environ.pop("SPARK_CONF_DIR", None)
         else:
             os.environ["SPARK_CONF_DIR"] = self._saved_conf_dir
+        shutil.rmtree(self._conf_dir, ignore_errors=True)
 
 
 def read_spark_free(record_dir: Path) -> tuple[set[str], set[str]]:
