@@ -117,8 +117,33 @@ def _give_spark_a_scratch_dir_of_the_run() -> None:
     os.environ["SPARK_LOCAL_DIRS"] = _SPARK_SCRATCH
 
 
+#: Free space below which the run warns (its header, and its warnings summary, which -q shows)
+#: that writes may fail for want of it: the suite's tables, venvs and Spark scratch files take up
+#: to about 1 GB at once, and a CI run once failed halfway with ENOSPC in errors that named no disk.
+#: DELTA_DOWNGRADE_TEST_LOW_DISK_BYTES sets another bound.
+_LOW_DISK_BYTES = int(os.environ.get("DELTA_DOWNGRADE_TEST_LOW_DISK_BYTES", 3 << 30))
+
+
+def _disk_line() -> tuple[str, bool]:
+    scratch = tempfile.gettempdir()
+    free = shutil.disk_usage(scratch).free
+    line = f"disk: {free / (1 << 30):.1f} GiB free in {scratch} for the tests' temporary files"
+    low = free < _LOW_DISK_BYTES
+    if low:
+        line += f"; below {_LOW_DISK_BYTES >> 30} GiB, tests may fail with 'No space left on device'"
+    return line, low
+
+
+def pytest_report_header(config):
+    return _disk_line()[0]
+
+
 def pytest_configure(config):
     global _CONNECT_SERVER
+    line, low = _disk_line()
+    if low and os.environ.get("PYTEST_XDIST_WORKER") is None:
+        # in the warnings summary at the end too, where a run with -q (make test) shows it
+        config.issue_config_time_warning(pytest.PytestWarning(line), stacklevel=2)
     _give_spark_a_scratch_dir_of_the_run()
     # Python workers of every Spark session the tests start (the spark fixture's, the one the CLI
     # starts when a test runs it in this process, a child's) run this interpreter, not whatever
