@@ -80,6 +80,11 @@ class ParquetFile:
     def num_row_groups(self) -> int:
         return int(self._reader.num_row_groups)
 
+    @property
+    def column_paths(self) -> list[list[str]]:
+        """Each leaf column's path of names (decoded from the footer on each call)."""
+        return self._reader.column_paths
+
     def read(self, columns: Iterable[str] | None = None) -> pa.Table:
         """The whole file, or the leaves under ``columns``."""
         return self._reader.read_all(column_indices=self._indices(columns), use_threads=True)
@@ -102,7 +107,7 @@ class ParquetFile:
             return None
         if self._leaves is None:
             leaves: dict[str, list[int]] = {}
-            for index, path in enumerate(self._reader.column_paths):
+            for index, path in enumerate(self.column_paths):
                 for depth in range(1, len(path) + 1):
                     leaves.setdefault(".".join(path[:depth]), []).append(index)
             self._leaves = leaves

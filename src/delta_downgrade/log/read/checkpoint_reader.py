@@ -76,7 +76,46 @@ def open_checkpoint_parquet(source: Any) -> ParquetFile:
     # imported here: a replay of a log without checkpoints never loads Arrow's Parquet module
     from delta_downgrade.arrow_parquet import ParquetFile
 
-    return ParquetFile(source, coerce_int96_timestamp_unit="us", page_checksum_verification=True)
+    pf = ParquetFile(source, coerce_int96_timestamp_unit="us", page_checksum_verification=True)
+    _check_footer(pf)
+    return pf
+
+
+def _check_footer(pf: ParquetFile) -> None:
+    """``pa.ArrowInvalid`` when a field of the footer that Arrow's reader passes over at open is
+    not what the Parquet format allows: column names and key-value metadata that are not UTF-8
+    text (Thrift ``string`` fields: ``SchemaElement.name``, ``KeyValue``), a column chunk whose
+    ``path_in_schema`` is not its column's path or whose list of encodings holds a value the
+    format does not define. No checksum covers a footer: such a byte marks the file as damaged,
+    and delta-rs refuses the file; a name that is not text would otherwise fail later, as a
+    UnicodeDecodeError, where the columns are looked up."""
+    def damaged(what: str) -> pa.ArrowInvalid:
+        return pa.ArrowInvalid(f"{what} (a damaged footer)")
+
+    try:
+        paths = [".".join(path) for path in pf.column_paths]
+    except UnicodeDecodeError as exc:
+        raise damaged(f"a column name in the footer is not UTF-8 text: {exc}") from None
+    meta = pf.metadata
+    for key, value in (meta.metadata or {}).items():
+        try:
+            key.decode("utf-8")
+            value.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            name = key.decode("utf-8", "replace")[:80]
+            raise damaged(f"the footer's key-value metadata {name!r} is not UTF-8 text: {exc}") from None
+    for group in range(meta.num_row_groups):
+        row_group = meta.row_group(group)
+        for column, path in enumerate(paths[:row_group.num_columns]):
+            chunk = row_group.column(column)
+            try:
+                chunk_path = chunk.path_in_schema
+            except UnicodeDecodeError:
+                chunk_path = None
+            if chunk_path != path:
+                raise damaged(f"row group {group} names its column {column} {chunk_path!r}, not {path!r}")
+            if "UNKNOWN" in chunk.encodings:
+                raise damaged(f"row group {group}, column {path}: an encoding the Parquet format does not define")
 
 
 def projected_columns(pf: ParquetFile, columns: Iterable[str]) -> list[str]:
