@@ -62,6 +62,7 @@ class ParquetFile:
             self._reader.open(source, pre_buffer=True, coerce_int96_timestamp_unit=coerce_int96_timestamp_unit,
                               page_checksum_verification=page_checksum_verification)
         self._leaves: dict[str, list[int]] | None = None
+        self._column_paths: list[list[str]] | None = None
 
     @property
     def metadata(self) -> FileMetaData:
@@ -82,8 +83,11 @@ class ParquetFile:
 
     @property
     def column_paths(self) -> list[list[str]]:
-        """Each leaf column's path of names (decoded from the footer on each call)."""
-        return self._reader.column_paths
+        """Each leaf column's path of names, decoded from the footer once (a checkpoint's footer
+        check and the column lookups both use them)."""
+        if self._column_paths is None:
+            self._column_paths = self._reader.column_paths
+        return self._column_paths
 
     def read(self, columns: Iterable[str] | None = None) -> pa.Table:
         """The whole file, or the leaves under ``columns``."""
